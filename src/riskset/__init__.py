@@ -1,0 +1,21 @@
+"""riskset: regularized survival and regression models for massive observational health data.
+
+Quick start::
+
+    import riskset
+    data = riskset.simulate(n=10_000, p=100, model="cox")
+    fit = riskset.fit(data, "cox", riskset.Laplace(gamma=2.0))
+    print(fit.summary())
+"""
+from riskset.api import fit
+from riskset.data import Dataset, from_arrays, from_duckdb, from_frame, from_long
+from riskset.exceptions import ConvergenceWarning, DataWarning, InputError
+from riskset.results import FitResult
+from riskset.simulate import simulate
+from riskset.solver.prior import ElasticNet, Laplace, NoPrior, Normal, Prior
+
+__version__ = "0.1.0"
+
+__all__ = ["fit", "Dataset", "from_arrays", "from_duckdb", "from_frame", "from_long", "ConvergenceWarning",
+           "DataWarning", "InputError", "FitResult", "simulate", "ElasticNet", "Laplace", "NoPrior", "Normal",
+           "Prior", "__version__"]

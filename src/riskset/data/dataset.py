@@ -1,0 +1,170 @@
+"""The one internal data set every model is fitted from.
+
+A :class:`Dataset` is model-agnostic: a sparse covariate matrix plus named outcome
+arrays. Each model reads the fields it needs, validates them and prepares its own
+row order (see ``Model.datafit``). Builders for the supported input shapes live in
+:mod:`riskset.data.ingest`.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from riskset.exceptions import DataWarning, InputError
+
+#: Outcome fields a Dataset may carry; each is an array of length n_rows or None.
+OUTCOME_FIELDS = ("y", "time", "status", "start", "weights", "offset")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Covariates and outcomes of ``n_rows`` observations.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csc_matrix, shape (n_rows, n_covariates)
+        Covariates; indicator, sparse and dense columns alike.
+    covariate_names : list of str
+        One name per column of X.
+    row_ids : ndarray
+        Identifier of each row as given by the user (used in error messages).
+    y : ndarray, optional
+        Response: 0/1 for logistic, counts for Poisson, real for least squares,
+        case indicator for conditional logistic, event counts for SCCS.
+    time, status, start : ndarray, optional
+        Survival outcome. ``time`` is the event/censoring time (the interval end for
+        counting-process data), ``start`` the interval start, ``status`` an integer
+        code (0 censored, 1 event, other codes competing events).
+    strata : ndarray of int, optional
+        Stratum code 0..n_strata-1 of each row (matched set, person, stratum).
+    strata_labels : ndarray, optional
+        Original label of each stratum code.
+    subject : ndarray of int, optional
+        Subject code of each row, when a subject has several rows.
+    weights : ndarray, optional
+        Non-negative case weights.
+    offset : ndarray, optional
+        Fixed part of the linear predictor (already on the log/logit scale).
+    """
+
+    X: sp.csc_matrix
+    covariate_names: list[str]
+    row_ids: np.ndarray
+    y: np.ndarray | None = None
+    time: np.ndarray | None = None
+    status: np.ndarray | None = None
+    start: np.ndarray | None = None
+    weights: np.ndarray | None = None
+    offset: np.ndarray | None = None
+    strata: np.ndarray | None = None
+    strata_labels: np.ndarray | None = None
+    subject: np.ndarray | None = None
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        n = self.X.shape[0]
+        if n == 0:
+            raise InputError("the data set is empty (no rows)")
+        if len(self.covariate_names) != self.X.shape[1]:
+            raise InputError(
+                f"{len(self.covariate_names)} covariate names for {self.X.shape[1]} columns"
+            )
+        if len(set(self.covariate_names)) != len(self.covariate_names):
+            dup = _first_duplicate(self.covariate_names)
+            raise InputError(f"covariate name {dup!r} appears more than once")
+        for name in OUTCOME_FIELDS + ("strata", "subject", "row_ids"):
+            arr = getattr(self, name)
+            if arr is not None and len(arr) != n:
+                raise InputError(f"{name} has {len(arr)} values for {n} rows")
+        for name in OUTCOME_FIELDS:
+            arr = getattr(self, name)
+            if arr is not None:
+                check_finite(arr, name, self.row_ids)
+        if not np.all(np.isfinite(self.X.data)):
+            bad = np.flatnonzero(~np.isfinite(self.X.data))[0]
+            col = np.searchsorted(self.X.indptr, bad, side="right") - 1
+            row = self.X.indices[bad]
+            raise InputError(
+                f"covariate {self.covariate_names[col]!r} has a non-finite value "
+                f"({self.X.data[bad]}) at row {self.row_ids[row]!r}"
+            )
+        if self.weights is not None and np.any(self.weights < 0):
+            i = int(np.flatnonzero(self.weights < 0)[0])
+            raise InputError(f"negative weight {self.weights[i]} at row {self.row_ids[i]!r}")
+
+    @property
+    def n_rows(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_covariates(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def n_strata(self) -> int:
+        return 0 if self.strata is None else int(self.strata.max()) + 1
+
+    def require(self, *fields_: str, model: str) -> None:
+        """Raise a clear error if a field the model needs is missing."""
+        for f in fields_:
+            if getattr(self, f) is None:
+                raise InputError(f"the {model} model needs a {f!r} column, and the data have none")
+
+    def subset(self, rows: np.ndarray) -> "Dataset":
+        """The rows ``rows`` (indices or boolean mask), strata re-coded densely."""
+        rows = np.flatnonzero(rows) if np.asarray(rows).dtype == bool else np.asarray(rows)
+        kw = {f: (None if getattr(self, f) is None else getattr(self, f)[rows]) for f in OUTCOME_FIELDS}
+        strata, labels = self.strata, self.strata_labels
+        if strata is not None:
+            used, strata = np.unique(strata[rows], return_inverse=True)
+            labels = None if labels is None else labels[used]
+        subject = None if self.subject is None else np.unique(self.subject[rows], return_inverse=True)[1]
+        return replace(self, X=self.X[rows].tocsc(), row_ids=self.row_ids[rows], strata=strata,
+                       strata_labels=labels, subject=subject, **kw)
+
+    def drop_empty_covariates(self) -> "Dataset":
+        """Drop covariates without a non-zero value, with a warning naming them."""
+        X = self.X.copy()
+        X.eliminate_zeros()
+        empty = np.flatnonzero(np.diff(X.indptr) == 0)
+        if empty.size == 0:
+            return self
+        names = [self.covariate_names[j] for j in empty]
+        shown = ", ".join(map(repr, names[:10])) + (" ..." if len(names) > 10 else "")
+        warnings.warn(f"dropped {len(names)} covariate(s) with no non-zero value: {shown}",
+                      DataWarning, stacklevel=3)
+        keep = np.setdiff1d(np.arange(X.shape[1]), empty)
+        return replace(self, X=X[:, keep], covariate_names=[self.covariate_names[j] for j in keep])
+
+    def covariate_index(self, names) -> np.ndarray:
+        """Column indices of covariates ``names``; unknown names raise."""
+        pos = {n: i for i, n in enumerate(self.covariate_names)}
+        missing = [n for n in names if n not in pos]
+        if missing:
+            raise InputError(f"unknown covariate(s): {', '.join(map(repr, missing))}")
+        return np.array([pos[n] for n in names], dtype=np.int64)
+
+
+def check_finite(values: np.ndarray, name: str, row_ids: np.ndarray | None = None) -> None:
+    """Raise InputError naming the first row where ``values`` is NaN or infinite."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "biuf":
+        raise InputError(f"column {name!r} is not numeric (dtype {values.dtype})")
+    if values.dtype.kind == "f":
+        bad = ~np.isfinite(values)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            where = f"row {row_ids[i]!r}" if row_ids is not None else f"position {i}"
+            raise InputError(f"column {name!r} has {int(bad.sum())} non-finite value(s), first at {where}: {values[i]}")
+
+
+def _first_duplicate(items):
+    seen = set()
+    for x in items:
+        if x in seen:
+            return x
+        seen.add(x)
+    return None

@@ -1,0 +1,312 @@
+"""Builders of :class:`~riskset.data.Dataset` from the supported input shapes.
+
+- :func:`from_frame`: a wide pandas or Arrow table (lifelines style): outcome columns
+  plus covariate columns; categorical columns become indicator columns.
+- :func:`from_long`: OHDSI-style long tables: outcomes ``row_id, [stratum_id],
+  y or time/status, [weight], [offset]`` and covariates ``row_id, covariate_id,
+  [value]``; from pandas, Arrow, or Parquet/CSV paths.
+- :func:`from_duckdb`: the same two tables as SQL queries on a DuckDB database.
+- :func:`from_arrays`: a scipy.sparse or NumPy matrix plus outcome vectors.
+
+All paths are vectorized (no Python loop per row): ten million covariate rows load
+in seconds.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from riskset.data.dataset import Dataset, check_finite
+from riskset.exceptions import InputError
+
+#: Outcome roles accepted by the builders, mapped to Dataset fields.
+_ROLES = ("y", "time", "status", "start", "weights", "offset")
+
+
+def from_frame(frame, *, y=None, time=None, status=None, start=None, stop=None, strata=None,
+               subject=None, weights=None, offset=None, exposure=None, covariates=None,
+               row_id=None) -> Dataset:
+    """Dataset from a wide table: one row per observation, one column per variable.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame or pyarrow.Table
+    y, time, status, start, stop, strata, subject, weights, offset, exposure : str, optional
+        Column names of the outcome roles. ``stop`` is a synonym of ``time`` (the end
+        of a counting-process interval). ``exposure`` is a positive column whose log
+        is used as offset.
+    covariates : list of str, optional
+        Covariate columns; all remaining columns by default. Boolean columns become
+        0/1; string or categorical columns become one indicator per level except the
+        first (sorted), named ``column[level]``.
+    row_id : str, optional
+        Column of row identifiers (default: the position).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"y": [0, 1, 1], "age": [50.0, 61.0, 70.0], "sex": ["f", "m", "f"]})
+    >>> ds = from_frame(df, y="y")
+    >>> ds.covariate_names
+    ['age', 'sex[m]']
+    """
+    df = _to_pandas(frame)
+    if len(df) == 0:
+        raise InputError("the data set is empty (no rows)")
+    if time is not None and stop is not None:
+        raise InputError("give either time or stop, not both")
+    time = time if time is not None else stop
+    roles = {"y": y, "time": time, "status": status, "start": start, "weights": weights, "offset": offset}
+    used = [c for c in list(roles.values()) + [strata, subject, exposure, row_id] if c is not None]
+    missing = [c for c in used if c not in df.columns]
+    if missing:
+        raise InputError(f"column(s) not in the data: {', '.join(map(repr, missing))}")
+    row_ids = df[row_id].to_numpy() if row_id is not None else np.arange(len(df))
+    _check_unique_ids(row_ids)
+    outcome = {role: _numeric_column(df, col, row_ids) for role, col in roles.items() if col is not None}
+    if exposure is not None:
+        outcome["offset"] = _log_exposure(_numeric_column(df, exposure, row_ids), exposure, row_ids,
+                                          outcome.get("offset"))
+    if covariates is None:
+        covariates = [c for c in df.columns if c not in used]
+    X, names = _covariate_matrix(df, list(covariates), row_ids)
+    strata_codes, labels = _codes(df[strata]) if strata is not None else (None, None)
+    subject_codes = _codes(df[subject])[0] if subject is not None else None
+    ds = Dataset(X=X, covariate_names=names, row_ids=row_ids, strata=strata_codes, strata_labels=labels,
+                 subject=subject_codes, **_typed_outcome(outcome))
+    return ds.drop_empty_covariates()
+
+
+def from_long(outcomes, covariates, *, row_id="row_id", stratum="stratum_id", y="y", time="time",
+              status="status", start="start", weight="weight", offset="offset", exposure=None,
+              covariate_id="covariate_id", value="value", subject=None) -> Dataset:
+    """Dataset from OHDSI-style long tables.
+
+    Parameters
+    ----------
+    outcomes : DataFrame, pyarrow.Table, or path to a Parquet/CSV file
+        One row per observation: ``row_id`` and whichever of ``stratum_id``, ``y``,
+        ``time``, ``status``, ``start``, ``weight``, ``offset`` are present (column
+        names configurable by the keyword of the same role).
+    covariates : DataFrame, pyarrow.Table, or path
+        One row per non-zero covariate value: ``row_id, covariate_id[, value]``;
+        without a value column every entry is 1 (indicator covariates). Covariate ids
+        may be 64-bit integers or strings; columns are ordered by id, and rows by
+        ``row_id``, so results never depend on the order rows arrive in.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> out = pd.DataFrame({"row_id": [10, 11], "y": [1, 0]})
+    >>> cov = pd.DataFrame({"row_id": [11, 10, 10], "covariate_id": [7, 7, 3]})
+    >>> ds = from_long(out, cov)
+    >>> ds.covariate_names, ds.X.toarray().tolist()
+    (['3', '7'], [[1.0, 1.0], [0.0, 1.0]])
+    """
+    out = _to_pandas(_read_table(outcomes))
+    cov = _read_table(covariates)
+    if len(out) == 0:
+        raise InputError("the outcomes table is empty (no rows)")
+    if row_id not in out.columns:
+        raise InputError(f"the outcomes table has no {row_id!r} column")
+    out = out.sort_values(row_id, kind="stable").reset_index(drop=True)
+    ids = out[row_id].to_numpy()
+    _check_unique_ids(ids)
+    present = {"y": y, "time": time, "status": status, "start": start, "weights": weight, "offset": offset}
+    outcome = {role: _numeric_column(out, col, ids) for role, col in present.items() if col in out.columns}
+    if exposure is not None:
+        if exposure not in out.columns:
+            raise InputError(f"the outcomes table has no {exposure!r} column")
+        outcome["offset"] = _log_exposure(_numeric_column(out, exposure, ids), exposure, ids, outcome.get("offset"))
+    strata_codes, labels = _codes(out[stratum]) if stratum in out.columns else (None, None)
+    subject_codes = _codes(out[subject])[0] if subject is not None else None
+    X, names = _long_covariates(cov, ids, row_id, covariate_id, value)
+    ds = Dataset(X=X, covariate_names=names, row_ids=ids, strata=strata_codes, strata_labels=labels,
+                 subject=subject_codes, **_typed_outcome(outcome))
+    return ds.drop_empty_covariates()
+
+
+def from_duckdb(database: str, outcomes_sql: str, covariates_sql: str, **kwargs) -> Dataset:
+    """Dataset from two SQL queries on a DuckDB database (read only).
+
+    The queries must return the tables of :func:`from_long`; keyword arguments are
+    passed on to it (column names).
+
+    Examples
+    --------
+    >>> ds = from_duckdb("cohort.duckdb",  # doctest: +SKIP
+    ...                  "SELECT row_id, time, status FROM outcomes",
+    ...                  "SELECT row_id, covariate_id, value FROM covariates")
+    """
+    import duckdb
+
+    if not os.path.exists(database):
+        raise InputError(f"DuckDB database {database!r} does not exist")
+    with duckdb.connect(database, read_only=True) as con:
+        outcomes = con.sql(outcomes_sql).fetch_arrow_table()
+        covariates = con.sql(covariates_sql).fetch_arrow_table()
+    return from_long(outcomes, covariates, **kwargs)
+
+
+def from_arrays(X, *, y=None, time=None, status=None, start=None, weights=None, offset=None,
+                strata=None, subject=None, covariate_names=None, row_ids=None) -> Dataset:
+    """Dataset from a matrix (scipy.sparse or NumPy, rows = observations) and outcome vectors.
+
+    >>> import numpy as np
+    >>> ds = from_arrays(np.eye(3), y=np.array([0, 1, 1]))
+    >>> ds.covariate_names
+    ['x0', 'x1', 'x2']
+    """
+    X = sp.csc_matrix(X, dtype=np.float64)
+    n, p = X.shape
+    names = list(covariate_names) if covariate_names is not None else [f"x{j}" for j in range(p)]
+    row_ids = np.arange(n) if row_ids is None else np.asarray(row_ids)
+    _check_unique_ids(row_ids)
+    outcome = {k: np.asarray(v) for k, v in dict(y=y, time=time, status=status, start=start,
+                                                  weights=weights, offset=offset).items() if v is not None}
+    for k, v in outcome.items():
+        check_finite(v, k, row_ids)
+    strata_codes, labels = _codes(pd.Series(strata)) if strata is not None else (None, None)
+    subject_codes = _codes(pd.Series(subject))[0] if subject is not None else None
+    ds = Dataset(X=X, covariate_names=names, row_ids=row_ids, strata=strata_codes, strata_labels=labels,
+                 subject=subject_codes, **_typed_outcome(outcome))
+    return ds.drop_empty_covariates()
+
+
+# -- helpers ---------------------------------------------------------------------------
+def _read_table(source):
+    """A DataFrame or Arrow table as is; a path read by pyarrow (Parquet or CSV)."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if not os.path.exists(path):
+            raise InputError(f"file {path!r} does not exist")
+        if path.endswith((".parquet", ".pq")):
+            import pyarrow.parquet as pq
+
+            return pq.read_table(path)
+        if path.endswith((".csv", ".csv.gz")):
+            import pyarrow.csv as pacsv
+
+            return pacsv.read_csv(path)
+        raise InputError(f"unsupported file type {path!r}: use .parquet or .csv")
+    return source
+
+
+def _to_pandas(frame) -> pd.DataFrame:
+    if isinstance(frame, pd.DataFrame):
+        return frame
+    if hasattr(frame, "to_pandas"):
+        return frame.to_pandas()
+    raise InputError(f"expected a pandas DataFrame or Arrow table, got {type(frame).__name__}")
+
+
+def _column_array(table, name):
+    if isinstance(table, pd.DataFrame):
+        return table[name].to_numpy()
+    return table.column(name).to_numpy()
+
+
+def _long_covariates(cov, ids, row_id, covariate_id, value):
+    """Canonical CSC matrix from (row_id, covariate_id, value) triples, by one stable sort."""
+    cols = list(cov.columns) if isinstance(cov, pd.DataFrame) else cov.column_names
+    for c in (row_id, covariate_id):
+        if c not in cols:
+            raise InputError(f"the covariates table has no {c!r} column")
+    cov_rows = _column_array(cov, row_id)
+    rows = pd.Index(ids).get_indexer(cov_rows)
+    if np.any(rows < 0):
+        bad = cov_rows[rows < 0]
+        raise InputError(f"covariates for {bad.size} row(s) not in the outcomes table, first row_id {bad[0]!r}")
+    cov_ids = _column_array(cov, covariate_id)
+    names_sorted, col = np.unique(cov_ids, return_inverse=True)
+    vals = np.ones(len(rows)) if value not in cols else np.asarray(_column_array(cov, value), dtype=np.float64)
+    if vals.size and not np.all(np.isfinite(vals)):
+        i = int(np.flatnonzero(~np.isfinite(vals))[0])
+        raise InputError(f"covariate {cov_ids[i]!r} has a non-finite value ({vals[i]}) at row_id {cov_rows[i]!r}")
+    n, p = len(ids), len(names_sorted)
+    key = col.astype(np.int64) * n + rows
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    dup = np.flatnonzero(key[1:] == key[:-1])
+    if dup.size:
+        i = order[dup[0]]
+        raise InputError(f"covariate {cov_ids[i]!r} is given twice for row_id {cov_rows[i]!r}")
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(col, minlength=p))])
+    X = sp.csc_matrix((vals[order], rows[order], indptr), shape=(n, p))
+    X.eliminate_zeros()
+    return X, [str(c) for c in names_sorted]
+
+
+def _covariate_matrix(df, covariates, row_ids):
+    missing = [c for c in covariates if c not in df.columns]
+    if missing:
+        raise InputError(f"covariate column(s) not in the data: {', '.join(map(repr, missing))}")
+    blocks, names = [], []
+    for c in covariates:
+        s = df[c]
+        if s.dtype == bool:
+            blocks.append(s.to_numpy(dtype=np.float64)[:, None])
+            names.append(c)
+        elif pd.api.types.is_numeric_dtype(s):
+            v = s.to_numpy(dtype=np.float64, na_value=np.nan)
+            check_finite(v, c, row_ids)
+            blocks.append(v[:, None])
+            names.append(c)
+        else:
+            if s.isna().any():
+                i = int(np.flatnonzero(s.isna().to_numpy())[0])
+                raise InputError(f"column {c!r} has a missing value at row {row_ids[i]!r}")
+            levels = sorted(s.astype(str).unique())
+            ind = pd.get_dummies(s.astype(str)).reindex(columns=levels[1:], fill_value=False)
+            blocks.append(ind.to_numpy(dtype=np.float64))
+            names.extend(f"{c}[{lv}]" for lv in levels[1:])
+    if not blocks:
+        return sp.csc_matrix((len(df), 0)), []
+    X = sp.csc_matrix(np.hstack(blocks))
+    X.eliminate_zeros()
+    return X, names
+
+
+def _numeric_column(df, col, row_ids):
+    s = df[col]
+    if not pd.api.types.is_numeric_dtype(s) and s.dtype != bool:
+        raise InputError(f"column {col!r} is not numeric (dtype {s.dtype})")
+    v = s.to_numpy(dtype=np.float64, na_value=np.nan)
+    check_finite(v, col, row_ids)
+    return v
+
+
+def _log_exposure(v, name, row_ids, offset):
+    if np.any(v <= 0):
+        i = int(np.flatnonzero(v <= 0)[0])
+        raise InputError(f"exposure column {name!r} must be > 0; row {row_ids[i]!r} has {v[i]}")
+    return np.log(v) + (0.0 if offset is None else offset)
+
+
+def _typed_outcome(outcome):
+    typed = dict(outcome)
+    if "status" in typed:
+        s = typed["status"]
+        if np.any(s != np.round(s)):
+            i = int(np.flatnonzero(s != np.round(s))[0])
+            raise InputError(f"status codes must be integers; found {s[i]} at position {i}")
+        typed["status"] = s.astype(np.int64)
+    return typed
+
+
+def _codes(series):
+    codes, labels = pd.factorize(pd.Series(series), sort=True)
+    if np.any(codes < 0):
+        raise InputError(f"column {getattr(series, 'name', '')!r} has missing values")
+    return codes.astype(np.int64), np.asarray(labels)
+
+
+def _check_unique_ids(ids):
+    s = pd.Series(ids)
+    dup = s.duplicated()
+    if dup.any():
+        raise InputError(f"duplicate row id {s[dup].iloc[0]!r} ({int(dup.sum())} duplicate(s))")
+

@@ -1,0 +1,161 @@
+"""The interface between likelihoods and the solver.
+
+A *datafit* is one log-likelihood family bound to one prepared data set (rows in the
+order the family needs, e.g. Cox rows sorted by stratum and descending time). The
+coordinate-descent solver only ever talks to a datafit through the five methods of
+:class:`Datafit`; every loop over rows lives in a Numba kernel behind them
+(``riskset.kernels``), so a GPU backend implements the same methods with device
+kernels and the solver does not change.
+
+A *model* (:class:`Model`) is the user-facing specification: which columns of a
+:class:`~riskset.data.Dataset` it reads, its options (ties, intercept, competing
+event codes ...), how to build its datafit, and how to predict from a fit.
+
+Sign convention everywhere: ``l`` is the log-likelihood, which is *maximized*;
+``gradient = dl/dbeta`` and ``hessian = d2l/dbeta2`` (negative semi-definite).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+
+class FitState:
+    """Mutable state of one fit: the linear predictor and family-specific arrays.
+
+    ``eta`` holds X @ beta (+ offset) in the datafit's row order. Families add their
+    own arrays (exp(eta), risk-set sums ...) as attributes.
+    """
+
+    def __init__(self, eta: np.ndarray):
+        self.eta = eta
+
+
+class Datafit(ABC):
+    """A log-likelihood over the rows of one prepared design matrix.
+
+    Attributes
+    ----------
+    X : scipy.sparse.csc_matrix, shape (n_rows, n_coef)
+        Design in model row order, float64, canonical CSC (sorted indices, no
+        duplicates). Intercepts are explicit dense columns.
+    offset : ndarray, shape (n_rows,)
+        Fixed part of the linear predictor.
+    """
+
+    #: Coefficient names, set by the caller that builds the datafit (for messages).
+    names: list[str] | None = None
+
+    def __init__(self, X: sp.csc_matrix, offset: np.ndarray | None = None):
+        X = sp.csc_matrix(X, dtype=np.float64)
+        X.sum_duplicates()
+        X.sort_indices()
+        self.X = X
+        n = X.shape[0]
+        self.offset = np.zeros(n) if offset is None else np.ascontiguousarray(offset, dtype=np.float64)
+        # CSC components handed to the kernels (kept contiguous, int64 indices).
+        self.indptr = X.indptr.astype(np.int64)
+        self.indices = X.indices.astype(np.int64)
+        self.values = X.data
+
+    @property
+    def n_rows(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_coef(self) -> int:
+        return self.X.shape[1]
+
+    def column(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Row indices and values of the non-zeros of column j."""
+        a, b = self.indptr[j], self.indptr[j + 1]
+        return self.indices[a:b], self.values[a:b]
+
+    def coef_label(self, j: int) -> str:
+        return self.names[j] if self.names is not None else f"#{j}"
+
+    def linear_predictor(self, beta: np.ndarray) -> np.ndarray:
+        return self.X @ beta + self.offset
+
+    # -- the solver interface -------------------------------------------------------
+    @abstractmethod
+    def new_state(self, beta: np.ndarray) -> FitState:
+        """State at coefficients ``beta`` (all aggregates computed)."""
+
+    @abstractmethod
+    def loglik(self, state: FitState) -> float:
+        """Log-likelihood at the state."""
+
+    @abstractmethod
+    def coordinate(self, state: FitState, j: int) -> tuple[float, float]:
+        """(dl/dbeta_j, d2l/dbeta_j^2) at the state."""
+
+    @abstractmethod
+    def move(self, state: FitState, j: int, delta: float) -> None:
+        """Apply beta_j += delta: update eta at the non-zeros of column j and any aggregate."""
+
+    @abstractmethod
+    def gradient(self, state: FitState) -> np.ndarray:
+        """Full gradient dl/dbeta, shape (n_coef,)."""
+
+    @abstractmethod
+    def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:
+        """Dense block d2l/dbeta_a dbeta_b for a, b in ``columns`` (a small set)."""
+
+
+class Model(ABC):
+    """User-facing model specification; subclasses register themselves by ``name``.
+
+    Subclasses define which :class:`~riskset.data.Dataset` fields they need, build a
+    :class:`Datafit`, and name the coefficients (e.g. adding ``intercept``).
+    """
+
+    name: ClassVar[str]
+    registry: ClassVar[dict[str, type["Model"]]] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            Model.registry[cls.name] = cls
+
+    @abstractmethod
+    def datafit(self, data) -> Datafit:
+        """Validate ``data`` for this model and build its datafit."""
+
+    @abstractmethod
+    def coef_names(self, data) -> list[str]:
+        """Names of the datafit's coefficients, in datafit column order."""
+
+    def unpenalized_names(self) -> list[str]:
+        """Coefficients that are never penalized whatever the prior (e.g. the intercept)."""
+        return []
+
+    @classmethod
+    def from_spec(cls, spec: dict) -> "Model":
+        """Build the model from a case.json-style specification (model options only)."""
+        return cls()
+
+    def options(self) -> dict:
+        """Constructor keyword arguments, for saving a fit as JSON."""
+        return {}
+
+    def predict(self, fit, data, kind: str = "link") -> np.ndarray:
+        """Predictions for ``data`` from ``fit``; ``kind='link'`` is the linear predictor."""
+        if kind != "link":
+            raise ValueError(f"{self.name} model supports predict kind 'link' only, not {kind!r}")
+        return fit.linear_predictor(data)
+
+
+def get_model(name: str, **options) -> Model:
+    """The registered model called ``name`` (e.g. 'logistic', 'cox'), with options."""
+    import riskset.models  # noqa: F401  (registers the built-in families)
+
+    try:
+        cls = Model.registry[name]
+    except KeyError:
+        known = ", ".join(sorted(Model.registry))
+        raise ValueError(f"unknown model {name!r}; known models: {known}") from None
+    return cls(**options)

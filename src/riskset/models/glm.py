@@ -1,0 +1,172 @@
+"""Generalized linear models with independent rows: logistic, Poisson, least squares.
+
+Log-likelihoods (weights w_i, linear predictor eta_i = x_i beta + offset_i):
+
+- logistic: sum w (y eta - log(1 + e^eta)), y in {0, 1}
+- Poisson:  sum w (y eta - e^eta - log y!), y >= 0 counts; offset = log exposure
+- least squares: -1/2 sum w (y - eta)^2 (Gaussian with unit variance)
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from riskset.data.dataset import Dataset
+from riskset.exceptions import InputError
+from riskset.kernels.cpu import glm as kernels
+from riskset.models.base import Datafit, FitState, Model
+
+# |linear predictor| beyond which a fitted mean is 0 or 1 to double precision.
+_SEPARATION_ETA = 25.0
+
+
+class GLMDatafit(Datafit):
+    """Datafit of a GLM family with canonical link (kernels in ``kernels.cpu.glm``)."""
+
+    def __init__(self, family: int, X, y, weights=None, offset=None):
+        super().__init__(X, offset)
+        self.family = family
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.w = np.ones(self.n_rows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+
+    def new_state(self, beta):
+        state = FitState(self.linear_predictor(beta))
+        state.resid = np.empty(self.n_rows)
+        state.curv = np.empty(self.n_rows)
+        kernels.refresh_rows(self.family, state.eta, self.y, self.w, state.resid, state.curv)
+        return state
+
+    def loglik(self, state):
+        return kernels.loglik(self.family, state.eta, self.y, self.w)
+
+    def coordinate(self, state, j):
+        return kernels.coordinate(self.indptr, self.indices, self.values, j, state.resid, state.curv)
+
+    def move(self, state, j, delta):
+        kernels.move(self.family, self.indptr, self.indices, self.values, j, delta,
+                     state.eta, self.y, self.w, state.resid, state.curv)
+
+    def gradient(self, state):
+        return self.X.T @ state.resid
+
+    def hessian(self, state, columns):
+        Xc = self.X[:, columns]
+        return -np.asarray((Xc.T @ sp.diags(state.curv) @ Xc).todense())
+
+    def diagnose(self, state, beta):
+        """Report separation: fitted means of exactly 0 or 1 with diverging coefficients."""
+        if self.family == kernels.GAUSSIAN:
+            return None
+        if self.family == kernels.POISSON:
+            extreme = state.eta < -_SEPARATION_ETA
+        else:
+            extreme = np.abs(state.eta) > _SEPARATION_ETA
+        if not np.any(extreme & (self.w > 0)):
+            return None
+        scale = abs(self.X).max(axis=0).toarray().ravel()
+        worst = int(np.argmax(np.abs(beta) * scale))
+        what = "0 or 1" if self.family == kernels.LOGISTIC else "0"
+        return (f"did not converge: fitted means of {what} at {int(extreme.sum())} row(s) "
+                f"(|linear predictor| > {_SEPARATION_ETA:g}); coefficient {self.coef_label(worst)!r} is diverging "
+                f"({beta[worst]:.3g}). A covariate separates the outcome (perfect prediction): "
+                "add a prior (penalty) or remove the covariate")
+
+
+class _GLM(Model):
+    family: int
+    required: str = "y"
+
+    def __init__(self, intercept: bool = True):
+        self.intercept = bool(intercept)
+
+    def options(self):
+        return {"intercept": self.intercept}
+
+    @classmethod
+    def from_spec(cls, spec):
+        return cls(intercept=spec.get("intercept", True))
+
+    def coef_names(self, data: Dataset):
+        return (["intercept"] if self.intercept else []) + list(data.covariate_names)
+
+    def unpenalized_names(self):
+        return ["intercept"] if self.intercept else []
+
+    def design(self, data: Dataset):
+        if not self.intercept:
+            return data.X
+        return sp.hstack([sp.csc_matrix(np.ones((data.n_rows, 1))), data.X], format="csc")
+
+    def datafit(self, data: Dataset) -> GLMDatafit:
+        data.require("y", model=self.name)
+        self.validate_response(data.y, data.row_ids)
+        return GLMDatafit(self.family, self.design(data), data.y, data.weights, data.offset)
+
+    def validate_response(self, y, row_ids):
+        """Raise InputError for responses outside the family's support."""
+
+    def predict(self, fit, data, kind="link"):
+        eta = fit.linear_predictor(data)
+        if kind == "link":
+            return eta
+        if kind == self.mean_kind:
+            return self.mean(eta)
+        raise ValueError(f"{self.name} predictions are 'link' or {self.mean_kind!r}, not {kind!r}")
+
+
+class LogisticRegression(_GLM):
+    """Logistic regression: P(y = 1) = 1 / (1 + exp(-eta)).
+
+    Examples
+    --------
+    >>> import riskset, numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2)); y = (X[:, 0] + rng.normal(size=200) > 0).astype(float)
+    >>> fit = riskset.fit(riskset.from_arrays(X, y=y), model="logistic")
+    >>> bool(fit.converged), fit.coef.index.tolist()
+    (True, ['intercept', 'x0', 'x1'])
+    """
+
+    name = "logistic"
+    family = kernels.LOGISTIC
+    mean_kind = "probability"
+
+    @staticmethod
+    def mean(eta):
+        return 1.0 / (1.0 + np.exp(-eta))
+
+    def validate_response(self, y, row_ids):
+        bad = (y != 0) & (y != 1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(f"logistic regression needs y in {{0, 1}}; row {row_ids[i]!r} has y = {y[i]}")
+
+
+class PoissonRegression(_GLM):
+    """Poisson regression of counts with log link; offset = log(exposure)."""
+
+    name = "poisson"
+    family = kernels.POISSON
+    mean_kind = "rate"
+
+    @staticmethod
+    def mean(eta):
+        return np.exp(eta)
+
+    def validate_response(self, y, row_ids):
+        bad = y < 0
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(f"Poisson counts must be >= 0; row {row_ids[i]!r} has y = {y[i]}")
+
+
+class LeastSquares(_GLM):
+    """Least squares (Gaussian, unit variance): loglik = -RSS / 2."""
+
+    name = "least_squares"
+    family = kernels.GAUSSIAN
+    mean_kind = "response"
+
+    @staticmethod
+    def mean(eta):
+        return eta

@@ -1,0 +1,163 @@
+"""Priors (penalties) on the coefficients.
+
+A prior is resolved against the coefficient names of a fit into two per-coordinate
+arrays, ``l1`` and ``l2``, so that the penalized objective that is maximized is
+
+    l(beta) - sum_j ( l1_j |beta_j| + l2_j beta_j^2 / 2 ).
+
+Laplace (L1) with rate ``gamma``: l1 = gamma (variance 2 / gamma^2).
+Normal (L2) with variance ``v``: l2 = 1 / v.
+Elastic net: both. Excluded coefficients (the treatment, the intercept) get 0, 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from riskset.exceptions import InputError
+
+
+@dataclass(frozen=True)
+class Prior:
+    """A prior on the coefficients.
+
+    Parameters
+    ----------
+    kind : {'none', 'laplace', 'normal', 'elastic_net'}
+    gamma : float
+        L1 rate (Laplace): penalty ``gamma * |beta_j|``.
+    variance : float
+        Normal variance: penalty ``beta_j^2 / (2 variance)``.
+    exclude : sequence of str
+        Coefficients left unpenalized (in addition to the model's own, e.g. intercept).
+    variances : dict, optional
+        Per-coefficient variance overriding ``variance`` (normal) or the Laplace
+        variance ``2 / gamma^2`` (laplace) for the named coefficients.
+
+    Examples
+    --------
+    >>> Laplace(gamma=2.0, exclude=["treatment"]).penalty_arrays(["treatment", "age"])
+    (array([0., 2.]), array([0., 0.]))
+    >>> Normal(variance=0.5).penalty_arrays(["a"])
+    (array([0.]), array([2.]))
+    """
+
+    kind: str = "none"
+    gamma: float = 0.0
+    variance: float = np.inf
+    exclude: tuple[str, ...] = ()
+    variances: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.kind not in ("none", "laplace", "normal", "elastic_net"):
+            raise ValueError(f"unknown prior kind {self.kind!r}")
+        if not (self.gamma >= 0 and np.isfinite(self.gamma)):
+            raise ValueError(f"L1 rate gamma must be finite and >= 0, got {self.gamma}")
+        if not self.variance > 0:
+            raise ValueError(f"prior variance must be > 0, got {self.variance}")
+        for name, v in self.variances.items():
+            if not v > 0:
+                raise ValueError(f"prior variance of {name!r} must be > 0, got {v}")
+        object.__setattr__(self, "exclude", tuple(self.exclude))
+
+    @property
+    def is_penalized(self) -> bool:
+        return self.kind != "none"
+
+    def with_strength(self, value: float) -> "Prior":
+        """The same prior with its strength replaced: gamma for Laplace, variance for Normal."""
+        if self.kind == "laplace":
+            return Prior("laplace", gamma=value, exclude=self.exclude, variances=self.variances)
+        if self.kind == "normal":
+            return Prior("normal", variance=value, exclude=self.exclude, variances=self.variances)
+        raise ValueError(f"a {self.kind!r} prior has no single strength to vary")
+
+    def penalty_arrays(self, names, always_unpenalized=()) -> tuple[np.ndarray, np.ndarray]:
+        """Per-coordinate (l1, l2) for coefficients ``names``."""
+        names = list(names)
+        unknown = [n for n in list(self.exclude) + list(self.variances) if n not in names]
+        if unknown:
+            raise InputError(f"prior names unknown coefficient(s): {', '.join(map(repr, unknown))}")
+        p = len(names)
+        l1 = np.zeros(p)
+        l2 = np.zeros(p)
+        if self.kind in ("laplace", "elastic_net"):
+            l1[:] = self.gamma
+        if self.kind in ("normal", "elastic_net") and np.isfinite(self.variance):
+            l2[:] = 1.0 / self.variance
+        for name, v in self.variances.items():
+            j = names.index(name)
+            if self.kind == "laplace":
+                l1[j] = np.sqrt(2.0 / v)
+            else:
+                l2[j] = 1.0 / v
+        free = set(self.exclude) | set(always_unpenalized)
+        for j, n in enumerate(names):
+            if n in free:
+                l1[j] = l2[j] = 0.0
+        return l1, l2
+
+    def to_dict(self) -> dict:
+        d = {"kind": self.kind}
+        if self.kind in ("laplace", "elastic_net"):
+            d["gamma"] = self.gamma
+        if self.kind in ("normal", "elastic_net"):
+            d["variance"] = self.variance
+        if self.exclude:
+            d["exclude"] = list(self.exclude)
+        if self.variances:
+            d["variances"] = dict(self.variances)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Prior":
+        d = dict(d)
+        return cls(d.pop("kind"), **d)
+
+    @classmethod
+    def from_spec(cls, penalty: dict | None) -> "Prior":
+        """Prior from a case.json ``penalty`` entry (types none / l1 / l2)."""
+        if not penalty or penalty.get("type", "none") == "none":
+            return NoPrior()
+        kind = penalty["type"]
+        exclude = tuple(penalty.get("unpenalized", ()))
+        if kind == "l1":
+            if "gamma" in penalty:
+                return Laplace(gamma=penalty["gamma"], exclude=exclude)
+            return Laplace(variance=penalty["variance"], exclude=exclude)
+        if kind == "l2":
+            return Normal(variance=penalty["variance"], exclude=exclude)
+        raise InputError(f"unknown penalty type {kind!r} (expected none, l1 or l2)")
+
+
+def NoPrior() -> Prior:
+    """No penalty: maximum likelihood."""
+    return Prior("none")
+
+
+def Laplace(gamma: float | None = None, *, variance: float | None = None, exclude=(), variances=None) -> Prior:
+    """Laplace (L1, lasso) prior: penalty ``gamma * |beta_j|``; ``variance = 2 / gamma**2``.
+
+    Give either ``gamma`` or ``variance`` (Cyclops' parametrization).
+
+    >>> Laplace(variance=2.0).gamma
+    1.0
+    """
+    if (gamma is None) == (variance is None):
+        raise ValueError("give exactly one of gamma or variance for a Laplace prior")
+    if gamma is None:
+        if not variance > 0:
+            raise ValueError(f"prior variance must be > 0, got {variance}")
+        gamma = float(np.sqrt(2.0 / variance))
+    return Prior("laplace", gamma=float(gamma), exclude=tuple(exclude), variances=dict(variances or {}))
+
+
+def Normal(variance: float, *, exclude=(), variances=None) -> Prior:
+    """Normal (L2, ridge) prior with the given variance: penalty ``beta_j^2 / (2 variance)``."""
+    return Prior("normal", variance=float(variance), exclude=tuple(exclude), variances=dict(variances or {}))
+
+
+def ElasticNet(gamma: float, variance: float, *, exclude=()) -> Prior:
+    """Both penalties: ``gamma |beta_j| + beta_j^2 / (2 variance)``."""
+    return Prior("elastic_net", gamma=float(gamma), variance=float(variance), exclude=tuple(exclude))
