@@ -69,7 +69,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     if not res.converged:
         warnings.warn(f"{m.name} fit did not converge: {res.message}", ConvergenceWarning, stacklevel=2)
     se = np.full(len(names), np.nan)
-    if not np.any((l1 > 0) | (l2 > 0)):
+    if res.converged and not np.any((l1 > 0) | (l2 > 0)):
         se = standard_errors(datafit, res.state, np.arange(len(names)))
     result = FitResult(model_name=m.name, model_options=m.options(), coef=pd.Series(res.beta, index=names),
                        se=pd.Series(se, index=names), loglik=res.loglik, objective=res.objective,

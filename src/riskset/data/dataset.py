@@ -89,11 +89,11 @@ class Dataset:
             row = self.X.indices[bad]
             raise InputError(
                 f"covariate {self.covariate_names[col]!r} has a non-finite value "
-                f"({self.X.data[bad]}) at row {self.row_ids[row]!r}"
+                f"({self.X.data[bad]}) at {row_label(self.row_ids, row)}"
             )
         if self.weights is not None and np.any(self.weights < 0):
             i = int(np.flatnonzero(self.weights < 0)[0])
-            raise InputError(f"negative weight {self.weights[i]} at row {self.row_ids[i]!r}")
+            raise InputError(f"negative weight {self.weights[i]} at {row_label(self.row_ids, i)}")
 
     @property
     def n_rows(self) -> int:
@@ -124,6 +124,11 @@ class Dataset:
         subject = None if self.subject is None else np.unique(self.subject[rows], return_inverse=True)[1]
         return replace(self, X=self.X[rows].tocsc(), row_ids=self.row_ids[rows], strata=strata,
                        strata_labels=labels, subject=subject, **kw)
+
+    def select(self, names) -> "Dataset":
+        """The same rows with only the covariates ``names`` (in that order)."""
+        cols = self.covariate_index(names)
+        return replace(self, X=self.X[:, cols], covariate_names=[self.covariate_names[j] for j in cols])
 
     def drop_empty_covariates(self) -> "Dataset":
         """Drop covariates without a non-zero value, with a warning naming them."""
@@ -157,8 +162,18 @@ def check_finite(values: np.ndarray, name: str, row_ids: np.ndarray | None = Non
         bad = ~np.isfinite(values)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            where = f"row {row_ids[i]!r}" if row_ids is not None else f"position {i}"
-            raise InputError(f"column {name!r} has {int(bad.sum())} non-finite value(s), first at {where}: {values[i]}")
+            raise InputError(f"column {name!r} has {int(bad.sum())} non-finite value(s), "
+                             f"first at {row_label(row_ids, i)}: {values[i]}")
+
+
+def plain(x):
+    """A NumPy scalar as the Python scalar it holds, for readable messages."""
+    return x.item() if hasattr(x, "item") else x
+
+
+def row_label(row_ids, i) -> str:
+    """How row ``i`` is named in messages: its user-given id."""
+    return f"position {i}" if row_ids is None else f"row {plain(row_ids[i])!r}"
 
 
 def _first_duplicate(items):

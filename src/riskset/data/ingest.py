@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from riskset.data.dataset import Dataset, check_finite
+from riskset.data.dataset import Dataset, check_finite, plain, row_label
 from riskset.exceptions import InputError
 
 #: Outcome roles accepted by the builders, mapped to Dataset fields.
@@ -146,8 +146,7 @@ def from_duckdb(database: str, outcomes_sql: str, covariates_sql: str, **kwargs)
     if not os.path.exists(database):
         raise InputError(f"DuckDB database {database!r} does not exist")
     with duckdb.connect(database, read_only=True) as con:
-        outcomes = con.sql(outcomes_sql).fetch_arrow_table()
-        covariates = con.sql(covariates_sql).fetch_arrow_table()
+        outcomes, covariates = _arrow(con.sql(outcomes_sql)), _arrow(con.sql(covariates_sql))
     return from_long(outcomes, covariates, **kwargs)
 
 
@@ -177,6 +176,11 @@ def from_arrays(X, *, y=None, time=None, status=None, start=None, weights=None, 
 
 
 # -- helpers ---------------------------------------------------------------------------
+def _arrow(relation):
+    """A DuckDB relation as an Arrow table (``to_arrow_table`` from DuckDB 1.4 on)."""
+    return relation.to_arrow_table() if hasattr(relation, "to_arrow_table") else relation.fetch_arrow_table()
+
+
 def _read_table(source):
     """A DataFrame or Arrow table as is; a path read by pyarrow (Parquet or CSV)."""
     if isinstance(source, (str, os.PathLike)):
@@ -219,13 +223,13 @@ def _long_covariates(cov, ids, row_id, covariate_id, value):
     rows = pd.Index(ids).get_indexer(cov_rows)
     if np.any(rows < 0):
         bad = cov_rows[rows < 0]
-        raise InputError(f"covariates for {bad.size} row(s) not in the outcomes table, first row_id {bad[0]!r}")
+        raise InputError(f"covariates for {bad.size} row(s) not in the outcomes table, first row_id {plain(bad[0])!r}")
     cov_ids = _column_array(cov, covariate_id)
     names_sorted, col = np.unique(cov_ids, return_inverse=True)
     vals = np.ones(len(rows)) if value not in cols else np.asarray(_column_array(cov, value), dtype=np.float64)
     if vals.size and not np.all(np.isfinite(vals)):
         i = int(np.flatnonzero(~np.isfinite(vals))[0])
-        raise InputError(f"covariate {cov_ids[i]!r} has a non-finite value ({vals[i]}) at row_id {cov_rows[i]!r}")
+        raise InputError(f"covariate {plain(cov_ids[i])!r} has a non-finite value ({vals[i]}) at row_id {plain(cov_rows[i])!r}")
     n, p = len(ids), len(names_sorted)
     key = col.astype(np.int64) * n + rows
     order = np.argsort(key, kind="stable")
@@ -233,7 +237,7 @@ def _long_covariates(cov, ids, row_id, covariate_id, value):
     dup = np.flatnonzero(key[1:] == key[:-1])
     if dup.size:
         i = order[dup[0]]
-        raise InputError(f"covariate {cov_ids[i]!r} is given twice for row_id {cov_rows[i]!r}")
+        raise InputError(f"covariate {plain(cov_ids[i])!r} is given twice for row_id {plain(cov_rows[i])!r}")
     indptr = np.concatenate([[0], np.cumsum(np.bincount(col, minlength=p))])
     X = sp.csc_matrix((vals[order], rows[order], indptr), shape=(n, p))
     X.eliminate_zeros()
@@ -258,7 +262,7 @@ def _covariate_matrix(df, covariates, row_ids):
         else:
             if s.isna().any():
                 i = int(np.flatnonzero(s.isna().to_numpy())[0])
-                raise InputError(f"column {c!r} has a missing value at row {row_ids[i]!r}")
+                raise InputError(f"column {c!r} has a missing value at {row_label(row_ids, i)}")
             levels = sorted(s.astype(str).unique())
             ind = pd.get_dummies(s.astype(str)).reindex(columns=levels[1:], fill_value=False)
             blocks.append(ind.to_numpy(dtype=np.float64))
@@ -282,7 +286,7 @@ def _numeric_column(df, col, row_ids):
 def _log_exposure(v, name, row_ids, offset):
     if np.any(v <= 0):
         i = int(np.flatnonzero(v <= 0)[0])
-        raise InputError(f"exposure column {name!r} must be > 0; row {row_ids[i]!r} has {v[i]}")
+        raise InputError(f"exposure column {name!r} must be > 0; {row_label(row_ids, i)} has {v[i]}")
     return np.log(v) + (0.0 if offset is None else offset)
 
 
@@ -308,5 +312,5 @@ def _check_unique_ids(ids):
     s = pd.Series(ids)
     dup = s.duplicated()
     if dup.any():
-        raise InputError(f"duplicate row id {s[dup].iloc[0]!r} ({int(dup.sum())} duplicate(s))")
+        raise InputError(f"duplicate row id {plain(s[dup].iloc[0])!r} ({int(dup.sum())} duplicate(s))")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from riskset.data.dataset import Dataset
+from riskset.data.dataset import Dataset, row_label
 from riskset.exceptions import InputError
 from riskset.kernels.cpu import glm as kernels
 from riskset.models.base import Datafit, FitState, Model
@@ -139,7 +139,7 @@ class LogisticRegression(_GLM):
         bad = (y != 0) & (y != 1)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise InputError(f"logistic regression needs y in {{0, 1}}; row {row_ids[i]!r} has y = {y[i]}")
+            raise InputError(f"logistic regression needs y in {{0, 1}}; {row_label(row_ids, i)} has y = {y[i]}")
 
 
 class PoissonRegression(_GLM):
@@ -157,7 +157,7 @@ class PoissonRegression(_GLM):
         bad = y < 0
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise InputError(f"Poisson counts must be >= 0; row {row_ids[i]!r} has y = {y[i]}")
+            raise InputError(f"Poisson counts must be >= 0; {row_label(row_ids, i)} has y = {y[i]}")
 
 
 class LeastSquares(_GLM):

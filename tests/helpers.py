@@ -1,0 +1,45 @@
+"""Shared checks for model tests: finite-difference derivatives of any datafit."""
+import numpy as np
+
+
+def loglik_at(datafit, beta):
+    return datafit.loglik(datafit.new_state(np.asarray(beta, dtype=float)))
+
+
+def check_derivatives(datafit, beta, *, rel=1e-6, step=1e-5):
+    """Assert gradient, coordinate() and hessian() of ``datafit`` match central differences."""
+    beta = np.asarray(beta, dtype=float)
+    p = datafit.n_coef
+    state = datafit.new_state(beta)
+    grad = datafit.gradient(state)
+    hess = datafit.hessian(state, np.arange(p))
+    fd_grad = np.empty(p)
+    fd_hess = np.empty((p, p))
+    for j in range(p):
+        e = np.zeros(p)
+        e[j] = step
+        fd_grad[j] = (loglik_at(datafit, beta + e) - loglik_at(datafit, beta - e)) / (2 * step)
+        gp = datafit.gradient(datafit.new_state(beta + e))
+        gm = datafit.gradient(datafit.new_state(beta - e))
+        fd_hess[:, j] = (gp - gm) / (2 * step)
+        g_j, h_j = datafit.coordinate(state, j)
+        assert np.isclose(g_j, grad[j], rtol=1e-10, atol=1e-10), (j, g_j, grad[j])
+        assert np.isclose(h_j, hess[j, j], rtol=1e-10, atol=1e-10), (j, h_j, hess[j, j])
+    scale = max(1.0, np.abs(grad).max())
+    assert np.allclose(grad, fd_grad, rtol=rel, atol=rel * scale), np.abs(grad - fd_grad).max()
+    hscale = max(1.0, np.abs(hess).max())
+    assert np.allclose(hess, fd_hess, rtol=rel, atol=rel * hscale), np.abs(hess - fd_hess).max()
+    assert np.allclose(hess, hess.T, atol=1e-10 * hscale)
+
+
+def check_move(datafit, beta, j, delta):
+    """Assert that move() leaves the same state as a fresh one at the moved coefficients."""
+    beta = np.asarray(beta, dtype=float)
+    state = datafit.new_state(beta)
+    datafit.move(state, j, delta)
+    moved = beta.copy()
+    moved[j] += delta
+    fresh = datafit.new_state(moved)
+    assert np.isclose(datafit.loglik(state), datafit.loglik(fresh), rtol=1e-12, atol=1e-10)
+    for k in range(datafit.n_coef):
+        assert np.allclose(datafit.coordinate(state, k), datafit.coordinate(fresh, k), rtol=1e-10, atol=1e-10)

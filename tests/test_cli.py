@@ -1,0 +1,66 @@
+"""The command line: help texts, simulate -> fit round trips, errors."""
+import json
+
+import pytest
+
+from riskset import cli
+
+
+@pytest.mark.parametrize("command", ["fit", "simulate", "demo", "info"])
+def test_help_reads_like_documentation(command, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([command, "--help"])
+    assert exit_.value.code == 0
+    text = capsys.readouterr().out
+    assert f"usage: riskset {command}" in text and len(text.splitlines()) > 4
+
+
+def test_simulate_then_fit_from_duckdb_and_parquet(tmp_path, capsys):
+    db = str(tmp_path / "sim.duckdb")
+    assert cli.main(["simulate", "--n", "2000", "--p", "30", "--model", "logistic", "--out", db]) == 0
+    out = tmp_path / "fit.json"
+    assert cli.main(["fit", "--duckdb", db, "--outcomes-sql", "SELECT * FROM outcomes",
+                     "--covariates-sql", "SELECT * FROM covariates", "--model", "logistic",
+                     "--prior", "laplace", "--gamma", "5", "--exclude", "x0", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["converged"] and res["coef"]["x0"] != 0 and res["prior"]["gamma"] == 5
+    assert "logistic model, 2000 rows" in capsys.readouterr().out
+    folder = str(tmp_path / "pq")
+    assert cli.main(["simulate", "--n", "2000", "--p", "30", "--model", "logistic", "--out", folder]) == 0
+    csv = tmp_path / "coef.csv"
+    assert cli.main(["fit", "--outcomes", f"{folder}/outcomes.parquet", "--covariates-file",
+                     f"{folder}/covariates.parquet", "--prior", "laplace", "--gamma", "5", "--exclude", "x0",
+                     "--out", str(csv), "--quiet"]) == 0
+    import pandas as pd
+
+    table = pd.read_csv(csv).set_index("name")
+    assert table.loc["x0", "estimate"] == pytest.approx(res["coef"]["x0"], abs=1e-8)
+
+
+def test_wide_file_with_model_options(tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=200)})
+    df["y"] = df["x"] * 2 + rng.normal(size=200)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    out = tmp_path / "r.json"
+    assert cli.main(["fit", "--data", str(tmp_path / "d.csv"), "--y", "y", "--model", "least_squares",
+                     "--option", "intercept=false", "--out", str(out), "--quiet"]) == 0
+    res = json.loads(out.read_text())
+    assert list(res["coef"]) == ["x"] and res["coef"]["x"] == pytest.approx(2, abs=0.2)
+
+
+def test_errors_are_reported_with_exit_code_2(tmp_path, capsys):
+    assert cli.main(["fit", "--model", "logistic"]) == 2
+    assert "no data" in capsys.readouterr().err
+    assert cli.main(["fit", "--outcomes", str(tmp_path / "nope.csv"), "--covariates-file", "x.csv"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert cli.main(["fit", "--data", str(tmp_path / "nope.csv"), "--prior", "laplace"]) == 2
+
+
+def test_info_lists_devices(capsys):
+    assert cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "riskset" in out and "GPU" in out
