@@ -1,0 +1,225 @@
+"""Risk-set bookkeeping for the Cox family (all static, computed once per data set).
+
+Every Cox variant (plain, stratified, counting-process ``(start, stop]``, step-function
+time-varying coefficients) is reduced to one representation:
+
+* rows sorted by (stratum ascending, stop time descending);
+* **slots**: the distinct event times of each stratum in ascending order, followed by
+  one empty terminal slot per stratum. Stratum ``s`` owns the slots
+  ``offset_s .. offset_s + K_s`` (``K_s`` event times plus the terminal slot), so
+  ``n_slots = K + n_strata``;
+* per row two slot indices ``ks <= ke``: ``ks = offset_s + #{event times of s <= start}``
+  (``offset_s`` when there is no start), ``ke = offset_s + #{event times of s <= stop}``.
+  The row is at risk at event slot ``p`` exactly when ``ks <= p < ke`` (risk set
+  ``start < t <= stop``); an event row has its event at slot ``ke - 1``.
+
+Risk-set sums are then difference arrays over slots (``+w`` at ``ks``, ``-w`` at ``ke``)
+and per-stratum cumulative sums; no per-stratum loop is needed anywhere.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from riskset.exceptions import InputError
+
+
+@dataclass
+class RiskSets:
+    """Static risk-set structure of a Cox data set (see the module docstring).
+
+    Row arrays are in sorted order; ``order[i]`` is the input row of sorted row ``i``.
+    """
+
+    order: np.ndarray          # (n,) int64, sorted row -> input row
+    ks: np.ndarray             # (n,) int64 slot of entry
+    ke: np.ndarray             # (n,) int64 slot of exit
+    event: np.ndarray          # (n,) uint8 status in sorted order
+    row_stratum: np.ndarray    # (n,) int64 stratum code in sorted order
+    slot_time: np.ndarray      # (n_slots,) event time (inf for terminal slots)
+    slot_stratum: np.ndarray   # (n_slots,) int64
+    slot_first: np.ndarray     # (n_slots,) uint8: first slot of its stratum
+    slot_last: np.ndarray      # (n_slots,) uint8: terminal slot of its stratum
+    slot_d: np.ndarray         # (n_slots,) weighted number of events (sum of case weights)
+    slot_m: np.ndarray         # (n_slots,) number of event rows (Efron)
+    has_start: bool
+
+    @property
+    def n_slots(self) -> int:
+        return self.slot_time.shape[0]
+
+
+def build_risk_sets(time, status, start=None, strata=None, weights=None) -> RiskSets:
+    """Sort the rows and compute entry/exit slots (vectorized, O(n log n)).
+
+    ``start`` may contain ``-inf`` (at risk from the beginning). ``strata`` are integer
+    codes; every stratum is expected to have at least one event (the model drops the
+    others beforehand).
+    """
+    time = np.asarray(time, dtype=np.float64)
+    n = time.shape[0]
+    status = np.asarray(status).astype(np.uint8)
+    strata = np.zeros(n, np.int64) if strata is None else np.asarray(strata, dtype=np.int64)
+    weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    has_start = start is not None
+    start_ = np.full(n, -np.inf) if start is None else np.asarray(start, dtype=np.float64)
+
+    # stratum ascending, time descending (events before censored rows at equal time)
+    order = np.lexsort((-status.astype(np.int64), -time, strata)).astype(np.int64)
+    t, s, st, ev, cw = time[order], strata[order], start_[order], status[order], weights[order]
+    n_strata = int(s.max()) + 1 if n else 0
+
+    # integer codes of all time values so that (stratum, time) pairs become one int64 key
+    uniq = np.unique(np.concatenate([t, st[np.isfinite(st)]]))
+    mult = np.int64(uniq.shape[0] + 2)
+
+    def key(strat, tt):
+        code = np.searchsorted(uniq, tt, side="left").astype(np.int64) + 1
+        code[np.isneginf(tt)] = 0
+        return strat * mult + code
+
+    evmask = ev == 1
+    ev_key = np.unique(key(s[evmask], t[evmask]))  # sorted (stratum, event time) pairs
+    ev_strat = ev_key // mult
+    ev_time = uniq[(ev_key % mult) - 1]
+    k_per_stratum = np.bincount(ev_strat, minlength=n_strata)
+    n_slots = ev_key.shape[0] + n_strata
+
+    ke = np.searchsorted(ev_key, key(s, t), side="right").astype(np.int64) + s
+    ks = np.searchsorted(ev_key, key(s, st), side="right").astype(np.int64) + s
+
+    # slot arrays: event slot of the i-th event time of stratum s is (#events before s) + s + i
+    offsets = np.concatenate([[0], np.cumsum(k_per_stratum + 1)]).astype(np.int64)
+    slot_stratum = np.repeat(np.arange(n_strata, dtype=np.int64), k_per_stratum + 1)
+    slot_time = np.full(n_slots, np.inf)
+    ev_slot = np.arange(ev_key.shape[0], dtype=np.int64) + ev_strat
+    slot_time[ev_slot] = ev_time
+    slot_first = np.zeros(n_slots, np.uint8)
+    slot_first[offsets[:-1]] = 1
+    slot_last = np.zeros(n_slots, np.uint8)
+    slot_last[offsets[1:] - 1] = 1
+    eslot = ke[evmask] - 1
+    slot_d = np.bincount(eslot, weights=cw[evmask], minlength=n_slots).astype(np.float64)
+    slot_m = np.bincount(eslot, minlength=n_slots).astype(np.float64)
+    return RiskSets(order=order, ks=ks, ke=ke, event=ev.astype(np.uint8), row_stratum=s,
+                    slot_time=slot_time, slot_stratum=slot_stratum, slot_first=slot_first,
+                    slot_last=slot_last, slot_d=slot_d, slot_m=slot_m, has_start=has_start)
+
+
+def column_breakpoints(indptr, indices, ks, ke):
+    """Per column, the non-zeros' entry (+) and exit (-) breakpoints sorted by slot.
+
+    Returns ``codes`` of length ``2 * nnz``: column j owns ``codes[2*indptr[j]:2*indptr[j+1]]``;
+    code ``2*e`` is the entry of non-zero ``e`` (slot ``ks[indices[e]]``), ``2*e+1`` its exit
+    (slot ``ke[indices[e]]``). int32 when it fits.
+    """
+    nnz = indices.shape[0]
+    col = np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))
+    pos = np.empty(2 * nnz, np.int64)
+    pos[0::2] = ks[indices]
+    pos[1::2] = ke[indices]
+    colx = np.repeat(col, 2)
+    perm = np.lexsort((pos, colx))
+    dtype = np.int32 if 2 * nnz < 2**31 - 1 else np.int64
+    return perm.astype(dtype)
+
+
+def split_at_cuts(start, stop, status, cuts):
+    """Split follow-up ``(start, stop]`` at ``cuts`` for a step-function coefficient.
+
+    Interval ``i`` is ``[c_{i-1}, c_i)`` in event time (``c_0 = -inf``, ``c_m = inf``):
+    an event exactly at a cut point belongs to the later interval, so every piece is
+    ``(start', stop']`` with inner boundaries at ``nextafter(c, -inf)``. Only the last
+    piece of a row keeps its status. Vectorized; returns
+    ``(row, piece_start, piece_stop, piece_status, interval)``.
+    """
+    cuts = np.unique(np.asarray(cuts, dtype=np.float64))
+    b = np.nextafter(cuts, -np.inf)
+    lo = np.concatenate([[-np.inf], b])
+    hi = np.concatenate([b, [np.inf]])
+    start = np.asarray(start, dtype=np.float64)
+    stop = np.asarray(stop, dtype=np.float64)
+    # interval of the first and last piece of each row
+    first = np.searchsorted(b, start, side="right")  # start >= b_i -> later interval
+    last = np.searchsorted(b, stop, side="left")     # stop <= b_i -> interval i
+    last = np.maximum(last, first)
+    npieces = last - first + 1
+    row = np.repeat(np.arange(start.shape[0], dtype=np.int64), npieces)
+    within = np.arange(row.shape[0]) - np.repeat(np.cumsum(npieces) - npieces, npieces)
+    interval = first[row] + within
+    p_start = np.maximum(start[row], lo[interval])
+    p_stop = np.minimum(stop[row], hi[interval])
+    is_last = within == npieces[row] - 1
+    p_status = np.where(is_last, np.asarray(status)[row], 0)
+    keep = p_start < p_stop
+    return row[keep], p_start[keep], p_stop[keep], p_status[keep], interval[keep]
+
+
+def interval_labels(cuts, lower=0.0) -> list[str]:
+    """Names ``[lo,c1)``, ``[c1,c2)`` ... ``[cm,inf)`` of the intervals of :func:`split_at_cuts`."""
+    cuts = np.unique(np.asarray(cuts, dtype=np.float64))
+    edges = [lower] + list(cuts) + [np.inf]
+    return [f"[{_fmt(a)},{_fmt(b)})" for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _fmt(v) -> str:
+    if np.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return f"{v:g}"
+
+
+def check_survival(time, status, start=None, subject=None, row_ids=None):
+    """Validate a survival outcome; raise :class:`InputError` naming the first bad row."""
+    n = len(time)
+    ids = np.arange(n) if row_ids is None else row_ids
+
+    def where(mask):
+        i = int(np.flatnonzero(mask)[0])
+        return i, _py(ids[i])
+
+    time = np.asarray(time, dtype=np.float64)
+    bad = ~np.isfinite(time)
+    if bad.any():
+        i, rid = where(bad)
+        raise InputError(f"survival time is not finite ({time[i]}) at row {rid!r}")
+    if np.any(time < 0):
+        i, rid = where(time < 0)
+        raise InputError(f"negative survival time {time[i]} at row {rid!r}")
+    st = np.asarray(status)
+    stf = st.astype(np.float64)
+    badst = ~np.isin(stf, (0.0, 1.0))
+    if badst.any():
+        i, rid = where(badst)
+        codes = np.unique(stf[badst])[:5]
+        raise InputError(f"status must be 0 (censored) or 1 (event); found {_py(st[i])!r} at row {rid!r} "
+                         f"(codes {', '.join(f'{c:g}' for c in codes)}); competing events need the fine_gray model")
+    if not np.any(stf == 1):
+        raise InputError("all rows are censored: the Cox model needs at least one event")
+    if start is not None:
+        start = np.asarray(start, dtype=np.float64)
+        bad = ~np.isfinite(start)
+        if bad.any():
+            i, rid = where(bad)
+            raise InputError(f"start time is not finite ({start[i]}) at row {rid!r}")
+        if np.any(start < 0):
+            i, rid = where(start < 0)
+            raise InputError(f"negative start time {start[i]} at row {rid!r}")
+        if np.any(start >= time):
+            i, rid = where(start >= time)
+            raise InputError(f"start time {start[i]} is not before stop time {time[i]} at row {rid!r} "
+                             "(counting-process intervals are (start, stop] with start < stop)")
+        if subject is not None:
+            subject = np.asarray(subject)
+            o = np.lexsort((start, subject))
+            same = subject[o][1:] == subject[o][:-1]
+            overlap = same & (start[o][1:] < time[o][:-1])
+            if overlap.any():
+                k = int(np.flatnonzero(overlap)[0])
+                a, b = o[k], o[k + 1]
+                raise InputError(f"overlapping intervals for subject {_py(subject[a])!r}: rows {_py(ids[a])!r} "
+                                 f"({start[a]:g}, {time[a]:g}] and {_py(ids[b])!r} ({start[b]:g}, {time[b]:g}]")
+
+
+def _py(v):
+    return v.item() if isinstance(v, np.generic) else v

@@ -1,0 +1,387 @@
+"""Numba kernels of the Cox family (Breslow and Efron ties, strata, (start, stop] rows).
+
+Notation (see :mod:`riskset.data.risksets`): rows sorted by (stratum, time descending);
+per row entry/exit slots ``ks <= ke``; the row is at risk at event slot p iff
+``ks <= p < ke``; ``w = c exp(eta)`` with case weight c. Per event slot: ``d`` = weighted
+event count, ``m`` = number of tied event rows, ``wbar = d / m``,
+``D = sum_{at risk} w``, ``E = sum_{events at p} w``, ``Z_l = D - (l/m) E`` (Efron,
+l = 0..m-1; Breslow is m = 1).
+
+Per-slot aggregates (refreshed in O(n_slots) from the slot sums ``ex/en/ev`` that
+``move`` keeps up to date in O(nnz_j))::
+
+    Q1 = wbar sum_l 1/Z_l      Q2 = wbar sum_l 1/Z_l^2
+    R1 = wbar sum_l f_l/Z_l    R2 = wbar sum_l f_l/Z_l^2   T2 = wbar sum_l f_l^2/Z_l^2
+    A1c[p] = sum of Q1 over earlier slots of the stratum, A2c likewise with Q2
+
+Coordinate j, with N1_p/N2_p = risk-set sums of w x / w x^2 and E1_p the event-row
+sum of w x::
+
+    g_j = sum_events c x - sum_nz w x (A1c[ke] - A1c[ks]) + sum_nz,event w x R1[ke-1]
+    h_j = - sum_nz w x^2 (A1c[ke] - A1c[ks]) + sum_nz,event w x^2 R1[ke-1]
+          + sum_p (Q2 N1^2 - 2 R2 N1 E1 + T2 E1^2)
+
+The last sum is a walk over the column's non-zeros in slot order (O(nnz_j)):
+``coordinate_sorted`` for right-censored data (the sorted row order is slot order),
+``coordinate_breakpoints`` for (start, stop] data (static per-column breakpoints).
+``coordinate_scan`` is the papers' O(N) formulation (full scans per coordinate).
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def new_state(eta, cw, w, ks, ke, event, ex, en, ev):
+    """w = c exp(eta) and the slot sums ex (w by exit slot), en (w by entry slot), ev (events)."""
+    ex[:] = 0.0
+    en[:] = 0.0
+    ev[:] = 0.0
+    for r in range(eta.shape[0]):
+        wr = cw[r] * math.exp(eta[r])
+        w[r] = wr
+        ex[ke[r]] += wr
+        en[ks[r]] += wr
+        if event[r]:
+            ev[ke[r] - 1] += wr
+
+
+@njit(cache=True)
+def move_sparse(indptr, indices, values, j, delta, eta, cw, w, ks, ke, event, ex, en, ev):
+    """beta_j += delta: eta, w and the slot sums at the non-zeros of column j."""
+    for i in range(indptr[j], indptr[j + 1]):
+        r = indices[i]
+        eta[r] += delta * values[i]
+        wn = cw[r] * math.exp(eta[r])
+        dw = wn - w[r]
+        w[r] = wn
+        ex[ke[r]] += dw
+        en[ks[r]] += dw
+        if event[r]:
+            ev[ke[r] - 1] += dw
+
+
+@njit(cache=True)
+def move_scan(indptr, indices, values, j, delta, eta, cw, w):
+    """beta_j += delta for the scan formulation: eta and w only."""
+    for i in range(indptr[j], indptr[j + 1]):
+        r = indices[i]
+        eta[r] += delta * values[i]
+        w[r] = cw[r] * math.exp(eta[r])
+
+
+@njit(cache=True)
+def refresh(ex, en, ev, slot_d, slot_m, slot_first, slot_last, efron, D, Q1, Q2, R1, R2, T2, A1c, A2c):
+    """Per-slot denominators and the cumulative aggregates, O(n_slots (+ events for Efron))."""
+    n = ex.shape[0]
+    sx = 0.0
+    sn = 0.0
+    for p in range(n - 1, -1, -1):
+        if slot_last[p]:
+            sx = 0.0
+            sn = 0.0
+        D[p] = sx - sn
+        sx += ex[p]
+        sn += en[p]
+    c1 = 0.0
+    c2 = 0.0
+    for p in range(n):
+        if slot_first[p]:
+            c1 = 0.0
+            c2 = 0.0
+        A1c[p] = c1
+        A2c[p] = c2
+        d = slot_d[p]
+        if d > 0.0:
+            Dp = D[p]
+            if not efron or slot_m[p] <= 1.0:
+                q = d / Dp
+                Q1[p] = q
+                Q2[p] = q / Dp
+                R1[p] = 0.0
+                R2[p] = 0.0
+                T2[p] = 0.0
+            else:
+                m = slot_m[p]
+                wbar = d / m
+                E = ev[p]
+                s1 = 0.0
+                s2 = 0.0
+                r1 = 0.0
+                r2 = 0.0
+                t2 = 0.0
+                for l in range(int(m)):
+                    f = l / m
+                    zi = 1.0 / (Dp - f * E)
+                    s1 += zi
+                    s2 += zi * zi
+                    r1 += f * zi
+                    r2 += f * zi * zi
+                    t2 += f * f * zi * zi
+                Q1[p] = wbar * s1
+                Q2[p] = wbar * s2
+                R1[p] = wbar * r1
+                R2[p] = wbar * r2
+                T2[p] = wbar * t2
+            c1 += Q1[p]
+            c2 += Q2[p]
+        else:
+            Q1[p] = 0.0
+            Q2[p] = 0.0
+            R1[p] = 0.0
+            R2[p] = 0.0
+            T2[p] = 0.0
+
+
+@njit(cache=True)
+def loglik_terms(eta, cw, event, D, ev, slot_d, slot_m, efron):
+    """sum_events c eta - sum_p wbar sum_l log Z_l (D and ev must be current)."""
+    ll = 0.0
+    for r in range(eta.shape[0]):
+        if event[r]:
+            ll += cw[r] * eta[r]
+    for p in range(D.shape[0]):
+        d = slot_d[p]
+        if d > 0.0:
+            if not efron or slot_m[p] <= 1.0:
+                ll -= d * math.log(D[p])
+            else:
+                m = slot_m[p]
+                wbar = d / m
+                for l in range(int(m)):
+                    ll -= wbar * math.log(D[p] - (l / m) * ev[p])
+    return ll
+
+
+@njit(cache=True)
+def coordinate_sorted(indptr, indices, values, j, gx0, w, ks, ke, row_stratum, event,
+                      A1c, A2c, R1, R2, T2, efron):
+    """(g_j, h_j) in O(nnz_j) for right-censored rows (sorted order = descending exit slot)."""
+    a = indptr[j]
+    b = indptr[j + 1]
+    g = gx0
+    h = 0.0
+    S = 0.0
+    c = 0.0
+    e = 0.0
+    for i in range(a, b):
+        r = indices[i]
+        x = values[i]
+        wx = w[r] * x
+        kr = ke[r]
+        a1 = A1c[kr] - A1c[ks[r]]
+        g -= wx * a1
+        h -= wx * x * a1
+        if efron and event[r]:
+            rr = R1[kr - 1]
+            g += wx * rr
+            h += wx * x * rr
+            e += wx
+        c += wx
+        same_stratum = False
+        same_run = False
+        if i + 1 < b:
+            r2 = indices[i + 1]
+            same_stratum = row_stratum[r2] == row_stratum[r]
+            same_run = same_stratum and ke[r2] == kr
+        if not same_run:
+            if e != 0.0:
+                p = kr - 1
+                S += e * (e * T2[p] - 2.0 * c * R2[p])
+                e = 0.0
+            if same_stratum:
+                lo = ke[indices[i + 1]]
+            else:
+                lo = ks[r]
+            S += c * c * (A2c[kr] - A2c[lo])
+            if not same_stratum:
+                c = 0.0
+    return g, h + S
+
+
+@njit(cache=True)
+def coordinate_breakpoints(indptr, indices, values, j, gx0, w, ks, ke, event, slot_stratum, codes,
+                           A1c, A2c, R1, R2, T2, efron):
+    """(g_j, h_j) in O(nnz_j) for (start, stop] rows, walking the column's sorted breakpoints."""
+    a = indptr[j]
+    b = indptr[j + 1]
+    g = gx0
+    h = 0.0
+    for i in range(a, b):
+        r = indices[i]
+        x = values[i]
+        wx = w[r] * x
+        a1 = A1c[ke[r]] - A1c[ks[r]]
+        g -= wx * a1
+        h -= wx * x * a1
+        if efron and event[r]:
+            rr = R1[ke[r] - 1]
+            g += wx * rr
+            h += wx * x * rr
+    S = 0.0
+    c = 0.0
+    i = 2 * a
+    end = 2 * b
+    while i < end:
+        code = codes[i]
+        nz = code >> 1
+        pos = ke[indices[nz]] if code & 1 else ks[indices[nz]]
+        # the run of breakpoints at this slot
+        k = i
+        e = 0.0
+        while k < end:
+            ck = codes[k]
+            nzk = ck >> 1
+            rk = indices[nzk]
+            pk = ke[rk] if ck & 1 else ks[rk]
+            if pk != pos:
+                break
+            if efron and (ck & 1) and event[rk]:
+                e += w[rk] * values[nzk]
+            k += 1
+        if e != 0.0:
+            p = pos - 1
+            S += e * (e * T2[p] - 2.0 * c * R2[p])
+        for q in range(i, k):
+            cq = codes[q]
+            nzq = cq >> 1
+            wx = w[indices[nzq]] * values[nzq]
+            if cq & 1:
+                c -= wx
+            else:
+                c += wx
+        if k < end:
+            cn = codes[k]
+            rn = indices[cn >> 1]
+            pn = ke[rn] if cn & 1 else ks[rn]
+            if slot_stratum[pn] == slot_stratum[pos]:
+                S += c * c * (A2c[pn] - A2c[pos])
+            else:
+                c = 0.0
+        i = k
+    return g, h + S
+
+
+@njit(cache=True)
+def coordinate_scan(indptr, indices, values, j, xd, w, cw, ks, ke, event, slot_d, slot_m, slot_last, efron):
+    """(g_j, h_j) by full O(N + n_slots) scans (the papers' formulation); independent of the
+    cached aggregates. ``xd`` is a zero work vector of length N (restored on return)."""
+    a = indptr[j]
+    b = indptr[j + 1]
+    for i in range(a, b):
+        xd[indices[i]] = values[i]
+    ns = slot_d.shape[0]
+    ex0 = np.zeros(ns)
+    en0 = np.zeros(ns)
+    ex1 = np.zeros(ns)
+    en1 = np.zeros(ns)
+    ex2 = np.zeros(ns)
+    en2 = np.zeros(ns)
+    E0 = np.zeros(ns)
+    E1 = np.zeros(ns)
+    E2 = np.zeros(ns)
+    g = 0.0
+    for r in range(xd.shape[0]):
+        wr = w[r]
+        x = xd[r]
+        u = wr * x
+        v = u * x
+        k1 = ke[r]
+        k0 = ks[r]
+        ex0[k1] += wr
+        en0[k0] += wr
+        ex1[k1] += u
+        en1[k0] += u
+        ex2[k1] += v
+        en2[k0] += v
+        if event[r]:
+            g += cw[r] * x
+            E0[k1 - 1] += wr
+            E1[k1 - 1] += u
+            E2[k1 - 1] += v
+    h = 0.0
+    s0 = s1 = s2 = t0 = t1 = t2 = 0.0
+    for p in range(ns - 1, -1, -1):
+        if slot_last[p]:
+            s0 = s1 = s2 = t0 = t1 = t2 = 0.0
+        d = slot_d[p]
+        if d > 0.0:
+            D = s0 - t0
+            N1 = s1 - t1
+            N2 = s2 - t2
+            if not efron or slot_m[p] <= 1.0:
+                q = d / D
+                g -= N1 * q
+                h -= N2 * q - N1 * N1 * q / D
+            else:
+                m = slot_m[p]
+                wbar = d / m
+                for l in range(int(m)):
+                    f = l / m
+                    Z = D - f * E0[p]
+                    Z1 = N1 - f * E1[p]
+                    Z2 = N2 - f * E2[p]
+                    g -= wbar * Z1 / Z
+                    h -= wbar * (Z2 / Z - Z1 * Z1 / (Z * Z))
+        s0 += ex0[p]
+        s1 += ex1[p]
+        s2 += ex2[p]
+        t0 += en0[p]
+        t1 += en1[p]
+        t2 += en2[p]
+    for i in range(a, b):
+        xd[indices[i]] = 0.0
+    return g, h
+
+
+@njit(cache=True)
+def gradient_all(indptr, indices, values, gx0, w, ks, ke, event, A1c, R1, efron, out):
+    """dl/dbeta for every column in O(nnz) (aggregates must be current)."""
+    for j in range(indptr.shape[0] - 1):
+        g = gx0[j]
+        for i in range(indptr[j], indptr[j + 1]):
+            r = indices[i]
+            wx = w[r] * values[i]
+            g -= wx * (A1c[ke[r]] - A1c[ks[r]])
+            if efron and event[r]:
+                g += wx * R1[ke[r] - 1]
+        out[j] = g
+
+
+@njit(cache=True)
+def numerators(cols, indptr, indices, values, w, ks, ke, event, slot_last, N1, E1):
+    """Risk-set sums N1[p, a] = sum_{at risk at p} w x_a and event sums E1[p, a] for columns ``cols``."""
+    ns = slot_last.shape[0]
+    ex = np.zeros(ns)
+    en = np.zeros(ns)
+    for a in range(cols.shape[0]):
+        j = cols[a]
+        ex[:] = 0.0
+        en[:] = 0.0
+        for i in range(indptr[j], indptr[j + 1]):
+            r = indices[i]
+            wx = w[r] * values[i]
+            ex[ke[r]] += wx
+            en[ks[r]] += wx
+            if event[r]:
+                E1[ke[r] - 1, a] += wx
+        sx = 0.0
+        sn = 0.0
+        for p in range(ns - 1, -1, -1):
+            if slot_last[p]:
+                sx = 0.0
+                sn = 0.0
+            N1[p, a] = sx - sn
+            sx += ex[p]
+            sn += en[p]
+
+
+@njit(cache=True)
+def row_hazard_terms(w, ks, ke, event, A1c, R1, efron, out):
+    """Per-row weight of the first Hessian term: w (A1c[ke] - A1c[ks]) - event w R1[ke-1]."""
+    for r in range(w.shape[0]):
+        v = w[r] * (A1c[ke[r]] - A1c[ks[r]])
+        if efron and event[r]:
+            v -= w[r] * R1[ke[r] - 1]
+        out[r] = v

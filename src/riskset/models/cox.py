@@ -1,0 +1,367 @@
+"""Cox proportional hazards: Breslow / Efron ties, strata, (start, stop] rows, step-function
+time-varying coefficients, case weights and offsets.
+
+Log partial likelihood maximized (per stratum, per event time t with tied event rows
+i = 1..m, weighted event count d = sum c_i, ``w = c exp(eta)``)::
+
+    Breslow: l = sum_events c eta - sum_t d log D_t,          D_t = sum_{at risk at t} w
+    Efron:   l = sum_events c eta - sum_t (d/m) sum_{l<m} log(D_t - (l/m) E_t),  E_t = sum_{events at t} w
+
+(R's ``coxph`` with case weights). Risk set at t: ``start < t <= stop`` (``time >= t``
+without start), within the row's stratum.
+
+Two formulations of the per-coordinate gradient and Hessian (``formulation=``):
+
+* ``"sparse"`` (default): O(nnz_j) per coordinate from cumulative per-event-time
+  aggregates (DESIGN.md section 3, generalized to Efron ties and to start-stop rows
+  through entry/exit slots, see :mod:`riskset.kernels.cpu.cox`). ``move`` keeps the
+  per-slot weight sums current in O(nnz_j) and marks the state dirty; the next
+  ``coordinate`` refreshes the aggregates in O(number of event times + strata), not
+  O(N) (deviation from DESIGN.md, which refreshes in one O(N) pass).
+* ``"scan"``: the papers' O(N) scans per coordinate, kept to compare and test against.
+
+Efron ties use the same sparse trick exactly (the extra terms are per-event-row sums
+and a cross term in the walk).
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from riskset.data.risksets import build_risk_sets, check_survival, column_breakpoints, interval_labels, split_at_cuts
+from riskset.exceptions import DataWarning, InputError
+from riskset.kernels.cpu import cox as K
+from riskset.models.base import Datafit, FitState, Model
+
+TIES = ("breslow", "efron")
+FORMULATIONS = ("sparse", "scan")
+
+
+class CoxDatafit(Datafit):
+    """Cox log partial likelihood over rows in (stratum, time descending) order.
+
+    Parameters: ``X`` and the outcome arrays in *input* order; the datafit sorts them.
+    ``order`` (attribute) maps datafit rows to input rows.
+    """
+
+    def __init__(self, X, time, status, start=None, strata=None, weights=None, offset=None,
+                 ties="breslow", formulation="sparse"):
+        if ties not in TIES:
+            raise ValueError(f"ties must be one of {TIES}, not {ties!r}")
+        if formulation not in FORMULATIONS:
+            raise ValueError(f"formulation must be one of {FORMULATIONS}, not {formulation!r}")
+        n = len(time)
+        weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+        rs = build_risk_sets(time, status, start, strata, weights)
+        order = rs.order
+        X = sp.csc_matrix(X)
+        Xs = X[order] if X.shape[1] else X
+        off = None
+        if offset is not None:
+            off = np.asarray(offset, dtype=np.float64)[order]
+            if np.max(np.abs(off)) > 50:  # the likelihood is invariant to a shift per stratum
+                shift = np.full(int(rs.row_stratum.max()) + 1, -np.inf)
+                np.maximum.at(shift, rs.row_stratum, off)
+                off = off - shift[rs.row_stratum]
+        super().__init__(Xs, off)
+        self.rs = rs
+        self.order = order
+        self.ties = ties
+        self.formulation = formulation
+        self.efron = ties == "efron" and bool(np.any(rs.slot_m > 1))
+        self.cw = np.ascontiguousarray(weights[order])
+        self.ks, self.ke, self.event = rs.ks, rs.ke, rs.event
+        self.has_start = rs.has_start
+        # static: sum over event rows of c x_j
+        self.gx0 = np.ascontiguousarray(self.X.T @ (self.cw * self.event), dtype=np.float64)
+        self.codes = None
+        if formulation == "sparse" and self.has_start:
+            self.codes = column_breakpoints(self.indptr, self.indices, self.ks, self.ke)
+        self._xd = np.zeros(self.n_rows) if formulation == "scan" else None
+
+    # -- state --------------------------------------------------------------------
+    def new_state(self, beta):
+        state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))
+        n, ns = self.n_rows, self.rs.n_slots
+        state.w = np.empty(n)
+        for name in ("ex", "en", "ev", "D", "Q1", "Q2", "R1", "R2", "T2", "A1c", "A2c"):
+            setattr(state, name, np.zeros(ns))
+        self._sync(state)
+        return state
+
+    def _sync(self, state):
+        """Exact recomputation of w, the slot sums and the aggregates from eta (O(N))."""
+        K.new_state(state.eta, self.cw, state.w, self.ks, self.ke, self.event, state.ex, state.en, state.ev)
+        self._refresh(state)
+
+    def _refresh(self, state):
+        rs = self.rs
+        K.refresh(state.ex, state.en, state.ev, rs.slot_d, rs.slot_m, rs.slot_first, rs.slot_last, self.efron,
+                  state.D, state.Q1, state.Q2, state.R1, state.R2, state.T2, state.A1c, state.A2c)
+        state.dirty = False
+
+    def loglik(self, state):
+        self._sync(state)
+        return K.loglik_terms(state.eta, self.cw, self.event, state.D, state.ev, self.rs.slot_d, self.rs.slot_m,
+                              self.efron)
+
+    # -- coordinates ------------------------------------------------------------------
+    def coordinate(self, state, j):
+        if self.formulation == "scan":
+            rs = self.rs
+            return K.coordinate_scan(self.indptr, self.indices, self.values, j, self._xd, state.w, self.cw,
+                                     self.ks, self.ke, self.event, rs.slot_d, rs.slot_m, rs.slot_last, self.efron)
+        if state.dirty:
+            self._refresh(state)
+        if self.codes is None:
+            return K.coordinate_sorted(self.indptr, self.indices, self.values, j, self.gx0[j], state.w, self.ks,
+                                       self.ke, self.rs.row_stratum, self.event, state.A1c, state.A2c, state.R1,
+                                       state.R2, state.T2, self.efron)
+        return K.coordinate_breakpoints(self.indptr, self.indices, self.values, j, self.gx0[j], state.w, self.ks,
+                                        self.ke, self.event, self.rs.slot_stratum, self.codes, state.A1c,
+                                        state.A2c, state.R1, state.R2, state.T2, self.efron)
+
+    def move(self, state, j, delta):
+        if self.formulation == "scan":
+            K.move_scan(self.indptr, self.indices, self.values, j, delta, state.eta, self.cw, state.w)
+        else:
+            K.move_sparse(self.indptr, self.indices, self.values, j, delta, state.eta, self.cw, state.w,
+                          self.ks, self.ke, self.event, state.ex, state.en, state.ev)
+        state.dirty = True
+
+    def gradient(self, state):
+        self._sync(state)
+        out = np.empty(self.n_coef)
+        K.gradient_all(self.indptr, self.indices, self.values, self.gx0, state.w, self.ks, self.ke, self.event,
+                       state.A1c, state.R1, self.efron, out)
+        return out
+
+    def hessian(self, state, columns):
+        """Exact block: -Xc' diag(v) Xc + N1' diag(Q2) N1 - N1' diag(R2) E1 - E1' diag(R2) N1 + E1' diag(T2) E1."""
+        self._sync(state)
+        cols = np.ascontiguousarray(columns, dtype=np.int64)
+        m, ns = cols.shape[0], self.rs.n_slots
+        v = np.empty(self.n_rows)
+        K.row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron, v)
+        Xc = self.X[:, cols]
+        H = -np.asarray((Xc.T @ sp.diags(v) @ Xc).todense()).reshape(m, m)
+        N1 = np.zeros((ns, m))
+        E1 = np.zeros((ns, m))
+        K.numerators(cols, self.indptr, self.indices, self.values, state.w, self.ks, self.ke, self.event,
+                     self.rs.slot_last, N1, E1)
+        H += N1.T @ (state.Q2[:, None] * N1)
+        if self.efron:
+            C = N1.T @ (state.R2[:, None] * E1)
+            H += E1.T @ (state.T2[:, None] * E1) - C - C.T
+        return H
+
+    def diagnose(self, state, beta):
+        if not np.all(np.isfinite(state.eta)) or not np.all(np.isfinite(state.w)):
+            return "the linear predictor overflowed (exp(eta) is not finite): coefficients diverge"
+        return None
+
+    # -- baseline hazard (used by riskset.survival) ---------------------------------------
+    def hazard_increments(self, state):
+        """(slot_time, slot_stratum, increment) of the Breslow (or Efron) baseline hazard."""
+        self._sync(state)
+        keep = self.rs.slot_d > 0
+        return self.rs.slot_time[keep], self.rs.slot_stratum[keep], state.Q1[keep]
+
+
+# -- the user-facing model -------------------------------------------------------------
+@dataclass
+class _Prepared:
+    X: sp.csc_matrix
+    names: list
+    time: np.ndarray
+    status: np.ndarray
+    start: np.ndarray | None
+    strata: np.ndarray | None
+    weights: np.ndarray | None
+    offset: np.ndarray | None
+    rows: np.ndarray          # prepared row -> dataset row
+    stratum_labels: np.ndarray | None  # prepared stratum code -> dataset stratum code
+
+
+class CoxModel(Model):
+    """Cox proportional hazards model (stratified when the data have ``strata``).
+
+    Parameters
+    ----------
+    ties : 'breslow' (default, as Cyclops and glmnet) or 'efron' (as R's coxph default).
+    time_varying : dict covariate -> cut points, optional
+        Step-function coefficients: follow-up is split at the cut points and the
+        covariate gets one coefficient per interval, named ``cov[0,10)``,
+        ``cov[10,inf)``; an event exactly at a cut belongs to the later interval.
+    formulation : 'sparse' (O(nnz_j) per coordinate, default) or 'scan' (O(N)).
+
+    Reads ``time`` (stop), ``status`` (0/1), optional ``start`` (counting process,
+    risk set start < t <= stop), ``strata``, ``subject`` (checked for overlapping
+    intervals), ``weights``, ``offset``.
+    """
+
+    name = "cox"
+
+    def __init__(self, ties: str = "breslow", time_varying: dict | None = None, formulation: str = "sparse"):
+        ties = str(ties).lower()
+        if ties not in TIES:
+            raise ValueError(f"ties must be one of {TIES}, not {ties!r}")
+        if formulation not in FORMULATIONS:
+            raise ValueError(f"formulation must be one of {FORMULATIONS}, not {formulation!r}")
+        self.ties = ties
+        self.formulation = formulation
+        self.time_varying = {str(k): sorted(float(c) for c in np.atleast_1d(v)) for k, v in (time_varying or {}).items()}
+
+    @classmethod
+    def from_spec(cls, spec):
+        return cls(ties=spec.get("ties", "breslow"), time_varying=spec.get("time_varying"),
+                   formulation=spec.get("formulation", "sparse"))
+
+    def options(self):
+        opts = {"ties": self.ties}
+        if self.time_varying:
+            opts["time_varying"] = {k: list(v) for k, v in self.time_varying.items()}
+        if self.formulation != "sparse":
+            opts["formulation"] = self.formulation
+        return opts
+
+    # -- preparation ----------------------------------------------------------------------
+    def prepare(self, data, warn: bool = True) -> _Prepared:
+        """Validate, drop strata without events and zero-variance covariates, split at cuts."""
+        data.require("time", "status", model=self.name)
+        check_survival(data.time, data.status, data.start, data.subject, data.row_ids)
+        status = np.asarray(data.status).astype(np.float64).astype(np.uint8)
+        rows = np.arange(data.n_rows)
+        strata = None if data.strata is None else np.asarray(data.strata, dtype=np.int64)
+        labels = None
+        if strata is not None:
+            n_ev = np.bincount(strata, weights=status, minlength=int(strata.max()) + 1)
+            present = np.bincount(strata, minlength=n_ev.shape[0]) > 0
+            empty = np.flatnonzero(present & (n_ev == 0))
+            if empty.size:
+                if warn:
+                    lab = data.strata_labels
+                    shown = [repr(lab[s]) if lab is not None and s < len(lab) else repr(int(s)) for s in empty[:10]]
+                    warnings.warn(f"dropped {empty.size} stratum/strata without any event (no information): "
+                                  f"{', '.join(shown)}{' ...' if empty.size > 10 else ''}", DataWarning, stacklevel=4)
+                rows = rows[n_ev[strata] > 0]
+            labels, strata = np.unique(strata[rows], return_inverse=True)
+            strata = strata.astype(np.int64)
+
+        X = sp.csc_matrix(data.X[rows] if rows.shape[0] < data.n_rows else data.X, dtype=np.float64)
+        names = list(data.covariate_names)
+        # zero-variance covariates carry no information in a Cox model
+        X.sum_duplicates()
+        cmax = np.asarray(X.max(axis=0).todense()).ravel()
+        cmin = np.asarray(X.min(axis=0).todense()).ravel()
+        const = cmax == cmin
+        if const.any():
+            if warn:
+                bad = [names[j] for j in np.flatnonzero(const)]
+                warnings.warn(f"dropped {len(bad)} covariate(s) with zero variance (constant, no information): "
+                              f"{', '.join(map(repr, bad[:10]))}{' ...' if len(bad) > 10 else ''}",
+                              DataWarning, stacklevel=4)
+            keep = np.flatnonzero(~const)
+            X = X[:, keep]
+            names = [names[j] for j in keep]
+
+        def take(a):
+            return None if a is None else np.asarray(a)[rows]
+
+        time, start = take(data.time).astype(np.float64), take(data.start)
+        weights, offset = take(data.weights), take(data.offset)
+        if self.time_varying:
+            X, names, time, status_r, start, strata, weights, offset, piece_rows = self._split(
+                X, names, time, status[rows], start, strata, weights, offset)
+            rows = rows[piece_rows]
+            return _Prepared(X, names, time, status_r, start, strata, weights, offset, rows, labels)
+        return _Prepared(X, names, time, status[rows], start, strata, weights, offset, rows, labels)
+
+    def _split(self, X, names, time, status, start, strata, weights, offset):
+        missing = [c for c in self.time_varying if c not in names]
+        if missing:
+            raise InputError(f"time-varying coefficient for unknown or constant covariate(s): "
+                             f"{', '.join(map(repr, missing))}")
+        st = np.full(time.shape[0], -np.inf) if start is None else np.asarray(start, dtype=np.float64)
+        Xr = X.tocsr()
+        blocks, new_names = [], []
+        # split once at the union of all cuts; each covariate maps the pieces onto its own intervals
+        all_cuts = sorted(set(c for v in self.time_varying.values() for c in v))
+        row, p_start, p_stop, p_status, piece_iv = split_at_cuts(st, time, status, all_cuts)
+        Xp = Xr[row].tocsc()
+        # lower boundary (in event time) of each piece's interval
+        piece_lo = np.concatenate([[-np.inf], np.asarray(all_cuts, dtype=np.float64)])[piece_iv]
+        for j, name in enumerate(names):
+            col = Xp[:, j]
+            if name not in self.time_varying:
+                blocks.append(col)
+                new_names.append(name)
+                continue
+            cuts = np.asarray(self.time_varying[name], dtype=np.float64)
+            own = np.searchsorted(cuts, piece_lo, side="right")  # this covariate's interval of each piece
+            for i, lab in enumerate(interval_labels(cuts, lower=0.0)):
+                mask = sp.diags((own == i).astype(np.float64))
+                blocks.append(sp.csc_matrix(mask @ col))
+                new_names.append(f"{name}{lab}")
+        Xn = sp.hstack(blocks, format="csc") if blocks else sp.csc_matrix((row.shape[0], 0))
+        s = None if strata is None else strata[row]
+        w = None if weights is None else np.asarray(weights)[row]
+        o = None if offset is None else np.asarray(offset)[row]
+        return Xn, new_names, p_stop, p_status.astype(np.uint8), p_start, s, w, o, row
+
+    # -- Model interface -----------------------------------------------------------------------
+    def datafit(self, data) -> CoxDatafit:
+        p = self.prepare(data)
+        return CoxDatafit(p.X, p.time, p.status, p.start, p.strata, p.weights, p.offset, ties=self.ties,
+                          formulation=self.formulation)
+
+    def coef_names(self, data):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataWarning)
+            return self.prepare(data, warn=False).names
+
+    def predict(self, fit, data, kind="link"):
+        """'link' = x beta + offset, 'risk' = exp(link) (relative hazard), in data order.
+
+        With time-varying coefficients the coefficient of the interval containing each
+        row's ``time`` is used. Survival curves: :func:`riskset.survival.predict_survival`.
+        """
+        if kind not in ("link", "risk"):
+            raise ValueError(f"cox predictions are 'link' or 'risk' (survival curves: "
+                             f"riskset.survival.predict_survival), not {kind!r}")
+        eta = linear_predictor(self, fit.coef, data)
+        return eta if kind == "link" else np.exp(eta)
+
+
+def linear_predictor(model: CoxModel, coef, data) -> np.ndarray:
+    """x beta + offset per row of ``data`` (data order), matching coefficients by name."""
+    coef = dict(coef.items()) if hasattr(coef, "items") else dict(coef)
+    names = list(data.covariate_names)
+    beta = np.zeros(len(names))
+    eta = np.zeros(data.n_rows)
+    for j, n in enumerate(names):
+        if n in model.time_varying:
+            cuts = np.asarray(model.time_varying[n], dtype=np.float64)
+            t = np.asarray(data.time if data.time is not None else np.zeros(data.n_rows), dtype=np.float64)
+            iv = np.searchsorted(cuts, t, side="right")
+            labs = interval_labels(cuts, lower=0.0)
+            b_iv = np.array([_tv_coef(coef, n, lab) for lab in labs])
+            col = np.asarray(data.X[:, j].todense()).ravel()
+            eta += col * b_iv[iv]
+        else:
+            beta[j] = coef.get(n, 0.0)
+    eta += np.asarray(data.X @ beta).ravel()
+    if data.offset is not None:
+        eta += data.offset
+    return eta
+
+
+def _tv_coef(coef, name, label):
+    if f"{name}{label}" in coef:
+        return coef[f"{name}{label}"]
+    prefix = name + "["
+    hits = [k for k in coef if k.startswith(prefix) and k.split(",")[1:] == label.split(",")[1:]]
+    return coef[hits[0]] if hits else 0.0
