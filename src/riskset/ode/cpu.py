@@ -1,0 +1,123 @@
+"""CPU backend: ``numba.njit(parallel=True)`` with ``prange`` over tasks.
+
+The solver for a model is built once per process from the shared step math in
+:mod:`riskset.ode.dopri`. For the built-in models the compiled code is also
+cached on disk (``cache=True``): numba keys the cache of a closure on a pickle
+of its closure cells, which contain numba dispatchers whose pickle holds a
+random per-process UUID; we give the dispatchers of built-in models a
+deterministic UUID so the key is stable across processes. User models are
+compiled once per process (not cached on disk).
+"""
+
+import threading
+import types
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from . import dopri
+
+_lock = threading.Lock()
+_solvers = {}
+
+
+def _rename(fn, suffix):
+    """Give the per-model closures distinct names: numba derives the symbol
+    names of compiled functions from ``__qualname__``, and two cached
+    libraries exposing equal symbol names would be linked to one another."""
+    if not suffix:
+        return fn
+    new = types.FunctionType(fn.__code__, fn.__globals__,
+                             f"{fn.__name__}__{suffix}", fn.__defaults__,
+                             fn.__closure__)
+    new.__qualname__ = f"{fn.__qualname__}__{suffix}"
+    new.__module__ = fn.__module__
+    new.__doc__ = fn.__doc__
+    return new
+
+
+def _make_jit(key, cache):
+    """A decorator: ``njit`` plus a stable UUID (for disk caching)."""
+
+    def deco(fn):
+        if getattr(fn, "__closure__", None) is not None or \
+                "<locals>" in fn.__qualname__:
+            fn = _rename(fn, key or "user")
+        d = njit(cache=cache)(fn)
+        if key is not None:
+            try:
+                d._set_uuid(f"riskset.ode.cpu/{key}/{fn.__qualname__}")
+            except Exception:  # pragma: no cover - numba internals changed
+                pass
+        return d
+
+    return deco
+
+
+def _build(model, cache_key):
+    cache = cache_key is not None
+    jit = _make_jit(cache_key, cache=False)
+    rhs = jit(model.rhs)
+    integrate_task = dopri.make_integrator(rhs, jit)
+    n_k = dopri.N_STAGES + 1
+
+    def run_chunk(P, Y0, t0, t_eval, rtol, atol, max_steps, idx, out, stats):
+        n = Y0.shape[1]
+        for k in prange(idx.shape[0]):
+            i = idx[k]
+            K = np.empty((n_k, n))
+            y = np.empty(n)
+            ynew = np.empty(n)
+            ytmp = np.empty(n)
+            integrate_task(P[i], Y0[i], t0, t_eval, rtol, atol, max_steps,
+                           out[i], stats[i], K, y, ynew, ytmp)
+
+    run = njit(parallel=True, cache=cache)(
+        _rename(run_chunk, cache_key or "user"))
+    if cache_key is not None:
+        try:
+            run._set_uuid(f"riskset.ode.cpu/{cache_key}/run_chunk")
+        except Exception:  # pragma: no cover
+            pass
+    return run
+
+
+def get_solver(model):
+    """Compiled ``run_chunk`` for ``model`` (built once per process)."""
+    from .models import BUILTIN_MODELS
+
+    builtin = any(model is m for m in BUILTIN_MODELS.values())
+    key = model.rhs
+    with _lock:
+        fn = _solvers.get(key)
+        if fn is None:
+            cache_key = f"{model.name}" if builtin else None
+            fn = _build(model, cache_key)
+            _solvers[key] = fn
+    return fn
+
+
+def run_tasks(model, P, Y0, t0, t_eval, rtol, atol, max_steps, idx, out,
+              stats, chunk_size=None, pbar=None, schedule_chunk=4):
+    """Integrate tasks ``idx`` (in that order), writing ``out``/``stats``.
+
+    ``idx`` is split into chunks (one parallel region each) so that a
+    progress bar can advance; inside a chunk numba schedules iterations
+    dynamically in pieces of ``schedule_chunk`` tasks, which keeps both cores
+    busy even when neighbouring tasks differ a lot in cost.
+    """
+    fn = get_solver(model)
+    idx = np.ascontiguousarray(idx, dtype=np.int64)
+    m = idx.shape[0]
+    if m == 0:
+        return
+    if chunk_size is None or chunk_size <= 0:
+        chunk_size = m
+    with numba.parallel_chunksize(int(schedule_chunk)):
+        for s in range(0, m, chunk_size):
+            part = idx[s:s + chunk_size]
+            fn(P, Y0, float(t0), t_eval, float(rtol), atol, int(max_steps),
+               part, out, stats)
+            if pbar is not None:
+                pbar.update(part.shape[0])
