@@ -1,0 +1,259 @@
+"""Numba kernels of the conditional (stratified multinomial) likelihoods.
+
+Rows are sorted by stratum; ``row_stratum[r]`` is the stratum code of row r and
+``stratum_ptr[s]:stratum_ptr[s + 1]`` its rows. With ``w = exp(eta)`` and
+``W_s = sum_{r in s} w_r`` the *multinomial* strata (conditional Poisson, SCCS,
+conditional logistic with Breslow ties or one case per set) contribute
+
+    l_s = sum_{r in s} y_r eta_r - n_s log W_s,          n_s = sum_{r in s} y_r
+
+so that for column j, with mu_s = sum_{r in s} w_r x_rj / W_s,
+
+    g_j = sum_r y_r x_rj - sum_s n_s mu_s
+    h_j = - sum_s n_s ( sum_{r in s} w_r x_rj^2 / W_s - mu_s^2 )
+
+and only the strata holding a non-zero of column j contribute to the second terms:
+one pass over the non-zeros of j (sorted by row, hence grouped by stratum) is
+O(nnz_j). A move updates eta, w at those rows and W_s by the difference.
+
+*Exact* strata (conditional logistic, m_s >= 2 cases) contribute
+``l_s = sum_{cases} eta_r - log e_m(w_s)`` with e_m the elementary symmetric
+polynomial of degree m of the stratum's w (sum over all m-subsets of the product
+of their w). e_m and its first and second directional derivatives along column j
+follow from the recursion B_k <- B_k + w_i B_{k-1} over the stratum's rows
+(Gail, Lubin & Rubinstein 1981): O(n_s m_s) per stratum touched by column j. The
+weights are divided by the stratum's largest w first (e_m is homogeneous of
+degree m) so nothing overflows.
+
+Every stratum carries a weight c_s (case weight, constant within the stratum): y
+and n_s are already multiplied by it, exact strata multiply their terms by c_s.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+
+# -- exact (elementary symmetric polynomial) strata --------------------------------
+@njit(cache=True)
+def _stratum_scale(w, a, b):
+    big = 0.0
+    for r in range(a, b):
+        if w[r] > big:
+            big = w[r]
+    return big
+
+
+@njit(cache=True)
+def _log_esp(w, a, b, m, B):
+    """log e_m(w[a:b]) using workspace B (length >= m + 1)."""
+    big = _stratum_scale(w, a, b)
+    for k in range(m + 1):
+        B[k] = 0.0
+    B[0] = 1.0
+    for r in range(a, b):
+        v = w[r] / big
+        top = min(m, r - a + 1)
+        for k in range(top, 0, -1):
+            B[k] += v * B[k - 1]
+    return math.log(B[m]) + m * math.log(big)
+
+
+@njit(cache=True)
+def _exact_stratum_derivs(w, a, b, m, idx, val, p, q, B, dB, d2B):
+    """First and second derivative of log e_m(w[a:b]) along a direction x.
+
+    x is given sparsely by ``idx[p:q]`` (rows, ascending, all inside [a, b)) and
+    ``val[p:q]``; every other row of the stratum has x = 0.
+    """
+    big = _stratum_scale(w, a, b)
+    for k in range(m + 1):
+        B[k] = 0.0
+        dB[k] = 0.0
+        d2B[k] = 0.0
+    B[0] = 1.0
+    ptr = p
+    for r in range(a, b):
+        v = w[r] / big
+        x = 0.0
+        if ptr < q and idx[ptr] == r:
+            x = val[ptr]
+            ptr += 1
+        top = min(m, r - a + 1)
+        if x == 0.0:
+            for k in range(top, 0, -1):
+                d2B[k] += v * d2B[k - 1]
+                dB[k] += v * dB[k - 1]
+                B[k] += v * B[k - 1]
+        else:
+            for k in range(top, 0, -1):
+                d2B[k] += v * (x * x * B[k - 1] + 2.0 * x * dB[k - 1] + d2B[k - 1])
+                dB[k] += v * (x * B[k - 1] + dB[k - 1])
+                B[k] += v * B[k - 1]
+    d1 = dB[m] / B[m]
+    return d1, d2B[m] / B[m] - d1 * d1
+
+
+@njit(cache=True)
+def _exact_inclusion(w, a, b, m, pi):
+    """pi[r] = P(row r is among the m selected | stratum) = d log e_m / d eta_r.
+
+    Forward and backward elementary symmetric polynomials, O(n m^2).
+    """
+    n = b - a
+    big = _stratum_scale(w, a, b)
+    F = np.zeros((n + 1, m + 1))
+    G = np.zeros((n + 2, m + 1))
+    F[0, 0] = 1.0
+    for i in range(n):
+        v = w[a + i] / big
+        F[i + 1, 0] = 1.0
+        for k in range(1, m + 1):
+            F[i + 1, k] = F[i, k] + v * F[i, k - 1]
+    G[n + 1, 0] = 1.0
+    G[n, 0] = 1.0
+    for i in range(n - 1, -1, -1):
+        v = w[a + i] / big
+        G[i, 0] = 1.0
+        for k in range(1, m + 1):
+            G[i, k] = G[i + 1, k] + v * G[i + 1, k - 1]
+    total = F[n, m]
+    for i in range(n):
+        v = w[a + i] / big
+        s = 0.0
+        for k in range(m):  # e_{m-1} of the others: rows < i (F[i]) and rows > i (G[i + 1])
+            s += F[i, k] * G[i + 1, m - 1 - k]
+        pi[a + i] = v * s / total
+
+
+# -- the solver interface ------------------------------------------------------------
+@njit(cache=True)
+def refresh(eta, w, W, stratum_ptr):
+    """w = exp(eta) and the per-stratum sums W (one O(N) pass)."""
+    for s in range(stratum_ptr.shape[0] - 1):
+        tot = 0.0
+        for r in range(stratum_ptr[s], stratum_ptr[s + 1]):
+            e = math.exp(eta[r])
+            w[r] = e
+            tot += e
+        W[s] = tot
+
+
+@njit(cache=True)
+def loglik(eta, w, W, y, n_s, stratum_ptr, exact_m, c_s, B):
+    """Conditional log-likelihood; recomputes W from w (removes drift of the moves)."""
+    total = 0.0
+    for s in range(stratum_ptr.shape[0] - 1):
+        a = stratum_ptr[s]
+        b = stratum_ptr[s + 1]
+        tot = 0.0
+        for r in range(a, b):
+            tot += w[r]
+            total += y[r] * eta[r]
+        W[s] = tot
+        m = exact_m[s]
+        if m > 0:
+            total -= c_s[s] * _log_esp(w, a, b, m, B)
+        elif n_s[s] > 0:
+            total -= n_s[s] * math.log(tot)
+    return total
+
+
+@njit(cache=True)
+def coordinate(indptr, indices, values, j, xy_j, row_stratum, stratum_ptr, w, W, n_s, exact_m, c_s,
+               B, dB, d2B):
+    """(dl/dbeta_j, d2l/dbeta_j^2), visiting only the strata of column j's non-zeros."""
+    g = xy_j
+    h = 0.0
+    p = indptr[j]
+    end = indptr[j + 1]
+    while p < end:
+        s = row_stratum[indices[p]]
+        q = p
+        if exact_m[s] > 0:
+            while q < end and row_stratum[indices[q]] == s:
+                q += 1
+            d1, d2 = _exact_stratum_derivs(w, stratum_ptr[s], stratum_ptr[s + 1], exact_m[s],
+                                           indices, values, p, q, B, dB, d2B)
+            g -= c_s[s] * d1
+            h -= c_s[s] * d2
+        else:
+            s1 = 0.0
+            s2 = 0.0
+            while q < end and row_stratum[indices[q]] == s:
+                wx = w[indices[q]] * values[q]
+                s1 += wx
+                s2 += wx * values[q]
+                q += 1
+            mu = s1 / W[s]
+            g -= n_s[s] * mu
+            h -= n_s[s] * (s2 / W[s] - mu * mu)
+        p = q
+    return g, h
+
+
+@njit(cache=True)
+def move(indptr, indices, values, j, delta, row_stratum, eta, w, W):
+    """beta_j += delta: eta, w at the non-zeros of column j and W of their strata."""
+    for p in range(indptr[j], indptr[j + 1]):
+        r = indices[p]
+        eta[r] += delta * values[p]
+        e = math.exp(eta[r])
+        W[row_stratum[r]] += e - w[r]
+        w[r] = e
+
+
+@njit(cache=True)
+def residuals(w, W, y, n_s, stratum_ptr, exact_m, c_s, out):
+    """out[r] = dl/deta_r: y_r - n_s w_r / W_s (multinomial) or c_s (y_r - pi_r) (exact)."""
+    for s in range(stratum_ptr.shape[0] - 1):
+        a = stratum_ptr[s]
+        b = stratum_ptr[s + 1]
+        m = exact_m[s]
+        if m > 0:
+            _exact_inclusion(w, a, b, m, out)
+            for r in range(a, b):
+                out[r] = y[r] - c_s[s] * out[r]
+        else:
+            tot = 0.0
+            for r in range(a, b):
+                tot += w[r]
+            for r in range(a, b):
+                out[r] = y[r] - (n_s[s] * w[r] / tot if n_s[s] > 0 else 0.0)
+
+
+@njit(cache=True)
+def exact_hessian_block(sub_ptr, sub_idx, sub_val, k, w, stratum_ptr, exact_m, c_s, out):
+    """Add the exact strata's part of d2l/dbeta_a dbeta_b (a, b < k) to ``out``.
+
+    ``sub_*``: CSR of the k selected columns (all rows). O(n_s m_s k^2) per stratum.
+    """
+    for s in range(stratum_ptr.shape[0] - 1):
+        m = exact_m[s]
+        if m == 0:
+            continue
+        a = stratum_ptr[s]
+        b = stratum_ptr[s + 1]
+        big = _stratum_scale(w, a, b)
+        B = np.zeros(m + 1)
+        dB = np.zeros((k, m + 1))
+        d2B = np.zeros((k, k, m + 1))
+        B[0] = 1.0
+        x = np.zeros(k)
+        for r in range(a, b):
+            v = w[r] / big
+            x[:] = 0.0
+            for t in range(sub_ptr[r], sub_ptr[r + 1]):
+                x[sub_idx[t]] = sub_val[t]
+            top = min(m, r - a + 1)
+            for kk in range(top, 0, -1):
+                for u in range(k):
+                    for t in range(k):
+                        d2B[u, t, kk] += v * (x[u] * x[t] * B[kk - 1] + x[u] * dB[t, kk - 1]
+                                              + x[t] * dB[u, kk - 1] + d2B[u, t, kk - 1])
+                for u in range(k):
+                    dB[u, kk] += v * (x[u] * B[kk - 1] + dB[u, kk - 1])
+                B[kk] += v * B[kk - 1]
+        for u in range(k):
+            for t in range(k):
+                out[u, t] -= c_s[s] * (d2B[u, t, m] / B[m] - dB[u, m] * dB[t, m] / (B[m] * B[m]))

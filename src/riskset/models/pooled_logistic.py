@@ -1,0 +1,397 @@
+"""Pooled logistic regression on virtual person-intervals (memory-efficient, Cyclops ch. 5).
+
+Follow-up time T_i of subject i is cut into intervals of width ``interval_width``:
+K_i = ceil(T_i / width) intervals, interval k covering ((k-1) width, k width]. The
+outcome is y_ik = 1 only in interval K_i and only if status_i = 1 (a censored
+subject keeps a y = 0 row for the interval of censoring). The discrete hazard is
+
+    logit h_i(k) = beta0 + sum_m gamma0_m f_m(k) + sum_j beta_j z_ij + sum_{j,m} gamma_jm z_ij f_m(k)
+
+with fixed effects beta, and time-varying effects gamma on the functions f of the
+interval index k = 1, 2, ... named in ``time_effects`` ('linear' k, 'quadratic' k^2,
+'cubic' k^3, 'log' log k, or a user function of the index array).
+
+The log-likelihood is the Bernoulli log-likelihood of the materialized
+person-period table (``glm(y ~ ..., family = binomial)`` on it), but the table is
+never built: the state is O(N) per-subject sums over their intervals and the
+kernels (:mod:`riskset.kernels.cpu.pooled`) walk (subject, interval) pairs by index
+arithmetic. Coefficient names: ``intercept``, the covariates, then the time terms
+``t`` (``t^2``, ``t^3``, ``log(t)``, ``<f>(t)``) of the intercept and ``<cov>:t``
+(etc.) of each covariate.
+
+Predictions: ``predict(fit, data, 'hazard')`` (N x K discrete hazards per interval),
+``'survival'`` (S(k) = prod_{l <= k} (1 - h(l))) and ``'link'`` (logit h).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from riskset.data.dataset import Dataset
+from riskset.exceptions import DataWarning, InputError
+from riskset.kernels.cpu import pooled as kernels
+from riskset.models.base import Datafit, FitState, Model
+
+_BUILTIN = {
+    "linear": ("t", lambda k: k),
+    "quadratic": ("t^2", lambda k: k * k),
+    "cubic": ("t^3", lambda k: k ** 3),
+    "log": ("log(t)", np.log),
+}
+
+
+def _time_function(spec):
+    """(label, vectorized function of the interval index) for one time-effect spec."""
+    if isinstance(spec, str):
+        if spec not in _BUILTIN:
+            raise InputError(f"unknown time effect {spec!r}; use one of {sorted(_BUILTIN)} or a function")
+        return _BUILTIN[spec]
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str) and callable(spec[1]):
+        return spec
+    if callable(spec):
+        return f"{getattr(spec, '__name__', 'f')}(t)", spec
+    raise InputError(f"a time effect is 'linear', 'quadratic', 'cubic', 'log', a function or (label, function); "
+                     f"got {spec!r}")
+
+
+def n_intervals(time, width) -> np.ndarray:
+    """K = ceil(time / width), robust to floating-point round-off at exact multiples."""
+    r = np.asarray(time, dtype=np.float64) / width
+    k = np.ceil(r)
+    near = np.abs(r - np.round(r)) <= 1e-9 * np.maximum(1.0, np.abs(r))
+    return np.where(near, np.round(r), k).astype(np.int64)
+
+
+class PooledLogisticDatafit(Datafit):
+    """Bernoulli log-likelihood over virtual person-intervals.
+
+    ``X`` is the *subject-level* covariate matrix; the datafit's coefficients are the
+    virtual columns ``(src[v], fidx[v])``: subject covariate src (-1 = the constant 1)
+    times time function fidx (0 = the constant 1).
+    """
+
+    def __init__(self, Z, K, d, src, fidx, ftab, weights=None, offset=None):
+        super().__init__(Z, offset)
+        self.K = np.ascontiguousarray(K, dtype=np.int64)
+        self.d = np.ascontiguousarray(d, dtype=np.float64)
+        self.src = np.ascontiguousarray(src, dtype=np.int64)
+        self.fidx = np.ascontiguousarray(fidx, dtype=np.int64)
+        self.ftab = np.ascontiguousarray(ftab, dtype=np.float64)
+        self.nf = self.ftab.shape[0]
+        self.wt = np.ones(self.n_rows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+        # static event sums: sum_i wt d c F_m(K_i)
+        self.ysum = np.empty(len(self.src))
+        for m in range(self.nf):
+            e = self.wt * self.d * self.ftab[m, self.K]
+            sel = self.fidx == m
+            zsum = self.X.T @ e
+            tot = e.sum()
+            self.ysum[sel] = np.where(self.src[sel] < 0, tot, zsum[np.maximum(self.src[sel], 0)])
+
+    @property
+    def n_coef(self) -> int:
+        return len(self.src)
+
+    @property
+    def n_person_periods(self) -> int:
+        return int(self.K.sum())
+
+    def lin(self, beta):
+        """Per-subject coefficient of each time function, shape (nf, N)."""
+        beta = np.asarray(beta, dtype=np.float64)
+        lin = np.zeros((self.nf, self.n_rows))
+        for m in range(self.nf):
+            sel = np.flatnonzero(self.fidx == m)
+            dense = sel[self.src[sel] < 0]
+            cov = sel[self.src[sel] >= 0]
+            lin[m] += beta[dense].sum()
+            if cov.size:
+                lin[m] += self.X[:, self.src[cov]] @ beta[cov]
+        lin[0] += self.offset
+        return lin
+
+    def linear_predictor(self, beta):
+        raise NotImplementedError("pooled logistic rows are virtual; use lin(beta)")
+
+    def new_state(self, beta):
+        lin = np.ascontiguousarray(self.lin(beta))
+        state = FitState(lin)
+        state.lin = lin
+        n = self.n_rows
+        state.G = np.empty((self.nf, n))
+        state.H = np.empty((self.nf, n))
+        state.SP = np.empty(n)
+        kernels.refresh_all(lin, self.K, self.wt, self.ftab, state.G, state.H, state.SP)
+        return state
+
+    def loglik(self, state):
+        return kernels.loglik(state.lin, self.K, self.wt, self.d, self.ftab, state.SP)
+
+    def coordinate(self, state, j):
+        return kernels.coordinate(self.indptr, self.indices, self.values, self.src[j], self.fidx[j],
+                                  self.ysum[j], state.G, state.H)
+
+    def move(self, state, j, delta):
+        kernels.move(self.indptr, self.indices, self.values, self.src[j], self.fidx[j], delta,
+                     state.lin, self.K, self.wt, self.ftab, state.G, state.H, state.SP)
+
+    def gradient(self, state):
+        g = self.ysum.copy()
+        for m in range(self.nf):
+            sel = np.flatnonzero(self.fidx == m)
+            if sel.size == 0:
+                continue
+            zg = self.X.T @ state.G[m]
+            tot = state.G[m].sum()
+            g[sel] -= np.where(self.src[sel] < 0, tot, zg[np.maximum(self.src[sel], 0)])
+        return g
+
+    def _columns(self, columns):
+        """Sparse (N, k) matrix of the subject-level factors c of the virtual columns."""
+        blocks = []
+        for v in columns:
+            s = self.src[v]
+            blocks.append(sp.csc_matrix(np.ones((self.n_rows, 1))) if s < 0 else self.X[:, [s]])
+        return sp.hstack(blocks, format="csc")
+
+    def hessian(self, state, columns):
+        columns = np.asarray(columns, dtype=np.int64)
+        k = len(columns)
+        fm = self.fidx[columns]
+        used = np.unique(fm)
+        pairs = [(a, b) for i, a in enumerate(used) for b in used[i:]]
+        ma = np.array([p[0] for p in pairs], dtype=np.int64)
+        mb = np.array([p[1] for p in pairs], dtype=np.int64)
+        Q = np.empty((len(pairs), self.n_rows))
+        kernels.cross_moments(state.lin, self.K, self.wt, self.ftab, ma, mb, Q)
+        C = self._columns(columns)
+        H = np.zeros((k, k))
+        for q, (a, b) in enumerate(pairs):
+            ia = np.flatnonzero(fm == a)
+            ib = np.flatnonzero(fm == b)
+            block = -np.asarray((C[:, ia].T @ sp.diags(Q[q]) @ C[:, ib]).todense())
+            H[np.ix_(ia, ib)] = block
+            H[np.ix_(ib, ia)] = block.T
+        return H
+
+
+class PooledLogistic(Model):
+    """Pooled logistic regression from subject-level (time, status, covariates).
+
+    Parameters
+    ----------
+    interval_width : float > 0
+        Width of the discrete-time intervals (same unit as ``time``).
+    time_effects : dict, optional
+        ``{'intercept' | covariate: spec or [spec, ...]}``; spec is 'linear',
+        'quadratic', 'cubic', 'log', a function of the interval-index array
+        (1, 2, ...), or ``(label, function)``. The intercept's terms model the
+        baseline hazard shape, a covariate's terms its time-varying effect.
+    intercept : bool
+        Include the intercept beta0 (default True).
+    horizon : int, optional
+        Number of intervals returned by ``predict`` when the data have no ``time``.
+
+    The intercept and its time terms are never penalized.
+
+    Examples
+    --------
+    >>> m = PooledLogistic(30, {"intercept": "linear", "age": "linear"})
+    >>> m.time_terms(["age", "sex"])
+    [('intercept', 't'), ('age', 'age:t')]
+    """
+
+    name = "pooled_logistic"
+
+    def __init__(self, interval_width, time_effects=None, intercept: bool = True, horizon: int | None = None):
+        try:
+            width = float(interval_width)
+        except (TypeError, ValueError):
+            raise InputError(f"interval_width must be a number, got {interval_width!r}") from None
+        if not (np.isfinite(width) and width > 0):
+            raise InputError(f"interval_width must be a finite number > 0 (intervals of zero or negative width "
+                             f"are impossible), got {interval_width!r}")
+        self.interval_width = width
+        self.time_effects = dict(time_effects or {})
+        self.intercept = bool(intercept)
+        self.horizon = horizon
+        # distinct time functions, in order of first use
+        self._functions = []  # (label, func)
+        self._terms = []  # (term, label)
+        for term, specs in self.time_effects.items():
+            for spec in (specs if isinstance(specs, list) else [specs]):
+                label, func = _time_function(spec)
+                if label not in [f[0] for f in self._functions]:
+                    self._functions.append((label, func))
+                self._terms.append((term, label))
+
+    def options(self):
+        te = {k: (v if isinstance(v, (str, list)) else _time_function(v)[0]) for k, v in self.time_effects.items()}
+        return {"interval_width": self.interval_width, "time_effects": te, "intercept": self.intercept,
+                "horizon": self.horizon}
+
+    @classmethod
+    def from_spec(cls, spec):
+        if "interval_width" not in spec:
+            raise InputError("the pooled_logistic model needs 'interval_width'")
+        return cls(spec["interval_width"], spec.get("time_effects"), spec.get("intercept", True),
+                   spec.get("horizon"))
+
+    # -- names and structure -----------------------------------------------------------
+    def time_terms(self, covariate_names):
+        """[(term, coefficient name)] of the time-varying terms, intercept's first."""
+        out = []
+        for term, label in self._terms:
+            if term == "intercept":
+                out.append((term, label))
+        for name in covariate_names:
+            for term, label in self._terms:
+                if term == name:
+                    out.append((term, f"{name}:{label}"))
+        return out
+
+    def _check_terms(self, data):
+        unknown = [t for t, _ in self._terms if t != "intercept" and t not in data.covariate_names]
+        if unknown:
+            raise InputError(f"time_effects name unknown covariate(s): {', '.join(map(repr, sorted(set(unknown))))}")
+
+    def coef_names(self, data):
+        self._check_terms(data)
+        return ((["intercept"] if self.intercept else []) + list(data.covariate_names)
+                + [name for _, name in self.time_terms(data.covariate_names)])
+
+    def unpenalized_names(self):
+        out = ["intercept"] if self.intercept else []
+        return out + [label for term, label in self._terms if term == "intercept"]
+
+    def _structure(self, data):
+        """Virtual columns: (src, fidx) arrays."""
+        labels = [f[0] for f in self._functions]
+        src, fidx = [], []
+        if self.intercept:
+            src.append(-1)
+            fidx.append(0)
+        src += list(range(data.n_covariates))
+        fidx += [0] * data.n_covariates
+        pos = {n: i for i, n in enumerate(data.covariate_names)}
+        for term, name in self.time_terms(data.covariate_names):
+            label = name.split(":", 1)[1] if term != "intercept" else name
+            src.append(-1 if term == "intercept" else pos[term])
+            fidx.append(1 + labels.index(label))
+        return np.array(src, dtype=np.int64), np.array(fidx, dtype=np.int64)
+
+    def function_table(self, kmax: int) -> np.ndarray:
+        """ftab[m, k] = f_m(k) for k = 0..kmax (row 0 = constant 1; column 0 unused)."""
+        tab = np.ones((1 + len(self._functions), kmax + 1))
+        k = np.arange(1, kmax + 1, dtype=np.float64)
+        for m, (label, func) in enumerate(self._functions, start=1):
+            with np.errstate(all="ignore"):  # non-finite values are reported below
+                vals = np.asarray(func(k), dtype=np.float64)
+            if vals.shape != k.shape or not np.all(np.isfinite(vals)):
+                raise InputError(f"time function {label!r} must return one finite value per interval index "
+                                 f"1..{kmax}")
+            tab[m, 1:] = vals
+            tab[m, 0] = 0.0
+        return tab
+
+    def intervals(self, time) -> np.ndarray:
+        return n_intervals(time, self.interval_width)
+
+    # -- datafit -------------------------------------------------------------------------
+    def datafit(self, data: Dataset) -> PooledLogisticDatafit:
+        data.require("time", model=self.name)
+        data.require("status", model=self.name)
+        self._check_terms(data)
+        time = np.asarray(data.time, dtype=np.float64)
+        status = np.asarray(data.status, dtype=np.float64)
+        bad = time < 0
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(f"{self.name}: follow-up time must be >= 0; row {data.row_ids[i]!r} has time {time[i]}")
+        bad = (status != 0) & (status != 1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(f"{self.name} needs status 0 (censored) or 1 (event); row {data.row_ids[i]!r} has "
+                             f"status {status[i]:g}")
+        K = self.intervals(time)
+        zero = K == 0
+        rows = np.arange(data.n_rows)
+        if zero.any():
+            warnings.warn(f"{self.name}: dropped {int(zero.sum())} subject(s) with follow-up time 0 "
+                          "(no interval at risk)", DataWarning, stacklevel=3)
+            rows = np.flatnonzero(~zero)
+            if rows.size == 0:
+                raise InputError(f"{self.name}: every subject has follow-up time 0")
+        src, fidx = self._structure(data)
+        ftab = self.function_table(int(K[rows].max()))
+        Z = data.X if not zero.any() else data.X[rows].tocsc()
+        w = None if data.weights is None else np.asarray(data.weights)[rows]
+        off = None if data.offset is None else np.asarray(data.offset)[rows]
+        df = PooledLogisticDatafit(Z, K[rows], status[rows], src, fidx, ftab, w, off)
+        df.rows = rows
+        return df
+
+    # -- prediction ----------------------------------------------------------------------
+    def _beta(self, fit, data):
+        names = self.coef_names(data)
+        coef = fit.coef
+        missing = [n for n in names if n not in coef.index]
+        if missing:
+            raise InputError(f"the fit has no coefficient(s) {', '.join(map(repr, missing))} for these data")
+        return np.array([coef[n] for n in names], dtype=np.float64)
+
+    def link(self, fit, data, n_intervals: int | None = None) -> np.ndarray:
+        """logit of the discrete hazard, shape (n_rows, n_intervals)."""
+        if n_intervals is None:
+            if self.horizon is not None:
+                n_intervals = int(self.horizon)
+            elif data.time is not None:
+                n_intervals = int(self.intervals(data.time).max())
+            else:
+                raise InputError("give n_intervals (or the model's horizon) to predict without a time column")
+        src, fidx = self._structure(data)
+        ftab = self.function_table(n_intervals)
+        Z = data.X
+        lin = np.zeros((ftab.shape[0], data.n_rows))
+        beta = self._beta(fit, data)
+        for v in range(len(src)):
+            lin[fidx[v]] += beta[v] if src[v] < 0 else beta[v] * Z[:, src[v]].toarray().ravel()
+        if data.offset is not None:
+            lin[0] += data.offset
+        return lin.T @ ftab[:, 1:]
+
+    def hazard(self, fit, data, n_intervals: int | None = None) -> np.ndarray:
+        """Discrete hazard h_i(k) for intervals k = 1..n_intervals, shape (n_rows, n_intervals)."""
+        return 1.0 / (1.0 + np.exp(-self.link(fit, data, n_intervals)))
+
+    def survival(self, fit, data, n_intervals: int | None = None) -> np.ndarray:
+        """Survival at the end of interval k: S(k) = prod_{l <= k} (1 - h(l))."""
+        return np.cumprod(1.0 - self.hazard(fit, data, n_intervals), axis=1)
+
+    def predict(self, fit, data, kind="hazard"):
+        if kind == "link":
+            return self.link(fit, data)
+        if kind == "hazard":
+            return self.hazard(fit, data)
+        if kind == "survival":
+            return self.survival(fit, data)
+        raise ValueError(f"pooled_logistic predictions are 'link', 'hazard' or 'survival', not {kind!r}")
+
+
+def person_period_table(data: Dataset, interval_width: float):
+    """The materialized person-period rows (subject index, interval k, y) - for tests and checks.
+
+    O(N K) memory: this is what :class:`PooledLogistic` avoids.
+    """
+    K = n_intervals(data.time, interval_width)
+    subject = np.repeat(np.arange(data.n_rows), K)
+    start = np.cumsum(K) - K
+    k = np.arange(K.sum()) - np.repeat(start, K) + 1
+    y = ((k == K[subject]) & (np.asarray(data.status)[subject] == 1)).astype(np.float64)
+    return subject, k, y
+
+
+__all__ = ["PooledLogistic", "PooledLogisticDatafit", "n_intervals", "person_period_table"]

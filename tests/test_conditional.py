@@ -1,0 +1,264 @@
+"""Conditional logistic and conditional Poisson: derivatives, exactness, equivalences, bad input."""
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import riskset
+from riskset.data.dataset import Dataset
+from riskset.exceptions import DataWarning, InputError
+from riskset.models.conditional import ConditionalLogistic, ConditionalPoisson
+from riskset.solver.ccd import SolverOptions, fit_ccd
+
+
+def sparse_X(rng, n, p, density=0.4):
+    X = rng.normal(size=(n, p)) * (rng.random((n, p)) < density)
+    X[:, 0] = rng.integers(0, 2, n)  # an indicator column
+    return sp.csc_matrix(X)
+
+
+def matched_data(rng, n_sets=25, max_size=6, max_cases=3, p=3, weights=False):
+    sizes = rng.integers(2, max_size + 1, n_sets)
+    strata = np.repeat(np.arange(n_sets), sizes)
+    y = np.zeros(strata.size)
+    start = np.cumsum(sizes) - sizes
+    for s in range(n_sets):  # m cases per set, 1 <= m < size (loop over a tiny test set only)
+        m = rng.integers(1, min(max_cases, sizes[s] - 1) + 1)
+        y[start[s] + rng.choice(sizes[s], m, replace=False)] = 1
+    X = sparse_X(rng, strata.size, p)
+    w = np.repeat(rng.integers(1, 4, n_sets).astype(float), sizes) if weights else None
+    return Dataset(X=X, covariate_names=[f"x{j}" for j in range(p)], row_ids=np.arange(strata.size), y=y,
+                   strata=strata, weights=w)
+
+
+def count_data(rng, n_strata=30, p=3, offset=True):
+    sizes = rng.integers(1, 7, n_strata)
+    strata = np.repeat(np.arange(n_strata), sizes)
+    n = strata.size
+    X = sparse_X(rng, n, p)
+    off = np.log(rng.uniform(1, 50, n)) if offset else None
+    rate = np.exp(X @ np.array([0.5, -0.3, 0.2][:p]) + (off if offset else 0) - 2 + rng.normal(size=n_strata)[strata])
+    y = rng.poisson(rate).astype(float)
+    y[np.cumsum(sizes) - sizes] += 1  # every stratum has an event
+    return Dataset(X=X, covariate_names=[f"x{j}" for j in range(p)], row_ids=np.arange(n), y=y, strata=strata,
+                   offset=off)
+
+
+def check_derivatives(df, beta, eps=1e-5):
+    """coordinate(), gradient() and hessian() against central finite differences of loglik."""
+    p = df.n_coef
+    st = df.new_state(beta)
+    ll = lambda b: df.loglik(df.new_state(b))
+    grad = df.gradient(st)
+    H = df.hessian(st, np.arange(p))
+    for j in range(p):
+        e = np.zeros(p)
+        e[j] = eps
+        fd_g = (ll(beta + e) - ll(beta - e)) / (2 * eps)
+        fd_h = (ll(beta + e) - 2 * ll(beta) + ll(beta - e)) / eps**2
+        g, h = df.coordinate(st, j)
+        assert g == pytest.approx(fd_g, rel=1e-6, abs=1e-6)
+        assert h == pytest.approx(fd_h, rel=1e-4, abs=1e-4)
+        assert grad[j] == pytest.approx(g, rel=1e-9, abs=1e-9)
+        assert H[j, j] == pytest.approx(h, rel=1e-9, abs=1e-9)
+        fd_col = (df.gradient(df.new_state(beta + e)) - df.gradient(df.new_state(beta - e))) / (2 * eps)
+        np.testing.assert_allclose(H[:, j], fd_col, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(H, H.T, atol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["poisson", "breslow", "exact", "exact_weighted"])
+def test_derivatives_match_finite_differences(rng, kind):
+    if kind == "poisson":
+        df = ConditionalPoisson().datafit(count_data(rng))
+    else:
+        data = matched_data(rng, weights=kind.endswith("weighted"))
+        df = ConditionalLogistic(ties=kind.split("_")[0]).datafit(data)
+        if kind.startswith("exact"):
+            assert np.any(df.exact_m >= 2) and np.any(df.exact_m == 0)  # both paths exercised
+    beta = np.array([0.3, -0.4, 0.2])
+    check_derivatives(df, beta)
+
+
+def test_moves_keep_state_consistent(rng):
+    df = ConditionalLogistic().datafit(matched_data(rng))
+    st = df.new_state(np.zeros(3))
+    beta = np.zeros(3)
+    for j, d in [(0, 0.7), (2, -0.3), (1, 0.4), (0, -0.2)]:
+        df.move(st, j, d)
+        beta[j] += d
+    fresh = df.new_state(beta)
+    np.testing.assert_allclose(st.eta, fresh.eta, atol=1e-12)
+    np.testing.assert_allclose(st.W, fresh.W, rtol=1e-12)
+    for j in range(3):
+        np.testing.assert_allclose(df.coordinate(st, j), df.coordinate(fresh, j), rtol=1e-10)
+    assert df.loglik(st) == pytest.approx(df.loglik(fresh), rel=1e-12)
+
+
+def test_exact_likelihood_equals_enumeration(rng):
+    data = matched_data(rng, n_sets=8, max_size=6, max_cases=3)
+    beta = np.array([0.5, -0.7, 0.3])
+    df = ConditionalLogistic(ties="exact").datafit(data)
+    eta = data.X @ beta
+    total = 0.0
+    for s in range(data.n_strata):
+        rows = np.flatnonzero(data.strata == s)
+        m = int(data.y[rows].sum())
+        denom = sum(np.exp(eta[list(c)].sum()) for c in itertools.combinations(rows, m))
+        total += eta[rows][data.y[rows] == 1].sum() - np.log(denom)
+    assert df.loglik(df.new_state(beta)) == pytest.approx(total, rel=1e-12)
+    # Breslow differs when sets have several cases
+    br = ConditionalLogistic(ties="breslow").datafit(data)
+    assert abs(br.loglik(br.new_state(beta)) - total) > 1e-3
+
+
+def test_exact_and_breslow_agree_for_one_case_per_set(rng):
+    data = matched_data(rng, n_sets=40, max_cases=1)
+    fits = [fit_ccd(ConditionalLogistic(ties=t).datafit(data), np.zeros(3), np.zeros(3)) for t in ("exact", "breslow")]
+    assert all(f.converged for f in fits)
+    np.testing.assert_allclose(fits[0].beta, fits[1].beta, atol=1e-10)
+    assert fits[0].loglik == pytest.approx(fits[1].loglik, abs=1e-10)
+
+
+def test_exact_fit_is_the_maximum(rng):
+    data = matched_data(rng, n_sets=40, max_cases=3)
+    df = ConditionalLogistic(ties="exact").datafit(data)
+    res = fit_ccd(df, np.zeros(3), np.zeros(3))
+    assert res.converged
+    np.testing.assert_allclose(df.gradient(res.state), 0, atol=1e-6)
+    assert np.all(np.linalg.eigvalsh(df.hessian(res.state, np.arange(3))) < 0)
+
+
+def _poisson_fixed_effects(X, y, offset, strata, iters=50):
+    """Newton-Raphson Poisson fit with one dummy per stratum (dense, small)."""
+    D = np.eye(strata.max() + 1)[strata]
+    A = np.hstack([X, D])
+    b = np.zeros(A.shape[1])
+    b[X.shape[1]:] = np.log((np.bincount(strata, weights=y) + 0.5) / np.bincount(strata, weights=np.exp(offset)))
+    for _ in range(iters):
+        mu = np.exp(A @ b + offset)
+        step = np.linalg.solve(A.T @ (mu[:, None] * A) + 1e-12 * np.eye(A.shape[1]), A.T @ (y - mu))
+        b += step
+        if np.max(np.abs(step)) < 1e-13:
+            break
+    return b[: X.shape[1]]
+
+
+def test_conditional_poisson_equals_poisson_with_stratum_effects(rng):
+    data = count_data(rng, n_strata=40)
+    res = fit_ccd(ConditionalPoisson().datafit(data), np.zeros(3), np.zeros(3))
+    assert res.converged
+    sub = data
+    ref = _poisson_fixed_effects(sub.X.toarray(), sub.y, sub.offset, sub.strata)
+    np.testing.assert_allclose(res.beta, ref, atol=1e-8)
+
+
+def test_row_order_invariance(rng):
+    data = matched_data(rng, n_sets=30, max_cases=3)
+    perm = rng.permutation(data.n_rows)
+    shuffled = data.subset(perm)
+    a = fit_ccd(ConditionalLogistic().datafit(data), np.zeros(3), np.zeros(3))
+    b = fit_ccd(ConditionalLogistic().datafit(shuffled), np.zeros(3), np.zeros(3))
+    np.testing.assert_allclose(a.beta, b.beta, atol=1e-10)
+    assert a.loglik == pytest.approx(b.loglik, abs=1e-10)
+
+
+def test_stratum_weights_equal_replicated_sets(rng):
+    data = matched_data(rng, n_sets=20, max_cases=2, weights=True)
+    reps = np.repeat(np.arange(data.n_rows), data.weights.astype(int))
+    # replicate each set w times as separate strata
+    set_copy = np.concatenate([np.arange(k) for k in data.weights.astype(int)])
+    strata = data.strata[reps] * 10 + set_copy
+    rep = Dataset(X=data.X[reps].tocsc(), covariate_names=data.covariate_names, row_ids=np.arange(reps.size),
+                  y=data.y[reps], strata=np.unique(strata, return_inverse=True)[1])
+    a = fit_ccd(ConditionalLogistic().datafit(data), np.zeros(3), np.zeros(3))
+    b = fit_ccd(ConditionalLogistic().datafit(rep), np.zeros(3), np.zeros(3))
+    np.testing.assert_allclose(a.beta, b.beta, atol=1e-9)
+
+
+def test_priors(rng):
+    data = count_data(rng, n_strata=60)
+    df = ConditionalPoisson().datafit(data)
+    # L2: stationarity g = beta / variance
+    res = fit_ccd(df, np.zeros(3), np.full(3, 1 / 0.05))
+    np.testing.assert_allclose(df.gradient(res.state), res.beta / 0.05, atol=1e-7)
+    # L1: KKT, and a rate above gamma_max zeroes everything
+    gamma = 2.0
+    res = fit_ccd(df, np.full(3, gamma), np.zeros(3))
+    g = df.gradient(res.state)
+    nz = res.beta != 0
+    np.testing.assert_allclose(g[nz], gamma * np.sign(res.beta[nz]), atol=1e-6)
+    assert np.all(np.abs(g[~nz]) <= gamma + 1e-8)
+    big = fit_ccd(df, np.full(3, 1e4), np.zeros(3))
+    assert np.all(big.beta == 0)
+
+
+def test_api_and_registry(rng):
+    data = matched_data(rng, n_sets=30, max_cases=2)
+    fit = riskset.fit(data, "conditional_logistic", ties="exact")
+    assert fit.converged and list(fit.coef.index) == ["x0", "x1", "x2"]
+    assert np.all(np.isfinite(fit.se))
+    fit2 = riskset.fit(count_data(rng), "conditional_poisson", riskset.Laplace(gamma=1.0))
+    assert fit2.converged
+
+
+# -- bad input ------------------------------------------------------------------------------
+def test_sets_without_case_or_control_are_dropped_with_count(rng):
+    data = matched_data(rng, n_sets=10, max_cases=1)
+    y = data.y.copy()
+    y[data.strata == 0] = 0  # no case
+    y[data.strata == 1] = 1  # no control
+    y[data.strata == 2] = 0
+    bad = Dataset(X=data.X, covariate_names=data.covariate_names, row_ids=data.row_ids, y=y, strata=data.strata)
+    with pytest.warns(DataWarning, match=r"dropped 2 matched set\(s\) without a case and 1 without a control"):
+        df = ConditionalLogistic().datafit(bad)
+    assert df.n_strata == 7
+    assert fit_ccd(df, np.zeros(3), np.zeros(3)).converged
+
+
+def test_all_sets_uninformative_raises(rng):
+    data = matched_data(rng, n_sets=3)
+    bad = Dataset(X=data.X, covariate_names=data.covariate_names, row_ids=data.row_ids,
+                  y=np.zeros(data.n_rows), strata=data.strata)
+    with pytest.raises(InputError, match="no matched set"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        ConditionalLogistic().datafit(bad)
+
+
+def test_bad_responses_and_weights(rng):
+    data = matched_data(rng, n_sets=5)
+    y = data.y.copy()
+    y[3] = 2
+    with pytest.raises(InputError, match="y = 1 \\(case\\) or 0"):
+        ConditionalLogistic().datafit(Dataset(X=data.X, covariate_names=data.covariate_names,
+                                              row_ids=data.row_ids, y=y, strata=data.strata))
+    counts = count_data(rng, n_strata=5)
+    y = counts.y.copy()
+    y[2] = -1
+    with pytest.raises(InputError, match="negative count"):
+        ConditionalPoisson().datafit(Dataset(X=counts.X, covariate_names=counts.covariate_names,
+                                             row_ids=counts.row_ids, y=y, strata=counts.strata))
+    w = np.ones(data.n_rows)
+    w[0] = 2.0  # varies within stratum 0
+    with pytest.raises(InputError, match="constant within each stratum"):
+        ConditionalLogistic().datafit(Dataset(X=data.X, covariate_names=data.covariate_names,
+                                              row_ids=data.row_ids, y=data.y, strata=data.strata, weights=w))
+    with pytest.raises(InputError, match="strata"):
+        ConditionalLogistic().datafit(Dataset(X=data.X, covariate_names=data.covariate_names,
+                                              row_ids=data.row_ids, y=data.y))
+    with pytest.raises(ValueError, match="ties"):
+        ConditionalLogistic(ties="efron")
+
+
+def test_strata_without_events_dropped_for_poisson(rng):
+    data = count_data(rng, n_strata=10)
+    y = data.y.copy()
+    y[data.strata == 0] = 0
+    y[data.strata == 1] = 0
+    d = Dataset(X=data.X, covariate_names=data.covariate_names, row_ids=data.row_ids, y=y, strata=data.strata,
+                offset=data.offset)
+    n_zero = int(np.sum(np.bincount(d.strata, weights=y) == 0))
+    with pytest.warns(DataWarning, match=f"dropped {n_zero} stratum"):
+        df = ConditionalPoisson().datafit(d)
+    assert df.n_strata == 10 - n_zero
