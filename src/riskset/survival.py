@@ -68,8 +68,9 @@ def kaplan_meier(time, status, group=None, weights=None, conf_level: float = 0.9
     n_risk = rev - np.repeat(after, np.diff(np.r_[-1, gend]))
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = np.where(n_risk > 0, n_event / n_risk, 0.0)
-        logs = np.log1p(-frac)
-        green = np.where(n_event > 0, n_event / (n_risk * (n_risk - n_event)), 0.0)
+        all_dead = frac >= 1.0  # survival drops to 0: kept out of the sums (no -inf)
+        logs = np.where(all_dead, 0.0, np.log1p(-np.minimum(frac, 1.0)))
+        green = np.where((n_event > 0) & ~all_dead, n_event / (n_risk * (n_risk - n_event)), 0.0)
     glen = np.diff(np.r_[-1, gend])
 
     def cumsum_by_group(v):
@@ -77,14 +78,13 @@ def kaplan_meier(time, status, group=None, weights=None, conf_level: float = 0.9
         base = np.repeat(np.r_[0.0, c[gend[:-1]]], glen)
         return c - base
 
-    with np.errstate(invalid="ignore"):
-        surv = np.exp(cumsum_by_group(logs))
-        var_log = cumsum_by_group(green)
-        se_log = np.sqrt(var_log)
-        z = stats.norm.ppf(0.5 + conf_level / 2)
-        lower = np.clip(surv * np.exp(-z * se_log), 0, 1)
-        upper = np.clip(surv * np.exp(z * se_log), 0, 1)
-        std_err = surv * se_log
+    dead = cumsum_by_group(all_dead.astype(np.float64)) > 0
+    surv = np.where(dead, 0.0, np.exp(cumsum_by_group(logs)))
+    se_log = np.sqrt(np.maximum(cumsum_by_group(green), 0.0))
+    z = stats.norm.ppf(0.5 + conf_level / 2)
+    lower = np.clip(surv * np.exp(-z * se_log), 0, 1)
+    upper = np.clip(surv * np.exp(z * se_log), 0, 1)
+    std_err = np.where(dead, np.nan, surv * se_log)
     lower = np.where(surv > 0, lower, np.nan)
     upper = np.where(surv > 0, upper, np.nan)
     out = pd.DataFrame({"time": ut, "n_risk": n_risk, "n_event": n_event, "n_censor": n_censor,
