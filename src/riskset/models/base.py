@@ -106,6 +106,14 @@ class Datafit(ABC):
         """Dense block d2l/dbeta_a dbeta_b for a, b in ``columns`` (a small set)."""
 
 
+def indicator_columns(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Boolean per column: every stored value is 1 (kernels then skip multiplications)."""
+    counts = np.diff(indptr)
+    column_of = np.repeat(np.arange(counts.size), counts)
+    ones = np.bincount(column_of, weights=(values == 1.0), minlength=counts.size)
+    return ones == counts
+
+
 class Model(ABC):
     """User-facing model specification; subclasses register themselves by ``name``.
 

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset, row_label
 from riskset.exceptions import InputError
 from riskset.kernels.cpu import glm as kernels
-from riskset.models.base import Datafit, FitState, Model
+from riskset.models.base import Datafit, FitState, Model, indicator_columns
 
 # |linear predictor| beyond which a fitted mean is 0 or 1 to double precision.
 _SEPARATION_ETA = 25.0
@@ -28,12 +28,12 @@ class GLMDatafit(Datafit):
         self.family = family
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.w = np.ones(self.n_rows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+        self.indicator = indicator_columns(self.indptr, self.values)
 
     def new_state(self, beta):
         state = FitState(self.linear_predictor(beta))
-        state.resid = np.empty(self.n_rows)
-        state.curv = np.empty(self.n_rows)
-        kernels.refresh_rows(self.family, state.eta, self.y, self.w, state.resid, state.curv)
+        state.expeta, state.resid, state.curv = np.empty(self.n_rows), np.empty(self.n_rows), np.empty(self.n_rows)
+        kernels.refresh_rows(self.family, state.eta, self.y, self.w, state.expeta, state.resid, state.curv)
         return state
 
     def loglik(self, state):
@@ -43,8 +43,12 @@ class GLMDatafit(Datafit):
         return kernels.coordinate(self.indptr, self.indices, self.values, j, state.resid, state.curv)
 
     def move(self, state, j, delta):
-        kernels.move(self.family, self.indptr, self.indices, self.values, j, delta,
-                     state.eta, self.y, self.w, state.resid, state.curv)
+        kernels.move(self.family, self.indptr, self.indices, self.values, self.indicator, j, delta,
+                     state.eta, self.y, self.w, state.expeta, state.resid, state.curv)
+
+    def cycle(self, state, coords, beta, l1, l2, radius):
+        kernels.cycle(self.family, self.indptr, self.indices, self.values, self.indicator, coords, beta, l1, l2,
+                      radius, state.eta, self.y, self.w, state.expeta, state.resid, state.curv)
 
     def gradient(self, state):
         return self.X.T @ state.resid

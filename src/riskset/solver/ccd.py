@@ -11,9 +11,13 @@ linear predictor) methods. Named steps:
 2. ``cycles``: one Newton step per coordinate, bounded by a per-coordinate trust
    region (Genkin, Lewis & Madigan 2007: half-width starts at 1, then becomes
    max(2|step|, half-width/2)); at the L1 kink the step uses the one-sided
-   directional derivatives and never crosses zero.
+   directional derivatives and never crosses zero (:mod:`riskset.solver.step`).
+   Between full sweeps, cycles run over the active set only (non-zero or
+   unpenalized coordinates), as glmnet does; a datafit with a compiled
+   ``cycle(state, coords, beta, l1, l2, radius)`` runs a whole sweep in one call.
 3. ``convergence``: relative change of the objective
-   ``|f_k - f_{k-1}| / (|f_k| + 1)`` below ``tol``.
+   ``|f_k - f_{k-1}| / (|f_k| + 1)`` below ``tol`` over a *full* sweep, so every
+   zero coordinate has been checked against its optimality condition.
 4. ``polish``: when the active set is small, Newton steps on it with the exact
    Hessian (signs held) sharpen the coefficients to machine precision.
 """
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from riskset.models.base import Datafit, FitState
+from riskset.solver.step import bounded_step
 
 
 @dataclass
@@ -59,31 +64,6 @@ class SolverResult:
 
 def penalty_value(beta, l1, l2) -> float:
     return float(np.sum(l1 * np.abs(beta)) + 0.5 * np.sum(l2 * beta * beta))
-
-
-def coordinate_step(g: float, h: float, b: float, l1: float, l2: float) -> float:
-    """Newton step for one coordinate of the penalized objective (maximized).
-
-    ``g, h``: first and second derivative of l; the penalty adds ``-l2 b`` and
-    ``-l2`` and the L1 kink is handled by one-sided derivatives ``g -+ l1``.
-    """
-    curv = l2 - h  # curvature of the negated objective, > 0 unless degenerate
-    if not curv > 0:
-        return 0.0
-    grad = g - l2 * b
-    if l1 == 0.0:
-        return grad / curv
-    if b == 0.0:
-        if grad > l1:
-            return (grad - l1) / curv
-        if grad < -l1:
-            return (grad + l1) / curv
-        return 0.0
-    sign = 1.0 if b > 0 else -1.0
-    step = (grad - l1 * sign) / curv
-    if (b + step) * sign < 0:  # would cross the kink: stop at zero
-        step = -b
-    return step
 
 
 def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray | None = None,
@@ -127,26 +107,20 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
     return result
 
 
-def _cycles(datafit, beta, state, l1, l2, coords, opts, max_iter=None):
-    """Run CCD cycles over ``coords`` until the relative objective change is below tol."""
-    max_iter = opts.max_iter if max_iter is None else max_iter
+def _cycles(datafit, beta, state, l1, l2, coords, opts):
+    """Full sweeps over ``coords``, each followed by sweeps over the active set, until a
+    full sweep changes the objective by less than tol (relative)."""
     radius = np.ones(datafit.n_coef)
     objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
     history = [objective]
-    bar = _progress_bar(opts.progress, max_iter)
-    converged, message, change = False, "", np.inf
-    k = 0
-    for k in range(1, max_iter + 1):
-        for j in coords:
-            g, h = datafit.coordinate(state, j)
-            step = coordinate_step(g, h, beta[j], l1[j], l2[j])
-            if step == 0.0:
-                continue
-            r = radius[j]
-            step = min(max(step, -r), r)
-            radius[j] = max(2.0 * abs(step), 0.5 * r)
-            datafit.move(state, j, step)
-            beta[j] += step
+    bar = _progress_bar(opts.progress, opts.max_iter)
+    converged, message, change, k = False, "", np.inf, 0
+    sweep = getattr(datafit, "cycle", None) or _python_cycle(datafit)
+    full = True
+    while k < opts.max_iter:
+        sweep_coords = coords if full else coords[(beta[coords] != 0) | (l1[coords] == 0)]
+        sweep(state, sweep_coords, beta, l1, l2, radius)
+        k += 1
         new_objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
         history.append(new_objective)
         if not np.isfinite(new_objective):
@@ -158,15 +132,33 @@ def _cycles(datafit, beta, state, l1, l2, coords, opts, max_iter=None):
             bar.update(1)
             bar.set_postfix_str(f"objective {objective:.6g}, change {change:.1e}")
         if change < opts.tol:
-            converged, message = True, f"relative objective change {change:.2e} < tol {opts.tol:g}"
-            break
+            if full:
+                converged, message = True, f"relative objective change {change:.2e} < tol {opts.tol:g}"
+                break
+            full = True  # the active set has converged: check every coordinate
+        else:
+            full = False
     else:
-        message = f"reached max_iter = {max_iter} cycles; relative objective change {change:.2e} >= tol {opts.tol:g}"
+        message = f"reached max_iter = {opts.max_iter} cycles; relative objective change {change:.2e} >= tol {opts.tol:g}"
     if bar is not None:
         bar.close()
     ll = datafit.loglik(state)
     result = SolverResult(beta, state, ll, objective, converged, k, message, history=history)
     return beta, state, result
+
+
+def _python_cycle(datafit):
+    """A sweep through the datafit's coordinate/move methods, one coordinate at a time."""
+
+    def sweep(state, coords, beta, l1, l2, radius):
+        for j in coords:
+            g, h = datafit.coordinate(state, j)
+            step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
+            if step != 0.0:
+                datafit.move(state, j, step)
+                beta[j] += step
+
+    return sweep
 
 
 def _restricted_start(datafit, beta, state, l1, l2, free, opts):

@@ -3,35 +3,35 @@
 Per row the state keeps ``resid = w (y - mu)`` and ``curv = w dmu/deta`` so that for
 column j: dl/dbeta_j = sum_i x_ij resid_i and d2l/dbeta_j^2 = -sum_i x_ij^2 curv_i
 (canonical links). A move touches only the non-zero rows of the column: O(nnz_j).
+It also keeps ``expeta = exp(eta)`` and updates it by the factor exp(delta x): for an
+indicator column that is one ``exp`` per move instead of one per row. Each full
+refresh (new_state) recomputes it from eta, so rounding cannot accumulate unchecked.
 """
 import math
 
 from numba import njit
 
+from riskset.solver.step import bounded_step
+
 LOGISTIC, POISSON, GAUSSIAN = 0, 1, 2
 
 
 @njit(cache=True, inline="always")
-def _mean_and_curvature(family, eta):
+def _mean_and_curvature(family, eta, expeta):
     if family == LOGISTIC:
-        if eta >= 0:
-            e = math.exp(-eta)
-            mu = 1.0 / (1.0 + e)
-        else:
-            e = math.exp(eta)
-            mu = e / (1.0 + e)
+        mu = 1.0 / (1.0 + 1.0 / expeta) if expeta > 1.0 else expeta / (1.0 + expeta)
         return mu, mu * (1.0 - mu)
     if family == POISSON:
-        mu = math.exp(eta)
-        return mu, mu
+        return expeta, expeta
     return eta, 1.0
 
 
 @njit(cache=True)
-def refresh_rows(family, eta, y, w, resid, curv):
-    """Fill resid and curv for all rows from eta."""
+def refresh_rows(family, eta, y, w, expeta, resid, curv):
+    """Fill expeta, resid and curv for all rows from eta."""
     for i in range(eta.shape[0]):
-        mu, v = _mean_and_curvature(family, eta[i])
+        expeta[i] = math.exp(eta[i])
+        mu, v = _mean_and_curvature(family, eta[i], expeta[i])
         resid[i] = w[i] * (y[i] - mu)
         curv[i] = w[i] * v
 
@@ -50,12 +50,15 @@ def coordinate(indptr, indices, values, j, resid, curv):
 
 
 @njit(cache=True)
-def move(family, indptr, indices, values, j, delta, eta, y, w, resid, curv):
-    """beta_j += delta: update eta, resid and curv at the non-zeros of column j."""
+def move(family, indptr, indices, values, indicator, j, delta, eta, y, w, expeta, resid, curv):
+    """beta_j += delta: update eta, expeta, resid and curv at the non-zeros of column j."""
+    factor = math.exp(delta)
     for k in range(indptr[j], indptr[j + 1]):
         i = indices[k]
-        eta[i] += delta * values[k]
-        mu, v = _mean_and_curvature(family, eta[i])
+        x = values[k]
+        eta[i] += delta * x
+        expeta[i] *= factor if indicator[j] else math.exp(delta * x)
+        mu, v = _mean_and_curvature(family, eta[i], expeta[i])
         resid[i] = w[i] * (y[i] - mu)
         curv[i] = w[i] * v
 
@@ -76,3 +79,14 @@ def loglik(family, eta, y, w):
             total -= 0.5 * w[i] * r * r
     return total
 
+
+
+@njit(cache=True)
+def cycle(family, indptr, indices, values, indicator, coords, beta, l1, l2, radius, eta, y, w, expeta, resid, curv):
+    """One CCD sweep over ``coords`` (see riskset.solver.step), entirely compiled."""
+    for j in coords:
+        g, h = coordinate(indptr, indices, values, j, resid, curv)
+        step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
+        if step != 0.0:
+            move(family, indptr, indices, values, indicator, j, step, eta, y, w, expeta, resid, curv)
+            beta[j] += step
