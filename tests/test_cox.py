@@ -346,3 +346,29 @@ def test_options_roundtrip():
     assert CoxModel(**m.options()).time_varying == m.time_varying
     with pytest.raises(ValueError, match="ties"):
         CoxModel(ties="exact")
+
+
+@pytest.mark.parametrize("ties", TIES)
+def test_hessian_column_blocks_and_subsets(ties):
+    d = make_data(n=80, seed=18, start=True, n_strata=2)
+    df = datafit(d, ties=ties)
+    state = df.new_state(np.array([0.1, -0.2, 0.3, 0.0]))
+    full = df.hessian(state, np.arange(4))
+    tiny = df.hessian(state, np.arange(4), max_bytes=1)  # one column per block
+    assert np.allclose(full, tiny, rtol=1e-13, atol=1e-13)
+    sub = df.hessian(state, np.array([3, 1]))
+    assert np.allclose(sub, full[np.ix_([3, 1], [3, 1])], rtol=1e-13)
+
+
+def test_through_public_api_with_efron_and_time_varying():
+    riskset = pytest.importorskip("riskset")
+    d = make_data(n=150, seed=19, n_strata=2)
+    data = dataset(d)
+    fit = riskset.fit(data, "cox", ties="efron", time_varying={"x3": [3.0]})
+    assert fit.converged
+    assert list(fit.coef.index) == ["x0", "x1", "x2", "x3[0,3)", "x3[3,inf)"]
+    assert np.all(np.isfinite(fit.se.to_numpy()))
+    table = fit.coef_table()
+    assert np.allclose(table["hazard_ratio"], np.exp(fit.coef.to_numpy()))
+    risk = CoxModel(ties="efron", time_varying={"x3": [3.0]}).predict(fit, data, kind="risk")
+    assert risk.shape == (150,) and np.all(risk > 0)

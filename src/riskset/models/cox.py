@@ -26,6 +26,7 @@ and a cross term in the walk).
 from __future__ import annotations
 
 import warnings
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -139,8 +140,12 @@ class CoxDatafit(Datafit):
                        state.A1c, state.R1, self.efron, out)
         return out
 
-    def hessian(self, state, columns):
-        """Exact block: -Xc' diag(v) Xc + N1' diag(Q2) N1 - N1' diag(R2) E1 - E1' diag(R2) N1 + E1' diag(T2) E1."""
+    def hessian(self, state, columns, max_bytes: int = 1 << 28):
+        """Exact block: -Xc' diag(v) Xc + N1' diag(Q2) N1 - N1' diag(R2) E1 - E1' diag(R2) N1 + E1' diag(T2) E1.
+
+        N1 / E1 (risk-set / event sums of w x per event slot) are built for blocks of
+        columns so that at most ``max_bytes`` of them are held at once.
+        """
         self._sync(state)
         cols = np.ascontiguousarray(columns, dtype=np.int64)
         m, ns = cols.shape[0], self.rs.n_slots
@@ -148,15 +153,29 @@ class CoxDatafit(Datafit):
         K.row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron, v)
         Xc = self.X[:, cols]
         H = -np.asarray((Xc.T @ sp.diags(v) @ Xc).todense()).reshape(m, m)
-        N1 = np.zeros((ns, m))
-        E1 = np.zeros((ns, m))
-        K.numerators(cols, self.indptr, self.indices, self.values, state.w, self.ks, self.ke, self.event,
-                     self.rs.slot_last, N1, E1)
-        H += N1.T @ (state.Q2[:, None] * N1)
-        if self.efron:
-            C = N1.T @ (state.R2[:, None] * E1)
-            H += E1.T @ (state.T2[:, None] * E1) - C - C.T
+        per_col = ns * 8 * (2 if self.efron else 1)
+        bs = max(1, min(m, int(max_bytes // (2 * per_col))))
+        blocks = [np.arange(a, min(a + bs, m)) for a in range(0, m, bs)]
+        for ia, A in enumerate(blocks):
+            N1a, E1a = self._numerators(state, cols[A])
+            for B in blocks[ia:]:
+                N1b, E1b = (N1a, E1a) if B is A else self._numerators(state, cols[B])
+                blk = N1a.T @ (state.Q2[:, None] * N1b)
+                if self.efron:
+                    blk += E1a.T @ (state.T2[:, None] * E1b) - N1a.T @ (state.R2[:, None] * E1b) \
+                        - E1a.T @ (state.R2[:, None] * N1b)
+                H[np.ix_(A, B)] += blk
+                if B is not A:
+                    H[np.ix_(B, A)] += blk.T
         return H
+
+    def _numerators(self, state, cols):
+        ns = self.rs.n_slots
+        N1 = np.zeros((ns, cols.shape[0]))
+        E1 = np.zeros((ns if self.efron else 0, cols.shape[0]))
+        K.numerators(cols, self.indptr, self.indices, self.values, state.w, self.ks, self.ke, self.event,
+                     self.rs.slot_last, self.efron, N1, E1)
+        return N1, E1
 
     def diagnose(self, state, beta):
         if not np.all(np.isfinite(state.eta)) or not np.all(np.isfinite(state.w)):
@@ -313,15 +332,31 @@ class CoxModel(Model):
         return Xn, new_names, p_stop, p_status.astype(np.uint8), p_start, s, w, o, row
 
     # -- Model interface -----------------------------------------------------------------------
+    def _prepared(self, data, warn):
+        """prepare() once per data set: datafit() and coef_names() share the result."""
+        cached = getattr(self, "_cache", None)
+        if cached is not None and cached[0]() is data:
+            return cached[1]
+        if warn:
+            p = self.prepare(data)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DataWarning)
+                p = self.prepare(data, warn=False)
+        try:
+            self._cache = (weakref.ref(data), p)
+        except TypeError:  # not weak-referenceable: no caching
+            pass
+        return p
+
     def datafit(self, data) -> CoxDatafit:
-        p = self.prepare(data)
+        self._cache = None
+        p = self._prepared(data, warn=True)
         return CoxDatafit(p.X, p.time, p.status, p.start, p.strata, p.weights, p.offset, ties=self.ties,
                           formulation=self.formulation)
 
     def coef_names(self, data):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DataWarning)
-            return self.prepare(data, warn=False).names
+        return list(self._prepared(data, warn=False).names)
 
     def predict(self, fit, data, kind="link"):
         """'link' = x beta + offset, 'risk' = exp(link) (relative hazard), in data order.

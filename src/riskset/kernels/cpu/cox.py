@@ -96,12 +96,17 @@ def refresh(ex, en, ev, slot_d, slot_m, slot_first, slot_last, efron, D, Q1, Q2,
         if d > 0.0:
             Dp = D[p]
             if not efron or slot_m[p] <= 1.0:
-                q = d / Dp
+                inv = 1.0 / Dp
+                q = d * inv
+                q2 = q * inv
                 Q1[p] = q
-                Q2[p] = q / Dp
-                R1[p] = 0.0
-                R2[p] = 0.0
-                T2[p] = 0.0
+                Q2[p] = q2
+                c1 += q
+                c2 += q2
+                if efron:
+                    R1[p] = 0.0
+                    R2[p] = 0.0
+                    T2[p] = 0.0
             else:
                 m = slot_m[p]
                 wbar = d / m
@@ -124,14 +129,11 @@ def refresh(ex, en, ev, slot_d, slot_m, slot_first, slot_last, efron, D, Q1, Q2,
                 R1[p] = wbar * r1
                 R2[p] = wbar * r2
                 T2[p] = wbar * t2
-            c1 += Q1[p]
-            c2 += Q2[p]
+                c1 += Q1[p]
+                c2 += Q2[p]
         else:
             Q1[p] = 0.0
             Q2[p] = 0.0
-            R1[p] = 0.0
-            R2[p] = 0.0
-            T2[p] = 0.0
 
 
 @njit(cache=True)
@@ -350,7 +352,7 @@ def gradient_all(indptr, indices, values, gx0, w, ks, ke, event, A1c, R1, efron,
 
 
 @njit(cache=True)
-def numerators(cols, indptr, indices, values, w, ks, ke, event, slot_last, N1, E1):
+def numerators(cols, indptr, indices, values, w, ks, ke, event, slot_last, efron, N1, E1):
     """Risk-set sums N1[p, a] = sum_{at risk at p} w x_a and event sums E1[p, a] for columns ``cols``."""
     ns = slot_last.shape[0]
     ex = np.zeros(ns)
@@ -364,7 +366,7 @@ def numerators(cols, indptr, indices, values, w, ks, ke, event, slot_last, N1, E
             wx = w[r] * values[i]
             ex[ke[r]] += wx
             en[ks[r]] += wx
-            if event[r]:
+            if efron and event[r]:
                 E1[ke[r] - 1, a] += wx
         sx = 0.0
         sn = 0.0
