@@ -24,8 +24,10 @@ and take the O(nnz_j) multinomial path.
 Sparse CCD (see :mod:`riskset.kernels.cpu.conditional`): the gradient and Hessian of
 coefficient j cost O(nnz_j) for multinomial strata, O(n_s m_s) per touched exact
 stratum (its whole denominator is recomputed along column j; exact n:m sets are
-small in practice). A move updates eta and w at the non-zeros and W_s by the
-difference; the log-likelihood pass once per cycle recomputes every W_s exactly.
+small in practice). A move updates eta and w at the non-zeros (one exp per move for
+indicator columns: w *= exp(delta)) and W_s by the difference; the log-likelihood
+pass once per cycle recomputes every w and W_s from eta, so rounding cannot build up.
+A datafit ``cycle`` runs a whole CCD sweep in one compiled call.
 
 Case weights must be constant within a stratum (a weight per matched set / person,
 e.g. a bootstrap count or a cross-validation fold indicator); they multiply the
@@ -41,7 +43,7 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import conditional as kernels
-from riskset.models.base import Datafit, FitState, Model
+from riskset.models.base import Datafit, FitState, Model, indicator_columns
 
 
 class ConditionalDatafit(Datafit):
@@ -74,6 +76,7 @@ class ConditionalDatafit(Datafit):
                         else np.ascontiguousarray(exact_m, dtype=np.int64))
         # static: sum_r y_r x_rj per column
         self.xy = np.ascontiguousarray(self.X.T @ self.y, dtype=np.float64)
+        self.indicator = indicator_columns(self.indptr, self.values)
         mmax = int(self.exact_m.max()) if n_strata else 0
         self._B = np.zeros(mmax + 1)
         self._dB = np.zeros(mmax + 1)
@@ -96,8 +99,13 @@ class ConditionalDatafit(Datafit):
                                   self._B, self._dB, self._d2B)
 
     def move(self, state, j, delta):
-        kernels.move(self.indptr, self.indices, self.values, j, delta, self.row_stratum,
+        kernels.move(self.indptr, self.indices, self.values, self.indicator, j, delta, self.row_stratum,
                      state.eta, state.w, state.W)
+
+    def cycle(self, state, coords, beta, l1, l2, radius):
+        kernels.cycle(self.indptr, self.indices, self.values, self.indicator, coords, beta, l1, l2, radius,
+                      self.xy, self.row_stratum, self.stratum_ptr, state.eta, state.w, state.W, self.n_s,
+                      self.exact_m, self.c_s, self._B, self._dB, self._d2B)
 
     def residuals(self, state):
         """dl/deta per row."""

@@ -138,6 +138,10 @@ class PooledLogisticDatafit(Datafit):
         kernels.move(self.indptr, self.indices, self.values, self.src[j], self.fidx[j], delta,
                      state.lin, self.K, self.wt, self.ftab, state.G, state.H, state.SP)
 
+    def cycle(self, state, coords, beta, l1, l2, radius):
+        kernels.cycle(self.indptr, self.indices, self.values, self.src, self.fidx, self.ysum, coords, beta, l1, l2,
+                      radius, state.lin, self.K, self.wt, self.ftab, state.G, state.H, state.SP)
+
     def gradient(self, state):
         g = self.ysum.copy()
         for m in range(self.nf):

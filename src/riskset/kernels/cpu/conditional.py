@@ -33,6 +33,8 @@ import math
 import numpy as np
 from numba import njit
 
+from riskset.solver.step import bounded_step
+
 
 # -- exact (elementary symmetric polynomial) strata --------------------------------
 @njit(cache=True)
@@ -141,14 +143,16 @@ def refresh(eta, w, W, stratum_ptr):
 
 @njit(cache=True)
 def loglik(eta, w, W, y, n_s, stratum_ptr, exact_m, c_s, B):
-    """Conditional log-likelihood; recomputes W from w (removes drift of the moves)."""
+    """Conditional log-likelihood; recomputes w = exp(eta) and W (removes drift of the moves)."""
     total = 0.0
     for s in range(stratum_ptr.shape[0] - 1):
         a = stratum_ptr[s]
         b = stratum_ptr[s + 1]
         tot = 0.0
         for r in range(a, b):
-            tot += w[r]
+            e = math.exp(eta[r])
+            w[r] = e
+            tot += e
             total += y[r] * eta[r]
         W[s] = tot
         m = exact_m[s]
@@ -193,14 +197,32 @@ def coordinate(indptr, indices, values, j, xy_j, row_stratum, stratum_ptr, w, W,
 
 
 @njit(cache=True)
-def move(indptr, indices, values, j, delta, row_stratum, eta, w, W):
-    """beta_j += delta: eta, w at the non-zeros of column j and W of their strata."""
+def move(indptr, indices, values, indicator, j, delta, row_stratum, eta, w, W):
+    """beta_j += delta: eta, w at the non-zeros of column j and W of their strata.
+
+    For an indicator column w is multiplied by exp(delta): one exp per move.
+    """
+    factor = math.exp(delta)
     for p in range(indptr[j], indptr[j + 1]):
         r = indices[p]
-        eta[r] += delta * values[p]
-        e = math.exp(eta[r])
+        x = values[p]
+        eta[r] += delta * x
+        e = w[r] * factor if indicator[j] else math.exp(eta[r])
         W[row_stratum[r]] += e - w[r]
         w[r] = e
+
+
+@njit(cache=True)
+def cycle(indptr, indices, values, indicator, coords, beta, l1, l2, radius, xy, row_stratum, stratum_ptr,
+          eta, w, W, n_s, exact_m, c_s, B, dB, d2B):
+    """One CCD sweep over ``coords`` (see riskset.solver.step), entirely compiled."""
+    for j in coords:
+        g, h = coordinate(indptr, indices, values, j, xy[j], row_stratum, stratum_ptr, w, W, n_s, exact_m, c_s,
+                          B, dB, d2B)
+        step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
+        if step != 0.0:
+            move(indptr, indices, values, indicator, j, step, row_stratum, eta, w, W)
+            beta[j] += step
 
 
 @njit(cache=True)

@@ -26,6 +26,8 @@ import math
 
 from numba import njit
 
+from riskset.solver.step import bounded_step
+
 
 @njit(cache=True, inline="always")
 def _expit_softplus(e):
@@ -100,6 +102,17 @@ def move(indptr, indices, values, src, m, delta, lin, K, wt, ftab, G, H, SP):
             i = indices[p]
             lin[m, i] += delta * values[p]
             _refresh_subject(i, lin, K, wt, ftab, G, H, SP)
+
+
+@njit(cache=True)
+def cycle(indptr, indices, values, src, fidx, ysum, coords, beta, l1, l2, radius, lin, K, wt, ftab, G, H, SP):
+    """One CCD sweep over ``coords`` (see riskset.solver.step), entirely compiled."""
+    for j in coords:
+        g, h = coordinate(indptr, indices, values, src[j], fidx[j], ysum[j], G, H)
+        step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
+        if step != 0.0:
+            move(indptr, indices, values, src[j], fidx[j], step, lin, K, wt, ftab, G, H, SP)
+            beta[j] += step
 
 
 @njit(cache=True)
