@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from riskset.data.dataset import Dataset, check_finite, plain, row_label
 from riskset.exceptions import InputError
+from riskset.kernels.cpu.ingest import triplets_to_csc
 
 #: Outcome roles accepted by the builders, mapped to Dataset fields.
 _ROLES = ("y", "time", "status", "start", "weights", "offset")
@@ -214,34 +215,56 @@ def _column_array(table, name):
 
 
 def _long_covariates(cov, ids, row_id, covariate_id, value):
-    """Canonical CSC matrix from (row_id, covariate_id, value) triples, by one stable sort."""
+    """Canonical CSC matrix from (row_id, covariate_id, value) triplets in O(nnz)."""
     cols = list(cov.columns) if isinstance(cov, pd.DataFrame) else cov.column_names
     for c in (row_id, covariate_id):
         if c not in cols:
             raise InputError(f"the covariates table has no {c!r} column")
     cov_rows = _column_array(cov, row_id)
-    rows = pd.Index(ids).get_indexer(cov_rows)
+    rows = _positions(ids, cov_rows)
     if np.any(rows < 0):
         bad = cov_rows[rows < 0]
         raise InputError(f"covariates for {bad.size} row(s) not in the outcomes table, first row_id {plain(bad[0])!r}")
-    cov_ids = _column_array(cov, covariate_id)
-    names_sorted, col = np.unique(cov_ids, return_inverse=True)
+    col, names = _sorted_codes(cov.column(covariate_id) if not isinstance(cov, pd.DataFrame) else cov[covariate_id])
     vals = np.ones(len(rows)) if value not in cols else np.asarray(_column_array(cov, value), dtype=np.float64)
     if vals.size and not np.all(np.isfinite(vals)):
         i = int(np.flatnonzero(~np.isfinite(vals))[0])
-        raise InputError(f"covariate {plain(cov_ids[i])!r} has a non-finite value ({vals[i]}) at row_id {plain(cov_rows[i])!r}")
-    n, p = len(ids), len(names_sorted)
-    key = col.astype(np.int64) * n + rows
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    dup = np.flatnonzero(key[1:] == key[:-1])
-    if dup.size:
-        i = order[dup[0]]
-        raise InputError(f"covariate {plain(cov_ids[i])!r} is given twice for row_id {plain(cov_rows[i])!r}")
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(col, minlength=p))])
-    X = sp.csc_matrix((vals[order], rows[order], indptr), shape=(n, p))
+        raise InputError(f"covariate {plain(names[col[i]])!r} has a non-finite value ({vals[i]}) "
+                         f"at row_id {plain(cov_rows[i])!r}")
+    indptr, indices, data, dup = triplets_to_csc(rows, col, vals, len(names))
+    if dup >= 0:
+        c = int(np.searchsorted(indptr, dup, side="right") - 1)
+        raise InputError(f"covariate {plain(names[c])!r} is given twice for row_id {plain(ids[indices[dup]])!r}")
+    X = sp.csc_matrix((data, indices, indptr), shape=(len(ids), len(names)))
     X.eliminate_zeros()
-    return X, [str(c) for c in names_sorted]
+    return X, [str(c) for c in names]
+
+
+def _positions(sorted_ids, wanted):
+    """Index of each ``wanted`` id in ``sorted_ids`` (ascending, unique), -1 if absent."""
+    if sorted_ids.dtype.kind in "iuf" and np.asarray(wanted).dtype.kind in "iuf":
+        pos = np.searchsorted(sorted_ids, wanted)
+        pos[pos == len(sorted_ids)] = 0
+        return np.where(sorted_ids[pos] == wanted, pos, -1).astype(np.int64)
+    return pd.Index(sorted_ids).get_indexer(wanted).astype(np.int64)
+
+
+def _sorted_codes(column):
+    """(code per entry, sorted distinct values): codes follow the sorted order of the ids.
+
+    Arrow columns are dictionary-encoded in C++; pandas/NumPy ones factorized by hash.
+    """
+    if hasattr(column, "combine_chunks"):
+        encoded = column.combine_chunks().dictionary_encode()
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        uniques = encoded.dictionary.to_numpy(zero_copy_only=False)
+    else:
+        codes, uniques = pd.factorize(np.asarray(column))
+        uniques = np.asarray(uniques)
+    order = np.argsort(uniques, kind="stable")
+    rank = np.empty(order.size, np.int64)
+    rank[order] = np.arange(order.size)
+    return rank[codes], uniques[order]
 
 
 def _covariate_matrix(df, covariates, row_ids):
