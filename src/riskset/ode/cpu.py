@@ -67,11 +67,12 @@ def _build(model, cache_key):
         for k in prange(idx.shape[0]):
             i = idx[k]
             K = np.empty((n_k, n))
+            Q = np.empty((4, n))
             y = np.empty(n)
             ynew = np.empty(n)
             ytmp = np.empty(n)
             integrate_task(P[i], Y0[i], t0, t_eval, rtol, atol, max_steps,
-                           out[i], stats[i], K, y, ynew, ytmp)
+                           out[i], stats[i], K, Q, y, ynew, ytmp)
 
     run = njit(parallel=True, cache=cache)(
         _rename(run_chunk, cache_key or "user"))

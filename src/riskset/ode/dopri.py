@@ -159,11 +159,24 @@ def make_integrator(rhs, jit):
     Returns
     -------
     integrate_task(p, y0, t0, t_eval, rtol, atol, max_steps, out, stats,
-                   K, y, ynew, ytmp)
+                   K, Q, y, ynew, ytmp)
         Integrates one task and writes ``out[len(t_eval), n]`` and ``stats``.
-        ``K`` (7 x n), ``y``, ``ynew``, ``ytmp`` (n) are caller-provided work
-        arrays (heap on the CPU, thread-local on the GPU).
+        ``K`` (7 x n), ``Q`` (4 x n), ``y``, ``ynew``, ``ytmp`` (n) are
+        caller-provided work arrays (heap on the CPU, thread-local on the
+        GPU).
     """
+    # Python's min/max semantics for two floats (builtin min/max do not
+    # compile inside CUDA device functions)
+    def _fmin(a, b):
+        return b if b < a else a
+
+    fmin = jit(_fmin)
+
+    def _fmax(a, b):
+        return b if b > a else a
+
+    fmax = jit(_fmax)
+
     def _is_finite(x):
         return not (math.isnan(x) or math.isinf(x))
 
@@ -197,7 +210,7 @@ def make_integrator(rhs, jit):
             h0 = 1e-6
         else:
             h0 = 0.01 * d0 / d1
-        h0 = min(h0, interval)
+        h0 = fmin(h0, interval)
         for j in range(n):
             ytmp[j] = y[j] + h0 * f0[j]
         rhs(t0 + h0, ytmp, p, f1)
@@ -207,10 +220,10 @@ def make_integrator(rhs, jit):
             s2 += ((f1[j] - f0[j]) / sc) ** 2
         d2 = math.sqrt(s2) / rn / h0
         if d1 <= 1e-15 and d2 <= 1e-15:
-            h1 = max(1e-6, h0 * 1e-3)
+            h1 = fmax(1e-6, h0 * 1e-3)
         else:
-            h1 = math.pow(0.01 / max(d1, d2), INITIAL_STEP_EXPONENT)
-        return min(100.0 * h0, h1, interval)
+            h1 = math.pow(0.01 / fmax(d1, d2), INITIAL_STEP_EXPONENT)
+        return fmin(fmin(100.0 * h0, h1), interval)
 
     select_initial_step = jit(_select_initial_step)
 
@@ -249,19 +262,15 @@ def make_integrator(rhs, jit):
         for j in range(n):
             e = (K[0, j] * E1 + K[2, j] * E3 + K[3, j] * E4 + K[4, j] * E5
                  + K[5, j] * E6 + K[6, j] * E7) * h
-            sc = atol[j] + max(abs(y[j]), abs(ynew[j])) * rtol
+            sc = atol[j] + fmax(abs(y[j]), abs(ynew[j])) * rtol
             s += (e / sc) ** 2
         return math.sqrt(s) / math.sqrt(float(n))
 
     error_norm = jit(_error_norm)
 
-    def _dense(t_old, h, t_out, y, K, out_row):
-        """Shampine's 4th-order interpolant between t_old and t_old + h."""
-        n = y.shape[0]
-        x = (t_out - t_old) / h
-        x2 = x * x
-        x3 = x2 * x
-        x4 = x3 * x
+    def _dense_coeffs(K, Q):
+        """Q = (K^T P)^T: the 4 polynomial coefficients of each state."""
+        n = Q.shape[1]
         for j in range(n):
             k1 = K[0, j]
             k3 = K[2, j]
@@ -269,19 +278,32 @@ def make_integrator(rhs, jit):
             k5 = K[4, j]
             k6 = K[5, j]
             k7 = K[6, j]
-            q1 = k1 * P11
-            q2 = (k1 * P12 + k3 * P32 + k4 * P42 + k5 * P52 + k6 * P62
-                  + k7 * P72)
-            q3 = (k1 * P13 + k3 * P33 + k4 * P43 + k5 * P53 + k6 * P63
-                  + k7 * P73)
-            q4 = (k1 * P14 + k3 * P34 + k4 * P44 + k5 * P54 + k6 * P64
-                  + k7 * P74)
-            out_row[j] = h * (q1 * x + q2 * x2 + q3 * x3 + q4 * x4) + y[j]
+            Q[0, j] = k1 * P11
+            Q[1, j] = (k1 * P12 + k3 * P32 + k4 * P42 + k5 * P52 + k6 * P62
+                       + k7 * P72)
+            Q[2, j] = (k1 * P13 + k3 * P33 + k4 * P43 + k5 * P53 + k6 * P63
+                       + k7 * P73)
+            Q[3, j] = (k1 * P14 + k3 * P34 + k4 * P44 + k5 * P54 + k6 * P64
+                       + k7 * P74)
+
+    dense_coeffs = jit(_dense_coeffs)
+
+    def _dense(t_old, h, t_out, y, Q, out_row):
+        """Shampine's 4th-order interpolant between t_old and t_old + h:
+        ``y_old + h * (Q0 x + Q1 x^2 + Q2 x^3 + Q3 x^4)``."""
+        n = y.shape[0]
+        x = (t_out - t_old) / h
+        x2 = x * x
+        x3 = x2 * x
+        x4 = x3 * x
+        for j in range(n):
+            out_row[j] = h * (Q[0, j] * x + Q[1, j] * x2 + Q[2, j] * x3
+                              + Q[3, j] * x4) + y[j]
 
     dense = jit(_dense)
 
     def _integrate_task(p, y0, t0, t_eval, rtol, atol, max_steps, out, stats,
-                        K, y, ynew, ytmp):
+                        K, Q, y, ynew, ytmp):
         n = y0.shape[0]
         nt = t_eval.shape[0]
         nan = math.nan
@@ -356,10 +378,10 @@ def make_integrator(rhs, jit):
                     if err == 0.0:
                         factor = MAX_FACTOR
                     else:
-                        factor = min(MAX_FACTOR,
+                        factor = fmin(MAX_FACTOR,
                                      SAFETY * math.pow(err, ERROR_EXPONENT))
                     if step_rejected:
-                        factor = min(1.0, factor)
+                        factor = fmin(1.0, factor)
                     h_abs *= factor
                     accepted = True
                 else:
@@ -374,9 +396,11 @@ def make_integrator(rhs, jit):
                 break
             n_acc += 1
             # dense output at every t_eval in (t, t_new]
-            while ie < nt and t_eval[ie] <= t_new:
-                dense(t, h, t_eval[ie], y, K, out[ie])
-                ie += 1
+            if ie < nt and t_eval[ie] <= t_new:
+                dense_coeffs(K, Q)
+                while ie < nt and t_eval[ie] <= t_new:
+                    dense(t, h, t_eval[ie], y, Q, out[ie])
+                    ie += 1
             t = t_new
             for j in range(n):
                 y[j] = ynew[j]

@@ -63,11 +63,12 @@ def _build(model):
         i = cuda.grid(1)
         if i < P.shape[0]:
             K = cuda.local.array((n_k, n), float64)
+            Q = cuda.local.array((4, n), float64)
             y = cuda.local.array(n, float64)
             ynew = cuda.local.array(n, float64)
             ytmp = cuda.local.array(n, float64)
             integrate_task(P[i], Y0[i], t0, t_eval, rtol, atol, max_steps,
-                           out[i], stats[i], K, y, ynew, ytmp)
+                           out[i], stats[i], K, Q, y, ynew, ytmp)
 
     return kernel
 
