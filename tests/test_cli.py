@@ -64,3 +64,19 @@ def test_info_lists_devices(capsys):
     assert cli.main(["info"]) == 0
     out = capsys.readouterr().out
     assert "riskset" in out and "GPU" in out
+
+
+def test_cross_validation_and_bootstrap_from_the_command_line(tmp_path):
+    db = str(tmp_path / "sim.duckdb")
+    assert cli.main(["simulate", "--n", "1500", "--p", "10", "--model", "poisson", "--out", db]) == 0
+    out = tmp_path / "r.json"
+    assert cli.main(["fit", "--duckdb", db, "--outcomes-sql", "SELECT * FROM outcomes", "--covariates-sql",
+                     "SELECT * FROM covariates", "--model", "poisson", "--prior", "laplace", "--gamma", "1",
+                     "--cv", "3", "--cv-grid", "4", "--bootstrap", "6", "--plot-dir", str(tmp_path / "plots"),
+                     "--out", str(out), "--quiet"]) == 0
+    res = json.loads(out.read_text())
+    assert len(res["cross_validation"]) == 4 and len(res["bootstrap"]) == 11
+    chosen = max(res["cross_validation"], key=lambda r: r["mean"])["variance"]
+    assert res["prior"]["gamma"] == pytest.approx((2 / chosen) ** 0.5)
+    assert (tmp_path / "plots" / "cross_validation.png").exists()
+    assert (tmp_path / "plots" / "bootstrap_forest.png").exists()

@@ -11,6 +11,7 @@ from riskset.api import fit
 from riskset.data import Dataset, from_arrays, from_duckdb, from_frame, from_long
 from riskset.exceptions import ConvergenceWarning, DataWarning, InputError
 from riskset.results import FitResult
+from riskset.selection import bootstrap, cross_validate, regularization_path
 from riskset.simulate import simulate
 from riskset.solver.prior import ElasticNet, Laplace, NoPrior, Normal, Prior
 
@@ -18,4 +19,4 @@ __version__ = "0.1.0"
 
 __all__ = ["fit", "Dataset", "from_arrays", "from_duckdb", "from_frame", "from_long", "ConvergenceWarning",
            "DataWarning", "InputError", "FitResult", "simulate", "ElasticNet", "Laplace", "NoPrior", "Normal",
-           "Prior", "__version__"]
+           "Prior", "bootstrap", "cross_validate", "regularization_path", "__version__"]

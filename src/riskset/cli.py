@@ -84,6 +84,19 @@ def _add_fit(sub):
     pr.add_argument("--gamma", type=float, help="Laplace rate: penalty gamma*|beta|")
     pr.add_argument("--variance", type=float, help="prior variance (normal; or laplace, gamma = sqrt(2/variance))")
     pr.add_argument("--exclude", metavar="A,B", default="", help="coefficients left unpenalized (e.g. treatment)")
+    sel = p.add_argument_group("penalty selection and uncertainty")
+    sel.add_argument("--cv", type=int, metavar="K", help="choose the prior variance by K-fold cross-validation "
+                                                         "(needs --prior laplace or normal)")
+    sel.add_argument("--cv-repeats", type=int, default=1, metavar="R", help="repetitions of the K folds (default 1)")
+    sel.add_argument("--cv-grid", type=int, default=10, metavar="G", help="variances on the grid (default 10)")
+    sel.add_argument("--cv-auto", action="store_true", help="refine the best grid variance by golden-section search")
+    sel.add_argument("--bootstrap", type=int, metavar="B", help="B bootstrap replicates by subject: percentile "
+                                                                "intervals and non-zero proportions")
+    sel.add_argument("--seed", type=int, default=0, help="seed of folds and bootstrap samples (default 0)")
+    sel.add_argument("--jobs", type=int, default=1, help="threads for replicate fits (default 1)")
+    sel.add_argument("--dask", metavar="ADDRESS", help="run replicate fits on Dask: 'local' for a LocalCluster, "
+                                                       "or a scheduler address tcp://host:port")
+    sel.add_argument("--plot-dir", metavar="DIR", help="write the cross-validation curve and the forest plot here")
     s = p.add_argument_group("solver and output")
     s.add_argument("--tol", type=float, default=None, help="relative objective change that ends the fit "
                                                             "(default 1e-10; 1e-12 with --spec)")
@@ -139,19 +152,52 @@ def _cmd_fit(args) -> int:
             warnings.simplefilter("ignore")
         if args.spec:
             fit = run_spec(args.spec, tol=tol, max_iter=args.max_iter, profile=profile, progress=args.progress)
+            extra = {}
         else:
             data = _load_data(args)
             options = dict(_parse_option(o) for o in args.option)
-            fit = riskset.fit(data, args.model, _prior(args), tol=tol, max_iter=args.max_iter, profile=profile,
-                              progress=args.progress, **options)
+            model = riskset.models.get_model(args.model, **options)
+            prior, extra = _select(args, data, model, _prior(args))
+            fit = riskset.fit(data, model, prior, tol=tol, max_iter=args.max_iter, profile=profile,
+                              progress=args.progress)
     if args.out:
         if args.out.endswith(".csv"):
             fit.coef_table().to_csv(args.out, index=False)
         else:
-            fit.to_json(args.out)
+            result = fit.to_dict() | {k: v.to_dict(orient="records") for k, v in extra.items()}
+            with open(args.out, "w") as f:
+                json.dump(result, f, indent=2)
     if not args.quiet:
         print(fit.summary())
+        for name, table in extra.items():
+            print(f"\n{name.replace('_', ' ')}:\n{table.to_string(index=False)}")
     return 0 if fit.converged else 1
+
+
+def _select(args, data, model, prior):
+    """Cross-validate the prior and bootstrap the fit as asked; returns (prior, tables)."""
+    import os
+
+    import riskset
+
+    executor = None if not args.dask else ("dask" if args.dask == "local" else args.dask)
+    common = dict(seed=args.seed, executor=executor, n_jobs=args.jobs, progress=not args.quiet)
+    tables = {}
+    if args.plot_dir:
+        os.makedirs(args.plot_dir, exist_ok=True)
+    if args.cv:
+        cv = riskset.cross_validate(data, model, prior, n_folds=args.cv, n_repeats=args.cv_repeats,
+                                    n_grid=args.cv_grid, auto=args.cv_auto, refit=False, **common)
+        prior = cv.prior
+        tables["cross_validation"] = cv.summary
+        if args.plot_dir:
+            cv.plot(os.path.join(args.plot_dir, "cross_validation.png"))
+    if args.bootstrap:
+        boot = riskset.bootstrap(data, model, prior, n_boot=args.bootstrap, **common)
+        tables["bootstrap"] = boot.table
+        if args.plot_dir:
+            boot.plot(os.path.join(args.plot_dir, "bootstrap_forest.png"))
+    return prior, tables
 
 
 def _load_data(args):

@@ -1,0 +1,120 @@
+"""Folds, cross-validation, regularization paths, bootstrap, and the executors."""
+import numpy as np
+import pandas as pd
+import pytest
+
+import riskset
+from riskset.selection.common import Context, heldout_loglik, prior_with_variance, quiet_fit
+from riskset.selection.folds import assign_folds, bootstrap_weights, has_event, resampling_units
+
+
+def grouped_data(rng, n_subjects=120):
+    rows = rng.integers(1, 4, n_subjects)
+    subject = np.repeat(np.arange(n_subjects), rows)
+    x = rng.normal(size=(subject.size, 3))
+    y = (rng.random(subject.size) < 1 / (1 + np.exp(-x[:, 0]))).astype(float)
+    return riskset.from_arrays(x, y=y, subject=subject)
+
+
+def test_folds_keep_subjects_whole_balance_events_and_follow_the_seed(rng):
+    data = grouped_data(rng)
+    folds = assign_folds(data, n_folds=5, n_repeats=3, seed=7)
+    for r in range(3):
+        per_subject = pd.Series(folds[r]).groupby(data.subject).nunique()
+        assert (per_subject == 1).all()
+    assert not np.array_equal(folds[0], folds[1])
+    assert np.array_equal(folds, assign_folds(data, n_folds=5, n_repeats=3, seed=7))
+    unit_events = pd.Series(has_event(data)).groupby(data.subject).any()
+    unit_fold = pd.Series(folds[0]).groupby(data.subject).first()
+    per_fold = unit_events.groupby(unit_fold).sum()
+    assert per_fold.max() - per_fold.min() <= 1
+
+
+def test_conditional_models_resample_whole_strata(rng):
+    data = riskset.from_arrays(np.eye(6), y=np.array([1, 0, 1, 0, 0, 1.0]), strata=[0, 0, 1, 1, 2, 2])
+    assert np.array_equal(resampling_units(data, "conditional_logistic"), data.strata)
+    assert np.array_equal(resampling_units(data, "logistic"), np.arange(6))
+    w = bootstrap_weights(data, np.random.default_rng(0), "conditional_logistic")
+    assert np.all(w[0::2] == w[1::2])
+
+
+def test_cross_validation_picks_a_variance_in_the_flat_optimum_of_a_brute_force_grid(rng):
+    data = riskset.simulate(n=3000, p=40, model="logistic", seed=11)
+    prior = riskset.Laplace(gamma=1.0)
+    grid = np.logspace(-3, 1, 9)
+    cv = riskset.cross_validate(data, "logistic", prior, variances=grid, n_folds=5, seed=3, progress=False,
+                                auto=True)
+    # brute force: the same folds, every variance fitted from scratch
+    ctx = Context(data, riskset.models.get_model("logistic"), prior, 1e-8)
+    folds = assign_folds(data, 5, 1, seed=3)
+    brute = {}
+    for v in grid:
+        total = 0.0
+        for k in range(5):
+            fit = quiet_fit(ctx, data.subset(folds[0] != k), prior_with_variance(prior, v))
+            total += heldout_loglik(ctx.model, data.subset(folds[0] == k), fit.coef)
+        brute[v] = total / 5
+    cv_grid = cv.summary.set_index("variance")["mean"].reindex(grid)
+    assert np.allclose(cv_grid.to_numpy(), [brute[v] for v in grid], atol=1e-4)  # warm starts change nothing
+    best = max(brute.values())
+    se = cv.summary["se"].max()
+    assert cv.summary.set_index("variance").loc[cv.selected_variance, "mean"] >= best - se
+    assert cv.fit.converged and cv.prior.kind == "laplace"
+
+
+def test_regularization_path_goes_from_zero_to_dense(rng):
+    data = riskset.simulate(n=2000, p=15, model="poisson", seed=2)
+    path = riskset.regularization_path(data, "poisson", riskset.Laplace(gamma=1.0), n_grid=6, progress=False)
+    nonzero = (path.drop(columns="intercept") != 0).sum(axis=1).to_numpy()
+    assert nonzero[0] == 0 and nonzero[-1] > nonzero[0]
+    assert np.all(np.diff(path.index.to_numpy()) > 0)
+
+
+def test_bootstrap_intervals_contain_the_estimate_and_are_reproducible(rng):
+    data = grouped_data(rng, 300)
+    a = riskset.bootstrap(data, "logistic", n_boot=40, seed=5, progress=False)
+    b = riskset.bootstrap(data, "logistic", n_boot=40, seed=5, progress=False, n_jobs=2)
+    pd.testing.assert_frame_equal(a.estimates, b.estimates)
+    t = a.table
+    assert np.all((t["lower"] <= t["estimate"]) & (t["estimate"] <= t["upper"]))
+    assert np.all(t["nonzero_proportion"] == 1.0)
+    full = riskset.fit(data, "logistic")
+    # percentile interval width is close to the Wald interval width for a well-conditioned model
+    width = (t["upper"] - t["lower"]).to_numpy()
+    assert np.allclose(width, 2 * 1.96 * full.se.to_numpy(), rtol=0.5)
+
+
+def test_lasso_bootstrap_reports_selection_proportions():
+    data = riskset.simulate(n=2000, p=20, model="logistic", seed=3)
+    b = riskset.bootstrap(data, "logistic", riskset.Laplace(gamma=30.0), n_boot=20, progress=False)
+    p = b.table.set_index("name")["nonzero_proportion"]
+    assert p["intercept"] == 1.0 and (p < 1).any() and p.between(0, 1).all()
+
+
+def test_dask_executor_returns_the_same_table_as_the_local_one():
+    pytest.importorskip("distributed")
+    from distributed import Client, LocalCluster
+
+    data = riskset.simulate(n=800, p=5, model="logistic", seed=9)
+    local = riskset.bootstrap(data, "logistic", n_boot=8, seed=1, progress=False)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        remote = riskset.bootstrap(data, "logistic", n_boot=8, seed=1, progress=False, executor=client)
+        cv_local = riskset.cross_validate(data, "logistic", riskset.Normal(1.0), variances=[0.1, 1.0], n_folds=3,
+                                          progress=False)
+        cv_remote = riskset.cross_validate(data, "logistic", riskset.Normal(1.0), variances=[0.1, 1.0], n_folds=3,
+                                           progress=False, executor=client)
+    pd.testing.assert_frame_equal(local.table, remote.table)
+    pd.testing.assert_frame_equal(cv_local.scores, cv_remote.scores)
+
+
+def test_plots_are_written(tmp_path):
+    data = riskset.simulate(n=1000, p=6, model="logistic", seed=1)
+    cv = riskset.cross_validate(data, "logistic", riskset.Laplace(gamma=1.0), n_folds=3, n_grid=4, progress=False)
+    cv.plot(tmp_path / "cv.png")
+    riskset.bootstrap(data, "logistic", n_boot=5, progress=False).plot(tmp_path / "forest.png")
+    from riskset.plots.selection import plot_path
+
+    plot_path(riskset.regularization_path(data, "logistic", riskset.Laplace(gamma=1.0), n_grid=4, progress=False),
+              tmp_path / "path.png")
+    assert all((tmp_path / f).stat().st_size > 5000 for f in ("cv.png", "forest.png", "path.png"))
