@@ -36,12 +36,16 @@ def with_strata(ds: Dataset, k: int, seed: int = 0) -> Dataset:
                    status=ds.status[rows], strata=np.unique(strata[rows], return_inverse=True)[1])
 
 
-def run(ds, gamma, formulation, tol, max_iter):
+def run(ds, gamma, formulation, tol, max_iter, repeat=1):
     t0 = time.perf_counter()
     df = CoxModel(formulation=formulation).datafit(ds)
     t_prep = time.perf_counter() - t0
     p = df.n_coef
-    res = fit_ccd(df, np.full(p, gamma), np.zeros(p), options=SolverOptions(tol=tol, max_iter=max_iter))
+    best = np.inf
+    for _ in range(repeat):  # the machine is shared: keep the fastest of `repeat` fits
+        res = fit_ccd(df, np.full(p, gamma), np.zeros(p), options=SolverOptions(tol=tol, max_iter=max_iter))
+        best = min(best, res.seconds)
+    res.seconds = best
     return dict(prep=t_prep, fit=res.seconds, cycles=res.n_iter, per_cycle=res.seconds / max(res.n_iter, 1),
                 objective=res.objective, nonzero=int(np.sum(res.beta != 0)), converged=res.converged,
                 slots=df.rs.n_slots)
@@ -61,6 +65,7 @@ def main():
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--only", choices=["all", "weak", "strong", "strata"], default="all")
     ap.add_argument("--strata", type=str, default="10,1000,50000")
+    ap.add_argument("--repeat", type=int, default=2, help="fits per case; the fastest is reported")
     ap.add_argument("--no-scan", action="store_true", help="skip the O(N) scan formulation")
     args = ap.parse_args()
 
@@ -76,7 +81,7 @@ def main():
     forms = ["sparse"] if args.no_scan else ["sparse", "scan"]
 
     def bench(label, data, gamma):
-        out = {f: run(data, gamma, f, args.tol, args.max_iter) for f in forms}
+        out = {f: run(data, gamma, f, args.tol, args.max_iter, args.repeat) for f in forms}
         rows.append((label, gamma, out))
         s = out["sparse"]
         line = (f"{label:<24} {gamma:>9.4g} {s['nonzero']:>6} {s['slots']:>8} {s['cycles']:>6} "

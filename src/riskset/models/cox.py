@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from riskset.data.risksets import build_risk_sets, check_survival, column_breakpoints, interval_labels, split_at_cuts
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
-from riskset.models.base import Datafit, FitState, Model
+from riskset.models.base import Datafit, FitState, Model, indicator_columns
 
 TIES = ("breslow", "efron")
 FORMULATIONS = ("sparse", "scan")
@@ -78,6 +78,14 @@ class CoxDatafit(Datafit):
         self.has_start = rs.has_start
         # static: sum over event rows of c x_j
         self.gx0 = np.ascontiguousarray(self.X.T @ (self.cw * self.event), dtype=np.float64)
+        self.indicator = indicator_columns(self.indptr, self.values)
+        # static per stored non-zero: entry / exit slot and status of its row (sequential reads)
+        if formulation == "sparse":
+            itype = np.int32 if rs.n_slots < 2**31 - 1 else np.int64
+            self.ksn = self.ks[self.indices].astype(itype)
+            self.ken = self.ke[self.indices].astype(itype)
+            self.evn = self.event[self.indices]
+        self.slot_ptr = np.r_[0, np.flatnonzero(rs.slot_last) + 1].astype(np.int64)
         self.codes = None
         if formulation == "sparse" and self.has_start:
             self.codes = column_breakpoints(self.indptr, self.indices, self.ks, self.ke)
@@ -96,12 +104,12 @@ class CoxDatafit(Datafit):
     def _sync(self, state):
         """Exact recomputation of w, the slot sums and the aggregates from eta (O(N))."""
         K.new_state(state.eta, self.cw, state.w, self.ks, self.ke, self.event, state.ex, state.en, state.ev)
-        self._refresh(state)
+        self._refresh(state, full=True)
 
-    def _refresh(self, state):
+    def _refresh(self, state, full=False):
         rs = self.rs
-        K.refresh(state.ex, state.en, state.ev, rs.slot_d, rs.slot_m, rs.slot_first, rs.slot_last, self.efron,
-                  state.D, state.Q1, state.Q2, state.R1, state.R2, state.T2, state.A1c, state.A2c)
+        K.refresh(state.ex, state.en, state.ev, rs.slot_d, rs.slot_m, self.slot_ptr, self.has_start, self.efron,
+                  full, state.D, state.Q1, state.Q2, state.R1, state.R2, state.T2, state.A1c, state.A2c)
         state.dirty = False
 
     def loglik(self, state):
@@ -118,20 +126,39 @@ class CoxDatafit(Datafit):
         if state.dirty:
             self._refresh(state)
         if self.codes is None:
-            return K.coordinate_sorted(self.indptr, self.indices, self.values, j, self.gx0[j], state.w, self.ks,
-                                       self.ke, self.rs.row_stratum, self.event, state.A1c, state.A2c, state.R1,
+            return K.coordinate_sorted(self.indptr, self.indices, self.values, j, self.gx0[j], state.w, self.ksn,
+                                       self.ken, self.evn, state.A1c, state.A2c, state.R1,
                                        state.R2, state.T2, self.efron)
-        return K.coordinate_breakpoints(self.indptr, self.indices, self.values, j, self.gx0[j], state.w, self.ks,
-                                        self.ke, self.event, self.rs.slot_stratum, self.codes, state.A1c,
+        return K.coordinate_breakpoints(self.indptr, self.indices, self.values, j, self.gx0[j], state.w, self.ksn,
+                                        self.ken, self.evn, self.rs.slot_stratum, self.codes, state.A1c,
                                         state.A2c, state.R1, state.R2, state.T2, self.efron)
 
     def move(self, state, j, delta):
         if self.formulation == "scan":
             K.move_scan(self.indptr, self.indices, self.values, j, delta, state.eta, self.cw, state.w)
         else:
-            K.move_sparse(self.indptr, self.indices, self.values, j, delta, state.eta, self.cw, state.w,
-                          self.ks, self.ke, self.event, state.ex, state.en, state.ev)
+            K.move_sparse(self.indptr, self.indices, self.values, self.indicator, j, delta, state.eta, state.w,
+                          self.ksn, self.ken, self.evn, self.has_start, state.ex, state.en, state.ev)
         state.dirty = True
+
+    def cycle(self, state, coords, beta, l1, l2, radius):
+        """One compiled CCD sweep over ``coords`` (the solver's fast path)."""
+        coords = np.ascontiguousarray(coords, dtype=np.int64)
+        rs = self.rs
+        if self.formulation == "scan":
+            K.cycle_scan(self.indptr, self.indices, self.values, coords, beta, l1, l2, radius, self._xd, state.eta,
+                         self.cw, state.w, self.ks, self.ke, self.event, rs.slot_d, rs.slot_m, rs.slot_last,
+                         self.efron)
+            state.dirty = True
+            return
+        flag = np.array([state.dirty])
+        codes = self.codes if self.codes is not None else np.zeros(0, np.int32)
+        K.cycle_sparse(self.indptr, self.indices, self.values, self.indicator, coords, beta, l1, l2, radius, self.gx0,
+                       state.eta, state.w, self.ksn, self.ken, self.evn, rs.slot_stratum, codes,
+                       self.codes is not None, state.ex, state.en, state.ev, rs.slot_d, rs.slot_m, self.slot_ptr,
+                       self.efron, state.D, state.Q1, state.Q2, state.R1, state.R2, state.T2,
+                       state.A1c, state.A2c, flag)
+        state.dirty = bool(flag[0])
 
     def gradient(self, state):
         self._sync(state)

@@ -31,6 +31,8 @@ import math
 import numpy as np
 from numba import njit
 
+from riskset.solver.step import bounded_step
+
 
 @njit(cache=True)
 def new_state(eta, cw, w, ks, ke, event, ex, en, ev):
@@ -48,18 +50,28 @@ def new_state(eta, cw, w, ks, ke, event, ex, en, ev):
 
 
 @njit(cache=True)
-def move_sparse(indptr, indices, values, j, delta, eta, cw, w, ks, ke, event, ex, en, ev):
-    """beta_j += delta: eta, w and the slot sums at the non-zeros of column j."""
+def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, evn, has_start, ex, en, ev):
+    """beta_j += delta: eta, w and the slot sums at the non-zeros of column j.
+
+    w is updated multiplicatively (one exp per move for indicator columns); the
+    per-cycle log-likelihood recomputes w = c exp(eta) exactly. Without start times
+    the entry sums ``en`` are never read (every row enters at its stratum's first slot).
+    """
+    ind = indicator[j]
+    factor = math.exp(delta)
     for i in range(indptr[j], indptr[j + 1]):
         r = indices[i]
-        eta[r] += delta * values[i]
-        wn = cw[r] * math.exp(eta[r])
-        dw = wn - w[r]
+        x = values[i]
+        eta[r] += delta * x
+        wo = w[r]
+        wn = wo * (factor if ind else math.exp(delta * x))
+        dw = wn - wo
         w[r] = wn
-        ex[ke[r]] += dw
-        en[ks[r]] += dw
-        if event[r]:
-            ev[ke[r] - 1] += dw
+        ex[ken[i]] += dw
+        if has_start:
+            en[ksn[i]] += dw
+        if evn[i]:
+            ev[ken[i] - 1] += dw
 
 
 @njit(cache=True)
@@ -72,68 +84,86 @@ def move_scan(indptr, indices, values, j, delta, eta, cw, w):
 
 
 @njit(cache=True)
-def refresh(ex, en, ev, slot_d, slot_m, slot_first, slot_last, efron, D, Q1, Q2, R1, R2, T2, A1c, A2c):
-    """Per-slot denominators and the cumulative aggregates, O(n_slots (+ events for Efron))."""
-    n = ex.shape[0]
-    sx = 0.0
-    sn = 0.0
-    for p in range(n - 1, -1, -1):
-        if slot_last[p]:
-            sx = 0.0
-            sn = 0.0
-        D[p] = sx - sn
-        sx += ex[p]
-        sn += en[p]
-    c1 = 0.0
-    c2 = 0.0
-    for p in range(n):
-        if slot_first[p]:
-            c1 = 0.0
-            c2 = 0.0
-        A1c[p] = c1
-        A2c[p] = c2
-        d = slot_d[p]
-        if d > 0.0:
-            Dp = D[p]
-            if not efron or slot_m[p] <= 1.0:
-                inv = 1.0 / Dp
-                q = d * inv
-                q2 = q * inv
-                Q1[p] = q
-                Q2[p] = q2
-                c1 += q
-                c2 += q2
-                if efron:
-                    R1[p] = 0.0
-                    R2[p] = 0.0
-                    T2[p] = 0.0
-            else:
-                m = slot_m[p]
-                wbar = d / m
-                E = ev[p]
-                s1 = 0.0
-                s2 = 0.0
-                r1 = 0.0
-                r2 = 0.0
-                t2 = 0.0
-                for l in range(int(m)):
-                    f = l / m
-                    zi = 1.0 / (Dp - f * E)
-                    s1 += zi
-                    s2 += zi * zi
-                    r1 += f * zi
-                    r2 += f * zi * zi
-                    t2 += f * f * zi * zi
-                Q1[p] = wbar * s1
-                Q2[p] = wbar * s2
-                R1[p] = wbar * r1
-                R2[p] = wbar * r2
-                T2[p] = wbar * t2
-                c1 += Q1[p]
-                c2 += Q2[p]
+def refresh(ex, en, ev, slot_d, slot_m, slot_ptr, has_start, efron, full, D, Q1, Q2, R1, R2, T2, A1c, A2c):
+    """Per-slot denominators and the cumulative aggregates, O(n_slots (+ tied events for Efron)).
+
+    Stratum s owns slots ``slot_ptr[s] .. slot_ptr[s+1] - 1`` (the last one terminal).
+    ``full`` also stores the per-slot Q1, Q2 (needed by the Hessian and the baseline
+    hazard, not by the coordinates); R1, R2, T2 are stored whenever ``efron``.
+    """
+    for s in range(slot_ptr.shape[0] - 1):
+        lo = slot_ptr[s]
+        hi = slot_ptr[s + 1]
+        sx = 0.0
+        sn = 0.0
+        if has_start:
+            for p in range(hi - 1, lo - 1, -1):
+                D[p] = sx - sn
+                sx += ex[p]
+                sn += en[p]
         else:
-            Q1[p] = 0.0
-            Q2[p] = 0.0
+            for p in range(hi - 1, lo - 1, -1):
+                D[p] = sx
+                sx += ex[p]
+        c1 = 0.0
+        c2 = 0.0
+        if not efron:
+            for p in range(lo, hi):
+                A1c[p] = c1
+                A2c[p] = c2
+                d = slot_d[p]
+                if d > 0.0:
+                    inv = 1.0 / D[p]
+                    q = d * inv
+                    q2 = q * inv
+                    c1 += q
+                    c2 += q2
+                    if full:
+                        Q1[p] = q
+                        Q2[p] = q2
+                elif full:
+                    Q1[p] = 0.0
+                    Q2[p] = 0.0
+            continue
+        for p in range(lo, hi):
+            A1c[p] = c1
+            A2c[p] = c2
+            d = slot_d[p]
+            q = 0.0
+            q2 = 0.0
+            r1 = 0.0
+            r2 = 0.0
+            t2 = 0.0
+            if d > 0.0:
+                Dp = D[p]
+                m = slot_m[p]
+                if m <= 1.0:
+                    inv = 1.0 / Dp
+                    q = d * inv
+                    q2 = q * inv
+                else:
+                    wbar = d / m
+                    E = ev[p]
+                    for l in range(int(m)):
+                        f = l / m
+                        zi = 1.0 / (Dp - f * E)
+                        q += zi
+                        q2 += zi * zi
+                        r1 += f * zi
+                        r2 += f * zi * zi
+                        t2 += f * f * zi * zi
+                    q *= wbar
+                    q2 *= wbar
+                    r1 *= wbar
+                    r2 *= wbar
+                    t2 *= wbar
+            c1 += q
+            c2 += q2
+            Q1[p] = q
+            Q2[p] = q2
+            R1[p] = r1
+            R2[p] = r2
+            T2[p] = t2
 
 
 @njit(cache=True)
@@ -157,9 +187,13 @@ def loglik_terms(eta, cw, event, D, ev, slot_d, slot_m, efron):
 
 
 @njit(cache=True)
-def coordinate_sorted(indptr, indices, values, j, gx0, w, ks, ke, row_stratum, event,
+def coordinate_sorted(indptr, indices, values, j, gx0, w, ksn, ken, evn,
                       A1c, A2c, R1, R2, T2, efron):
-    """(g_j, h_j) in O(nnz_j) for right-censored rows (sorted order = descending exit slot)."""
+    """(g_j, h_j) in O(nnz_j) for right-censored rows (sorted order = descending exit slot).
+
+    ``ksn, ken, evn``: entry slot (= the stratum's first slot), exit slot and status of
+    the row of each stored non-zero (static, so the walk reads them sequentially).
+    """
     a = indptr[j]
     b = indptr[j + 1]
     g = gx0
@@ -171,11 +205,11 @@ def coordinate_sorted(indptr, indices, values, j, gx0, w, ks, ke, row_stratum, e
         r = indices[i]
         x = values[i]
         wx = w[r] * x
-        kr = ke[r]
-        a1 = A1c[kr] - A1c[ks[r]]
+        kr = ken[i]
+        a1 = A1c[kr] - A1c[ksn[i]]
         g -= wx * a1
         h -= wx * x * a1
-        if efron and event[r]:
+        if efron and evn[i]:
             rr = R1[kr - 1]
             g += wx * rr
             h += wx * x * rr
@@ -184,18 +218,17 @@ def coordinate_sorted(indptr, indices, values, j, gx0, w, ks, ke, row_stratum, e
         same_stratum = False
         same_run = False
         if i + 1 < b:
-            r2 = indices[i + 1]
-            same_stratum = row_stratum[r2] == row_stratum[r]
-            same_run = same_stratum and ke[r2] == kr
+            same_stratum = ksn[i + 1] == ksn[i]
+            same_run = same_stratum and ken[i + 1] == kr
         if not same_run:
             if e != 0.0:
                 p = kr - 1
                 S += e * (e * T2[p] - 2.0 * c * R2[p])
                 e = 0.0
             if same_stratum:
-                lo = ke[indices[i + 1]]
+                lo = ken[i + 1]
             else:
-                lo = ks[r]
+                lo = ksn[i]
             S += c * c * (A2c[kr] - A2c[lo])
             if not same_stratum:
                 c = 0.0
@@ -203,7 +236,7 @@ def coordinate_sorted(indptr, indices, values, j, gx0, w, ks, ke, row_stratum, e
 
 
 @njit(cache=True)
-def coordinate_breakpoints(indptr, indices, values, j, gx0, w, ks, ke, event, slot_stratum, codes,
+def coordinate_breakpoints(indptr, indices, values, j, gx0, w, ksn, ken, evn, slot_stratum, codes,
                            A1c, A2c, R1, R2, T2, efron):
     """(g_j, h_j) in O(nnz_j) for (start, stop] rows, walking the column's sorted breakpoints."""
     a = indptr[j]
@@ -214,11 +247,11 @@ def coordinate_breakpoints(indptr, indices, values, j, gx0, w, ks, ke, event, sl
         r = indices[i]
         x = values[i]
         wx = w[r] * x
-        a1 = A1c[ke[r]] - A1c[ks[r]]
+        a1 = A1c[ken[i]] - A1c[ksn[i]]
         g -= wx * a1
         h -= wx * x * a1
-        if efron and event[r]:
-            rr = R1[ke[r] - 1]
+        if efron and evn[i]:
+            rr = R1[ken[i] - 1]
             g += wx * rr
             h += wx * x * rr
     S = 0.0
@@ -228,19 +261,18 @@ def coordinate_breakpoints(indptr, indices, values, j, gx0, w, ks, ke, event, sl
     while i < end:
         code = codes[i]
         nz = code >> 1
-        pos = ke[indices[nz]] if code & 1 else ks[indices[nz]]
+        pos = ken[nz] if code & 1 else ksn[nz]
         # the run of breakpoints at this slot
         k = i
         e = 0.0
         while k < end:
             ck = codes[k]
             nzk = ck >> 1
-            rk = indices[nzk]
-            pk = ke[rk] if ck & 1 else ks[rk]
+            pk = ken[nzk] if ck & 1 else ksn[nzk]
             if pk != pos:
                 break
-            if efron and (ck & 1) and event[rk]:
-                e += w[rk] * values[nzk]
+            if efron and (ck & 1) and evn[nzk]:
+                e += w[indices[nzk]] * values[nzk]
             k += 1
         if e != 0.0:
             p = pos - 1
@@ -255,8 +287,7 @@ def coordinate_breakpoints(indptr, indices, values, j, gx0, w, ks, ke, event, sl
                 c += wx
         if k < end:
             cn = codes[k]
-            rn = indices[cn >> 1]
-            pn = ke[rn] if cn & 1 else ks[rn]
+            pn = ken[cn >> 1] if cn & 1 else ksn[cn >> 1]
             if slot_stratum[pn] == slot_stratum[pos]:
                 S += c * c * (A2c[pn] - A2c[pos])
             else:
@@ -387,3 +418,42 @@ def row_hazard_terms(w, ks, ke, event, A1c, R1, efron, out):
         if efron and event[r]:
             v -= w[r] * R1[ke[r] - 1]
         out[r] = v
+
+
+@njit(cache=True)
+def cycle_sparse(indptr, indices, values, indicator, coords, beta, l1, l2, radius, gx0, eta, w, ksn, ken, evn,
+                 slot_stratum, codes, use_codes, ex, en, ev, slot_d, slot_m, slot_ptr,
+                 efron, D, Q1, Q2, R1, R2, T2, A1c, A2c, dirty):
+    """One CCD sweep over ``coords`` with the O(nnz_j) formulation, entirely compiled.
+
+    ``dirty`` (array of one flag) says whether the aggregates are stale on entry; it is
+    left set when the last coordinate moved.
+    """
+    for j in coords:
+        if dirty[0]:
+            refresh(ex, en, ev, slot_d, slot_m, slot_ptr, use_codes, efron, False, D, Q1, Q2, R1, R2, T2, A1c, A2c)
+            dirty[0] = False
+        if use_codes:
+            g, h = coordinate_breakpoints(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, slot_stratum,
+                                          codes, A1c, A2c, R1, R2, T2, efron)
+        else:
+            g, h = coordinate_sorted(indptr, indices, values, j, gx0[j], w, ksn, ken, evn,
+                                     A1c, A2c, R1, R2, T2, efron)
+        step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
+        if step != 0.0:
+            move_sparse(indptr, indices, values, indicator, j, step, eta, w, ksn, ken, evn, use_codes, ex, en, ev)
+            beta[j] += step
+            dirty[0] = True
+
+
+@njit(cache=True)
+def cycle_scan(indptr, indices, values, coords, beta, l1, l2, radius, xd, eta, cw, w, ks, ke, event,
+               slot_d, slot_m, slot_last, efron):
+    """One CCD sweep over ``coords`` with the O(N) scan formulation, entirely compiled."""
+    for j in coords:
+        g, h = coordinate_scan(indptr, indices, values, j, xd, w, cw, ks, ke, event, slot_d, slot_m, slot_last,
+                               efron)
+        step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
+        if step != 0.0:
+            move_scan(indptr, indices, values, j, step, eta, cw, w)
+            beta[j] += step
