@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 import riskset
-from riskset.selection.common import Context, heldout_loglik, prior_with_variance, quiet_fit
+from riskset.selection.common import Context, prior_with_variance
 from riskset.selection.folds import assign_folds, bootstrap_weights, has_event, resampling_units
 
 
@@ -44,15 +44,16 @@ def test_cross_validation_picks_a_variance_in_the_flat_optimum_of_a_brute_force_
     grid = np.logspace(-3, 1, 9)
     cv = riskset.cross_validate(data, "logistic", prior, variances=grid, n_folds=5, seed=3, progress=False,
                                 auto=True)
-    # brute force: the same folds, every variance fitted from scratch
-    ctx = Context(data, riskset.models.get_model("logistic"), prior, 1e-8)
+    # brute force: the same folds, each training subset fitted from scratch and scored on its own
     folds = assign_folds(data, 5, 1, seed=3)
     brute = {}
     for v in grid:
         total = 0.0
         for k in range(5):
-            fit = quiet_fit(ctx, data.subset(folds[0] != k), prior_with_variance(prior, v))
-            total += heldout_loglik(ctx.model, data.subset(folds[0] == k), fit.coef)
+            fit = riskset.fit(data.subset(folds[0] != k), "logistic", prior_with_variance(prior, v))
+            test = data.subset(folds[0] == k)
+            datafit = riskset.models.get_model("logistic").datafit(test)
+            total += datafit.loglik(datafit.new_state(fit.coef.to_numpy()))
         brute[v] = total / 5
     cv_grid = cv.summary.set_index("variance")["mean"].reindex(grid)
     assert np.allclose(cv_grid.to_numpy(), [brute[v] for v in grid], atol=1e-4)  # warm starts change nothing
@@ -60,6 +61,20 @@ def test_cross_validation_picks_a_variance_in_the_flat_optimum_of_a_brute_force_
     se = cv.summary["se"].max()
     assert cv.summary.set_index("variance").loc[cv.selected_variance, "mean"] >= best - se
     assert cv.fit.converged and cv.prior.kind == "laplace"
+
+
+def test_replicates_as_weighted_views_equal_one_by_one_fits(rng):
+    """A batched replicate (zero weights on held-out rows, run in threads) equals a fit of the subset."""
+    data = riskset.simulate(n=4000, p=30, model="logistic", seed=8)
+    ctx = Context(data, riskset.models.get_model("logistic"), riskset.Laplace(gamma=5.0), 1e-10)
+    folds = assign_folds(data, 4, 1, seed=1)[0]
+    from riskset.selection.executors import run_tasks
+
+    coefs = run_tasks(lambda c, k: c.fit((folds != k).astype(float), c.prior), ctx, range(4), n_jobs=2,
+                      progress=False)
+    for k in range(4):
+        alone = riskset.fit(data.subset(folds != k), "logistic", riskset.Laplace(gamma=5.0), tol=1e-10)
+        assert np.allclose(coefs[k].to_numpy(), alone.coef.to_numpy(), rtol=1e-10, atol=1e-10)
 
 
 def test_regularization_path_goes_from_zero_to_dense(rng):

@@ -105,6 +105,13 @@ class Datafit(ABC):
     def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:
         """Dense block d2l/dbeta_a dbeta_b for a, b in ``columns`` (a small set)."""
 
+    def reweighted(self, weights: np.ndarray) -> "Datafit | None":
+        """The same datafit with new case weights (given in Dataset row order), sharing X
+        and every static structure; ``None`` if the family cannot reweight in place (the
+        caller then prepares a new datafit). Weight 0 removes a row: replicates of
+        cross-validation and the bootstrap are reweighted views of one datafit."""
+        return None
+
 
 def indicator_columns(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Boolean per column: every stored value is 1 (kernels then skip multiplications)."""

@@ -8,6 +8,8 @@ Log-likelihoods (weights w_i, linear predictor eta_i = x_i beta + offset_i):
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -29,6 +31,11 @@ class GLMDatafit(Datafit):
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.w = np.ones(self.n_rows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
         self.indicator = indicator_columns(self.indptr, self.values)
+
+    def reweighted(self, weights):
+        view = copy.copy(self)
+        view.w = np.ascontiguousarray(weights, dtype=np.float64)
+        return view
 
     def new_state(self, beta):
         state = FitState(self.linear_predictor(beta))

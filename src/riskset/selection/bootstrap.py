@@ -6,14 +6,15 @@ replicate is the full data with row weights equal to how often its unit was draw
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from riskset.api import fit
 from riskset.models.base import Model, get_model
 from riskset.results import FitResult
-from riskset.selection.common import Context, quiet_fit
+from riskset.selection.common import Context
 from riskset.selection.executors import run_tasks
 from riskset.selection.folds import bootstrap_weights
 from riskset.solver.prior import NoPrior, Prior
@@ -58,7 +59,7 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     """
     m = model if isinstance(model, Model) else get_model(model, **model_options)
     ctx = Context(data, m, prior or NoPrior(), tol)
-    full = quiet_fit(ctx, data, ctx.prior)
+    full = fit(data, m, ctx.prior, tol=tol)
     seeds = np.random.SeedSequence(seed).spawn(n_boot)
     tasks = [(s, full.coef) for s in seeds]
     coefs = run_tasks(_replicate, ctx, tasks, executor=executor, n_jobs=n_jobs, progress=progress, desc="bootstrap")
@@ -73,9 +74,5 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
 
 def _replicate(ctx: Context, task):
     seed, warm = task
-    data = ctx.data
-    counts = bootstrap_weights(data, np.random.default_rng(seed), ctx.model.name)
-    weights = counts * (1.0 if data.weights is None else data.weights)
-    keep = weights > 0
-    sample = replace(data.subset(keep), weights=weights[keep])
-    return quiet_fit(ctx, sample, ctx.prior, warm_start=warm).coef
+    counts = bootstrap_weights(ctx.data, np.random.default_rng(seed), ctx.model.name)
+    return ctx.fit(counts * ctx.base_weights, ctx.prior, warm)

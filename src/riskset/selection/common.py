@@ -1,26 +1,72 @@
-"""Pieces shared by cross-validation, paths and the bootstrap."""
+"""Replicates as reweighted views of one prepared datafit (DESIGN.md section 4).
+
+Cross-validation folds, bootstrap samples and grid points share X, the outcome and
+the model's row order; they differ only in row weights (0 for held-out rows, draw
+counts for bootstrap rows) and in the prior. :class:`Context` prepares the datafit
+once; each replicate fits a view with its own weights, so nothing is copied or
+re-sorted per replicate, and views fit in parallel threads (the kernels release
+the GIL). Held-out rows are scored on the complementary view: for Cox that is the
+partial likelihood computed within the held-out rows alone, as Cyclops does.
+"""
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+import pandas as pd
 
-from riskset.api import fit
-from riskset.exceptions import InputError
-from riskset.models.base import Model
-from riskset.selection.folds import has_event
+from riskset.models.base import Datafit, Model
+from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.prior import Prior
 
 
-@dataclass(frozen=True)
+@dataclass
 class Context:
-    """What every replicate shares: the data, the model and the prior family."""
+    """What every replicate shares: the data, the model, its prepared datafit, the prior family."""
 
     data: object
     model: Model
     prior: Prior
     tol: float
+
+    def __post_init__(self):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.datafit = self.model.datafit(self.data)
+        self.names = self.model.coef_names(self.data)
+        self.datafit.names = self.names
+        self.base_weights = np.ones(self.data.n_rows) if self.data.weights is None else self.data.weights
+
+    def view(self, weights: np.ndarray) -> Datafit:
+        """The datafit with row weights ``weights`` (Dataset row order)."""
+        view = self.datafit.reweighted(weights)
+        if view is None:  # the family cannot reweight in place: prepare again
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                view = self.model.datafit(replace(self.data, weights=weights))
+            view.names = self.names
+        return view
+
+    def fit(self, weights: np.ndarray, prior: Prior, warm: pd.Series | None = None) -> pd.Series:
+        """Coefficients of the fit with row ``weights`` and ``prior``, warm-started."""
+        l1, l2 = prior.penalty_arrays(self.names, self.model.unpenalized_names())
+        beta0 = None if warm is None else warm.reindex(self.names).fillna(0.0).to_numpy()
+        res = fit_ccd(self.view(weights), l1, l2, beta0=beta0, options=SolverOptions(tol=self.tol))
+        return pd.Series(res.beta, index=self.names)
+
+    def score(self, weights: np.ndarray, coef: pd.Series) -> float:
+        """Log-likelihood of the rows with positive ``weights`` at ``coef`` (0 without events)."""
+        if not np.any((weights > 0) & _events(self.data)):
+            return 0.0
+        view = self.view(weights)
+        return float(view.loglik(view.new_state(coef.reindex(self.names).fillna(0.0).to_numpy())))
+
+
+def _events(data) -> np.ndarray:
+    from riskset.selection.folds import has_event
+
+    return has_event(data)
 
 
 def prior_with_variance(prior: Prior, variance: float) -> Prior:
@@ -32,38 +78,10 @@ def prior_with_variance(prior: Prior, variance: float) -> Prior:
     raise ValueError(f"cross-validation varies a Laplace or Normal prior, not {prior.kind!r}")
 
 
-def prior_variance(prior: Prior) -> float:
-    return 2.0 / prior.gamma**2 if prior.kind == "laplace" else prior.variance
-
-
 def default_variances(ctx: Context, n_grid: int) -> np.ndarray:
     """Log-spaced variances from strong to weak: Laplace from gamma_max down 10^2.5-fold."""
     if ctx.prior.kind == "laplace":
-        gamma_max = quiet_fit(ctx, ctx.data, ctx.prior.with_strength(1e15)).gamma_max or 1.0
-        gammas = gamma_max * np.logspace(0, -2.5, n_grid)
-        return 2.0 / gammas**2
+        l1, l2 = ctx.prior.with_strength(1e15).penalty_arrays(ctx.names, ctx.model.unpenalized_names())
+        gamma_max = fit_ccd(ctx.datafit, l1, l2, options=SolverOptions(tol=ctx.tol)).gamma_max or 1.0
+        return 2.0 / (gamma_max * np.logspace(0, -2.5, n_grid)) ** 2
     return np.logspace(-4, 1, n_grid)
-
-
-def quiet_fit(ctx: Context, data, prior, warm_start=None):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fit(data, ctx.model, prior, tol=ctx.tol, warm_start=warm_start)
-
-
-def heldout_loglik(model: Model, test, coef) -> float:
-    """Log-likelihood of held-out rows at ``coef`` (for Cox: the partial likelihood
-    computed within the held-out rows alone, as Cyclops does). Zero without events."""
-    if not np.any(has_event(test)):
-        return 0.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            datafit = model.datafit(test)
-        except InputError:
-            if model.name in ("cox", "fine_gray") and np.all(test.status != 1):
-                return 0.0
-            raise
-        names = model.coef_names(test)
-        beta = coef.reindex(names).fillna(0.0).to_numpy()
-        return float(datafit.loglik(datafit.new_state(beta)))

@@ -14,8 +14,8 @@ import pandas as pd
 
 from riskset.models.base import Model, get_model
 from riskset.results import FitResult
-from riskset.selection.common import (Context, default_variances, heldout_loglik, prior_with_variance,
-                                      quiet_fit)
+from riskset.api import fit
+from riskset.selection.common import Context, default_variances, prior_with_variance
 from riskset.selection.executors import run_tasks
 from riskset.selection.folds import assign_folds
 from riskset.solver.prior import Prior
@@ -84,20 +84,20 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     summary = _summarize(scores)
     best = float(summary.loc[summary["mean"].idxmax(), "variance"])
     chosen = prior_with_variance(prior, best)
-    final = quiet_fit(ctx, data, chosen) if refit else None
+    final = fit(data, m, chosen, tol=tol) if refit else None
     return CVResult(scores, summary, best, chosen, final)
 
 
 def _score_task(ctx: Context, task):
     """Fit one training split along ``grid`` with warm starts; held-out score per variance."""
     repeat, fold, held_out, grid, warm = task
-    train, test = ctx.data.subset(~held_out), ctx.data.subset(held_out)
+    train_w = np.where(held_out, 0.0, ctx.base_weights)
+    test_w = np.where(held_out, ctx.base_weights, 0.0)
     scores, coefs = [], []
     for v in grid:
-        fit = quiet_fit(ctx, train, prior_with_variance(ctx.prior, v), warm_start=warm)
-        warm = fit.coef
-        scores.append(heldout_loglik(ctx.model, test, fit.coef))
-        coefs.append(fit.coef)
+        warm = ctx.fit(train_w, prior_with_variance(ctx.prior, v), warm)
+        scores.append(ctx.score(test_w, warm))
+        coefs.append(warm)
     return scores, coefs
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from riskset.models.base import Model, get_model
-from riskset.selection.common import Context, default_variances, prior_with_variance, quiet_fit
+from riskset.selection.common import Context, default_variances, prior_with_variance
 from riskset.solver.prior import Prior
 
 
@@ -29,9 +29,8 @@ def regularization_path(data, model: str | Model, prior: Prior, *, variances=Non
 
         iterator = tqdm(grid, desc="regularization path", unit="fit")
     for v in iterator:
-        fit = quiet_fit(ctx, data, prior_with_variance(prior, v), warm_start=warm)
-        warm = fit.coef
-        rows.append(fit.coef.rename(v))
+        warm = ctx.fit(ctx.base_weights, prior_with_variance(prior, v), warm)
+        rows.append(warm.rename(v))
     path = pd.DataFrame(rows)
     path.index.name = "variance"
     return path

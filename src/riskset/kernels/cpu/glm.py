@@ -16,7 +16,7 @@ from riskset.solver.step import bounded_step
 LOGISTIC, POISSON, GAUSSIAN = 0, 1, 2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _mean_and_curvature(family, eta, expeta):
     if family == LOGISTIC:
         mu = 1.0 / (1.0 + 1.0 / expeta) if expeta > 1.0 else expeta / (1.0 + expeta)
@@ -26,7 +26,7 @@ def _mean_and_curvature(family, eta, expeta):
     return eta, 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def refresh_rows(family, eta, y, w, expeta, resid, curv):
     """Fill expeta, resid and curv for all rows from eta."""
     for i in range(eta.shape[0]):
@@ -36,7 +36,7 @@ def refresh_rows(family, eta, y, w, expeta, resid, curv):
         curv[i] = w[i] * v
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def coordinate(indptr, indices, values, j, resid, curv):
     """(dl/dbeta_j, d2l/dbeta_j^2) from the non-zeros of column j."""
     g = 0.0
@@ -49,7 +49,7 @@ def coordinate(indptr, indices, values, j, resid, curv):
     return g, h
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def move(family, indptr, indices, values, indicator, j, delta, eta, y, w, expeta, resid, curv):
     """beta_j += delta: update eta, expeta, resid and curv at the non-zeros of column j."""
     factor = math.exp(delta)
@@ -63,7 +63,7 @@ def move(family, indptr, indices, values, indicator, j, delta, eta, y, w, expeta
         curv[i] = w[i] * v
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def loglik(family, eta, y, w):
     """Weighted log-likelihood; Poisson includes -log(y!), Gaussian is -RSS/2."""
     total = 0.0
@@ -81,7 +81,7 @@ def loglik(family, eta, y, w):
 
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def cycle(family, indptr, indices, values, indicator, coords, beta, l1, l2, radius, eta, y, w, expeta, resid, curv):
     """One CCD sweep over ``coords`` (see riskset.solver.step), entirely compiled."""
     for j in coords:
