@@ -18,7 +18,7 @@ from riskset.solver.prior import NoPrior, Prior
 
 def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, tol: float = 1e-10,
         max_iter: int = 1000, warm_start=None, profile=(), level: float = 0.95, progress: bool = False,
-        **model_options) -> FitResult:
+        backend: str = "cpu", dtype: str = "float64", **model_options) -> FitResult:
     """Fit a penalized regression model by cyclic coordinate descent.
 
     Parameters
@@ -39,6 +39,11 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
         Coefficients that get profile-likelihood intervals (at ``level``).
     progress : bool
         Show a progress bar over the cycles.
+    backend : {'cpu', 'gpu'}
+        Where the coordinate-descent cycles run. 'gpu' keeps the whole fit on a CUDA
+        device (Numba-CUDA; with ``NUMBA_ENABLE_CUDASIM=1`` in Numba's simulator).
+    dtype : {'float64', 'float32'}
+        Precision of the device state (GPU only; accumulations stay in float64).
 
     Returns
     -------
@@ -58,6 +63,12 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     m = model if isinstance(model, Model) else get_model(model, **model_options)
     prior = prior or NoPrior()
     datafit = m.datafit(data)
+    if backend == "gpu":
+        from riskset.kernels.gpu import to_device
+
+        datafit = to_device(datafit, dtype=dtype)
+    elif backend != "cpu":
+        raise ValueError(f"backend must be 'cpu' or 'gpu', not {backend!r}")
     names = m.coef_names(data)
     datafit.names = names
     l1, l2 = prior.penalty_arrays(names, m.unpenalized_names())

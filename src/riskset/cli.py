@@ -101,6 +101,10 @@ def _add_fit(sub):
     s.add_argument("--tol", type=float, default=None, help="relative objective change that ends the fit "
                                                             "(default 1e-10; 1e-12 with --spec)")
     s.add_argument("--max-iter", type=int, default=1000, help="cap on coordinate-descent cycles (default 1000)")
+    s.add_argument("--backend", choices=["cpu", "gpu"], default="cpu",
+                   help="run the fit on the CPU (default) or keep it on a CUDA GPU; NUMBA_ENABLE_CUDASIM=1 runs "
+                        "the GPU kernels in Numba's simulator")
+    s.add_argument("--dtype", choices=["float64", "float32"], default="float64", help="GPU state precision")
     s.add_argument("--profile", metavar="A,B", default="", help="coefficients given profile-likelihood intervals")
     s.add_argument("--out", metavar="FILE", help="write the result: .json (full) or .csv (coefficient table)")
     s.add_argument("--quiet", action="store_true", help="print nothing but errors")
@@ -159,7 +163,7 @@ def _cmd_fit(args) -> int:
             model = riskset.models.get_model(args.model, **options)
             prior, extra = _select(args, data, model, _prior(args))
             fit = riskset.fit(data, model, prior, tol=tol, max_iter=args.max_iter, profile=profile,
-                              progress=args.progress)
+                              progress=args.progress, backend=args.backend, dtype=args.dtype)
     if args.out:
         if args.out.endswith(".csv"):
             fit.coef_table().to_csv(args.out, index=False)
