@@ -29,7 +29,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 import numba  # noqa: E402
 
 from riskset.ode import solve_batch  # noqa: E402
-from riskset.ode.models import seir_rhs  # noqa: E402
 
 N_POP = 1e6
 I0 = 10.0
@@ -149,7 +148,8 @@ def main(argv=None):
     t = np.arange(0.0, 366.0)
     cores = numba.get_num_threads()
     print(f"SEIR batch: {n} parameter sets, {t.size} outputs, rtol=atol="
-          f"{rtol:g}; numba threads: {cores}; cpu count {os.cpu_count()}")
+          f"{rtol:g}; numba threads: {cores}; cpu count {os.cpu_count()}; "
+          f"load average at start {os.getloadavg()[0]:.2f}")
 
     # --- compile (cached on disk after the first run) + tight reference ----
     c0 = time.perf_counter()

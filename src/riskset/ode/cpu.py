@@ -59,11 +59,12 @@ def _build(model, cache_key):
     cache = cache_key is not None
     jit = _make_jit(cache_key, cache=False)
     rhs = jit(model.rhs)
-    integrate_task = dopri.make_integrator(rhs, jit)
+    integrate_task = dopri.make_integrator(rhs, jit, model.n_states)
     n_k = dopri.N_STAGES + 1
+    n_s = model.n_states
 
     def run_chunk(P, Y0, t0, t_eval, rtol, atol, max_steps, idx, out, stats):
-        n = Y0.shape[1]
+        n = n_s
         for k in prange(idx.shape[0]):
             i = idx[k]
             K = np.empty((n_k, n))

@@ -147,7 +147,7 @@ def tableau():
 # backend-neutral helpers (compiled by the decorator given to make_integrator)
 # ---------------------------------------------------------------------------
 
-def make_integrator(rhs, jit):
+def make_integrator(rhs, jit, n_states):
     """Build ``integrate_task`` for the right-hand side ``rhs``.
 
     Parameters
@@ -155,6 +155,9 @@ def make_integrator(rhs, jit):
     rhs : function ``rhs(t, y, p, dydt)`` already compiled with ``jit``
         (or compilable by it when called from a jitted function).
     jit : decorator, ``numba.njit(...)`` or ``numba.cuda.jit(device=True)``.
+    n_states : number of states; a compile-time constant of the generated
+        code, so that the loops over states are unrolled (all arrays passed
+        in must have this many states).
 
     Returns
     -------
@@ -165,6 +168,8 @@ def make_integrator(rhs, jit):
         caller-provided work arrays (heap on the CPU, thread-local on the
         GPU).
     """
+    NS = int(n_states)
+
     # Python's min/max semantics for two floats (builtin min/max do not
     # compile inside CUDA device functions)
     def _fmin(a, b):
@@ -194,7 +199,7 @@ def make_integrator(rhs, jit):
 
     def _select_initial_step(t0, y, f0, p, interval, rtol, atol, ytmp, f1):
         # scipy.integrate._ivp.common.select_initial_step, max_step = inf
-        n = y.shape[0]
+        n = NS
         if interval == 0.0:
             return 0.0
         s0 = 0.0
@@ -230,7 +235,7 @@ def make_integrator(rhs, jit):
     def _rk_step(t, h, y, p, K, ynew, ytmp):
         """Stages 2..7 of DOPRI5; K[0] must hold f(t, y). Returns nothing;
         ynew = 5th-order solution, K[6] = f(t + h, ynew)."""
-        n = y.shape[0]
+        n = NS
         for j in range(n):
             ytmp[j] = y[j] + (K[0, j] * A21) * h
         rhs(t + C2 * h, ytmp, p, K[1])
@@ -257,7 +262,7 @@ def make_integrator(rhs, jit):
     rk_step = jit(_rk_step)
 
     def _error_norm(h, y, ynew, K, rtol, atol):
-        n = y.shape[0]
+        n = NS
         s = 0.0
         for j in range(n):
             e = (K[0, j] * E1 + K[2, j] * E3 + K[3, j] * E4 + K[4, j] * E5
@@ -270,7 +275,7 @@ def make_integrator(rhs, jit):
 
     def _dense_coeffs(K, Q):
         """Q = (K^T P)^T: the 4 polynomial coefficients of each state."""
-        n = Q.shape[1]
+        n = NS
         for j in range(n):
             k1 = K[0, j]
             k3 = K[2, j]
@@ -291,7 +296,7 @@ def make_integrator(rhs, jit):
     def _dense(t_old, h, t_out, y, Q, out_row):
         """Shampine's 4th-order interpolant between t_old and t_old + h:
         ``y_old + h * (Q0 x + Q1 x^2 + Q2 x^3 + Q3 x^4)``."""
-        n = y.shape[0]
+        n = NS
         x = (t_out - t_old) / h
         x2 = x * x
         x3 = x2 * x
@@ -302,14 +307,18 @@ def make_integrator(rhs, jit):
 
     dense = jit(_dense)
 
+    def _fill_nan(out, start):
+        nan = math.nan
+        for i in range(start, out.shape[0]):
+            for j in range(NS):
+                out[i, j] = nan
+
+    fill_nan = jit(_fill_nan)
+
     def _integrate_task(p, y0, t0, t_eval, rtol, atol, max_steps, out, stats,
                         K, Q, y, ynew, ytmp):
-        n = y0.shape[0]
+        n = NS
         nt = t_eval.shape[0]
-        nan = math.nan
-        for i in range(nt):
-            for j in range(n):
-                out[i, j] = nan
         for k in range(N_STATS):
             stats[k] = 0
         n_acc = 0
@@ -319,10 +328,12 @@ def make_integrator(rhs, jit):
         for j in range(n):
             if not is_finite(y0[j]):
                 stats[ST_STATUS] = NONFINITE
+                fill_nan(out, 0)
                 return
         for k in range(p.shape[0]):
             if not is_finite(p[k]):
                 stats[ST_STATUS] = NONFINITE
+                fill_nan(out, 0)
                 return
         for j in range(n):
             y[j] = y0[j]
@@ -342,6 +353,7 @@ def make_integrator(rhs, jit):
             if not is_finite(K[0, j]):
                 stats[ST_STATUS] = NONFINITE
                 stats[ST_NFEV] = nfev
+                fill_nan(out, ie)
                 return
         h_abs = select_initial_step(t, y, K[0], p, tf - t, rtol, atol,
                                     ytmp, K[1])
@@ -379,7 +391,7 @@ def make_integrator(rhs, jit):
                         factor = MAX_FACTOR
                     else:
                         factor = fmin(MAX_FACTOR,
-                                     SAFETY * math.pow(err, ERROR_EXPONENT))
+                                      SAFETY * math.pow(err, ERROR_EXPONENT))
                     if step_rejected:
                         factor = fmin(1.0, factor)
                     h_abs *= factor
@@ -405,6 +417,8 @@ def make_integrator(rhs, jit):
             for j in range(n):
                 y[j] = ynew[j]
                 K[0, j] = K[6, j]
+        # output times the task did not reach (failure) are NaN
+        fill_nan(out, ie)
         stats[ST_STATUS] = status
         stats[ST_ACCEPTED] = n_acc
         stats[ST_REJECTED] = n_rej

@@ -54,7 +54,7 @@ def check_available():
 def _build(model):
     jit = cuda.jit(device=True)
     rhs = jit(model.rhs)
-    integrate_task = dopri.make_integrator(rhs, jit)
+    integrate_task = dopri.make_integrator(rhs, jit, model.n_states)
     n = model.n_states
     n_k = dopri.N_STAGES + 1
 

@@ -270,8 +270,13 @@ def solve_batch(model, params, y0=None, t_eval=None, *, t0=None, rtol=1e-6,
             chunk_size = max(DEFAULT_CPU_CHUNK, -(-n // 100))
         else:
             from . import gpu
-            chunk_size = (DEFAULT_SIM_CHUNK if gpu.simulator_enabled()
-                          else DEFAULT_GPU_CHUNK)
+            if gpu.simulator_enabled():
+                chunk_size = DEFAULT_SIM_CHUNK
+            else:
+                # keep a launch's output buffer near 1 GB of device memory
+                per_task = 8 * nt * model.n_states
+                chunk_size = int(min(DEFAULT_GPU_CHUNK,
+                                     max(4096, 2 ** 30 // per_task)))
     chunk_size = max(1, int(chunk_size))
 
     pbar = None
