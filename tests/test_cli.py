@@ -80,3 +80,15 @@ def test_cross_validation_and_bootstrap_from_the_command_line(tmp_path):
     assert res["prior"]["gamma"] == pytest.approx((2 / chosen) ** 0.5)
     assert (tmp_path / "plots" / "cross_validation.png").exists()
     assert (tmp_path / "plots" / "bootstrap_forest.png").exists()
+
+
+def test_demo_runs_the_cohort_study(tmp_path, capsys):
+    assert cli.main(["demo", "--n", "4000", "--out", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "Adjusted hazard ratio" in text and "profile-likelihood interval" in text
+    for name in ("cohort.duckdb", "cox_fit.json", "kaplan_meier.png", "cox_cross_validation.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    fit = json.loads((tmp_path / "cox_fit.json").read_text())
+    assert fit["converged"] and fit["intervals"][0]["name"] == "treatment"
+    lower, upper = fit["intervals"][0]["lower"], fit["intervals"][0]["upper"]
+    assert lower < fit["coef"]["treatment"] < upper
