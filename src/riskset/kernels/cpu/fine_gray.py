@@ -1,0 +1,330 @@
+"""Numba kernels of the Fine-Gray subdistribution hazards model (cmprsk::crr conventions).
+
+Notation: rows sorted by time descending. The distinct times of events of interest,
+descending, are the *event slots* ``k = 0 .. K-1`` (``te_0 > te_1 > ...``) with
+weighted event counts ``d_k`` and ``Gev_k = G(te_k-)`` (left limit of the censoring
+Kaplan-Meier). Row ``r`` gets the static slot ``s_r = #{k: te_k > T_r}`` in ``0..K``:
+it is in the ordinary risk set of the event slots ``k >= s_r`` (``te_k <= T_r``), and,
+if it had a competing event, in the risk sets of the earlier slots ``k < s_r``
+(``te_k > T_r``) with weight ``Gev_k / G(T_r-)`` (``invG_r = 1 / G(T_r-)``).
+``w = c exp(eta)`` with case weight ``c``.
+
+Per slot sums kept current by ``move`` in O(nnz_j)::
+
+    W[s]  = sum_{s_r = s} w_r            Wc[s] = sum_{s_r = s, competing} w_r invG_r
+
+Aggregates (``refresh``, O(K): one backward and one forward pass, i.e. the papers'
+backward + forward scans, but over event slots instead of rows)::
+
+    D_k = sum_{s <= k} W[s] + Gev_k sum_{s > k} Wc[s]
+    A1[s] = sum_{k >= s} d/D      B1[s] = sum_{k < s} d Gev/D
+    A2[s], A2G[s], A2GG[s] = sum_{k >= s} d/D^2, d Gev/D^2, d Gev^2/D^2     (A*[K] = 0)
+
+Coordinate j in O(nnz_j) (DESIGN.md section 3, with tie groups replaced by event slots)::
+
+    g_j = sum_events c x - sum_nz w x [A1[s] + comp invG B1[s]]
+    h_j = - sum_nz w x^2 [A1[s] + comp invG B1[s]] + S_j
+    S_j = E^2 (A2GG[0] - A2GG[s_1]) + sum_runs c^2 dA2 + 2 c e dA2G + e^2 dA2GG
+
+with ``E = sum_nz,comp w x invG``, ``c`` the running sum of ``w x`` and ``e = E -``
+running sum of competing ``w x invG`` over the non-zeros walked so far; the
+differences are taken between the slot of the current run of non-zeros and the next
+one (``K`` after the last).
+
+``coordinate_scan`` is the papers' O(N) formulation: one pass over all rows
+accumulating (w, wx, wx^2) by slot for the ordinary and the competing part, then one
+fused forward/backward pass over the slots.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from riskset.solver.step import bounded_step
+
+
+@njit(cache=True, nogil=True)
+def sync(eta, cw, comp, slot, invG, w, W, Wc):
+    """w = c exp(eta) and the slot sums W, Wc from scratch (O(N))."""
+    W[:] = 0.0
+    Wc[:] = 0.0
+    for r in range(eta.shape[0]):
+        wr = cw[r] * math.exp(eta[r])
+        w[r] = wr
+        s = slot[r]
+        W[s] += wr
+        if comp[r]:
+            Wc[s] += wr * invG[r]
+
+
+@njit(cache=True, nogil=True)
+def refresh(W, Wc, slot_d, Gev, D, A1, B1, A2, A2G, A2GG):
+    """Denominators and cumulative aggregates from the slot sums, O(K)."""
+    K = slot_d.shape[0]
+    # backward scan: competing rows of later slots (earlier times)
+    suf = 0.0
+    for k in range(K - 1, -1, -1):
+        suf += Wc[k + 1]
+        D[k] = Gev[k] * suf
+    # forward scan: ordinary risk set, and B1
+    pre = 0.0
+    b1 = 0.0
+    for k in range(K):
+        pre += W[k]
+        D[k] += pre
+        B1[k] = b1
+        d = slot_d[k]
+        if d > 0.0:
+            b1 += d * Gev[k] / D[k]
+    B1[K] = b1
+    a1 = 0.0
+    a2 = 0.0
+    a2g = 0.0
+    a2gg = 0.0
+    A1[K] = 0.0
+    A2[K] = 0.0
+    A2G[K] = 0.0
+    A2GG[K] = 0.0
+    for k in range(K - 1, -1, -1):
+        d = slot_d[k]
+        if d > 0.0:
+            inv = 1.0 / D[k]
+            q = d * inv
+            q2 = q * inv
+            g = Gev[k]
+            a1 += q
+            a2 += q2
+            a2g += q2 * g
+            a2gg += q2 * g * g
+        A1[k] = a1
+        A2[k] = a2
+        A2G[k] = a2g
+        A2GG[k] = a2gg
+
+
+@njit(cache=True, nogil=True)
+def loglik_terms(eta, cw, event, slot_d, D):
+    """sum_events c eta - sum_k d_k log D_k (D must be current)."""
+    ll = 0.0
+    for r in range(eta.shape[0]):
+        if event[r]:
+            ll += cw[r] * eta[r]
+    for k in range(slot_d.shape[0]):
+        d = slot_d[k]
+        if d > 0.0:
+            ll -= d * math.log(D[k])
+    return ll
+
+
+@njit(cache=True, nogil=True)
+def coordinate_sparse(indptr, indices, values, j, gx0, w, comp, slot, invG, A1, B1, A2, A2G, A2GG):
+    """(g_j, h_j) in O(nnz_j) (aggregates must be current)."""
+    a = indptr[j]
+    b = indptr[j + 1]
+    if a == b:
+        return gx0, 0.0
+    K = A1.shape[0] - 1
+    E = 0.0
+    for i in range(a, b):
+        r = indices[i]
+        if comp[r]:
+            E += w[r] * values[i] * invG[r]
+    g = gx0
+    h = 0.0
+    e = E
+    S = E * E * (A2GG[0] - A2GG[slot[indices[a]]])
+    c = 0.0
+    for i in range(a, b):
+        r = indices[i]
+        x = values[i]
+        wx = w[r] * x
+        s = slot[r]
+        br = A1[s]
+        c += wx
+        if comp[r]:
+            br += B1[s] * invG[r]
+            e -= wx * invG[r]
+        g -= wx * br
+        h -= wx * x * br
+        s2 = slot[indices[i + 1]] if i + 1 < b else K
+        if s2 != s:
+            S += c * c * (A2[s] - A2[s2]) + 2.0 * c * e * (A2G[s] - A2G[s2]) + e * e * (A2GG[s] - A2GG[s2])
+    return g, h + S
+
+
+@njit(cache=True, nogil=True)
+def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, comp, slot, invG, W, Wc):
+    """beta_j += delta: eta, w and the slot sums at the non-zeros of column j (O(nnz_j))."""
+    ind = indicator[j]
+    factor = math.exp(delta)
+    for i in range(indptr[j], indptr[j + 1]):
+        r = indices[i]
+        x = values[i]
+        eta[r] += delta * x
+        wo = w[r]
+        wn = wo * (factor if ind else math.exp(delta * x))
+        dw = wn - wo
+        w[r] = wn
+        s = slot[r]
+        W[s] += dw
+        if comp[r]:
+            Wc[s] += dw * invG[r]
+
+
+@njit(cache=True, nogil=True)
+def move_scan(indptr, indices, values, j, delta, eta, cw, w):
+    """beta_j += delta for the scan formulation: eta and w only."""
+    for i in range(indptr[j], indptr[j + 1]):
+        r = indices[i]
+        eta[r] += delta * values[i]
+        w[r] = cw[r] * math.exp(eta[r])
+
+
+@njit(cache=True, nogil=True)
+def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, comp, slot, invG, slot_d, Gev, work):
+    """(g_j, h_j) by full O(N + K) scans, independent of any cached aggregate.
+
+    ``xd`` is a zero work vector of length N (restored on return); ``work`` a
+    (6, K + 1) scratch array (overwritten).
+    """
+    a = indptr[j]
+    b = indptr[j + 1]
+    for i in range(a, b):
+        xd[indices[i]] = values[i]
+    work[:, :] = 0.0
+    g = 0.0
+    # one pass over all rows: (w, wx, wx^2) per slot, ordinary and competing (/G) parts
+    for r in range(xd.shape[0]):
+        x = xd[r]
+        wr = w[r]
+        u = wr * x
+        v = u * x
+        s = slot[r]
+        work[0, s] += wr
+        work[1, s] += u
+        work[2, s] += v
+        if comp[r]:
+            ig = invG[r]
+            work[3, s] += wr * ig
+            work[4, s] += u * ig
+            work[5, s] += v * ig
+        if event[r]:
+            g += cw[r] * x
+    K = slot_d.shape[0]
+    # backward scan (suffix sums of the competing part, strictly later slots)
+    c0 = 0.0
+    c1 = 0.0
+    c2 = 0.0
+    for k in range(K - 1, -1, -1):
+        c0 += work[3, k + 1]
+        c1 += work[4, k + 1]
+        c2 += work[5, k + 1]
+        work[3, k + 1] = c0
+        work[4, k + 1] = c1
+        work[5, k + 1] = c2
+    # forward scan (prefix sums of the ordinary part) fused with the reduction
+    p0 = 0.0
+    p1 = 0.0
+    p2 = 0.0
+    h = 0.0
+    for k in range(K):
+        p0 += work[0, k]
+        p1 += work[1, k]
+        p2 += work[2, k]
+        d = slot_d[k]
+        if d > 0.0:
+            G = Gev[k]
+            D = p0 + G * work[3, k + 1]
+            N1 = p1 + G * work[4, k + 1]
+            N2 = p2 + G * work[5, k + 1]
+            q = d / D
+            g -= N1 * q
+            h -= N2 * q - N1 * N1 * q / D
+    for i in range(a, b):
+        xd[indices[i]] = 0.0
+    return g, h
+
+
+@njit(cache=True, nogil=True)
+def gradient_all(indptr, indices, values, gx0, w, comp, slot, invG, A1, B1, out):
+    """dl/dbeta for every column in O(nnz) (aggregates must be current)."""
+    for j in range(indptr.shape[0] - 1):
+        g = gx0[j]
+        for i in range(indptr[j], indptr[j + 1]):
+            r = indices[i]
+            s = slot[r]
+            br = A1[s]
+            if comp[r]:
+                br += B1[s] * invG[r]
+            g -= w[r] * values[i] * br
+        out[j] = g
+
+
+@njit(cache=True, nogil=True)
+def row_terms(w, comp, slot, invG, A1, B1, out):
+    """Per-row weight of the first Hessian term: w [A1[s] + comp invG B1[s]]."""
+    for r in range(w.shape[0]):
+        s = slot[r]
+        br = A1[s]
+        if comp[r]:
+            br += B1[s] * invG[r]
+        out[r] = w[r] * br
+
+
+@njit(cache=True, nogil=True)
+def numerators(cols, indptr, indices, values, w, comp, slot, invG, Gev, N1):
+    """N1[k, a] = sum over the risk set of slot k of (weighted) w x_a, for columns ``cols``."""
+    K = Gev.shape[0]
+    ex = np.zeros(K + 1)
+    ec = np.zeros(K + 1)
+    for a in range(cols.shape[0]):
+        j = cols[a]
+        ex[:] = 0.0
+        ec[:] = 0.0
+        for i in range(indptr[j], indptr[j + 1]):
+            r = indices[i]
+            wx = w[r] * values[i]
+            s = slot[r]
+            ex[s] += wx
+            if comp[r]:
+                ec[s] += wx * invG[r]
+        suf = 0.0
+        for k in range(K - 1, -1, -1):
+            suf += ec[k + 1]
+            N1[k, a] = Gev[k] * suf
+        pre = 0.0
+        for k in range(K):
+            pre += ex[k]
+            N1[k, a] += pre
+
+
+@njit(cache=True, nogil=True)
+def cycle_sparse(indptr, indices, values, indicator, coords, beta, l1, l2, radius, gx0, eta, w, comp, slot,
+                 invG, W, Wc, slot_d, Gev, D, A1, B1, A2, A2G, A2GG, dirty):
+    """One CCD sweep over ``coords`` with the O(nnz_j) formulation, entirely compiled.
+
+    ``dirty`` (array of one flag) says whether the aggregates are stale on entry; it is
+    left set when the last coordinate moved.
+    """
+    for j in coords:
+        if dirty[0]:
+            refresh(W, Wc, slot_d, Gev, D, A1, B1, A2, A2G, A2GG)
+            dirty[0] = False
+        g, h = coordinate_sparse(indptr, indices, values, j, gx0[j], w, comp, slot, invG, A1, B1, A2, A2G, A2GG)
+        step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
+        if step != 0.0:
+            move_sparse(indptr, indices, values, indicator, j, step, eta, w, comp, slot, invG, W, Wc)
+            beta[j] += step
+            dirty[0] = True
+
+
+@njit(cache=True, nogil=True)
+def cycle_scan(indptr, indices, values, coords, beta, l1, l2, radius, xd, eta, cw, w, event, comp, slot, invG,
+               slot_d, Gev, work):
+    """One CCD sweep over ``coords`` with the O(N) scan formulation, entirely compiled."""
+    for j in coords:
+        g, h = coordinate_scan(indptr, indices, values, j, xd, w, cw, event, comp, slot, invG, slot_d, Gev, work)
+        step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
+        if step != 0.0:
+            move_scan(indptr, indices, values, j, step, eta, cw, w)
+            beta[j] += step

@@ -1,0 +1,294 @@
+"""Fine-Gray subdistribution hazards: likelihood, derivatives, formulations, invariances, inputs,
+robust standard errors against cmprsk::crr, cumulative incidence."""
+import json
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+import riskset
+from conftest import reference_dir
+from helpers import check_derivatives, check_move
+from riskset.data import from_arrays
+from riskset.exceptions import DataWarning, InputError
+from riskset.models.fine_gray import FineGrayDatafit, FineGrayModel, censoring_survival
+
+
+def tied_data(rng, n=60, p=5, n_times=6, density=0.4, weights=True):
+    """Heavy ties: integer times; codes 0 censored, 1 event, 2 and 3 competing; some
+    competing rows tied with events and censorings."""
+    time = rng.integers(1, n_times + 1, n).astype(float)
+    status = rng.choice([0, 1, 2, 3], size=n, p=[0.25, 0.35, 0.25, 0.15])
+    # make sure every kind of tie exists at time 3
+    time[:4] = 3.0
+    status[:4] = [1, 2, 0, 3]
+    X = sp.random(n, p, density=density, random_state=np.random.RandomState(rng.integers(1 << 30)),
+                  data_rvs=lambda k: rng.normal(size=k)).tocsc()
+    X[:, 0] = (rng.random(n) < 0.3).astype(float)[:, None]  # indicator column
+    X = sp.csc_matrix(X)
+    w = rng.uniform(0.5, 2.0, n) if weights else None
+    return X, time, status, w
+
+
+def brute_loglik(X, time, status, beta, w=None, offset=None, event=1, censor=0):
+    """crr's pseudo-likelihood written directly from its definition (O(N^2))."""
+    n = len(time)
+    c = np.ones(n) if w is None else w
+    eta = np.asarray(X @ beta).ravel() + (0 if offset is None else offset)
+    # censoring KM, left limits, by brute force
+    ut = np.unique(time)
+    G_left = {}
+    g = 1.0
+    for u in ut:
+        G_left[u] = g
+        at = c[time >= u].sum()
+        ce = c[(time == u) & (status == censor)].sum()
+        g *= 1 - ce / at
+    comp = (status != event) & (status != censor)
+    ll = 0.0
+    for t in np.unique(time[status == event]):
+        d = c[(time == t) & (status == event)].sum()
+        ll += (c * eta)[(time == t) & (status == event)].sum()
+        r = c * np.exp(eta)
+        wt = np.where(time >= t, 1.0, np.where(comp, [G_left[t] / G_left[u] for u in time], 0.0))
+        ll -= d * np.log(np.sum(r * wt))
+    return ll
+
+
+def datafit(X, time, status, w=None, offset=None, formulation="sparse"):
+    ev = (status == 1).astype(np.uint8)
+    cens = (status == 0).astype(np.uint8)
+    comp = ((status != 1) & (status != 0)).astype(np.uint8)
+    return FineGrayDatafit(X, time, ev, comp, cens, w, offset, formulation=formulation)
+
+
+def test_censoring_km_left_limits():
+    ut, G, G_left = censoring_survival([1, 2, 2, 3, 4], [0, 1, 0, 1, 0])
+    # censored at 2 (1 of 4 at risk) and at 3 (1 of 2 at risk)
+    assert ut.tolist() == [1, 2, 3, 4]
+    assert np.allclose(G, [1, 0.75, 0.375, 0.375])
+    assert np.allclose(G_left, [1, 1, 0.75, 0.375])
+
+
+def test_loglik_matches_definition(rng):
+    X, time, status, w = tied_data(rng)
+    off = rng.normal(scale=0.3, size=len(time))
+    beta = rng.normal(scale=0.5, size=X.shape[1])
+    for form in ("sparse", "scan"):
+        df = datafit(X, time, status, w, off, formulation=form)
+        ll = df.loglik(df.new_state(beta))
+        assert ll == pytest.approx(brute_loglik(X, time, status, beta, w, off), rel=1e-12)
+
+
+@pytest.mark.parametrize("formulation", ["sparse", "scan"])
+def test_derivatives_heavy_ties(rng, formulation):
+    X, time, status, w = tied_data(rng)
+    df = datafit(X, time, status, w, formulation=formulation)
+    beta = rng.normal(scale=0.4, size=X.shape[1])
+    check_derivatives(df, beta, rel=1e-6)
+    check_move(df, beta, 1, 0.37)
+    check_move(df, beta, 0, -0.8)
+
+
+def test_sparse_and_scan_agree(rng):
+    X, time, status, w = tied_data(rng, n=300, p=12, n_times=25, density=0.15)
+    beta = rng.normal(scale=0.3, size=X.shape[1])
+    a = datafit(X, time, status, w, formulation="sparse")
+    b = datafit(X, time, status, w, formulation="scan")
+    sa, sb = a.new_state(beta), b.new_state(beta)
+    for j in range(X.shape[1]):
+        ga, ha = a.coordinate(sa, j)
+        gb, hb = b.coordinate(sb, j)
+        assert ga == pytest.approx(gb, rel=1e-10, abs=1e-10)
+        assert ha == pytest.approx(hb, rel=1e-10)
+    data = from_arrays(X, time=time, status=status, weights=w)
+    fits = [riskset.fit(data, "fine_gray", riskset.Laplace(gamma=1.5), formulation=f, tol=1e-13)
+            for f in ("sparse", "scan")]
+    assert np.abs(fits[0].coef.to_numpy()).max() > 0.01
+    np.testing.assert_allclose(fits[0].coef.to_numpy(), fits[1].coef.to_numpy(), rtol=1e-7, atol=1e-9)
+    assert fits[0].objective == pytest.approx(fits[1].objective, rel=1e-12)
+
+
+def test_no_competing_events_equals_cox(rng):
+    X, time, status, w = tied_data(rng, n=120, p=4)
+    status = np.where(status > 1, 0, status)  # no competing events
+    data = from_arrays(X, time=time, status=status, weights=w)
+    with pytest.warns(DataWarning, match="reduces to the Cox model"):
+        fg = riskset.fit(data, "fine_gray", tol=1e-13)
+    cox = riskset.fit(data, "cox", ties="breslow", tol=1e-13)
+    np.testing.assert_allclose(fg.coef.to_numpy(), cox.coef.to_numpy(), atol=1e-8)
+    np.testing.assert_allclose(fg.se.to_numpy(), cox.se.to_numpy(), rtol=1e-7)
+    assert fg.loglik == pytest.approx(cox.loglik, abs=1e-9)
+
+
+def test_competing_events_change_the_fit(rng):
+    X, time, status, w = tied_data(rng, n=120, p=4)
+    data = from_arrays(X, time=time, status=status, weights=w)
+    fg = riskset.fit(data, "fine_gray", tol=1e-12)
+    cox = riskset.fit(replace(data, status=np.where(status > 1, 0, status)), "cox",
+                      tol=1e-12)
+    assert np.abs(fg.coef.to_numpy() - cox.coef.to_numpy()).max() > 1e-3
+
+
+def test_row_order_invariance(rng):
+    X, time, status, w = tied_data(rng, n=80)
+    perm = rng.permutation(len(time))
+    a = riskset.fit(from_arrays(X, time=time, status=status, weights=w), "fine_gray", riskset.Normal(variance=2.0),
+                    tol=1e-13)
+    b = riskset.fit(from_arrays(X[perm], time=time[perm], status=status[perm], weights=w[perm]), "fine_gray",
+                    riskset.Normal(variance=2.0), tol=1e-13)
+    np.testing.assert_allclose(a.coef.to_numpy(), b.coef.to_numpy(), atol=1e-9)
+    assert a.loglik == pytest.approx(b.loglik, rel=1e-12)
+
+
+def test_weights_equal_duplicated_rows(rng):
+    X, time, status, _ = tied_data(rng, n=70, weights=False)
+    counts = rng.integers(1, 4, len(time))
+    rows = np.repeat(np.arange(len(time)), counts)
+    a = riskset.fit(from_arrays(X, time=time, status=status, weights=counts.astype(float)), "fine_gray", tol=1e-13)
+    b = riskset.fit(from_arrays(X[rows], time=time[rows], status=status[rows]), "fine_gray", tol=1e-13)
+    np.testing.assert_allclose(a.coef.to_numpy(), b.coef.to_numpy(), atol=1e-8)
+    np.testing.assert_allclose(a.se.to_numpy(), b.se.to_numpy(), rtol=1e-7)
+    assert a.loglik == pytest.approx(b.loglik, rel=1e-11)
+    # zero weight = row removed
+    keep = rng.random(len(time)) < 0.7
+    c = riskset.fit(from_arrays(X, time=time, status=status, weights=keep.astype(float)), "fine_gray", tol=1e-13)
+    d = riskset.fit(from_arrays(X[keep], time=time[keep], status=status[keep]), "fine_gray", tol=1e-13)
+    np.testing.assert_allclose(c.coef.to_numpy(), d.coef.to_numpy(), atol=1e-8)
+
+
+def test_reweighted_datafit(rng):
+    X, time, status, w = tied_data(rng, n=70)
+    base = datafit(X, time, status, None)
+    new_w = rng.uniform(0, 2, len(time))
+    rw = base.reweighted(new_w)
+    fresh = datafit(X, time, status, new_w)
+    beta = rng.normal(scale=0.3, size=X.shape[1])
+    assert rw.loglik(rw.new_state(beta)) == pytest.approx(fresh.loglik(fresh.new_state(beta)), rel=1e-13)
+    assert base.loglik(base.new_state(beta)) == pytest.approx(brute_loglik(X, time, status, beta), rel=1e-12)
+
+
+def test_event_codes_options(rng):
+    X, time, status, w = tied_data(rng, n=80)
+    # recode: event of interest 2, competing 1 and 3, censored 9
+    recoded = np.select([status == 1, status == 2, status == 0], [7, 2, 9], 3)
+    a = riskset.fit(from_arrays(X, time=time, status=recoded), "fine_gray", event_of_interest=2,
+                    competing_events=[7, 3], censor_code=9, tol=1e-12)
+    swapped = np.select([status == 2, status == 1], [1, 2], status)
+    b = riskset.fit(from_arrays(X, time=time, status=swapped), "fine_gray", tol=1e-12)
+    np.testing.assert_allclose(a.coef.to_numpy(), b.coef.to_numpy(), atol=1e-9)
+    # only code 3 competing: code 7 is unknown
+    with pytest.raises(InputError, match="unknown status code"):
+        riskset.fit(from_arrays(X, time=time, status=recoded), "fine_gray", event_of_interest=2,
+                    competing_events=3, censor_code=9)
+
+
+def test_bad_inputs(rng):
+    X, time, status, _ = tied_data(rng, n=30)
+    with pytest.raises(InputError, match="no event of interest"):
+        riskset.fit(from_arrays(X, time=time, status=np.where(status == 1, 2, status)), "fine_gray")
+    t = time.copy()
+    t[5] = -1.0
+    with pytest.raises(InputError, match="negative survival time"):
+        riskset.fit(from_arrays(X, time=t, status=status), "fine_gray")
+    t[5] = np.nan
+    with pytest.raises(InputError, match="not finite|non-finite"):
+        riskset.fit(from_arrays(X, time=t, status=status), "fine_gray")
+    bad = status.astype(float)
+    bad[3] = 1.5
+    with pytest.raises(InputError, match="integer"):
+        riskset.fit(from_arrays(X, time=time, status=bad), "fine_gray")
+    with pytest.raises(InputError, match="unknown status code"):
+        riskset.fit(from_arrays(X, time=time, status=np.where(status == 3, 4, status)), "fine_gray",
+                    competing_events=[2, 3])
+
+
+# -- robust standard errors, cumulative incidence -------------------------------------------
+def mgus2():
+    path = reference_dir() / "fine_gray_mgus2"
+    spec = json.loads((path / "case.json").read_text())
+    frame = pd.read_csv(path / "data.csv")
+    return spec, riskset.from_frame(frame, time="time", status="status", covariates=spec["covariates"])
+
+
+def test_robust_se_matches_crr():
+    from riskset.competing_risks import robust_se
+
+    spec, data = mgus2()
+    fit = riskset.fit(data, "fine_gray", tol=1e-13)
+    se = robust_se(fit, data)
+    for name, ref in spec["expected"]["se"].items():
+        assert se[name] == pytest.approx(ref, rel=1e-6), name
+    for name, ref in spec["expected"]["se_model"].items():
+        assert fit.se[name] == pytest.approx(ref, rel=1e-3), name
+
+
+def test_aalen_johansen_hand_example():
+    from riskset.competing_risks import aalen_johansen
+
+    # times 1..5: event 1 at 1, competing at 2, censored at 3, event 1 at 4, censored at 5
+    aj = aalen_johansen([1, 2, 3, 4, 5, 4], [1, 2, 0, 1, 0, 2])
+    # n=6; t=1: S=5/6, F=1/6; t=2: S=4/6, F=1/6; t=3 censored; t=4: at risk 3, one of each
+    # cause: F = 1/6 + S(4-) * 1/3 = 1/6 + (4/6)(1/3) = 7/18; S = 4/6 * 1/3 = 2/9
+    got = dict(zip(aj["time"], aj["cif"]))
+    assert got[1.0] == pytest.approx(1 / 6)
+    assert got[2.0] == pytest.approx(1 / 6)
+    assert got[4.0] == pytest.approx(7 / 18)
+    assert got[5.0] == pytest.approx(7 / 18)
+    assert dict(zip(aj["time"], aj["survival"]))[4.0] == pytest.approx(2 / 9)
+    assert dict(zip(aj["time"], aj["cif_competing"]))[4.0] == pytest.approx(1 / 6 + 2 / 9)
+
+
+def test_aalen_johansen_without_competing_is_one_minus_km(rng):
+    from riskset.competing_risks import aalen_johansen
+    from riskset.survival import kaplan_meier
+
+    time = rng.integers(1, 15, 200).astype(float)
+    status = (rng.random(200) < 0.6).astype(int)
+    group = rng.integers(0, 2, 200)
+    w = rng.uniform(0.5, 2, 200)
+    aj = aalen_johansen(time, status, group=group, weights=w)
+    km = kaplan_meier(time, status, group=group, weights=w)
+    np.testing.assert_allclose(aj["cif"].to_numpy(), 1 - km["survival"].to_numpy(), atol=1e-12)
+    np.testing.assert_array_equal(aj["time"].to_numpy(), km["time"].to_numpy())
+
+
+def test_predict_cif(rng):
+    from riskset.competing_risks import baseline_subdistribution_hazard, predict_cif
+
+    spec, data = mgus2()
+    fit = riskset.fit(data, "fine_gray", tol=1e-13)
+    base = baseline_subdistribution_hazard(fit, data)
+    assert np.all(np.diff(base["cumhaz"].to_numpy()) > 0)
+    times = np.array([0.0, 12.0, 120.0, 400.0])
+    cif = predict_cif(fit, data, times)
+    assert cif.shape == (data.n_rows, 4)
+    assert np.all(cif[:, 0] == 0) and np.all(np.diff(cif, axis=1) >= 0) and np.all(cif < 1)
+    eta = fit.linear_predictor(data)
+    H = np.interp(120.0, base["time"], base["cumhaz"], left=0)  # no event exactly at 120? use step
+    Hs = base["cumhaz"].to_numpy()[np.searchsorted(base["time"].to_numpy(), 120.0, side="right") - 1]
+    np.testing.assert_allclose(cif[:, 2], 1 - np.exp(-np.exp(eta) * Hs), rtol=1e-12)
+    assert H > 0
+    # the mean predicted CIF tracks the Aalen-Johansen estimate
+    from riskset.competing_risks import aalen_johansen
+
+    aj = aalen_johansen(data.time, data.status)
+    f120 = aj["cif"].to_numpy()[np.searchsorted(aj["time"].to_numpy(), 120.0, side="right") - 1]
+    assert cif[:, 2].mean() == pytest.approx(f120, abs=0.02)
+
+
+def test_plot_cif(rng):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from riskset.plots.cif import plot_cif
+
+    time = rng.integers(1, 15, 100).astype(float)
+    status = rng.choice([0, 1, 2], 100)
+    group = rng.choice(["a", "b"], 100)
+    fig = plot_cif(time, status, group=group)
+    ax = fig.axes[0]
+    assert len(ax.get_lines()) >= 2
+    assert [t.get_text() for t in ax.get_legend().get_texts()][:2] == ["a", "b"]
