@@ -214,7 +214,7 @@ def test_sets_without_case_or_control_are_dropped_with_count(rng):
     with pytest.warns(DataWarning, match=r"dropped 2 matched set\(s\) without a case and 1 without a control"):
         df = ConditionalLogistic().datafit(bad)
     assert df.n_strata == 7
-    assert fit_ccd(df, np.zeros(3), np.zeros(3)).converged
+    assert fit_ccd(df, np.zeros(3), np.full(3, 0.1)).converged  # 7 tiny sets: a weak prior avoids separation
 
 
 def test_all_sets_uninformative_raises(rng):
@@ -262,3 +262,15 @@ def test_strata_without_events_dropped_for_poisson(rng):
     with pytest.warns(DataWarning, match=f"dropped {n_zero} stratum"):
         df = ConditionalPoisson().datafit(d)
     assert df.n_strata == 10 - n_zero
+
+
+def test_separation_is_reported(rng):
+    data = matched_data(rng, n_sets=20, max_cases=1)
+    X = data.X.toarray()
+    X[:, 1] = data.y  # the covariate is the case indicator
+    sep = Dataset(X=sp.csc_matrix(X), covariate_names=data.covariate_names, row_ids=data.row_ids, y=data.y,
+                  strata=data.strata)
+    res = fit_ccd(ConditionalLogistic().datafit(sep), np.zeros(3), np.zeros(3), options=SolverOptions(max_iter=200))
+    assert not res.converged and "separates" in res.message and "#1" in res.message
+    ok = fit_ccd(ConditionalLogistic().datafit(sep), np.zeros(3), np.ones(3))  # a prior fixes it
+    assert ok.converged

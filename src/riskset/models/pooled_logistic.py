@@ -233,9 +233,10 @@ class PooledLogistic(Model):
                 self._terms.append((term, label))
 
     def options(self):
-        te = {k: (v if isinstance(v, (str, list)) else _time_function(v)[0]) for k, v in self.time_effects.items()}
-        return {"interval_width": self.interval_width, "time_effects": te, "intercept": self.intercept,
-                "horizon": self.horizon}
+        # user functions stay callables here (fit.model rebuilds the model in this session); only
+        # the built-in names survive a JSON round trip of the fit
+        return {"interval_width": self.interval_width, "time_effects": dict(self.time_effects),
+                "intercept": self.intercept, "horizon": self.horizon}
 
     @classmethod
     def from_spec(cls, spec):
