@@ -372,3 +372,11 @@ def test_through_public_api_with_efron_and_time_varying():
     assert np.allclose(table["hazard_ratio"], np.exp(fit.coef.to_numpy()))
     risk = CoxModel(ties="efron", time_varying={"x3": [3.0]}).predict(fit, data, kind="risk")
     assert risk.shape == (150,) and np.all(risk > 0)
+
+
+@pytest.mark.parametrize("ties", TIES)
+def test_time_varying_datafit_derivatives(ties):
+    d = make_data(n=60, seed=20, n_strata=2)
+    df = CoxModel(ties=ties, time_varying={"x0": [2.0, 4.0], "x3": [3.0]}).datafit(dataset(d))
+    assert df.n_coef == 7
+    check_derivatives(df, np.linspace(-0.3, 0.4, 7), rel=1e-6)

@@ -163,7 +163,11 @@ class CoxDatafit(Datafit):
     def gradient(self, state):
         self._sync(state)
         out = np.empty(self.n_coef)
-        K.gradient_all(self.indptr, self.indices, self.values, self.gx0, state.w, self.ks, self.ke, self.event,
+        if self.formulation == "sparse":
+            ksn, ken, evn = self.ksn, self.ken, self.evn
+        else:
+            ksn, ken, evn = self.ks[self.indices], self.ke[self.indices], self.event[self.indices]
+        K.gradient_all(self.indptr, self.indices, self.values, self.gx0, state.w, ksn, ken, evn,
                        state.A1c, state.R1, self.efron, out)
         return out
 
@@ -410,7 +414,7 @@ def linear_predictor(model: CoxModel, coef, data) -> np.ndarray:
             t = np.asarray(data.time if data.time is not None else np.zeros(data.n_rows), dtype=np.float64)
             iv = np.searchsorted(cuts, t, side="right")
             labs = interval_labels(cuts, lower=0.0)
-            b_iv = np.array([_tv_coef(coef, n, lab) for lab in labs])
+            b_iv = np.array([coef.get(f"{n}{lab}", 0.0) for lab in labs])
             col = np.asarray(data.X[:, j].todense()).ravel()
             eta += col * b_iv[iv]
         else:
@@ -419,11 +423,3 @@ def linear_predictor(model: CoxModel, coef, data) -> np.ndarray:
     if data.offset is not None:
         eta += data.offset
     return eta
-
-
-def _tv_coef(coef, name, label):
-    if f"{name}{label}" in coef:
-        return coef[f"{name}{label}"]
-    prefix = name + "["
-    hits = [k for k in coef if k.startswith(prefix) and k.split(",")[1:] == label.split(",")[1:]]
-    return coef[hits[0]] if hits else 0.0

@@ -369,16 +369,15 @@ def coordinate_scan(indptr, indices, values, j, xd, w, cw, ks, ke, event, slot_d
 
 
 @njit(cache=True)
-def gradient_all(indptr, indices, values, gx0, w, ks, ke, event, A1c, R1, efron, out):
-    """dl/dbeta for every column in O(nnz) (aggregates must be current)."""
+def gradient_all(indptr, indices, values, gx0, w, ksn, ken, evn, A1c, R1, efron, out):
+    """dl/dbeta for every column in O(nnz) (aggregates must be current; per-non-zero slots)."""
     for j in range(indptr.shape[0] - 1):
         g = gx0[j]
         for i in range(indptr[j], indptr[j + 1]):
-            r = indices[i]
-            wx = w[r] * values[i]
-            g -= wx * (A1c[ke[r]] - A1c[ks[r]])
-            if efron and event[r]:
-                g += wx * R1[ke[r] - 1]
+            wx = w[indices[i]] * values[i]
+            g -= wx * (A1c[ken[i]] - A1c[ksn[i]])
+            if efron and evn[i]:
+                g += wx * R1[ken[i] - 1]
         out[j] = g
 
 
