@@ -138,6 +138,7 @@ def simulate_sccs(rng, n_cases=400, n_drugs=30, beta=None):
                      axis=1).assign(events=y)
 
 
+@pytest.mark.filterwarnings("ignore::riskset.exceptions.DataWarning")
 def test_fit_recovers_effects_and_lasso_selects(rng):
     beta = np.zeros(30)
     beta[:3] = [1.0, -0.7, 0.8]
@@ -205,7 +206,7 @@ def test_bad_person_level_inputs():
         build_sccs(obs.assign(end=[100, 0]), exp.assign(end=60), out)
     with pytest.raises(InputError, match="more than one observation period"):
         build_sccs(pd.concat([obs, obs]), exp.assign(end=60), out)
-    with pytest.raises(InputError, match="no cases|no outcome"):
+    with pytest.raises(InputError, match="no cases|no outcome"), pytest.warns(DataWarning, match="dropped 1 outcome"):
         build_sccs(obs, exp.assign(end=60), out.assign(date=500))
     with pytest.raises(InputError, match="no column 'drug'"):
         build_sccs(obs, exp.assign(end=60).drop(columns="drug"), out)
