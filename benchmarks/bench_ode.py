@@ -84,12 +84,13 @@ def bench_numbalsoda(P, y0, t, rtol, atol):
     addr = rhs.address
     out = np.empty((P.shape[0], t.size, 4))
     solver(addr, y0, t, data=P[0].copy(), rtol=rtol, atol=atol)  # warm
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for i in range(P.shape[0]):
         usol, ok = solver(addr, y0, t, data=P[i].copy(), rtol=rtol,
                           atol=atol)
         out[i] = usol
-    return (time.perf_counter() - t0, out), "dop853, 1 core, Python loop"
+    return ((time.perf_counter() - t0, time.process_time() - c0, out),
+            "dop853, 1 core, Python loop")
 
 
 def bench_diffrax(P, y0, t, rtol, atol):
@@ -126,10 +127,10 @@ def bench_diffrax(P, y0, t, rtol, atol):
     fn(Pj[:8]).block_until_ready()
     fn(Pj).block_until_ready()  # compile for the full shape
     comp = time.perf_counter() - c0
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     ys = fn(Pj).block_until_ready()
-    el = time.perf_counter() - t0
-    return (el, np.asarray(ys)), (f"Dopri5 + PID, jit(vmap), "
+    el, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    return (el, cpu, np.asarray(ys)), (f"Dopri5 + PID, jit(vmap), "
                                   f"compile+first run {comp:.1f} s")
 
 
@@ -169,40 +170,40 @@ def main(argv=None):
 
     rows = []
 
+    def timed(fn, repeat=1):
+        best = None
+        for _ in range(repeat):
+            w0, c0 = time.perf_counter(), time.process_time()
+            r = fn()
+            w, c = time.perf_counter() - w0, time.process_time() - c0
+            if best is None or w < best[0]:
+                best = (w, c, r)
+        return best
+
     # --- riskset CPU ---------------------------------------------------------
-    times_ = []
-    for _ in range(a.repeat):
-        s0 = time.perf_counter()
-        res = solve_batch("seir", P, y0, t, rtol=rtol, atol=atol,
-                          progress=False)
-        times_.append(time.perf_counter() - s0)
-    rs_t = min(times_)
-    rows.append(("riskset cpu (prange)", cores, rs_t, rel_err(res.states,
-                                                              ref.states),
+    w, c, res = timed(lambda: solve_batch("seir", P, y0, t, rtol=rtol,
+                                          atol=atol, progress=False),
+                      a.repeat)
+    rows.append(("riskset cpu (prange)", cores, w, c,
+                 rel_err(res.states, ref.states),
                  f"best of {a.repeat}; mean accepted steps "
                  f"{res.n_accepted.mean():.0f}"))
-    times_ = []
-    for _ in range(a.repeat):
-        s0 = time.perf_counter()
-        resb = solve_batch("seir", P, y0, t, rtol=rtol, atol=atol,
-                           progress=False, bundle=True, pilot_size=1000,
-                           seed=1)
-        times_.append(time.perf_counter() - s0)
+    w, c, resb = timed(lambda: solve_batch(
+        "seir", P, y0, t, rtol=rtol, atol=atol, progress=False, bundle=True,
+        pilot_size=1000, seed=1), a.repeat)
     assert np.array_equal(resb.states, res.states)
-    rows.append(("riskset cpu, bundled", cores, min(times_),
+    rows.append(("riskset cpu, bundled", cores, w, c,
                  rel_err(resb.states, ref.states),
                  "pilot 1000 + sorted rest"))
 
     # --- scipy loop ------------------------------------------------------------
     k = min(a.scipy_subset, n)
     sub = np.random.default_rng(a.seed + 1).choice(n, k, replace=False)
-    s0 = time.perf_counter()
-    sc = scipy_loop(P[sub], y0, t, rtol, atol)
-    sc_sub = time.perf_counter() - s0
-    sc_t = sc_sub * n / k
-    rows.append(("scipy solve_ivp RK45 loop", 1, sc_t,
+    w, c, sc = timed(lambda: scipy_loop(P[sub], y0, t, rtol, atol))
+    sc_w, sc_c = w * n / k, c * n / k
+    rows.append(("scipy solve_ivp RK45 loop", 1, sc_w, sc_c,
                  rel_err(sc, ref.states[sub]),
-                 f"{k} tasks in {sc_sub:.1f} s, extrapolated"))
+                 f"{k} tasks in {w:.1f} s, extrapolated"))
     # riskset and scipy take the same steps: confirm on the subset
     same = np.max(np.abs(sc - res.states[sub])
                   / np.maximum(np.abs(res.states[sub]), 1.0))
@@ -212,37 +213,41 @@ def main(argv=None):
     # --- numbalsoda ------------------------------------------------------------
     r, note = bench_numbalsoda(P, y0, t, rtol, atol)
     if r is None:
-        rows.append(("numbalsoda", 1, math.nan, math.nan, note))
+        rows.append(("numbalsoda", 1, math.nan, math.nan, math.nan, note))
     else:
-        rows.append(("numbalsoda", 1, r[0], rel_err(r[1], ref.states), note))
+        rows.append(("numbalsoda", 1, r[0], r[1], rel_err(r[2], ref.states),
+                     note))
 
     # --- diffrax + JAX -----------------------------------------------------------
     if a.skip_diffrax:
-        rows.append(("diffrax + JAX vmap", 0, math.nan, math.nan, "skipped"))
+        rows.append(("diffrax + JAX vmap", 0, math.nan, math.nan, math.nan,
+                     "skipped"))
     else:
         r, note = bench_diffrax(P, y0, t, rtol, atol)
         if r is None:
-            rows.append(("diffrax + JAX vmap", 0, math.nan, math.nan, note))
+            rows.append(("diffrax + JAX vmap", 0, math.nan, math.nan,
+                         math.nan, note))
         else:
             rows.append(("diffrax + JAX vmap (CPU)", os.cpu_count(), r[0],
-                         rel_err(r[1], ref.states), note))
+                         r[1], rel_err(r[2], ref.states), note))
 
     # --- table -------------------------------------------------------------------
     print()
-    hdr = (f"{'method':28s} {'cores':>5s} {'time 10k [s]':>12s} "
-           f"{'tasks/s':>10s} {'tasks/s/core':>12s} {'vs scipy':>9s} "
+    print(f"time for all {n} tasks (scipy: extrapolated from its subset); "
+          "cpu = process CPU time over all threads; 'per core' compares "
+          "CPU time, robust to other load on the machine")
+    hdr = (f"{'method':26s} {'cores':>5s} {'wall [s]':>9s} {'cpu [s]':>8s} "
+           f"{'tasks/s':>8s} {'vs scipy':>9s} {'per core':>9s} "
            f"{'max rel err':>11s}  note")
     print(hdr)
     print("-" * len(hdr))
-    for name, c, el, err, note in rows:
+    for name, ncores, el, cpu, err, note in rows:
         if math.isnan(el):
-            print(f"{name:28s} {'-':>5s} {'-':>12s} {'-':>10s} {'-':>12s} "
-                  f"{'-':>9s} {'-':>11s}  {note}")
+            print(f"{name:26s} {'-':>5s} {'-':>9s} {'-':>8s} {'-':>8s} "
+                  f"{'-':>9s} {'-':>9s} {'-':>11s}  {note}")
             continue
-        tps = n / el
-        print(f"{name:28s} {c:5d} {el:12.3f} {tps:10.0f} "
-              f"{tps / max(c, 1):12.0f} {sc_t / el:8.0f}x {err:11.1e}  "
-              f"{note}")
+        print(f"{name:26s} {ncores:5d} {el:9.3f} {cpu:8.3f} {n / el:8.0f} "
+              f"{sc_w / el:8.0f}x {sc_c / cpu:8.0f}x {err:11.1e}  {note}")
 
     info = resb.bundling
     print()

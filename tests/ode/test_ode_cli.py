@@ -92,3 +92,16 @@ def test_parse_times():
     np.testing.assert_array_equal(parse_times("0,1,7,30"), [0, 1, 7, 30])
     with pytest.raises(ValueError):
         parse_times("a:b")
+
+
+def test_gpu_backend_without_gpu(tmp_path, capsys):
+    from numba import cuda
+
+    from riskset.ode import gpu
+    if gpu.simulator_enabled() or cuda.is_available():
+        pytest.skip("a GPU or the simulator is available")
+    rc = _run(["ode", "--spec", str(BUNDLED / "case.json"), "--out",
+               str(tmp_path / "o.csv"), "--backend", "gpu"])
+    assert rc == 2
+    assert "no CUDA GPU" in capsys.readouterr().err
+    assert not (tmp_path / "o.csv").exists()

@@ -110,7 +110,7 @@ def run_tasks(model, P, Y0, t0, t_eval, rtol, atol, max_steps, idx, out,
     busy even when neighbouring tasks differ a lot in cost.
     """
     fn = get_solver(model)
-    idx = np.ascontiguousarray(idx, dtype=np.int64)
+    idx = np.array(idx, dtype=np.int64, order="C", copy=True)
     m = idx.shape[0]
     if m == 0:
         return

@@ -139,8 +139,10 @@ def parse_inputs(model, params, y0=None, set_ids=None):
     set_ids = np.asarray(set_ids)
     if set_ids.shape != (n,):
         raise ValueError(f"set_ids must have length {n}")
-    return (np.ascontiguousarray(P, dtype=np.float64),
-            np.ascontiguousarray(Y, dtype=np.float64), set_ids)
+    # fresh, writeable, C-ordered copies: one compiled signature for all
+    # inputs (numba specialises on read-only arrays, e.g. broadcast views)
+    return (np.array(P, dtype=np.float64, order="C", copy=True),
+            np.array(Y, dtype=np.float64, order="C", copy=True), set_ids)
 
 
 def check_times(t_eval, t0=None):
@@ -164,7 +166,7 @@ def check_times(t_eval, t0=None):
         raise ValueError("t0 must be finite")
     if t0 > t[0]:
         raise ValueError(f"t0 = {t0} is after the first output time {t[0]}")
-    return np.ascontiguousarray(t), t0
+    return np.array(t, dtype=np.float64, order="C", copy=True), t0
 
 
 def check_tolerances(rtol, atol, n_states):
@@ -187,7 +189,7 @@ def check_tolerances(rtol, atol, n_states):
         warnings.warn(f"rtol={rtol} is too small; using {100 * EPS:.3g} "
                       "(as scipy does)", RuntimeWarning, stacklevel=3)
         rtol = 100 * EPS
-    return rtol, np.ascontiguousarray(a)
+    return rtol, np.array(a, dtype=np.float64, order="C", copy=True)
 
 
 def _backend_module(backend):
