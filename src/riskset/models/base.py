@@ -56,9 +56,9 @@ class Datafit(ABC):
         self.X = X
         n = X.shape[0]
         self.offset = np.zeros(n) if offset is None else np.ascontiguousarray(offset, dtype=np.float64)
-        # CSC components handed to the kernels (kept contiguous, int64 indices).
+        # CSC components handed to the kernels, shared with X (no copy of the non-zeros).
         self.indptr = X.indptr.astype(np.int64)
-        self.indices = X.indices.astype(np.int64)
+        self.indices = np.ascontiguousarray(X.indices)
         self.values = X.data
 
     @property

@@ -23,14 +23,28 @@ _SEPARATION_ETA = 25.0
 
 
 class GLMDatafit(Datafit):
-    """Datafit of a GLM family with canonical link (kernels in ``kernels.cpu.glm``)."""
+    """Datafit of a GLM family with canonical link (kernels in ``kernels.cpu.glm``).
 
-    def __init__(self, family: int, X, y, weights=None, offset=None):
+    With ``intercept=True`` coefficient 0 is an implicit column of ones, so the
+    user's X is used as is (no copy of the non-zeros); coefficient j >= 1 is column
+    j - 1 of X.
+    """
+
+    def __init__(self, family: int, X, y, weights=None, offset=None, intercept: bool = False):
         super().__init__(X, offset)
         self.family = family
+        self.first = int(intercept)
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.w = np.ones(self.n_rows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
         self.indicator = indicator_columns(self.indptr, self.values)
+
+    @property
+    def n_coef(self):
+        return self.X.shape[1] + self.first
+
+    def linear_predictor(self, beta):
+        eta = self.X @ beta[self.first:] + self.offset
+        return eta + beta[0] if self.first else eta
 
     def reweighted(self, weights):
         view = copy.copy(self)
@@ -47,21 +61,28 @@ class GLMDatafit(Datafit):
         return kernels.loglik(self.family, state.eta, self.y, self.w)
 
     def coordinate(self, state, j):
-        return kernels.coordinate(self.indptr, self.indices, self.values, j, state.resid, state.curv)
+        return kernels.coordinate(self.indptr, self.indices, self.values, j - self.first, state.resid, state.curv)
 
     def move(self, state, j, delta):
-        kernels.move(self.family, self.indptr, self.indices, self.values, self.indicator, j, delta,
+        kernels.move(self.family, self.indptr, self.indices, self.values, self.indicator, j - self.first, delta,
                      state.eta, self.y, self.w, state.expeta, state.resid, state.curv)
 
     def cycle(self, state, coords, beta, l1, l2, radius):
-        kernels.cycle(self.family, self.indptr, self.indices, self.values, self.indicator, coords, beta, l1, l2,
-                      radius, state.eta, self.y, self.w, state.expeta, state.resid, state.curv)
+        kernels.cycle(self.family, self.first, self.indptr, self.indices, self.values, self.indicator, coords, beta,
+                      l1, l2, radius, state.eta, self.y, self.w, state.expeta, state.resid, state.curv)
 
     def gradient(self, state):
-        return self.X.T @ state.resid
+        grad = self.X.T @ state.resid
+        return np.r_[state.resid.sum(), grad] if self.first else grad
+
+    def design_columns(self, columns) -> sp.csc_matrix:
+        """Columns of the full design (the intercept as ones) as a sparse matrix."""
+        cols = [sp.csc_matrix(np.ones((self.n_rows, 1))) if j < self.first else self.X[:, [j - self.first]]
+                for j in columns]
+        return sp.hstack(cols, format="csc") if cols else sp.csc_matrix((self.n_rows, 0))
 
     def hessian(self, state, columns):
-        Xc = self.X[:, columns]
+        Xc = self.design_columns(columns)
         return -np.asarray((Xc.T @ sp.diags(state.curv) @ Xc).todense())
 
     def diagnose(self, state, beta):
@@ -75,7 +96,7 @@ class GLMDatafit(Datafit):
         if not np.any(extreme & (self.w > 0)):
             return None
         scale = abs(self.X).max(axis=0).toarray().ravel()
-        worst = int(np.argmax(np.abs(beta) * scale))
+        worst = int(np.argmax(np.abs(beta) * np.r_[np.ones(self.first), scale]))
         what = "0 or 1" if self.family == kernels.LOGISTIC else "0"
         return (f"did not converge: fitted means of {what} at {int(extreme.sum())} row(s) "
                 f"(|linear predictor| > {_SEPARATION_ETA:g}); coefficient {self.coef_label(worst)!r} is diverging "
@@ -103,15 +124,10 @@ class _GLM(Model):
     def unpenalized_names(self):
         return ["intercept"] if self.intercept else []
 
-    def design(self, data: Dataset):
-        if not self.intercept:
-            return data.X
-        return sp.hstack([sp.csc_matrix(np.ones((data.n_rows, 1))), data.X], format="csc")
-
     def datafit(self, data: Dataset) -> GLMDatafit:
         data.require("y", model=self.name)
         self.validate_response(data.y, data.row_ids)
-        return GLMDatafit(self.family, self.design(data), data.y, data.weights, data.offset)
+        return GLMDatafit(self.family, data.X, data.y, data.weights, data.offset, intercept=self.intercept)
 
     def validate_response(self, y, row_ids):
         """Raise InputError for responses outside the family's support."""

@@ -37,11 +37,16 @@ def refresh_rows(family, eta, y, w, expeta, resid, curv):
 
 
 @njit(cache=True, nogil=True)
-def coordinate(indptr, indices, values, j, resid, curv):
-    """(dl/dbeta_j, d2l/dbeta_j^2) from the non-zeros of column j."""
+def coordinate(indptr, indices, values, c, resid, curv):
+    """(dl/dbeta, d2l/dbeta^2) of CSC column ``c``, or of the implicit intercept if c < 0."""
     g = 0.0
     h = 0.0
-    for k in range(indptr[j], indptr[j + 1]):
+    if c < 0:
+        for i in range(resid.shape[0]):
+            g += resid[i]
+            h -= curv[i]
+        return g, h
+    for k in range(indptr[c], indptr[c + 1]):
         i = indices[k]
         x = values[k]
         g += x * resid[i]
@@ -49,18 +54,28 @@ def coordinate(indptr, indices, values, j, resid, curv):
     return g, h
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _update_row(family, i, dx, factor, eta, y, w, expeta, resid, curv):
+    eta[i] += dx
+    expeta[i] *= factor
+    mu, v = _mean_and_curvature(family, eta[i], expeta[i])
+    resid[i] = w[i] * (y[i] - mu)
+    curv[i] = w[i] * v
+
+
 @njit(cache=True, nogil=True)
-def move(family, indptr, indices, values, indicator, j, delta, eta, y, w, expeta, resid, curv):
-    """beta_j += delta: update eta, expeta, resid and curv at the non-zeros of column j."""
+def move(family, indptr, indices, values, indicator, c, delta, eta, y, w, expeta, resid, curv):
+    """beta += delta for CSC column ``c`` (the implicit intercept if c < 0): update
+    eta, expeta, resid and curv at the column's non-zero rows."""
     factor = math.exp(delta)
-    for k in range(indptr[j], indptr[j + 1]):
-        i = indices[k]
-        x = values[k]
-        eta[i] += delta * x
-        expeta[i] *= factor if indicator[j] else math.exp(delta * x)
-        mu, v = _mean_and_curvature(family, eta[i], expeta[i])
-        resid[i] = w[i] * (y[i] - mu)
-        curv[i] = w[i] * v
+    if c < 0:
+        for i in range(eta.shape[0]):
+            _update_row(family, i, delta, factor, eta, y, w, expeta, resid, curv)
+        return
+    for k in range(indptr[c], indptr[c + 1]):
+        dx = delta * values[k]
+        _update_row(family, indices[k], dx, factor if indicator[c] else math.exp(dx), eta, y, w, expeta, resid,
+                    curv)
 
 
 @njit(cache=True, nogil=True)
@@ -82,11 +97,14 @@ def loglik(family, eta, y, w):
 
 
 @njit(cache=True, nogil=True)
-def cycle(family, indptr, indices, values, indicator, coords, beta, l1, l2, radius, eta, y, w, expeta, resid, curv):
-    """One CCD sweep over ``coords`` (see riskset.solver.step), entirely compiled."""
+def cycle(family, first, indptr, indices, values, indicator, coords, beta, l1, l2, radius, eta, y, w, expeta,
+          resid, curv):
+    """One CCD sweep over coefficients ``coords`` (see riskset.solver.step), entirely
+    compiled; coefficient j is CSC column j - first (the intercept when negative)."""
     for j in coords:
-        g, h = coordinate(indptr, indices, values, j, resid, curv)
+        c = j - first
+        g, h = coordinate(indptr, indices, values, c, resid, curv)
         step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
         if step != 0.0:
-            move(family, indptr, indices, values, indicator, j, step, eta, y, w, expeta, resid, curv)
+            move(family, indptr, indices, values, indicator, c, step, eta, y, w, expeta, resid, curv)
             beta[j] += step
