@@ -22,6 +22,8 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from riskset.kernels.cpu.columns import indicator_columns  # noqa: F401  (re-exported for the families)
+
 
 class FitState:
     """Mutable state of one fit: the linear predictor and family-specific arrays.
@@ -111,14 +113,6 @@ class Datafit(ABC):
         caller then prepares a new datafit). Weight 0 removes a row: replicates of
         cross-validation and the bootstrap are reweighted views of one datafit."""
         return None
-
-
-def indicator_columns(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Boolean per column: every stored value is 1 (kernels then skip multiplications)."""
-    counts = np.diff(indptr)
-    column_of = np.repeat(np.arange(counts.size), counts)
-    ones = np.bincount(column_of, weights=(values == 1.0), minlength=counts.size)
-    return ones == counts
 
 
 class Model(ABC):
