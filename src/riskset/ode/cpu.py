@@ -5,10 +5,16 @@ The solver for a model is built once per process from the shared step math in
 cached on disk (``cache=True``): numba keys the cache of a closure on a pickle
 of its closure cells, which contain numba dispatchers whose pickle holds a
 random per-process UUID; we give the dispatchers of built-in models a
-deterministic UUID so the key is stable across processes. User models are
-compiled once per process (not cached on disk).
+deterministic UUID (model name + hash of the right-hand side's bytecode) so
+the key is stable across processes and changes with the equations. The
+per-model closures also get distinct names, because numba derives symbol
+names from ``__qualname__`` and two cached libraries exposing equal symbols
+would be linked to each other. User models are compiled once per process
+(not cached on disk).
 """
 
+import hashlib
+import marshal
 import threading
 import types
 
@@ -85,6 +91,14 @@ def _build(model, cache_key):
     return run
 
 
+def _cache_key(model):
+    """Model name + hash of the right-hand side's code: the cached solver
+    is invalidated when the equations change (numba itself only watches the
+    file of the cached function, here cpu.py)."""
+    code = marshal.dumps(model.rhs.__code__)
+    return f"{model.name}_{hashlib.sha256(code).hexdigest()[:12]}"
+
+
 def get_solver(model):
     """Compiled ``run_chunk`` for ``model`` (built once per process)."""
     from .models import BUILTIN_MODELS
@@ -94,7 +108,7 @@ def get_solver(model):
     with _lock:
         fn = _solvers.get(key)
         if fn is None:
-            cache_key = f"{model.name}" if builtin else None
+            cache_key = _cache_key(model) if builtin else None
             fn = _build(model, cache_key)
             _solvers[key] = fn
     return fn

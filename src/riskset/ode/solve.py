@@ -230,7 +230,7 @@ def solve_batch(model, params, y0=None, t_eval=None, *, t0=None, rtol=1e-6,
     bundle_size : tasks per bundle for the lockstep-efficiency diagnostics
         (a warp: 32).
     pilot_size : number of random pilot tasks used to fit the predictor
-        (default 10%, 64..1000).
+        (default 10%, 64..1000; at most half of the batch).
     degree : 1, 2 or "auto" -- polynomial degree of the step predictor in
         the log-features.
     max_steps : maximum attempted (accepted + rejected) steps per task;
@@ -293,7 +293,7 @@ def solve_batch(model, params, y0=None, t_eval=None, *, t0=None, rtol=1e-6,
             rng = np.random.default_rng(seed)
             ps = (_bundling.default_pilot_size(n) if pilot_size is None
                   else int(pilot_size))
-            ps = max(2, min(n, ps))
+            ps = max(2, min(n // 2, ps))  # leave tasks to sort/evaluate
             pilot = rng.permutation(_bundling.choose_pilot(n, ps, rng))
             mod.run_tasks(*run_args, pilot, out, stats,
                           chunk_size=chunk_size, pbar=pbar)
