@@ -52,28 +52,33 @@ class GLMDatafit(Datafit):
         return view
 
     def new_state(self, beta):
-        state = FitState(self.linear_predictor(beta))
-        state.expeta, state.resid, state.curv = np.empty(self.n_rows), np.empty(self.n_rows), np.empty(self.n_rows)
-        kernels.refresh_rows(self.family, state.eta, self.y, self.w, state.expeta, state.resid, state.curv)
+        rows = np.empty((self.n_rows, kernels.N_FIELDS))
+        rows[:, kernels.ETA] = self.linear_predictor(beta)
+        rows[:, kernels.Y] = self.y
+        rows[:, kernels.W] = self.w
+        kernels.refresh_rows(self.family, rows)
+        state = FitState(rows[:, kernels.ETA])
+        state.rows = rows
         return state
 
     def loglik(self, state):
-        return kernels.loglik(self.family, state.eta, self.y, self.w)
+        return kernels.loglik(self.family, state.rows)
 
     def coordinate(self, state, j):
-        return kernels.coordinate(self.indptr, self.indices, self.values, j - self.first, state.resid, state.curv)
+        return kernels.coordinate(self.indptr, self.indices, self.values, j - self.first, state.rows)
 
     def move(self, state, j, delta):
         kernels.move(self.family, self.indptr, self.indices, self.values, self.indicator, j - self.first, delta,
-                     state.eta, self.y, self.w, state.expeta, state.resid, state.curv)
+                     state.rows)
 
     def cycle(self, state, coords, beta, l1, l2, radius):
         kernels.cycle(self.family, self.first, self.indptr, self.indices, self.values, self.indicator, coords, beta,
-                      l1, l2, radius, state.eta, self.y, self.w, state.expeta, state.resid, state.curv)
+                      l1, l2, radius, state.rows)
 
     def gradient(self, state):
-        grad = self.X.T @ state.resid
-        return np.r_[state.resid.sum(), grad] if self.first else grad
+        resid = np.ascontiguousarray(state.rows[:, kernels.RESID])
+        grad = self.X.T @ resid
+        return np.r_[resid.sum(), grad] if self.first else grad
 
     def design_columns(self, columns) -> sp.csc_matrix:
         """Columns of the full design (the intercept as ones) as a sparse matrix."""
@@ -83,7 +88,7 @@ class GLMDatafit(Datafit):
 
     def hessian(self, state, columns):
         Xc = self.design_columns(columns)
-        return -np.asarray((Xc.T @ sp.diags(state.curv) @ Xc).todense())
+        return -np.asarray((Xc.T @ sp.diags(state.rows[:, kernels.CURV]) @ Xc).todense())
 
     def diagnose(self, state, beta):
         """Report separation: fitted means of exactly 0 or 1 with diverging coefficients."""

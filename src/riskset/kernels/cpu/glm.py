@@ -6,6 +6,10 @@ column j: dl/dbeta_j = sum_i x_ij resid_i and d2l/dbeta_j^2 = -sum_i x_ij^2 curv
 It also keeps ``expeta = exp(eta)`` and updates it by the factor exp(delta x): for an
 indicator column that is one ``exp`` per move instead of one per row. Each full
 refresh (new_state) recomputes it from eta, so rounding cannot accumulate unchecked.
+
+Layout: the state of row i is one row of ``rows``, an (N, 6) array holding eta,
+exp(eta), resid, curv, y and w side by side, so a move or a gradient touches one
+cache line per non-zero instead of six scattered ones.
 """
 import math
 
@@ -14,6 +18,8 @@ from numba import njit
 from riskset.solver.step import bounded_step
 
 LOGISTIC, POISSON, GAUSSIAN = 0, 1, 2
+ETA, EXPETA, RESID, CURV, Y, W = 0, 1, 2, 3, 4, 5
+N_FIELDS = 6
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -27,84 +33,84 @@ def _mean_and_curvature(family, eta, expeta):
 
 
 @njit(cache=True, nogil=True)
-def refresh_rows(family, eta, y, w, expeta, resid, curv):
-    """Fill expeta, resid and curv for all rows from eta."""
-    for i in range(eta.shape[0]):
-        expeta[i] = math.exp(eta[i])
-        mu, v = _mean_and_curvature(family, eta[i], expeta[i])
-        resid[i] = w[i] * (y[i] - mu)
-        curv[i] = w[i] * v
+def refresh_rows(family, rows):
+    """Fill exp(eta), resid and curv of every row from its eta, y and w."""
+    for i in range(rows.shape[0]):
+        rows[i, EXPETA] = math.exp(rows[i, ETA])
+        _set_mean(family, rows, i)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _set_mean(family, rows, i):
+    mu, v = _mean_and_curvature(family, rows[i, ETA], rows[i, EXPETA])
+    rows[i, RESID] = rows[i, W] * (rows[i, Y] - mu)
+    rows[i, CURV] = rows[i, W] * v
 
 
 @njit(cache=True, nogil=True)
-def coordinate(indptr, indices, values, c, resid, curv):
+def coordinate(indptr, indices, values, c, rows):
     """(dl/dbeta, d2l/dbeta^2) of CSC column ``c``, or of the implicit intercept if c < 0."""
     g = 0.0
     h = 0.0
     if c < 0:
-        for i in range(resid.shape[0]):
-            g += resid[i]
-            h -= curv[i]
+        for i in range(rows.shape[0]):
+            g += rows[i, RESID]
+            h -= rows[i, CURV]
         return g, h
     for k in range(indptr[c], indptr[c + 1]):
         i = indices[k]
         x = values[k]
-        g += x * resid[i]
-        h -= x * x * curv[i]
+        g += x * rows[i, RESID]
+        h -= x * x * rows[i, CURV]
     return g, h
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _update_row(family, i, dx, factor, eta, y, w, expeta, resid, curv):
-    eta[i] += dx
-    expeta[i] *= factor
-    mu, v = _mean_and_curvature(family, eta[i], expeta[i])
-    resid[i] = w[i] * (y[i] - mu)
-    curv[i] = w[i] * v
+def _update_row(family, rows, i, dx, factor):
+    rows[i, ETA] += dx
+    rows[i, EXPETA] *= factor
+    _set_mean(family, rows, i)
 
 
 @njit(cache=True, nogil=True)
-def move(family, indptr, indices, values, indicator, c, delta, eta, y, w, expeta, resid, curv):
-    """beta += delta for CSC column ``c`` (the implicit intercept if c < 0): update
-    eta, expeta, resid and curv at the column's non-zero rows."""
+def move(family, indptr, indices, values, indicator, c, delta, rows):
+    """beta += delta for CSC column ``c`` (the implicit intercept if c < 0): update the
+    state of the column's non-zero rows."""
     factor = math.exp(delta)
     if c < 0:
-        for i in range(eta.shape[0]):
-            _update_row(family, i, delta, factor, eta, y, w, expeta, resid, curv)
+        for i in range(rows.shape[0]):
+            _update_row(family, rows, i, delta, factor)
         return
     for k in range(indptr[c], indptr[c + 1]):
         dx = delta * values[k]
-        _update_row(family, indices[k], dx, factor if indicator[c] else math.exp(dx), eta, y, w, expeta, resid,
-                    curv)
+        _update_row(family, rows, indices[k], dx, factor if indicator[c] else math.exp(dx))
 
 
 @njit(cache=True, nogil=True)
-def loglik(family, eta, y, w):
+def loglik(family, rows):
     """Weighted log-likelihood; Poisson includes -log(y!), Gaussian is -RSS/2."""
     total = 0.0
-    for i in range(eta.shape[0]):
-        e = eta[i]
+    for i in range(rows.shape[0]):
+        e, y, w = rows[i, ETA], rows[i, Y], rows[i, W]
         if family == LOGISTIC:
             softplus = e + math.log1p(math.exp(-e)) if e > 0 else math.log1p(math.exp(e))
-            total += w[i] * (y[i] * e - softplus)
+            total += w * (y * e - softplus)
         elif family == POISSON:
-            total += w[i] * (y[i] * e - math.exp(e) - math.lgamma(y[i] + 1.0))
+            total += w * (y * e - math.exp(e) - math.lgamma(y + 1.0))
         else:
-            r = y[i] - e
-            total -= 0.5 * w[i] * r * r
+            r = y - e
+            total -= 0.5 * w * r * r
     return total
 
 
-
 @njit(cache=True, nogil=True)
-def cycle(family, first, indptr, indices, values, indicator, coords, beta, l1, l2, radius, eta, y, w, expeta,
-          resid, curv):
+def cycle(family, first, indptr, indices, values, indicator, coords, beta, l1, l2, radius, rows):
     """One CCD sweep over coefficients ``coords`` (see riskset.solver.step), entirely
     compiled; coefficient j is CSC column j - first (the intercept when negative)."""
     for j in coords:
         c = j - first
-        g, h = coordinate(indptr, indices, values, c, resid, curv)
+        g, h = coordinate(indptr, indices, values, c, rows)
         step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
         if step != 0.0:
-            move(family, indptr, indices, values, indicator, c, step, eta, y, w, expeta, resid, curv)
+            move(family, indptr, indices, values, indicator, c, step, rows)
             beta[j] += step
