@@ -26,8 +26,8 @@ def tied_data(rng, n=60, p=5, n_times=6, density=0.4, weights=True):
     status[:4] = [1, 2, 0, 3]
     X = sp.random(n, p, density=density, random_state=np.random.RandomState(rng.integers(1 << 30)),
                   data_rvs=lambda k: rng.normal(size=k)).tocsc()
-    X[:, 0] = (rng.random(n) < 0.3).astype(float)[:, None]  # indicator column
-    X = sp.csc_matrix(X)
+    ind = sp.csc_matrix((rng.random(n) < 0.3).astype(float)[:, None])  # an indicator column
+    X = sp.hstack([ind, X[:, 1:]], format="csc")
     w = rng.uniform(0.5, 2.0, n) if weights else None
     return X, time, status, w
 
@@ -168,6 +168,11 @@ def test_reweighted_datafit(rng):
     beta = rng.normal(scale=0.3, size=X.shape[1])
     assert rw.loglik(rw.new_state(beta)) == pytest.approx(fresh.loglik(fresh.new_state(beta)), rel=1e-13)
     assert base.loglik(base.new_state(beta)) == pytest.approx(brute_loglik(X, time, status, beta), rel=1e-12)
+    # a view without the latest rows (cross-validation fold): empty late risk sets stay finite
+    late = rw.reweighted(np.where(time >= time.max() - 1, 0.0, 1.0))
+    st = late.new_state(beta)
+    assert np.isfinite(late.loglik(st)) and np.all(np.isfinite(late.hessian(st, np.arange(X.shape[1]))))
+    check_derivatives(late, beta)
 
 
 def test_event_codes_options(rng):
@@ -241,6 +246,38 @@ def test_aalen_johansen_hand_example():
     assert dict(zip(aj["time"], aj["cif_competing"]))[4.0] == pytest.approx(1 / 6 + 2 / 9)
 
 
+def test_aalen_johansen_matches_cuminc():
+    from riskset.competing_risks import aalen_johansen
+
+    _, data = mgus2()
+    sex = np.asarray(data.X[:, data.covariate_names.index("sex01")].todense()).ravel()
+    aj = aalen_johansen(data.time, data.status, group=sex)
+    # cmprsk::cuminc(time, status, group = sex01), timepoints at 12, 60, 120, 240 months
+    ref = {(0, "cif"): [0.01284465077729936, 0.0402381514609321, 0.0730452177193992, 0.1045498982360556],
+           (1, "cif"): [0.00669344042838019, 0.0295835666730379, 0.0556369020383935, 0.0958800869816754],
+           (0, "cif_competing"): [0.09466068395881695, 0.2653294021303905, 0.4827806045720913,
+                                  0.6979870359963115],
+           (1, "cif_competing"): [0.14725568942436412, 0.3705926840758794, 0.5757433462368083,
+                                  0.7482754721171208]}
+    for (g, col), values in ref.items():
+        part = aj[aj["group"] == g]
+        idx = np.searchsorted(part["time"].to_numpy(), [12, 60, 120, 240], side="right") - 1
+        np.testing.assert_allclose(part[col].to_numpy()[idx], values, rtol=1e-12)
+
+
+def test_robust_se_weights_equal_duplicated_rows(rng):
+    from riskset.competing_risks import robust_se
+
+    X, time, status, _ = tied_data(rng, n=80, p=3, weights=False)
+    counts = rng.integers(1, 4, len(time))
+    rows = np.repeat(np.arange(len(time)), counts)
+    a_data = from_arrays(X, time=time, status=status, weights=counts.astype(float))
+    b_data = from_arrays(X[rows], time=time[rows], status=status[rows])
+    a = robust_se(riskset.fit(a_data, "fine_gray", tol=1e-13), a_data)
+    b = robust_se(riskset.fit(b_data, "fine_gray", tol=1e-13), b_data)
+    np.testing.assert_allclose(a.to_numpy(), b.to_numpy(), rtol=1e-7)
+
+
 def test_aalen_johansen_without_competing_is_one_minus_km(rng):
     from riskset.competing_risks import aalen_johansen
     from riskset.survival import kaplan_meier
@@ -267,10 +304,17 @@ def test_predict_cif(rng):
     assert cif.shape == (data.n_rows, 4)
     assert np.all(cif[:, 0] == 0) and np.all(np.diff(cif, axis=1) >= 0) and np.all(cif < 1)
     eta = fit.linear_predictor(data)
-    H = np.interp(120.0, base["time"], base["cumhaz"], left=0)  # no event exactly at 120? use step
     Hs = base["cumhaz"].to_numpy()[np.searchsorted(base["time"].to_numpy(), 120.0, side="right") - 1]
+    assert Hs > 0
     np.testing.assert_allclose(cif[:, 2], 1 - np.exp(-np.exp(eta) * Hs), rtol=1e-12)
-    assert H > 0
+    # cmprsk::predict.crr for (age, sex01, hgb) = (70, 1, 13) and (80, 0, 11) at 12, 60, 118, 238
+    # months (the last event times <= 12, 60, 120, 240); crr fitted with gtol = 1e-8
+    new = riskset.from_frame(pd.DataFrame({"age": [70, 80], "sex01": [1, 0], "hgb": [13.0, 11.0]}),
+                             covariates=["age", "sex01", "hgb"])
+    got = predict_cif(fit, data, [12, 60, 120, 240], newdata=new)
+    crr = np.array([[0.00834533283017125, 0.03030274671879285, 0.05593524400208660, 0.08802465324428388],
+                    [0.00907863586066771, 0.03293310396302984, 0.06071983819588667, 0.09541217456930318]])
+    np.testing.assert_allclose(got, crr, rtol=1e-6)
     # the mean predicted CIF tracks the Aalen-Johansen estimate
     from riskset.competing_risks import aalen_johansen
 

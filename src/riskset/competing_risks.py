@@ -147,8 +147,9 @@ def robust_covariance(fit, data, model=None) -> pd.DataFrame:
     ev, comp, cens = df.event.astype(bool), df.comp.astype(bool), df.cens.astype(bool)
     slot, invG, Gev, d, D = df.slot, df.invG, df.Gev, df.slot_d, state.D
     N1 = df.numerators(state, np.arange(P))      # (K, P)
-    Ebar = N1 / D[:, None]
-    dL = np.where(d > 0, d / D, 0.0)
+    Dsafe = np.where(d > 0, D, 1.0)              # slots without (weighted) events carry nothing
+    Ebar = np.where(d[:, None] > 0, N1 / Dsafe[:, None], 0.0)
+    dL = np.where(d > 0, d / Dsafe, 0.0)
     # cumulative sums over event slots: A1/F suffixes (k >= s), B1/FB prefixes (k < s)
     A1 = np.r_[np.cumsum(dL[::-1])[::-1], 0.0]
     F = np.vstack([np.cumsum((dL[:, None] * Ebar)[::-1], axis=0)[::-1], np.zeros((1, P))])

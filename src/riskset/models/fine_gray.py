@@ -258,7 +258,8 @@ class FineGrayDatafit(Datafit):
         K.row_terms(state.w, self.comp, self.slot, self.invG, state.A1, state.B1, v)
         Xc = self.X[:, cols]
         H = -np.asarray((Xc.T @ sp.diags(v) @ Xc).todense()).reshape(m, m)
-        q2 = self.slot_d / state.D ** 2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q2 = np.where(self.slot_d > 0, self.slot_d / state.D ** 2, 0.0)
         bs = max(1, min(m, int(max_bytes // (2 * max(ns, 1) * 8))))
         blocks = [np.arange(a, min(a + bs, m)) for a in range(0, m, bs)]
         for ia, A in enumerate(blocks):

@@ -66,17 +66,26 @@ def refresh(W, Wc, slot_d, Gev, D, A1, B1, A2, A2G, A2GG):
     for k in range(K - 1, -1, -1):
         suf += Wc[k + 1]
         D[k] = Gev[k] * suf
-    # forward scan: ordinary risk set, and B1
+    # forward scan: ordinary risk set, B1; d/D and d/D^2 parked in A1 and A2 (one division per slot)
     pre = 0.0
     b1 = 0.0
     for k in range(K):
         pre += W[k]
-        D[k] += pre
+        Dk = D[k] + pre
+        D[k] = Dk
         B1[k] = b1
         d = slot_d[k]
         if d > 0.0:
-            b1 += d * Gev[k] / D[k]
+            inv = 1.0 / Dk
+            q = d * inv
+            A1[k] = q
+            A2[k] = q * inv
+            b1 += q * Gev[k]
+        else:
+            A1[k] = 0.0
+            A2[k] = 0.0
     B1[K] = b1
+    # backward scan: suffix sums in place
     a1 = 0.0
     a2 = 0.0
     a2g = 0.0
@@ -86,16 +95,13 @@ def refresh(W, Wc, slot_d, Gev, D, A1, B1, A2, A2G, A2GG):
     A2G[K] = 0.0
     A2GG[K] = 0.0
     for k in range(K - 1, -1, -1):
-        d = slot_d[k]
-        if d > 0.0:
-            inv = 1.0 / D[k]
-            q = d * inv
-            q2 = q * inv
-            g = Gev[k]
-            a1 += q
-            a2 += q2
-            a2g += q2 * g
-            a2gg += q2 * g * g
+        q2 = A2[k]
+        g = Gev[k]
+        a1 += A1[k]
+        a2 += q2
+        q2 *= g
+        a2g += q2
+        a2gg += q2 * g
         A1[k] = a1
         A2[k] = a2
         A2G[k] = a2g
