@@ -11,7 +11,7 @@ from helpers import check_derivatives, check_move, loglik_at
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.models.cox import CoxDatafit, CoxModel
-from riskset.solver.ccd import SolverOptions, fit_ccd
+from riskset.solver.ccd import fit_ccd
 
 TIES = ["breslow", "efron"]
 

@@ -156,6 +156,39 @@ def split_at_cuts(start, stop, status, cuts):
     return row[keep], p_start[keep], p_stop[keep], p_status[keep], interval[keep]
 
 
+def expand_time_varying(X, names, start, stop, status, time_varying):
+    """Split rows at the cut points and give each time-varying covariate one column per interval.
+
+    ``time_varying``: covariate name -> cut points. Rows are split once at the union of
+    all cuts (:func:`split_at_cuts`); covariate ``v`` with cuts ``c`` is replaced by the
+    columns ``v[0,c1)``, ``v[c1,c2)``, ... holding its value on the pieces of that
+    interval and 0 elsewhere. Returns ``(X, names, row, start, stop, status)`` of the pieces
+    (``row`` = original row of each piece; ``start`` is -inf where there was none).
+    """
+    import scipy.sparse as sp
+
+    n = np.asarray(stop).shape[0]
+    st = np.full(n, -np.inf) if start is None else np.asarray(start, dtype=np.float64)
+    all_cuts = np.asarray(sorted({float(c) for v in time_varying.values() for c in v}), dtype=np.float64)
+    row, p_start, p_stop, p_status, piece_iv = split_at_cuts(st, stop, status, all_cuts)
+    Xp = sp.csr_matrix(X)[row].tocsc()
+    piece_lo = np.concatenate([[-np.inf], all_cuts])[piece_iv]  # lower event-time bound of each piece
+    blocks, new_names = [], []
+    for j, name in enumerate(names):  # loop over covariates (columns), not rows
+        col = Xp[:, j]
+        if name not in time_varying:
+            blocks.append(col)
+            new_names.append(name)
+            continue
+        cuts = np.unique(np.asarray(time_varying[name], dtype=np.float64))
+        own = np.searchsorted(cuts, piece_lo, side="right")  # this covariate's interval of each piece
+        for i, lab in enumerate(interval_labels(cuts, lower=0.0)):
+            blocks.append(sp.csc_matrix(sp.diags((own == i).astype(np.float64)) @ col))
+            new_names.append(f"{name}{lab}")
+    Xn = sp.hstack(blocks, format="csc") if blocks else sp.csc_matrix((row.shape[0], 0))
+    return Xn, new_names, row, p_start, p_stop, np.asarray(p_status).astype(np.uint8)
+
+
 def interval_labels(cuts, lower=0.0) -> list[str]:
     """Names ``[lo,c1)``, ``[c1,c2)`` ... ``[cm,inf)`` of the intervals of :func:`split_at_cuts`."""
     cuts = np.unique(np.asarray(cuts, dtype=np.float64))

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from riskset.data.risksets import build_risk_sets, check_survival, column_breakpoints, interval_labels, split_at_cuts
+from riskset.data.risksets import (build_risk_sets, check_survival, column_breakpoints, expand_time_varying,
+                                   interval_labels)
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
 from riskset.models.base import Datafit, FitState, Model, indicator_columns
@@ -335,32 +336,12 @@ class CoxModel(Model):
         if missing:
             raise InputError(f"time-varying coefficient for unknown or constant covariate(s): "
                              f"{', '.join(map(repr, missing))}")
-        st = np.full(time.shape[0], -np.inf) if start is None else np.asarray(start, dtype=np.float64)
-        Xr = X.tocsr()
-        blocks, new_names = [], []
-        # split once at the union of all cuts; each covariate maps the pieces onto its own intervals
-        all_cuts = sorted(set(c for v in self.time_varying.values() for c in v))
-        row, p_start, p_stop, p_status, piece_iv = split_at_cuts(st, time, status, all_cuts)
-        Xp = Xr[row].tocsc()
-        # lower boundary (in event time) of each piece's interval
-        piece_lo = np.concatenate([[-np.inf], np.asarray(all_cuts, dtype=np.float64)])[piece_iv]
-        for j, name in enumerate(names):
-            col = Xp[:, j]
-            if name not in self.time_varying:
-                blocks.append(col)
-                new_names.append(name)
-                continue
-            cuts = np.asarray(self.time_varying[name], dtype=np.float64)
-            own = np.searchsorted(cuts, piece_lo, side="right")  # this covariate's interval of each piece
-            for i, lab in enumerate(interval_labels(cuts, lower=0.0)):
-                mask = sp.diags((own == i).astype(np.float64))
-                blocks.append(sp.csc_matrix(mask @ col))
-                new_names.append(f"{name}{lab}")
-        Xn = sp.hstack(blocks, format="csc") if blocks else sp.csc_matrix((row.shape[0], 0))
+        Xn, new_names, row, p_start, p_stop, p_status = expand_time_varying(X, names, start, time, status,
+                                                                            self.time_varying)
         s = None if strata is None else strata[row]
         w = None if weights is None else np.asarray(weights)[row]
         o = None if offset is None else np.asarray(offset)[row]
-        return Xn, new_names, p_stop, p_status.astype(np.uint8), p_start, s, w, o, row
+        return Xn, new_names, p_stop, p_status, p_start, s, w, o, row
 
     # -- Model interface -----------------------------------------------------------------------
     def _prepared(self, data, warn):
