@@ -133,3 +133,19 @@ def test_plots_are_written(tmp_path):
     plot_path(riskset.regularization_path(data, "logistic", riskset.Laplace(gamma=1.0), n_grid=4, progress=False),
               tmp_path / "path.png")
     assert all((tmp_path / f).stat().st_size > 5000 for f in ("cv.png", "forest.png", "path.png"))
+
+
+def test_many_specifications_on_dask_match_the_local_table(tmp_path):
+    pytest.importorskip("distributed")
+    from conftest import reference_dir
+
+    paths = [str(reference_dir() / c / "case.json") for c in ("logistic_ridge", "poisson_offset")]
+    local = riskset.fit_specs(paths, progress=False)
+    assert set(local["analysis"]) == {"logistic_ridge", "poisson_offset"} and local["converged"].all()
+    from riskset import cli
+
+    out = tmp_path / "all.csv"
+    assert cli.main(["fit", "--spec", paths[0], "--spec", paths[1], "--dask", "local", "--out", str(out),
+                     "--quiet"]) == 0
+    remote = pd.read_csv(out)
+    assert np.allclose(remote["estimate"], local["estimate"], atol=1e-12)

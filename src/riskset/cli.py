@@ -62,7 +62,8 @@ def _add_fit(sub):
                "              --covariates-sql 'SELECT * FROM covariates' --model logistic --prior normal --variance 1\n"
                "  riskset fit --spec case.json --out result.json")
     src = p.add_argument_group("data")
-    src.add_argument("--spec", metavar="FILE", help="JSON analysis specification (case.json format)")
+    src.add_argument("--spec", metavar="FILE", action="append", help="JSON analysis specification (case.json "
+                     "format); repeat it to fit many analyses (with --jobs or --dask) into one table")
     src.add_argument("--data", metavar="FILE", help="wide table, .csv or .parquet")
     src.add_argument("--outcomes", metavar="FILE", help="long outcomes table, .csv or .parquet")
     src.add_argument("--covariates-file", metavar="FILE", help="long covariates table, .csv or .parquet")
@@ -151,11 +152,13 @@ def _cmd_fit(args) -> int:
 
     profile = [s for s in args.profile.split(",") if s]
     tol = args.tol if args.tol is not None else (1e-12 if args.spec else 1e-10)
+    if args.spec and len(args.spec) > 1:
+        return _fit_many_specs(args, tol)
     with warnings.catch_warnings():
         if args.quiet:
             warnings.simplefilter("ignore")
         if args.spec:
-            fit = run_spec(args.spec, tol=tol, max_iter=args.max_iter, profile=profile, progress=args.progress)
+            fit = run_spec(args.spec[0], tol=tol, max_iter=args.max_iter, profile=profile, progress=args.progress)
             extra = {}
         else:
             data = _load_data(args)
@@ -178,14 +181,35 @@ def _cmd_fit(args) -> int:
     return 0 if fit.converged else 1
 
 
+def _fit_many_specs(args, tol) -> int:
+    """Several specifications: fit each (threads or Dask) and write one table."""
+    import riskset
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = riskset.fit_specs(args.spec, executor=_executor(args), n_jobs=args.jobs, progress=not args.quiet,
+                                  tol=tol, max_iter=args.max_iter)
+    if args.out:
+        if args.out.endswith(".csv"):
+            table.to_csv(args.out, index=False)
+        else:
+            table.to_json(args.out, orient="records", indent=2)
+    if not args.quiet:
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.5g}"))
+    return 0 if table["converged"].all() else 1
+
+
+def _executor(args):
+    return None if not args.dask else ("dask" if args.dask == "local" else args.dask)
+
+
 def _select(args, data, model, prior):
     """Cross-validate the prior and bootstrap the fit as asked; returns (prior, tables)."""
     import os
 
     import riskset
 
-    executor = None if not args.dask else ("dask" if args.dask == "local" else args.dask)
-    common = dict(seed=args.seed, executor=executor, n_jobs=args.jobs, progress=not args.quiet)
+    common = dict(seed=args.seed, executor=_executor(args), n_jobs=args.jobs, progress=not args.quiet)
     tables = {}
     if args.plot_dir:
         os.makedirs(args.plot_dir, exist_ok=True)
