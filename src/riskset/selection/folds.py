@@ -40,7 +40,7 @@ def assign_folds(data: Dataset, n_folds: int = 10, n_repeats: int = 1, seed: int
     >>> import riskset
     >>> d = riskset.simulate(n=100, p=3, model="logistic", seed=0)
     >>> f = assign_folds(d, n_folds=5, n_repeats=2, seed=1)
-    >>> f.shape, sorted(set(f[0]))
+    >>> f.shape, sorted(set(f[0].tolist()))
     ((2, 100), [0, 1, 2, 3, 4])
     """
     units = resampling_units(data, model_name)
