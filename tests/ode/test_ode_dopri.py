@@ -154,3 +154,13 @@ def test_nonfinite_input_flags_only_that_task():
     np.testing.assert_array_equal(res.states[[0, 3]], clean.states)
     assert list(res.status_names) == ["success", "nonfinite", "nonfinite",
                                       "success"]
+
+
+def test_division_by_zero_in_rhs_flags_task_not_batch():
+    # N = S+E+I+R = 0 gives 0/0 in the SEIR force of infection
+    P = np.array([[0.5, 0.2, 0.1], [0.5, 0.2, 0.1]])
+    Y0 = np.array([[0.0, 0.0, 0.0, 0.0], [1e6 - 10, 0.0, 10.0, 0.0]])
+    res = solve_batch("seir", P, Y0, [0.0, 10.0], progress=False)
+    assert res.status.tolist() == [NONFINITE, SUCCESS]
+    np.testing.assert_array_equal(res.states[0, 0], Y0[0])  # t0 is given
+    assert np.all(np.isnan(res.states[0, 1]))

@@ -1,5 +1,10 @@
 """CPU backend: ``numba.njit(parallel=True)`` with ``prange`` over tasks.
 
+Everything is compiled with ``error_model="numpy"``: a division by zero in a
+right-hand side gives inf/NaN (and the task is flagged) instead of raising
+inside the parallel loop, and the divisions need no zero checks (about a
+third faster).
+
 The solver for a model is built once per process from the shared step math in
 :mod:`riskset.ode.dopri`. For the built-in models the compiled code is also
 cached on disk (``cache=True``): numba keys the cache of a closure on a pickle
@@ -26,6 +31,7 @@ from . import dopri
 
 _lock = threading.Lock()
 _solvers = {}
+INLINE = "always"
 
 
 def _rename(fn, suffix):
@@ -43,14 +49,14 @@ def _rename(fn, suffix):
     return new
 
 
-def _make_jit(key, cache):
+def _make_jit(key, cache, inline="never"):
     """A decorator: ``njit`` plus a stable UUID (for disk caching)."""
 
     def deco(fn):
         if getattr(fn, "__closure__", None) is not None or \
                 "<locals>" in fn.__qualname__:
             fn = _rename(fn, key or "user")
-        d = njit(cache=cache)(fn)
+        d = njit(cache=cache, error_model="numpy", inline=inline)(fn)
         if key is not None:
             try:
                 d._set_uuid(f"riskset.ode.cpu/{key}/{fn.__qualname__}")
@@ -65,7 +71,9 @@ def _build(model, cache_key):
     cache = cache_key is not None
     jit = _make_jit(cache_key, cache=False)
     rhs = jit(model.rhs)
-    integrate_task = dopri.make_integrator(rhs, jit, model.n_states)
+    integrate_task = dopri.make_integrator(
+        rhs, jit, model.n_states,
+        jit_task=_make_jit(cache_key, cache=False, inline=INLINE))
     n_k = dopri.N_STAGES + 1
     n_s = model.n_states
 
@@ -81,7 +89,7 @@ def _build(model, cache_key):
             integrate_task(P[i], Y0[i], t0, t_eval, rtol, atol, max_steps,
                            out[i], stats[i], K, Q, y, ynew, ytmp)
 
-    run = njit(parallel=True, cache=cache)(
+    run = njit(parallel=True, cache=cache, error_model="numpy")(
         _rename(run_chunk, cache_key or "user"))
     if cache_key is not None:
         try:

@@ -114,6 +114,8 @@ P73 = -110615467.0 / 29380423.0
 P74 = 69997945.0 / 29380423.0
 
 TINY_STEP_AT_ZERO = 10.0 * 5e-324  # 10 * (nextafter(0, inf) - 0)
+# 10 * ulp(t) <= 10 * 2**-52 * |t| for t != 0
+MIN_STEP_BOUND = 10.0 * 2.0 ** -52
 
 
 def tableau():
@@ -147,7 +149,7 @@ def tableau():
 # backend-neutral helpers (compiled by the decorator given to make_integrator)
 # ---------------------------------------------------------------------------
 
-def make_integrator(rhs, jit, n_states):
+def make_integrator(rhs, jit, n_states, jit_task=None):
     """Build ``integrate_task`` for the right-hand side ``rhs``.
 
     Parameters
@@ -158,6 +160,8 @@ def make_integrator(rhs, jit, n_states):
     n_states : number of states; a compile-time constant of the generated
         code, so that the loops over states are unrolled (all arrays passed
         in must have this many states).
+    jit_task : decorator for ``integrate_task`` itself (default ``jit``);
+        the CPU backend inlines it into its parallel loop.
 
     Returns
     -------
@@ -363,17 +367,28 @@ def make_integrator(rhs, jit, n_states):
             if n_acc + n_rej >= max_steps:
                 status = MAX_STEPS
                 break
-            min_step = min_step_of(t)
-            if h_abs < min_step:
-                h_abs = min_step
+            # min_step = 10 ulp(t) <= MIN_STEP_BOUND * |t|: the exact value
+            # (two libm calls) is only needed for steps below the bound
+            if t == 0.0:
+                ms_bound = TINY_STEP_AT_ZERO
+            else:
+                ms_bound = MIN_STEP_BOUND * abs(t)
+            min_step = 0.0
+            if h_abs < ms_bound:
+                min_step = min_step_of(t)
+                if h_abs < min_step:
+                    h_abs = min_step
             step_rejected = False
             accepted = False
             t_new = t
             h = 0.0
             while not accepted:
-                if h_abs < min_step:
-                    status = STEP_UNDERFLOW
-                    break
+                if h_abs < ms_bound:
+                    if min_step == 0.0:
+                        min_step = min_step_of(t)
+                    if h_abs < min_step:
+                        status = STEP_UNDERFLOW
+                        break
                 if n_acc + n_rej >= max_steps:
                     status = MAX_STEPS
                     break
@@ -424,4 +439,4 @@ def make_integrator(rhs, jit, n_states):
         stats[ST_REJECTED] = n_rej
         stats[ST_NFEV] = nfev
 
-    return jit(_integrate_task)
+    return (jit_task or jit)(_integrate_task)

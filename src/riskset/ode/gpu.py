@@ -13,6 +13,9 @@ Without a CUDA GPU the kernel runs under numba's CUDA simulator when the
 environment variable ``NUMBA_ENABLE_CUDASIM=1`` is set *before* numba is
 imported (slow: plain Python, one OS thread per CUDA thread; for tests on
 small inputs only). Otherwise :func:`check_available` raises RuntimeError.
+(In the simulator the right-hand side runs as plain Python, so a division
+by zero raises ZeroDivisionError there instead of giving inf/NaN as on a
+GPU or the CPU backend.)
 """
 
 import threading
