@@ -195,12 +195,12 @@ def part2(sizes, seed, cens_rate, r_timeout, full_max_n):
         X, t, s = Xf[:n], tf[:n], sf[:n]
         data = from_arrays(X, time=t, status=s, covariate_names=["b1", "b2", "z1", "z2"])
         best = np.inf
-        for _ in range(3):
+        for _ in range(5):  # the machine is shared: fastest of 5
             t0 = time.perf_counter()
             fit = riskset.fit(data, "fine_gray", tol=1e-12)
             best = min(best, time.perf_counter() - t0)
         best_robust = np.inf
-        for _ in range(3):
+        for _ in range(5):
             t0 = time.perf_counter()
             fit_r = riskset.fit(data, "fine_gray", tol=1e-12)
             robust_se(fit_r, data)

@@ -24,6 +24,9 @@ def tied_data(rng, n=60, p=5, n_times=6, density=0.4, weights=True):
     # make sure every kind of tie exists at time 3
     time[:4] = 3.0
     status[:4] = [1, 2, 0, 3]
+    # rows before every event time (slot K), including time 0, and after the last one
+    time[4:8] = [0.0, 0.5, 0.5, n_times + 1]
+    status[4:8] = [2, 0, 3, 2]
     X = sp.random(n, p, density=density, random_state=np.random.RandomState(rng.integers(1 << 30)),
                   data_rvs=lambda k: rng.normal(size=k)).tocsc()
     ind = sp.csc_matrix((rng.random(n) < 0.3).astype(float)[:, None])  # an indicator column
