@@ -6,20 +6,22 @@ inside the parallel loop, and the divisions need no zero checks (about a
 third faster).
 
 The solver for a model is built once per process from the shared step math in
-:mod:`riskset.ode.dopri`. For the built-in models the compiled code is also
-cached on disk (``cache=True``): numba keys the cache of a closure on a pickle
-of its closure cells, which contain numba dispatchers whose pickle holds a
-random per-process UUID; we give the dispatchers of built-in models a
-deterministic UUID (model name + hash of the right-hand side's bytecode) so
-the key is stable across processes and changes with the equations. The
-per-model closures also get distinct names, because numba derives symbol
-names from ``__qualname__`` and two cached libraries exposing equal symbols
-would be linked to each other. User models are compiled once per process
-(not cached on disk).
+:mod:`riskset.ode.dopri`, and the compiled code is cached on disk
+(``cache=True``) for the built-in models and for user right-hand sides
+defined at the top level of a file. Numba keys the cache of a closure on a
+pickle of its closure cells, which contain numba dispatchers whose pickle
+holds a random per-process UUID; we give those dispatchers a deterministic
+UUID (see :func:`_cache_key`) so that the key is stable across processes and
+changes with the equations. The per-model closures also get distinct names,
+because numba derives symbol names from ``__qualname__`` and two cached
+libraries exposing equal symbols would be linked to each other. Closures
+(right-hand sides defined inside functions) are compiled once per process.
 """
 
 import hashlib
 import marshal
+import os
+import re
 import threading
 import types
 
@@ -100,24 +102,38 @@ def _build(model, cache_key):
 
 
 def _cache_key(model):
-    """Model name + hash of the right-hand side's code: the cached solver
-    is invalidated when the equations change (numba itself only watches the
-    file of the cached function, here cpu.py)."""
-    code = marshal.dumps(model.rhs.__code__)
-    return f"{model.name}_{hashlib.sha256(code).hexdigest()[:12]}"
+    """Stable key for the disk cache, or None when the model can't be cached.
+
+    Built-in models and user right-hand sides defined at the top level of a
+    source file are cached. The key holds the function's name, the number of
+    states and a hash of its bytecode and of its file's size and
+    modification time (numba's own rule for invalidating a cache: the
+    compiled code also freezes the module globals the function reads).
+    Closures (functions defined inside functions) are compiled per process.
+    """
+    fn = model.rhs
+    code = getattr(fn, "__code__", None)
+    qualname = getattr(fn, "__qualname__", "")
+    if code is None or "<locals>" in qualname or "<lambda>" in qualname:
+        return None
+    h = hashlib.sha256(marshal.dumps(code))
+    h.update(str(model.n_states).encode())
+    try:
+        st = os.stat(code.co_filename)
+    except OSError:
+        return None  # e.g. defined in an interactive session
+    h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
+    name = re.sub(r"\W", "_", f"{fn.__module__}_{qualname}")[-60:]
+    return f"{name}_{model.n_states}_{h.hexdigest()[:12]}"
 
 
 def get_solver(model):
     """Compiled ``run_chunk`` for ``model`` (built once per process)."""
-    from .models import BUILTIN_MODELS
-
-    builtin = any(model is m for m in BUILTIN_MODELS.values())
-    key = model.rhs
+    key = (model.rhs, model.n_states)
     with _lock:
         fn = _solvers.get(key)
         if fn is None:
-            cache_key = _cache_key(model) if builtin else None
-            fn = _build(model, cache_key)
+            fn = _build(model, _cache_key(model))
             _solvers[key] = fn
     return fn
 
