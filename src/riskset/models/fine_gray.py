@@ -151,8 +151,9 @@ class FineGrayDatafit(Datafit):
         # event slots: distinct event-of-interest times, descending
         self.slot_time = np.unique(self.time[self.event == 1])[::-1].copy()
         # slot of each row: number of event times strictly later than its time
-        self.slot = (self.slot_time.shape[0] - np.searchsorted(self.slot_time[::-1], self.time, side="right")
-                     ).astype(np.int64)
+        self.slot = np.ascontiguousarray(
+            self.slot_time.shape[0] - np.searchsorted(self.slot_time[::-1], self.time, side="right"),
+            dtype=np.int32 if self.slot_time.shape[0] < 2**31 - 1 else np.int64)
         self.n_slots = self.slot_time.shape[0]
         self.indicator = indicator_columns(self.indptr, self.values)
         self._set_weights(np.ascontiguousarray(weights[order]))
@@ -166,6 +167,7 @@ class FineGrayDatafit(Datafit):
         left = G_left[np.searchsorted(ut, self.time)]
         with np.errstate(divide="ignore"):
             self.invG = np.where(left > 0, 1.0 / left, 0.0)
+        self.cinv = np.ascontiguousarray(np.where(self.comp == 1, self.invG, 0.0))
         self.Gev = np.ascontiguousarray(G_left[np.searchsorted(ut, self.slot_time)])
         self.slot_d = np.bincount(self.slot[self.event == 1], weights=cw[self.event == 1],
                                   minlength=self.n_slots).astype(np.float64)[:self.n_slots]
@@ -195,7 +197,7 @@ class FineGrayDatafit(Datafit):
         return state
 
     def _sync(self, state):
-        K.sync(state.eta, self.cw, self.comp, self.slot, self.invG, state.w, state.W, state.Wc)
+        K.sync(state.eta, self.cw, self.slot, self.cinv, state.w, state.W, state.Wc)
         self._refresh(state)
 
     def _refresh(self, state):
@@ -211,19 +213,19 @@ class FineGrayDatafit(Datafit):
     def coordinate(self, state, j):
         if self.formulation == "scan":
             return K.coordinate_scan(self.indptr, self.indices, self.values, j, self._xd, state.w, self.cw,
-                                     self.event, self.comp, self.slot, self.invG, self.slot_d, self.Gev,
+                                     self.event, self.slot, self.cinv, self.slot_d, self.Gev,
                                      self._work)
         if state.dirty:
             self._refresh(state)
-        return K.coordinate_sparse(self.indptr, self.indices, self.values, j, self.gx0[j], state.w, self.comp,
-                                   self.slot, self.invG, state.A1, state.B1, state.A2, state.A2G, state.A2GG)
+        return K.coordinate_sparse(self.indptr, self.indices, self.values, j, self.gx0[j], state.w, self.slot,
+                                   self.cinv, state.A1, state.B1, state.A2, state.A2G, state.A2GG)
 
     def move(self, state, j, delta):
         if self.formulation == "scan":
             K.move_scan(self.indptr, self.indices, self.values, j, delta, state.eta, self.cw, state.w)
         else:
             K.move_sparse(self.indptr, self.indices, self.values, self.indicator, j, delta, state.eta, state.w,
-                          self.comp, self.slot, self.invG, state.W, state.Wc)
+                          self.slot, self.cinv, state.W, state.Wc)
         state.dirty = True
 
     def cycle(self, state, coords, beta, l1, l2, radius):
@@ -231,20 +233,20 @@ class FineGrayDatafit(Datafit):
         coords = np.ascontiguousarray(coords, dtype=np.int64)
         if self.formulation == "scan":
             K.cycle_scan(self.indptr, self.indices, self.values, coords, beta, l1, l2, radius, self._xd,
-                         state.eta, self.cw, state.w, self.event, self.comp, self.slot, self.invG, self.slot_d,
+                         state.eta, self.cw, state.w, self.event, self.slot, self.cinv, self.slot_d,
                          self.Gev, self._work)
             state.dirty = True
             return
         flag = np.array([state.dirty])
         K.cycle_sparse(self.indptr, self.indices, self.values, self.indicator, coords, beta, l1, l2, radius,
-                       self.gx0, state.eta, state.w, self.comp, self.slot, self.invG, state.W, state.Wc,
+                       self.gx0, state.eta, state.w, self.slot, self.cinv, state.W, state.Wc,
                        self.slot_d, self.Gev, state.D, state.A1, state.B1, state.A2, state.A2G, state.A2GG, flag)
         state.dirty = bool(flag[0])
 
     def gradient(self, state):
         self._sync(state)
         out = np.empty(self.n_coef)
-        K.gradient_all(self.indptr, self.indices, self.values, self.gx0, state.w, self.comp, self.slot, self.invG,
+        K.gradient_all(self.indptr, self.indices, self.values, self.gx0, state.w, self.slot, self.cinv,
                        state.A1, state.B1, out)
         return out
 
@@ -255,7 +257,7 @@ class FineGrayDatafit(Datafit):
         cols = np.ascontiguousarray(columns, dtype=np.int64)
         m, ns = cols.shape[0], self.n_slots
         v = np.empty(self.n_rows)
-        K.row_terms(state.w, self.comp, self.slot, self.invG, state.A1, state.B1, v)
+        K.row_terms(state.w, self.slot, self.cinv, state.A1, state.B1, v)
         Xc = self.X[:, cols]
         H = -np.asarray((Xc.T @ sp.diags(v) @ Xc).todense()).reshape(m, m)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -276,7 +278,7 @@ class FineGrayDatafit(Datafit):
         """(K, len(cols)) weighted risk-set sums of w x per event slot (state must be synced)."""
         N1 = np.zeros((self.n_slots, len(cols)))
         K.numerators(np.ascontiguousarray(cols, dtype=np.int64), self.indptr, self.indices, self.values,
-                     state.w, self.comp, self.slot, self.invG, self.Gev, N1)
+                     state.w, self.slot, self.cinv, self.Gev, N1)
         return N1
 
     def diagnose(self, state, beta):

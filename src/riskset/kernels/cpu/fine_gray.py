@@ -6,28 +6,31 @@ weighted event counts ``d_k`` and ``Gev_k = G(te_k-)`` (left limit of the censor
 Kaplan-Meier). Row ``r`` gets the static slot ``s_r = #{k: te_k > T_r}`` in ``0..K``:
 it is in the ordinary risk set of the event slots ``k >= s_r`` (``te_k <= T_r``), and,
 if it had a competing event, in the risk sets of the earlier slots ``k < s_r``
-(``te_k > T_r``) with weight ``Gev_k / G(T_r-)`` (``invG_r = 1 / G(T_r-)``).
+(``te_k > T_r``) with weight ``Gev_k / G(T_r-)``. ``cinv_r = 1 / G(T_r-)`` for
+competing rows and 0 for the others (one array read tells both).
 ``w = c exp(eta)`` with case weight ``c``.
 
 Per slot sums kept current by ``move`` in O(nnz_j)::
 
-    W[s]  = sum_{s_r = s} w_r            Wc[s] = sum_{s_r = s, competing} w_r invG_r
+    W[s]  = sum_{s_r = s} w_r            Wc[s] = sum_{s_r = s, competing} w_r cinv_r
 
-Aggregates (``refresh``, O(K): one backward and one forward pass, i.e. the papers'
-backward + forward scans, but over event slots instead of rows)::
+Aggregates (``refresh``, O(K): one forward and one fused backward pass, i.e. the
+papers' forward + backward scans, but over event slots instead of rows)::
 
     D_k = sum_{s <= k} W[s] + Gev_k sum_{s > k} Wc[s]
-    A1[s] = sum_{k >= s} d/D      B1[s] = sum_{k < s} d Gev/D
+    A1[s] = sum_{k >= s} d/D      B1[s] = sum_{k < s} d Gev/D = SB[0] - SB[s]
     A2[s], A2G[s], A2GG[s] = sum_{k >= s} d/D^2, d Gev/D^2, d Gev^2/D^2     (A*[K] = 0)
+
+(the state array named ``B1`` holds the suffix sums ``SB``).
 
 Coordinate j in O(nnz_j) (DESIGN.md section 3, with tie groups replaced by event slots)::
 
-    g_j = sum_events c x - sum_nz w x [A1[s] + comp invG B1[s]]
-    h_j = - sum_nz w x^2 [A1[s] + comp invG B1[s]] + S_j
+    g_j = sum_events c x - sum_nz w x [A1[s] + cinv B1[s]]
+    h_j = - sum_nz w x^2 [A1[s] + cinv B1[s]] + S_j
     S_j = E^2 (A2GG[0] - A2GG[s_1]) + sum_runs c^2 dA2 + 2 c e dA2G + e^2 dA2GG
 
-with ``E = sum_nz,comp w x invG``, ``c`` the running sum of ``w x`` and ``e = E -``
-running sum of competing ``w x invG`` over the non-zeros walked so far; the
+with ``E = sum_nz,comp w x cinv``, ``c`` the running sum of ``w x`` and ``e = E -``
+running sum of competing ``w x cinv`` over the non-zeros walked so far; the
 differences are taken between the slot of the current run of non-zeros and the next
 one (``K`` after the last).
 
@@ -44,7 +47,7 @@ from riskset.solver.step import bounded_step
 
 
 @njit(cache=True, nogil=True)
-def sync(eta, cw, comp, slot, invG, w, W, Wc):
+def sync(eta, cw, slot, cinv, w, W, Wc):
     """w = c exp(eta) and the slot sums W, Wc from scratch (O(N))."""
     W[:] = 0.0
     Wc[:] = 0.0
@@ -53,56 +56,56 @@ def sync(eta, cw, comp, slot, invG, w, W, Wc):
         w[r] = wr
         s = slot[r]
         W[s] += wr
-        if comp[r]:
-            Wc[s] += wr * invG[r]
+        ig = cinv[r]
+        if ig != 0.0:
+            Wc[s] += wr * ig
 
 
 @njit(cache=True, nogil=True)
-def refresh(W, Wc, slot_d, Gev, D, A1, B1, A2, A2G, A2GG):
-    """Denominators and cumulative aggregates from the slot sums, O(K)."""
+def refresh(W, Wc, slot_d, Gev, D, A1, SB, A2, A2G, A2GG):
+    """Denominators and cumulative aggregates from the slot sums, O(K) in two passes.
+
+    Forward pass: prefix sums of W (parked in D). Backward pass, fused: suffix sums of
+    Wc, D, one division per slot, and every suffix aggregate. ``B1`` is a prefix sum; it
+    is kept as the suffix ``SB[s] = sum_{k >= s} d Gev / D`` and read as
+    ``B1[s] = SB[0] - SB[s]``: the subtraction loses at most a factor SB[0] / B1[s] of
+    relative accuracy, small because B1[s] (s >= 1) holds the terms of the latest event
+    times, the smallest risk sets, which are the largest terms.
+    """
     K = slot_d.shape[0]
-    # backward scan: competing rows of later slots (earlier times)
-    suf = 0.0
-    for k in range(K - 1, -1, -1):
-        suf += Wc[k + 1]
-        D[k] = Gev[k] * suf
-    # forward scan: ordinary risk set, B1; d/D and d/D^2 parked in A1 and A2 (one division per slot)
     pre = 0.0
-    b1 = 0.0
     for k in range(K):
         pre += W[k]
-        Dk = D[k] + pre
-        D[k] = Dk
-        B1[k] = b1
-        d = slot_d[k]
-        if d > 0.0:
-            inv = 1.0 / Dk
-            q = d * inv
-            A1[k] = q
-            A2[k] = q * inv
-            b1 += q * Gev[k]
-        else:
-            A1[k] = 0.0
-            A2[k] = 0.0
-    B1[K] = b1
-    # backward scan: suffix sums in place
+        D[k] = pre
+    suf = 0.0
     a1 = 0.0
     a2 = 0.0
     a2g = 0.0
     a2gg = 0.0
+    sb = 0.0
     A1[K] = 0.0
     A2[K] = 0.0
     A2G[K] = 0.0
     A2GG[K] = 0.0
+    SB[K] = 0.0
     for k in range(K - 1, -1, -1):
-        q2 = A2[k]
+        suf += Wc[k + 1]
         g = Gev[k]
-        a1 += A1[k]
-        a2 += q2
-        q2 *= g
-        a2g += q2
-        a2gg += q2 * g
+        Dk = D[k] + g * suf
+        D[k] = Dk
+        d = slot_d[k]
+        if d > 0.0:
+            inv = 1.0 / Dk
+            q = d * inv
+            q2 = q * inv
+            a1 += q
+            sb += q * g
+            a2 += q2
+            q2 *= g
+            a2g += q2
+            a2gg += q2 * g
         A1[k] = a1
+        SB[k] = sb
         A2[k] = a2
         A2G[k] = a2g
         A2GG[k] = a2gg
@@ -123,7 +126,7 @@ def loglik_terms(eta, cw, event, slot_d, D):
 
 
 @njit(cache=True, nogil=True)
-def coordinate_sparse(indptr, indices, values, j, gx0, w, comp, slot, invG, A1, B1, A2, A2G, A2GG):
+def coordinate_sparse(indptr, indices, values, j, gx0, w, slot, cinv, A1, B1, A2, A2G, A2GG):
     """(g_j, h_j) in O(nnz_j) (aggregates must be current)."""
     a = indptr[j]
     b = indptr[j + 1]
@@ -133,11 +136,13 @@ def coordinate_sparse(indptr, indices, values, j, gx0, w, comp, slot, invG, A1, 
     E = 0.0
     for i in range(a, b):
         r = indices[i]
-        if comp[r]:
-            E += w[r] * values[i] * invG[r]
+        ig = cinv[r]
+        if ig != 0.0:
+            E += w[r] * values[i] * ig
     g = gx0
     h = 0.0
     e = E
+    sb0 = B1[0]
     S = E * E * (A2GG[0] - A2GG[slot[indices[a]]])
     c = 0.0
     for i in range(a, b):
@@ -147,9 +152,10 @@ def coordinate_sparse(indptr, indices, values, j, gx0, w, comp, slot, invG, A1, 
         s = slot[r]
         br = A1[s]
         c += wx
-        if comp[r]:
-            br += B1[s] * invG[r]
-            e -= wx * invG[r]
+        ig = cinv[r]
+        if ig != 0.0:
+            br += (sb0 - B1[s]) * ig
+            e -= wx * ig
         g -= wx * br
         h -= wx * x * br
         s2 = slot[indices[i + 1]] if i + 1 < b else K
@@ -159,7 +165,7 @@ def coordinate_sparse(indptr, indices, values, j, gx0, w, comp, slot, invG, A1, 
 
 
 @njit(cache=True, nogil=True)
-def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, comp, slot, invG, W, Wc):
+def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, slot, cinv, W, Wc):
     """beta_j += delta: eta, w and the slot sums at the non-zeros of column j (O(nnz_j))."""
     ind = indicator[j]
     factor = math.exp(delta)
@@ -173,8 +179,9 @@ def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, comp, slot
         w[r] = wn
         s = slot[r]
         W[s] += dw
-        if comp[r]:
-            Wc[s] += dw * invG[r]
+        ig = cinv[r]
+        if ig != 0.0:
+            Wc[s] += dw * ig
 
 
 @njit(cache=True, nogil=True)
@@ -187,7 +194,7 @@ def move_scan(indptr, indices, values, j, delta, eta, cw, w):
 
 
 @njit(cache=True, nogil=True)
-def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, comp, slot, invG, slot_d, Gev, work):
+def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work):
     """(g_j, h_j) by full O(N + K) scans, independent of any cached aggregate.
 
     ``xd`` is a zero work vector of length N (restored on return); ``work`` a
@@ -209,8 +216,8 @@ def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, comp, slot, in
         work[0, s] += wr
         work[1, s] += u
         work[2, s] += v
-        if comp[r]:
-            ig = invG[r]
+        ig = cinv[r]
+        if ig != 0.0:
             work[3, s] += wr * ig
             work[4, s] += u * ig
             work[5, s] += v * ig
@@ -252,33 +259,37 @@ def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, comp, slot, in
 
 
 @njit(cache=True, nogil=True)
-def gradient_all(indptr, indices, values, gx0, w, comp, slot, invG, A1, B1, out):
+def gradient_all(indptr, indices, values, gx0, w, slot, cinv, A1, B1, out):
     """dl/dbeta for every column in O(nnz) (aggregates must be current)."""
+    sb0 = B1[0]
     for j in range(indptr.shape[0] - 1):
         g = gx0[j]
         for i in range(indptr[j], indptr[j + 1]):
             r = indices[i]
             s = slot[r]
             br = A1[s]
-            if comp[r]:
-                br += B1[s] * invG[r]
+            ig = cinv[r]
+            if ig != 0.0:
+                br += (sb0 - B1[s]) * ig
             g -= w[r] * values[i] * br
         out[j] = g
 
 
 @njit(cache=True, nogil=True)
-def row_terms(w, comp, slot, invG, A1, B1, out):
-    """Per-row weight of the first Hessian term: w [A1[s] + comp invG B1[s]]."""
+def row_terms(w, slot, cinv, A1, B1, out):
+    """Per-row weight of the first Hessian term: w [A1[s] + cinv B1[s]]."""
+    sb0 = B1[0]
     for r in range(w.shape[0]):
         s = slot[r]
         br = A1[s]
-        if comp[r]:
-            br += B1[s] * invG[r]
+        ig = cinv[r]
+        if ig != 0.0:
+            br += (sb0 - B1[s]) * ig
         out[r] = w[r] * br
 
 
 @njit(cache=True, nogil=True)
-def numerators(cols, indptr, indices, values, w, comp, slot, invG, Gev, N1):
+def numerators(cols, indptr, indices, values, w, slot, cinv, Gev, N1):
     """N1[k, a] = sum over the risk set of slot k of (weighted) w x_a, for columns ``cols``."""
     K = Gev.shape[0]
     ex = np.zeros(K + 1)
@@ -292,8 +303,9 @@ def numerators(cols, indptr, indices, values, w, comp, slot, invG, Gev, N1):
             wx = w[r] * values[i]
             s = slot[r]
             ex[s] += wx
-            if comp[r]:
-                ec[s] += wx * invG[r]
+            ig = cinv[r]
+            if ig != 0.0:
+                ec[s] += wx * ig
         suf = 0.0
         for k in range(K - 1, -1, -1):
             suf += ec[k + 1]
@@ -305,8 +317,8 @@ def numerators(cols, indptr, indices, values, w, comp, slot, invG, Gev, N1):
 
 
 @njit(cache=True, nogil=True)
-def cycle_sparse(indptr, indices, values, indicator, coords, beta, l1, l2, radius, gx0, eta, w, comp, slot,
-                 invG, W, Wc, slot_d, Gev, D, A1, B1, A2, A2G, A2GG, dirty):
+def cycle_sparse(indptr, indices, values, indicator, coords, beta, l1, l2, radius, gx0, eta, w, slot,
+                 cinv, W, Wc, slot_d, Gev, D, A1, B1, A2, A2G, A2GG, dirty):
     """One CCD sweep over ``coords`` with the O(nnz_j) formulation, entirely compiled.
 
     ``dirty`` (array of one flag) says whether the aggregates are stale on entry; it is
@@ -316,20 +328,20 @@ def cycle_sparse(indptr, indices, values, indicator, coords, beta, l1, l2, radiu
         if dirty[0]:
             refresh(W, Wc, slot_d, Gev, D, A1, B1, A2, A2G, A2GG)
             dirty[0] = False
-        g, h = coordinate_sparse(indptr, indices, values, j, gx0[j], w, comp, slot, invG, A1, B1, A2, A2G, A2GG)
+        g, h = coordinate_sparse(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, B1, A2, A2G, A2GG)
         step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
         if step != 0.0:
-            move_sparse(indptr, indices, values, indicator, j, step, eta, w, comp, slot, invG, W, Wc)
+            move_sparse(indptr, indices, values, indicator, j, step, eta, w, slot, cinv, W, Wc)
             beta[j] += step
             dirty[0] = True
 
 
 @njit(cache=True, nogil=True)
-def cycle_scan(indptr, indices, values, coords, beta, l1, l2, radius, xd, eta, cw, w, event, comp, slot, invG,
+def cycle_scan(indptr, indices, values, coords, beta, l1, l2, radius, xd, eta, cw, w, event, slot, cinv,
                slot_d, Gev, work):
     """One CCD sweep over ``coords`` with the O(N) scan formulation, entirely compiled."""
     for j in coords:
-        g, h = coordinate_scan(indptr, indices, values, j, xd, w, cw, event, comp, slot, invG, slot_d, Gev, work)
+        g, h = coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work)
         step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
         if step != 0.0:
             move_scan(indptr, indices, values, j, step, eta, cw, w)
