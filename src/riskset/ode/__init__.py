@@ -12,6 +12,18 @@ regression-predicted step count (see :mod:`riskset.ode.bundling`).
 >>> res.states.shape
 (1, 101, 4)
 
+A user model is a numba-compilable right-hand side writing into ``dydt``
+(see :mod:`riskset.ode.models` for the rules)::
+
+    def decay(t, y, p, dydt):
+        dydt[0] = -p[0] * y[0]
+
+    model = ode_model(decay, param_names=["k"], state_names=["x"])
+    res = solve_batch(model, k_values[:, None], [1.0], times)
+
+Task status codes (``res.status``): 0 success, 1 max steps reached, 2 step
+size underflow, 3 non-finite parameters, initial state or derivative.
+
 Public API: :func:`solve_batch`, :class:`BatchResult`, :class:`Model`,
 :func:`ode_model` (user models), :func:`get_model`, built-in ``SEIR`` and
 ``PK_TMDD`` models, :func:`pk_initial_state`, :func:`fan_chart`,

@@ -2,8 +2,11 @@
 
 The kernel is built from the same step math as the CPU backend
 (:func:`riskset.ode.dopri.make_integrator` with ``cuda.jit(device=True)``),
-with the work arrays in thread-local memory (``cuda.local.array``; the number
-of states is a compile-time constant of each model's kernel).
+with the work arrays, parameters and initial state in thread-local arrays
+(``cuda.local.array``; the number of states is a compile-time constant of
+each model's kernel, so they can live in registers). The output buffer is
+laid out ``(time, state, task)`` on the device so that the threads of a warp
+write neighbouring addresses; it is transposed back on the host.
 
 Threads are given tasks in the order of ``idx``: with task bundling the tasks
 are sorted by predicted step count, so the 32 threads of a warp integrate
@@ -59,25 +62,35 @@ def _build(model):
     rhs = jit(model.rhs)
     integrate_task = dopri.make_integrator(rhs, jit, model.n_states)
     n = model.n_states
+    n_p = model.n_params
+    n_pl = max(1, n_p)
     n_k = dopri.N_STAGES + 1
 
     @cuda.jit
-    def kernel(P, Y0, t0, t_eval, rtol, atol, max_steps, out, stats):
+    def kernel(P, Y0, t0, t_eval, rtol, atol, max_steps, out_t, stats):
+        # out_t is (n_times, n_states, n_tasks): at a given output time and
+        # state, neighbouring threads write neighbouring addresses
         i = cuda.grid(1)
         if i < P.shape[0]:
+            p = cuda.local.array(n_pl, float64)  # parameters in registers
+            for k in range(n_p):
+                p[k] = P[i, k]
+            y0 = cuda.local.array(n, float64)
+            for j in range(n):
+                y0[j] = Y0[i, j]
             K = cuda.local.array((n_k, n), float64)
             Q = cuda.local.array((4, n), float64)
             y = cuda.local.array(n, float64)
             ynew = cuda.local.array(n, float64)
             ytmp = cuda.local.array(n, float64)
-            integrate_task(P[i], Y0[i], t0, t_eval, rtol, atol, max_steps,
-                           out[i], stats[i], K, Q, y, ynew, ytmp)
+            integrate_task(p[:n_p], y0, t0, t_eval, rtol, atol, max_steps,
+                           out_t[:, :, i], stats[i], K, Q, y, ynew, ytmp)
 
     return kernel
 
 
 def get_kernel(model):
-    key = model.rhs
+    key = (model.rhs, model.n_states, model.n_params)
     with _lock:
         kern = _kernels.get(key)
         if kern is None:
@@ -112,14 +125,14 @@ def run_tasks(model, P, Y0, t0, t_eval, rtol, atol, max_steps, idx, out,
         d_P = cuda.to_device(np.ascontiguousarray(P[part], dtype=np.float64))
         d_Y0 = cuda.to_device(np.ascontiguousarray(Y0[part],
                                                    dtype=np.float64))
-        d_out = cuda.device_array((part.shape[0],) + out.shape[1:],
+        d_out = cuda.device_array(out.shape[1:] + (part.shape[0],),
                                   dtype=np.float64)
         d_stats = cuda.device_array((part.shape[0], stats.shape[1]),
                                     dtype=np.int64)
         blocks = (part.shape[0] + tpb - 1) // tpb
         kern[blocks, tpb](d_P, d_Y0, float(t0), d_te, float(rtol), d_atol,
                           int(max_steps), d_out, d_stats)
-        out[part] = d_out.copy_to_host()
+        out[part] = d_out.copy_to_host().transpose(2, 0, 1)
         stats[part] = d_stats.copy_to_host()
         if pbar is not None:
             pbar.update(part.shape[0])
