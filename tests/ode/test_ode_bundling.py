@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from riskset.ode import lockstep_efficiency, solve_batch
+from riskset.ode import NONFINITE, lockstep_efficiency, solve_batch
 from riskset.ode.bundling import StepPredictor, r_squared
 
 from .helpers import seir_sample
@@ -26,7 +26,7 @@ def test_predictor_recovers_linear_law():
 
 def test_bundling_same_results_in_callers_order_and_r2():
     P, y0 = seir_sample(800, seed=11)
-    P[5, 1] = np.nan  # a bad task inside the batch
+    P[5::10, 1] = np.nan  # bad tasks, some of them in the pilot
     t = np.arange(0.0, 366.0)
     plain = solve_batch("seir", P, y0, t, progress=False, bundle=False)
     bund = solve_batch("seir", P, y0, t, progress=False, bundle=True,
@@ -42,7 +42,10 @@ def test_bundling_same_results_in_callers_order_and_r2():
         np.testing.assert_array_equal(bund.states[i], one.states[0])
     info = bund.bundling
     assert len(info.pilot_idx) == 80
+    assert np.isin(np.arange(5, 800, 10), info.pilot_idx).any()
+    # every task launched exactly once
     assert sorted(info.order.tolist()) == list(range(800))
+    assert np.all(bund.status[5::10] == NONFINITE)
     # after the pilot, tasks were launched sorted by predicted steps
     rest = info.order[len(info.pilot_idx):]
     assert np.all(np.diff(info.predicted[rest]) >= 0)

@@ -185,17 +185,25 @@ def choose_degree(degree, n_pilot, n_features):
     return 2 if n_pilot >= 10 * n2 else 1
 
 
-def plan_order(features, pilot_idx, pilot_steps, degree="auto"):
+def plan_order(features, pilot_idx, pilot_steps, degree="auto",
+               fit_mask=None):
     """Fit on the pilot, predict all tasks, return ``(rest_order, info)``.
 
-    ``rest_order`` are the non-pilot tasks sorted by predicted step count
-    (stable, so ties keep the caller's order).
+    ``pilot_steps`` are the step counts of ``pilot_idx``; ``fit_mask``
+    (boolean, per pilot task) excludes some from the fit, e.g. tasks with
+    non-finite inputs. ``rest_order`` are the non-pilot tasks sorted by
+    predicted step count (stable, so ties keep the caller's order).
     """
     n = features.shape[0]
-    deg = choose_degree(degree, len(pilot_idx), features.shape[1])
-    pred_model = StepPredictor(deg).fit(features[pilot_idx], pilot_steps)
+    pilot_idx = np.asarray(pilot_idx)
+    pilot_steps = np.asarray(pilot_steps, float)
+    if fit_mask is None or not np.any(fit_mask):
+        fit_mask = np.ones(pilot_idx.size, bool)
+    fit_idx, fit_steps = pilot_idx[fit_mask], pilot_steps[fit_mask]
+    deg = choose_degree(degree, len(fit_idx), features.shape[1])
+    pred_model = StepPredictor(deg).fit(features[fit_idx], fit_steps)
     predicted = pred_model.predict(features)
-    r2_pilot = r_squared(pilot_steps, predicted[pilot_idx])
+    r2_pilot = r_squared(fit_steps, predicted[fit_idx])
     mask = np.ones(n, bool)
     mask[pilot_idx] = False
     rest = np.flatnonzero(mask)
@@ -206,12 +214,17 @@ def plan_order(features, pilot_idx, pilot_steps, degree="auto"):
     return rest_order, info
 
 
-def finish_diagnostics(info, steps, bundle_size):
-    """Fill the post-run diagnostics of ``info`` from true ``steps``."""
+def finish_diagnostics(info, steps, bundle_size, valid=None):
+    """Fill the post-run diagnostics of ``info`` from true ``steps``.
+
+    ``valid`` (boolean per task) limits the held-out R^2 to tasks whose
+    step count means something (not those rejected for non-finite input).
+    """
     steps = np.asarray(steps, float)
     n = steps.size
     info.bundle_size = int(bundle_size)
-    mask = np.ones(n, bool)
+    mask = np.ones(n, bool) if valid is None else np.asarray(valid, bool)
+    mask = mask.copy()
     mask[info.pilot_idx] = False
     info.r2_heldout = r_squared(steps[mask], info.predicted[mask])
     info.efficiency_unsorted = lockstep_efficiency(steps, bundle_size)

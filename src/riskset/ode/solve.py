@@ -301,12 +301,8 @@ def solve_batch(model, params, y0=None, t_eval=None, *, t0=None, rtol=1e-6,
             steps = (stats[:, dopri.ST_ACCEPTED]
                      + stats[:, dopri.ST_REJECTED]).astype(float)
             ok = stats[pilot, dopri.ST_STATUS] != dopri.NONFINITE
-            rest, info = _bundling.plan_order(
-                feats, pilot[ok] if ok.any() else pilot,
-                steps[pilot[ok]] if ok.any() else steps[pilot], degree)
-            # tasks of the pilot that were not fitted are still done
-            info.pilot_idx = pilot
-            info.order = np.concatenate([pilot, rest])
+            rest, info = _bundling.plan_order(feats, pilot, steps[pilot],
+                                              degree, fit_mask=ok)
             mod.run_tasks(*run_args, rest, out, stats,
                           chunk_size=chunk_size, pbar=pbar)
         else:
@@ -319,7 +315,9 @@ def solve_batch(model, params, y0=None, t_eval=None, *, t0=None, rtol=1e-6,
     n_acc = stats[:, dopri.ST_ACCEPTED].copy()
     n_rej = stats[:, dopri.ST_REJECTED].copy()
     if info is not None:
-        _bundling.finish_diagnostics(info, n_acc + n_rej, bundle_size)
+        _bundling.finish_diagnostics(
+            info, n_acc + n_rej, bundle_size,
+            valid=stats[:, dopri.ST_STATUS] != dopri.NONFINITE)
     return BatchResult(
         t=t_eval, states=out, status=stats[:, dopri.ST_STATUS].astype(np.int32),
         n_accepted=n_acc, n_rejected=n_rej,
