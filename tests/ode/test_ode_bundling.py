@@ -55,6 +55,11 @@ def test_bundling_same_results_in_callers_order_and_r2():
     steps = plain.n_accepted + plain.n_rejected
     assert np.isclose(info.efficiency_unsorted,
                       lockstep_efficiency(steps, 32))
+    assert np.isclose(plain.lockstep_efficiency(32), info.efficiency_unsorted)
+    assert np.isclose(plain.lockstep_efficiency(32, "sorted"),
+                      info.efficiency_oracle)
+    assert np.isclose(bund.lockstep_efficiency(32, info.order),
+                      info.efficiency_executed)
     assert "R^2 held-out" in info.summary()
 
 

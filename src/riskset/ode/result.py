@@ -98,6 +98,21 @@ class BatchResult:
             "nfev": self.nfev,
         })
 
+    def lockstep_efficiency(self, bundle_size=32, order=None):
+        """Lockstep efficiency of these tasks' step counts in ``order``
+        (default: the caller's order; ``"sorted"``: by true step count), see
+        :func:`riskset.ode.bundling.lockstep_efficiency`."""
+        from .bundling import lockstep_efficiency
+
+        steps = self.n_steps
+        if order is None:
+            return lockstep_efficiency(steps, bundle_size)
+        if isinstance(order, str):
+            if order != "sorted":
+                raise ValueError("order must be None, 'sorted' or indices")
+            return lockstep_efficiency(np.sort(steps), bundle_size)
+        return lockstep_efficiency(steps[np.asarray(order)], bundle_size)
+
     def fan_chart(self, state, **kwargs):
         """Quantile bands over tasks of one state vs time; see
         :func:`riskset.ode.plots.fan_chart`."""
