@@ -192,10 +192,14 @@ class CoxDatafit(Datafit):
             N1a, E1a = self._numerators(state, cols[A])
             for B in blocks[ia:]:
                 N1b, E1b = (N1a, E1a) if B is A else self._numerators(state, cols[B])
-                blk = N1a.T @ (state.Q2[:, None] * N1b)
+                blk = np.zeros((A.shape[0], B.shape[0]))
+                K.weighted_cross(N1a, state.Q2, N1b, blk)
                 if self.efron:
-                    blk += E1a.T @ (state.T2[:, None] * E1b) - N1a.T @ (state.R2[:, None] * E1b) \
-                        - E1a.T @ (state.R2[:, None] * N1b)
+                    C = np.zeros((B.shape[0], A.shape[0]))
+                    K.weighted_cross(E1a, state.T2, E1b, blk)
+                    K.weighted_cross(N1b, -state.R2, E1a, C)  # -(E1a' R2 N1b)' accumulated transposed
+                    K.weighted_cross(N1a, -state.R2, E1b, blk)
+                    blk += C.T
                 H[np.ix_(A, B)] += blk
                 if B is not A:
                     H[np.ix_(B, A)] += blk.T

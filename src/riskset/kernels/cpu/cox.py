@@ -456,3 +456,23 @@ def cycle_scan(indptr, indices, values, coords, beta, l1, l2, radius, xd, eta, c
         if step != 0.0:
             move_scan(indptr, indices, values, j, step, eta, cw, w)
             beta[j] += step
+
+
+@njit(cache=True)
+def weighted_cross(A, q, B, out):
+    """out[a, b] += sum_p q[p] A[p, a] B[p, b] for slot-major A (ns x ma) and B (ns x mb).
+
+    A compiled loop instead of BLAS: the operands are very tall and thin (one row per
+    event time), a shape where a threaded GEMM is slow on a busy machine.
+    """
+    ma = A.shape[1]
+    mb = B.shape[1]
+    for p in range(A.shape[0]):
+        qp = q[p]
+        if qp == 0.0:
+            continue
+        for a in range(ma):
+            v = qp * A[p, a]
+            if v != 0.0:
+                for b in range(mb):
+                    out[a, b] += v * B[p, b]
