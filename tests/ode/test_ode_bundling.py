@@ -24,6 +24,21 @@ def test_predictor_recovers_linear_law():
     assert r_squared(y, m.predict(F)) > 0.999
 
 
+def test_model_selection_picks_log_target_for_multiplicative_law():
+    from riskset.ode.bundling import select_model
+
+    rng = np.random.default_rng(1)
+    F = rng.normal(size=(400, 2))
+    steps = np.exp(4 + 1.5 * F[:, 0] - F[:, 1]
+                   + 0.05 * rng.normal(size=400))
+    deg, target, r2 = select_model(F, steps)
+    assert target == "log" and r2 > 0.9
+    lin = 50 + 10 * F[:, 0] + rng.normal(size=400)
+    assert select_model(F, lin)[1] == "linear"
+    m = StepPredictor(1, "log").fit(F, steps)
+    assert r_squared(np.log(steps), np.log(m.predict(F))) > 0.99
+
+
 def test_bundling_same_results_in_callers_order_and_r2():
     P, y0 = seir_sample(800, seed=11)
     P[5::10, 1] = np.nan  # bad tasks, some of them in the pilot

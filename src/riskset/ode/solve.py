@@ -205,7 +205,8 @@ def _backend_module(backend):
 
 def solve_batch(model, params, y0=None, t_eval=None, *, t0=None, rtol=1e-6,
                 atol=1e-6, backend="cpu", bundle=None, bundle_size=32,
-                pilot_size=None, degree="auto", max_steps=100_000,
+                pilot_size=None, degree="auto", target="auto",
+                max_steps=100_000,
                 progress=True, chunk_size=None, seed=0, set_ids=None):
     """Integrate ``model`` for every parameter set with Dormand-Prince 5(4).
 
@@ -233,6 +234,8 @@ def solve_batch(model, params, y0=None, t_eval=None, *, t0=None, rtol=1e-6,
         (default 10%, 64..1000; at most half of the batch).
     degree : 1, 2 or "auto" -- polynomial degree of the step predictor in
         the log-features.
+    target : "linear", "log" or "auto" -- regress the step count or its
+        logarithm ("auto": chosen with degree by validation on the pilot).
     max_steps : maximum attempted (accepted + rejected) steps per task;
         tasks hitting it get status 1 (``max_steps``).
     progress : show a tqdm progress bar when the batch spans several chunks.
@@ -302,7 +305,8 @@ def solve_batch(model, params, y0=None, t_eval=None, *, t0=None, rtol=1e-6,
                      + stats[:, dopri.ST_REJECTED]).astype(float)
             ok = stats[pilot, dopri.ST_STATUS] != dopri.NONFINITE
             rest, info = _bundling.plan_order(feats, pilot, steps[pilot],
-                                              degree, fit_mask=ok)
+                                              degree, fit_mask=ok,
+                                              target=target)
             mod.run_tasks(*run_args, rest, out, stats,
                           chunk_size=chunk_size, pbar=pbar)
         else:
