@@ -13,7 +13,10 @@ Compared: riskset CPU (numba prange over all cores), a Python loop over
 scipy's solve_ivp(RK45) (timed on a subset and extrapolated), numbalsoda
 (if installed) and diffrax + JAX vmap (if installed; optional). Also prints
 the step-count predictor's R^2 on held-out tasks and the lockstep efficiency
-(bundles of 32) with and without sorting. Not part of the test suite.
+(bundles of 32) with and without sorting, for SEIR and for the TMDD model.
+Not part of the test suite. numbalsoda and diffrax are optional: install
+them (``pip install numbalsoda jax diffrax``; numbalsoda builds from source
+and needs a Fortran compiler) or their rows say "not available".
 """
 
 import argparse
@@ -141,6 +144,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-diffrax", action="store_true")
+    ap.add_argument("--skip-pk", action="store_true",
+                    help="skip the TMDD predictor section")
     a = ap.parse_args(argv)
 
     n, rtol, atol = a.n, 1e-6, 1e-6
@@ -263,7 +268,46 @@ def main(argv=None):
     steps = res.n_steps
     print(f"steps per task: min {steps.min()}, median "
           f"{int(np.median(steps))}, max {steps.max()}")
+    if not a.skip_pk:
+        bench_pk(n, a.seed)
     return 0
+
+
+def bench_pk(n, seed):
+    """Step-count predictor on the two-compartment TMDD (nimotuzumab-like)
+    model: log-uniform parameters over a range that includes stiff corners
+    (fast binding), so step counts are heavy-tailed."""
+    from riskset.ode import pk_initial_state
+
+    rng = np.random.default_rng(seed + 7)
+    names = ["kel", "kcp", "kpc", "Vc", "kon", "koff", "kint", "ksyn",
+             "kdeg"]
+    lo = np.log([0.005, 0.01, 0.01, 2.0, 0.1, 0.01, 0.01, 0.05, 0.01])
+    hi = np.log([0.05, 0.1, 0.1, 5.0, 5.0, 1.0, 0.5, 1.0, 0.5])
+    P = np.exp(rng.uniform(lo, hi, size=(n, len(names))))
+    dose = np.exp(rng.uniform(np.log(100.0), np.log(400.0), n))
+    Y0 = pk_initial_state(dose, P)
+    t = np.arange(0.0, 673.0, 4.0)  # 4 weeks, every 4 h
+    solve_batch("pk", P[:2], Y0[:2], t, progress=False)  # compile / load
+    w0, c0 = time.perf_counter(), time.process_time()
+    r = solve_batch("pk", P, Y0, t, rtol=1e-6, atol=1e-6, bundle=True,
+                    pilot_size=min(1000, n // 5), seed=1, progress=False)
+    w, c = time.perf_counter() - w0, time.process_time() - c0
+    info = r.bundling
+    steps = r.n_steps
+    print()
+    print(f"PK TMDD model, {n} tasks, {t.size} outputs, rtol=atol=1e-6: "
+          f"riskset cpu {w:.2f} s wall, {c:.2f} s cpu; steps per task min "
+          f"{steps.min()}, median {int(np.median(steps))}, max "
+          f"{steps.max()}; status {np.bincount(r.status, minlength=4)}")
+    print(f"  predictor degree {info.degree}, {info.target} target: R^2 on "
+          f"{n - len(info.pilot_idx)} held-out tasks = "
+          f"{info.r2_heldout:.3f}")
+    print(f"  lockstep efficiency, bundles of 32: unsorted "
+          f"{info.efficiency_unsorted:.3f}, sorted by prediction "
+          f"{info.efficiency_sorted:.3f}, as launched "
+          f"{info.efficiency_executed:.3f}, sorted by true steps "
+          f"{info.efficiency_oracle:.3f}")
 
 
 if __name__ == "__main__":
