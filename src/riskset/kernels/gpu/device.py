@@ -1,0 +1,76 @@
+"""Device availability, precision and launch geometry of the GPU backend.
+
+``numba.cuda`` decides at import time whether it drives a real CUDA device or Numba's
+CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``: every kernel runs as Python threads on
+the CPU, slowly, which is how the kernels are tested without hardware).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+#: Largest block size; shared-memory arrays are sized by it (compile-time constant).
+MAX_THREADS = 1024
+
+
+def simulator_enabled() -> bool:
+    from numba import config
+
+    return bool(config.ENABLE_CUDASIM)
+
+
+def require_device() -> None:
+    """Raise ``RuntimeError`` naming the problem when no CUDA device can run the kernels."""
+    if simulator_enabled():
+        return
+    try:
+        from numba import cuda
+    except Exception as err:  # pragma: no cover - numba always ships numba.cuda
+        raise RuntimeError(f"backend='gpu' needs numba.cuda, which cannot be imported: {err}") from err
+    reason = None
+    try:
+        ok = cuda.is_available()
+    except Exception as err:  # broken driver installation
+        ok, reason = False, str(err)
+    if not ok:
+        if reason is None:
+            try:
+                cuda.detect()
+            except Exception as err:
+                reason = str(err)
+        reason = " ".join(reason.split()).rstrip(": ") if reason else ""
+        detail = f" ({reason})" if reason else ""
+        raise RuntimeError(
+            "backend='gpu' needs a CUDA GPU, but numba.cuda found no usable CUDA driver or device"
+            f"{detail}. Install an NVIDIA driver and the GPU extra (pip install 'riskset[gpu]', i.e. "
+            "numba-cuda), or set NUMBA_ENABLE_CUDASIM=1 before starting Python to run the GPU kernels in "
+            "Numba's CUDA simulator (slow; for testing); or use backend='cpu'.")
+
+
+def state_dtype(dtype) -> np.dtype:
+    """float64 (default) or float32 for the device state; accumulations stay float64."""
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise ValueError(f"dtype must be 'float64' or 'float32', not {dtype!r}")
+    return dt
+
+
+def threads_per_block() -> int:
+    """Threads of the per-replicate block (a power of two).
+
+    ``RISKSET_GPU_THREADS`` overrides; defaults are 256 on a device and 4 in the
+    simulator (every simulated thread is a Python thread).
+    """
+    env = os.environ.get("RISKSET_GPU_THREADS")
+    nt = int(env) if env else (4 if simulator_enabled() else 256)
+    if nt < 1 or nt > MAX_THREADS or nt & (nt - 1):
+        raise ValueError(f"RISKSET_GPU_THREADS must be a power of two in 1..{MAX_THREADS}, not {nt}")
+    return nt
+
+
+def row_blocks(n: int, nt: int, cap: int = 1024) -> int:
+    """Blocks per replicate for row-parallel (embarrassingly parallel) kernels."""
+    if simulator_enabled():  # the simulator runs blocks one after another: one is enough
+        return 1
+    return max(1, min(cap, (n + nt - 1) // nt))
