@@ -142,7 +142,7 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--scipy-subset", type=int, default=200)
     ap.add_argument("--seed", type=int, default=2024)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--skip-diffrax", action="store_true")
     ap.add_argument("--skip-pk", action="store_true",
                     help="skip the TMDD predictor section")
