@@ -25,8 +25,7 @@ linear predictor) methods. Named steps:
 """
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -64,8 +63,6 @@ class SolverResult:
     n_iter: int
     message: str
     gamma_max: float | None = None
-    seconds: float = 0.0
-    history: list = field(default_factory=list)
 
 
 def penalty_value(beta, l1, l2) -> float:
@@ -83,7 +80,6 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
     fixed : boolean mask of coordinates held at their ``beta0`` value (profile likelihood).
     """
     opts = options or SolverOptions()
-    t0 = time.perf_counter()
     p = datafit.n_coef
     beta = np.zeros(p) if beta0 is None else np.array(beta0, dtype=np.float64)
     fixed = np.zeros(p, bool) if fixed is None else np.asarray(fixed, bool)
@@ -97,7 +93,7 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
             ll = datafit.loglik(state)
             return SolverResult(beta, state, ll, ll - penalty_value(beta, l1, l2), True, 0,
                                 "all penalized coefficients are zero: the L1 rate is at or above gamma_max",
-                                gamma_max, time.perf_counter() - t0)
+                                gamma_max)
 
     beta, state, result = _cycles(datafit, beta, state, l1, l2, np.flatnonzero(free), opts)
     if result.converged and opts.polish_max_active > 0:
@@ -109,7 +105,6 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
         result.converged = False
         result.message = problem
     result.beta, result.state, result.gamma_max = beta, state, gamma_max
-    result.seconds = time.perf_counter() - t0
     return result
 
 
@@ -118,7 +113,6 @@ def _cycles(datafit, beta, state, l1, l2, coords, opts):
     full sweep changes the objective by less than tol (relative)."""
     radius = np.ones(datafit.n_coef)
     objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
-    history = [objective]
     bar = _progress_bar(opts.progress, opts.max_iter)
     converged, message, change, k = False, "", np.inf, 0
     sweep = getattr(datafit, "cycle", None) or _python_cycle(datafit)
@@ -128,7 +122,6 @@ def _cycles(datafit, beta, state, l1, l2, coords, opts):
         sweep(state, sweep_coords, beta, l1, l2, radius)
         k += 1
         new_objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
-        history.append(new_objective)
         if not np.isfinite(new_objective):
             message = f"the objective became non-finite ({new_objective}) at cycle {k}"
             break
@@ -155,7 +148,7 @@ def _cycles(datafit, beta, state, l1, l2, coords, opts):
     if bar is not None:
         bar.close()
     ll = datafit.loglik(state)
-    result = SolverResult(beta, state, ll, objective, converged, k, message, history=history)
+    result = SolverResult(beta, state, ll, objective, converged, k, message)
     return beta, state, result
 
 
