@@ -4,6 +4,8 @@ Newton step on the penalized objective for one coordinate with the L1 kink handl
 by one-sided derivatives, clipped to the Genkin-Lewis-Madigan trust region whose
 half-width becomes max(2|step|, half-width/2). ``radius`` is (replicates, coef).
 """
+import math
+
 from numba import cuda
 
 
@@ -35,6 +37,12 @@ def bounded_step(g, h, b, l1, l2, radius, r, j):
     if step == 0.0:
         return 0.0
     rad = radius[r, j]
-    step = min(max(step, -rad), rad)
-    radius[r, j] = max(2.0 * abs(step), 0.5 * rad)
+    # explicit comparisons: the builtins min/max/abs do not lower in every numba.cuda version
+    if step > rad:
+        step = rad
+    elif step < -rad:
+        step = -rad
+    grow = 2.0 * math.fabs(step)
+    half = 0.5 * rad
+    radius[r, j] = grow if grow > half else half
     return step
