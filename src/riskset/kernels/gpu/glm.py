@@ -20,7 +20,7 @@ from riskset.kernels.cpu import glm as cpu_kernels
 from .base import DeviceDatafit
 from .blocks import block_sum2
 from .device import MAX_THREADS, row_blocks
-from .step import bounded_step
+from .step import bounded_step, clipped_step
 
 LOGISTIC, POISSON, GAUSSIAN = cpu_kernels.LOGISTIC, cpu_kernels.POISSON, cpu_kernels.GAUSSIAN
 
@@ -147,10 +147,105 @@ def sweep_kernel(mode, family, indptr, indices, values, indicator, coords, mask,
         cuda.syncthreads()
 
 
+@cuda.jit
+def sweep_grid_kernel(mode, family, indptr, indices, values, indicator, coords, mask, beta, l1, l2, radius, fixed,
+                      out, partial, eta, y, w, expeta, resid, curv):
+    """One CCD sweep of a single fit spread over the whole grid (cooperative launch).
+
+    Each block reduces its share of the column's non-zeros and writes a partial (g, h);
+    after a grid-wide sync every block sums the partials in the same order (so all
+    blocks take the identical step), block 0 stores beta and the trust region, every
+    block moves its share, and a second grid sync orders the move before the next
+    coordinate's reads. beta[0, j] and radius[0, j] are read before the first sync, so
+    block 0's writes cannot race them. Replicate 0 only (gridDim.y == 1).
+    """
+    grid = cuda.cg.this_grid()
+    sa = cuda.shared.array(MAX_THREADS, float64)
+    sb = cuda.shared.array(MAX_THREADS, float64)
+    sstep = cuda.shared.array(1, float64)
+    bx = cuda.blockIdx.x
+    nb = cuda.gridDim.x
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    start = bx * nt + tid
+    stride = nb * nt
+    for c in range(coords.shape[0]):
+        j = coords[c]
+        if mask[0, j] == 0:
+            continue
+        a = indptr[j]
+        b = indptr[j + 1]
+        b0 = beta[0, j]
+        rad0 = radius[0, j]
+        if mode != 2:
+            g = 0.0
+            h = 0.0
+            for k in range(a + start, b, stride):
+                i = indices[k]
+                x = float(values[k])
+                g += x * resid[0, i]
+                h -= x * x * curv[0, i]
+            block_sum2(sa, sb, g, h, tid, nt)
+            if tid == 0:
+                partial[0, bx] = sa[0]
+                partial[1, bx] = sb[0]
+            grid.sync()
+            g = 0.0
+            h = 0.0
+            for q in range(tid, nb, nt):
+                g += partial[0, q]
+                h += partial[1, q]
+            block_sum2(sa, sb, g, h, tid, nt)
+        if tid == 0:
+            step = 0.0
+            if mode == 0:
+                step, rad = clipped_step(sa[0], sb[0], b0, l1[0, j], l2[0, j], rad0)
+                if bx == 0 and step != 0.0:
+                    beta[0, j] = b0 + step
+                    radius[0, j] = rad
+            elif mode == 1:
+                if bx == 0:
+                    out[0, 0] = sa[0]
+                    out[0, 1] = sb[0]
+            else:
+                step = fixed[0]
+            sstep[0] = step
+        cuda.syncthreads()
+        step = sstep[0]
+        if step != 0.0:
+            factor = math.exp(step)
+            ind = indicator[j] != 0
+            for k in range(a + start, b, stride):
+                i = indices[k]
+                x = float(values[k])
+                e = eta[0, i] + step * x
+                eta[0, i] = e
+                if ind:
+                    ee = float(expeta[0, i]) * factor
+                else:
+                    ee = float(expeta[0, i]) * math.exp(step * x)
+                expeta[0, i] = ee
+                mu, v = mean_and_curvature(family, e, ee)
+                resid[0, i] = float(w[0, i]) * (float(y[i]) - mu)
+                curv[0, i] = float(w[0, i]) * v
+        grid.sync()
+
+
+def grid_blocks() -> int:
+    """Blocks of the cooperative single-fit sweep: one per multiprocessor (always co-resident)."""
+    from .device import simulator_enabled
+
+    if simulator_enabled():  # the simulator supports grid sync with one block only
+        return 1
+    return int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+
+
 class GLMDeviceDatafit(DeviceDatafit):
     """:class:`~riskset.models.glm.GLMDatafit` with X and the state on the device."""
 
     family_name = "glm"
+    #: a single fit (R = 1) sweeps with the cooperative whole-grid kernel; replicates use one block each
+    single_fit_grid = True
 
     def __init__(self, cpu, dtype="float64", weights=None):
         super().__init__(cpu, dtype, weights)
@@ -201,6 +296,13 @@ class GLMDeviceDatafit(DeviceDatafit):
             fixed = cuda.to_device(np.zeros(self.n_rep))
         if out is None:
             out = cuda.to_device(np.zeros((self.n_rep, 2)))
+        if self.n_rep == 1 and self.single_fit_grid:
+            nb = grid_blocks()
+            partial = cuda.device_array((2, nb), dtype=np.float64)
+            sweep_grid_kernel[nb, self.nt](mode, self.family, s["indptr"], s["indices"], s["values"],
+                                           s["indicator"], coords, mask, beta, l1, l2, radius, fixed, out, partial,
+                                           d["eta"], s["y"], self._weights_dev(), d["expeta"], d["resid"], d["curv"])
+            return
         sweep_kernel[self.n_rep, self.nt](mode, self.family, s["indptr"], s["indices"], s["values"], s["indicator"],
                                           coords, mask, beta, l1, l2, radius, fixed, out, d["eta"], s["y"],
                                           self._weights_dev(), d["expeta"], d["resid"], d["curv"])

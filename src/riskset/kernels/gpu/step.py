@@ -31,6 +31,21 @@ def newton_step(g, h, b, l1, l2):
 
 
 @cuda.jit(device=True)
+def clipped_step(g, h, b, l1, l2, rad):
+    """(step, new half-width) for trust-region half-width ``rad`` (no memory writes)."""
+    step = newton_step(g, h, b, l1, l2)
+    if step == 0.0:
+        return 0.0, rad
+    if step > rad:
+        step = rad
+    elif step < -rad:
+        step = -rad
+    grow = 2.0 * math.fabs(step)
+    half = 0.5 * rad
+    return step, (grow if grow > half else half)
+
+
+@cuda.jit(device=True)
 def bounded_step(g, h, b, l1, l2, radius, r, j):
     """Clipped step for coordinate j of replicate r; updates radius[r, j]."""
     step = newton_step(g, h, b, l1, l2)
