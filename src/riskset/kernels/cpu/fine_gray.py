@@ -35,8 +35,9 @@ differences are taken between the slot of the current run of non-zeros and the n
 one (``K`` after the last).
 
 ``coordinate_scan`` is the papers' O(N) formulation: one pass over all rows
-accumulating (w, wx, wx^2) by slot for the ordinary and the competing part, then one
-fused forward/backward pass over the slots.
+accumulating (w, wx, wx^2) by slot for the ordinary and the competing part (one fused
+tuple pass), then a backward scan of the competing part and a forward scan of the
+ordinary part fused with the reduction to (g_j, h_j).
 """
 import math
 
