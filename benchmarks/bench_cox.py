@@ -50,9 +50,9 @@ def run(ds, gamma, formulation, tol, max_iter, repeat=1):
     p = df.n_coef
     best = np.inf
     for _ in range(repeat):  # the machine is shared: keep the fastest of `repeat` fits
+        t1 = time.perf_counter()
         res = fit_ccd(df, np.full(p, gamma), np.zeros(p), options=SolverOptions(tol=tol, max_iter=max_iter))
-        best = min(best, res.seconds)
-    res.seconds = best
+        best = min(best, time.perf_counter() - t1)
     # cost of one full CCD sweep at the solution (gradients + Hessians of all P coordinates)
     sweep = np.inf
     l1, l2 = np.full(p, gamma), np.zeros(p)
@@ -61,7 +61,7 @@ def run(ds, gamma, formulation, tol, max_iter, repeat=1):
         t1 = time.perf_counter()
         df.cycle(res.state, np.arange(p), b, l1, l2, np.full(p, 1e-12))
         sweep = min(sweep, time.perf_counter() - t1)
-    return dict(prep=t_prep, fit=res.seconds, sweep=sweep, cycles=res.n_iter, per_cycle=res.seconds / max(res.n_iter, 1),
+    return dict(prep=t_prep, fit=best, sweep=sweep, cycles=res.n_iter, per_cycle=best / max(res.n_iter, 1),
                 objective=res.objective, nonzero=int(np.sum(res.beta != 0)), converged=res.converged,
                 slots=df.rs.n_slots)
 
