@@ -188,7 +188,7 @@ def ccd_cox_strata_no_polish():
 
 # -- batched replicates ----------------------------------------------------------------------
 def _replicates_check(model, strata=False):
-    data = data_for(model, strata=strata, n=100, seed=13)
+    data = data_for(model, strata=strata, n=80, seed=13)
     df = riskset.models.get_model(model).datafit(data)
     p = df.n_coef
     rng = np.random.default_rng(1)
