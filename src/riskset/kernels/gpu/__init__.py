@@ -1,10 +1,33 @@
-"""GPU backend: device datafits (Numba-CUDA) and batched replicate fits.
+"""GPU backend: device datafits (Numba-CUDA) and batched replicate fits (issue 7).
 
 ``to_device(datafit, dtype)`` turns a prepared CPU datafit into a device datafit that
-the CCD solver uses unchanged: X (CSC) and the fit state live on the device, and a
-whole CCD sweep is one launch of a persistent kernel (one block per replicate, the
-Newton step, L1 rule and trust region computed on the device; no host round trip per
-coordinate). ``fit_replicates`` fits R row weightings of one X at once.
+the CCD solver (:mod:`riskset.solver.ccd`) uses unchanged: X (CSC) and the fit state
+live on the device, and a whole CCD sweep is one kernel launch in which the Newton
+step, the L1 rule and the trust region are computed on the device
+(:mod:`.step`, line for line the CPU :mod:`riskset.solver.step`); per sweep only beta
+and the trust-region radii cross to the host. ``fit_replicates`` fits R row
+weightings of one X at once.
+
+Architecture
+------------
+* State: (R, N) arrays per replicate (R = 1 for an ordinary fit): eta (always
+  float64, the accumulator) and the family's per-row state (GLM: exp(eta), residual,
+  curvature; Cox: w = c exp(eta)) in ``dtype``; Cox also (R, n_slots) float64 slot sums
+  and cumulative aggregates. X values are stored in ``dtype`` and row indices in int32.
+* Persistent sweep kernels, one block per replicate (:func:`.glm.sweep_kernel`,
+  :func:`.cox.sweep_kernel`): for each coordinate of the sweep the block's threads
+  reduce g and h over the column's non-zeros (shared-memory tree), thread 0 takes the
+  step, all threads move their non-zeros; a per-replicate coordinate mask gives each
+  replicate its own active set. Cox refreshes its per-slot aggregates after a move by
+  block-level segmented scans over the slots (:mod:`.blocks`), and computes the
+  squared risk-set term with a segmented block scan over the column's non-zeros.
+* A single GLM fit spreads the sweep over the whole grid (:func:`.glm.sweep_grid_kernel`,
+  cooperative launch, two grid syncs per coordinate, every block computing the same
+  step from the same partials). A single Cox fit runs in one block.
+* Row-parallel passes (GLM refresh and log-likelihood) use many blocks per
+  replicate; the Cox exact state + log-likelihood pass runs per replicate block.
+* ``gradient``, ``hessian``, ``diagnose`` (rare: screening, polish, standard errors)
+  rebuild a CPU state from the coefficients and use the CPU datafit.
 
 Kernels run on a CUDA GPU through Numba-CUDA (``pip install 'riskset[gpu]'``) or, with
 ``NUMBA_ENABLE_CUDASIM=1`` set before Python starts, in Numba's CUDA simulator.
@@ -26,7 +49,9 @@ def to_device(datafit, dtype="float64"):
     from .device import state_dtype
 
     if isinstance(datafit, DeviceDatafit):
-        return datafit
+        if state_dtype(dtype) == datafit.dtype:
+            return datafit
+        datafit = datafit.cpu
     state_dtype(dtype)
     kind = _family(datafit)
     require_device()
@@ -67,3 +92,4 @@ def fit_replicates(*args, **kwargs):
     from .replicates import fit_replicates as _fit
 
     return _fit(*args, **kwargs)
+

@@ -272,6 +272,11 @@ class CoxDeviceDatafit(DeviceDatafit):
                                           d["eta"], d["w"], d["ex"], p["slot_d"], s["slot_first"], s["slot_last"],
                                           d["S"], d["Q1"], d["Q2"], d["A1c"], d["A2c"], d["dirty"])
 
+    def reweighted(self, weights):
+        # As the CPU datafit: weights in Dataset order cannot be mapped here when the model
+        # dropped or split rows, so the caller prepares again (use :meth:`replicates`).
+        return None
+
     def _cpu_reweight(self, w):
         """A CPU Cox datafit with case weights ``w`` (input row order), sharing X and the sort."""
         cpu = self.cpu
