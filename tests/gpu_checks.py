@@ -38,7 +38,8 @@ def rel(a, b, floor=1e-3):
 def close(a, b, tol, what):
     err = rel(a, b)
     if not err <= tol:
-        raise AssertionError(f"{what}: relative difference {err:.3g} > {tol:g}\n gpu {np.asarray(a)}\n cpu {np.asarray(b)}")
+        raise AssertionError(f"{what}: relative difference {err:.3g} > {tol:g}\n"
+                             f" gpu {np.asarray(a)}\n cpu {np.asarray(b)}")
 
 
 def data_for(model, n=100, p=5, seed=3, strata=False):
@@ -188,7 +189,7 @@ def ccd_cox_strata_no_polish():
 
 # -- batched replicates ----------------------------------------------------------------------
 def _replicates_check(model, strata=False):
-    data = data_for(model, strata=strata, n=80, seed=13)
+    data = data_for(model, strata=strata, n=60, p=4, seed=13)
     df = riskset.models.get_model(model).datafit(data)
     p = df.n_coef
     rng = np.random.default_rng(1)

@@ -31,7 +31,7 @@ from numba import cuda, float64, int32
 
 from .base import DeviceDatafit
 from .blocks import block_sum2, chunk_segscan, segscan2_slots, segscan_slots
-from .device import MAX_THREADS, row_blocks
+from .device import MAX_THREADS
 from .step import bounded_step
 
 

@@ -11,15 +11,16 @@ per sweep is beta and the trust-region radii.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
-from numba import cuda, float64, int32
+from numba import cuda, float64
 
 from riskset.kernels.cpu import glm as cpu_kernels
 
 from .base import DeviceDatafit
 from .blocks import block_sum2
-from .device import MAX_THREADS, row_blocks
+from .device import MAX_THREADS, row_blocks, simulator_enabled
 from .step import bounded_step, clipped_step
 
 LOGISTIC, POISSON, GAUSSIAN = cpu_kernels.LOGISTIC, cpu_kernels.POISSON, cpu_kernels.GAUSSIAN
@@ -233,8 +234,6 @@ def sweep_grid_kernel(mode, family, indptr, indices, values, indicator, coords, 
 
 def grid_blocks() -> int:
     """Blocks of the cooperative single-fit sweep: one per multiprocessor (always co-resident)."""
-    from .device import simulator_enabled
-
     if simulator_enabled():  # the simulator supports grid sync with one block only
         return 1
     return int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
@@ -299,10 +298,18 @@ class GLMDeviceDatafit(DeviceDatafit):
         if self.n_rep == 1 and self.single_fit_grid:
             nb = grid_blocks()
             partial = cuda.device_array((2, nb), dtype=np.float64)
-            sweep_grid_kernel[nb, self.nt](mode, self.family, s["indptr"], s["indices"], s["values"],
-                                           s["indicator"], coords, mask, beta, l1, l2, radius, fixed, out, partial,
-                                           d["eta"], s["y"], self._weights_dev(), d["expeta"], d["resid"], d["curv"])
-            return
+            try:
+                sweep_grid_kernel[nb, self.nt](mode, self.family, s["indptr"], s["indices"], s["values"],
+                                               s["indicator"], coords, mask, beta, l1, l2, radius, fixed, out,
+                                               partial, d["eta"], s["y"], self._weights_dev(), d["expeta"],
+                                               d["resid"], d["curv"])
+                return
+            except Exception as err:  # e.g. no cooperative launch (cudadevrt missing): one block instead
+                if simulator_enabled():
+                    raise
+                warnings.warn(f"cooperative whole-grid sweep unavailable ({type(err).__name__}: {err}); "
+                              "sweeping in one block", RuntimeWarning, stacklevel=2)
+                type(self).single_fit_grid = False
         sweep_kernel[self.n_rep, self.nt](mode, self.family, s["indptr"], s["indices"], s["values"], s["indicator"],
                                           coords, mask, beta, l1, l2, radius, fixed, out, d["eta"], s["y"],
                                           self._weights_dev(), d["expeta"], d["resid"], d["curv"])
