@@ -100,7 +100,10 @@ class DeviceDatafit(Datafit):
         beta = np.atleast_2d(np.asarray(beta, dtype=np.float64))
         if beta.shape[0] == 1 and self.n_rep > 1:
             beta = np.repeat(beta, self.n_rep, axis=0)
-        eta = np.stack([self.cpu.linear_predictor(b) for b in beta])
+        if np.all(beta == beta[0]):  # e.g. every replicate starting at zero: one product
+            eta = np.broadcast_to(self.cpu.linear_predictor(beta[0].copy()), (beta.shape[0], self.n_rows))
+        else:
+            eta = np.stack([self.cpu.linear_predictor(b) for b in beta])
         state = DeviceState(cuda.to_device(np.ascontiguousarray(eta, dtype=np.float64)), beta.copy())
         self._allocate(state)
         self._refresh(state)
