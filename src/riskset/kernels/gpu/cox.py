@@ -25,13 +25,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import os
 
 import numpy as np
 from numba import cuda, float64, int32
 
 from .base import DeviceDatafit
 from .blocks import block_sum2, chunk_segscan, segscan2_slots, segscan_slots
-from .device import MAX_THREADS
+from .device import MAX_THREADS, simulator_enabled
 from .step import bounded_step
 
 
@@ -207,6 +208,23 @@ class CoxDeviceDatafit(DeviceDatafit):
 
     family_name = "cox"
 
+    def __init__(self, cpu, dtype="float64", weights=None):
+        super().__init__(cpu, dtype, weights)
+        # The slot scans of a refresh run in one block per replicate: on a device use the
+        # largest block (fewer chunks per scan), falling back to 256 threads if the kernel
+        # needs too many registers for 1024.
+        if not simulator_enabled() and not os.environ.get("RISKSET_GPU_THREADS"):
+            self.nt = 1024
+
+    def _launch(self, kernel, *args):
+        try:
+            kernel[self.n_rep, self.nt](*args)
+        except Exception:
+            if simulator_enabled() or self.nt <= 256:
+                raise
+            self.nt = 256  # e.g. CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES at 1024 threads
+            kernel[self.n_rep, self.nt](*args)
+
     def _make_static(self):
         cpu, rs = self.cpu, self.cpu.rs
         ks, ke = np.asarray(cpu.ks, np.int64), np.asarray(cpu.ke, np.int64)
@@ -253,9 +271,9 @@ class CoxDeviceDatafit(DeviceDatafit):
 
     def _refresh(self, state):
         s, p, d = self._dev_static(), self._rep(), state.d
-        sync_kernel[self.n_rep, self.nt](d["eta"], p["cw"], d["w"], s["ke"], s["event"], d["ex"], p["slot_d"],
-                                         s["slot_first"], s["slot_last"], d["S"], d["Q1"], d["Q2"], d["A1c"],
-                                         d["A2c"], d["dirty"], d["ll"])
+        self._launch(sync_kernel, d["eta"], p["cw"], d["w"], s["ke"], s["event"], d["ex"], p["slot_d"],
+                     s["slot_first"], s["slot_last"], d["S"], d["Q1"], d["Q2"], d["A1c"], d["A2c"], d["dirty"],
+                     d["ll"])
 
     def _loglik_all(self, state):
         self._refresh(state)  # exact recomputation from eta, as the CPU datafit does
@@ -267,10 +285,9 @@ class CoxDeviceDatafit(DeviceDatafit):
             fixed = cuda.to_device(np.zeros(self.n_rep))
         if out is None:
             out = cuda.to_device(np.zeros((self.n_rep, 2)))
-        sweep_kernel[self.n_rep, self.nt](mode, s["indptr"], s["indices"], s["values"], s["indicator"], s["ksn"],
-                                          s["ken"], coords, mask, beta, l1, l2, radius, fixed, out, p["gx0"],
-                                          d["eta"], d["w"], d["ex"], p["slot_d"], s["slot_first"], s["slot_last"],
-                                          d["S"], d["Q1"], d["Q2"], d["A1c"], d["A2c"], d["dirty"])
+        self._launch(sweep_kernel, mode, s["indptr"], s["indices"], s["values"], s["indicator"], s["ksn"], s["ken"],
+                     coords, mask, beta, l1, l2, radius, fixed, out, p["gx0"], d["eta"], d["w"], d["ex"], p["slot_d"],
+                     s["slot_first"], s["slot_last"], d["S"], d["Q1"], d["Q2"], d["A1c"], d["A2c"], d["dirty"])
 
     def reweighted(self, weights):
         # As the CPU datafit: weights in Dataset order cannot be mapped here when the model
