@@ -380,3 +380,23 @@ def test_time_varying_datafit_derivatives(ties):
     df = CoxModel(ties=ties, time_varying={"x0": [2.0, 4.0], "x3": [3.0]}).datafit(dataset(d))
     assert df.n_coef == 7
     check_derivatives(df, np.linspace(-0.3, 0.4, 7), rel=1e-6)
+
+
+@pytest.mark.parametrize("ties", TIES)
+@pytest.mark.parametrize("variant", ["plain", "startstop_strata", "tv"])
+def test_reweighted_view_equals_subset(variant, ties):
+    """Weight 0 removes a row exactly (cross-validation views), Efron ties included."""
+    d = make_data(n=120, seed=21, **(VARIANTS["strata"] if variant == "tv" else VARIANTS[variant]))
+    data = dataset(d)
+    model = CoxModel(ties=ties, time_varying={"x0": [3.0]} if variant == "tv" else None)
+    full = model.datafit(data)
+    keep = np.random.default_rng(5).random(120) < 0.6
+    view = full.reweighted(keep.astype(float))
+    sub = CoxModel(ties=ties, time_varying=model.time_varying).datafit(data.subset(keep))
+    beta = np.linspace(-0.3, 0.3, full.n_coef)
+    assert loglik_at(view, beta) == pytest.approx(loglik_at(sub, beta), rel=1e-12)
+    assert np.allclose(view.gradient(view.new_state(beta)), sub.gradient(sub.new_state(beta)), rtol=1e-10, atol=1e-12)
+    assert loglik_at(full.reweighted(np.ones(120)), beta) == pytest.approx(loglik_at(full, beta), rel=1e-14)
+    a = fit_ccd(view, np.zeros(full.n_coef), np.zeros(full.n_coef))
+    b = fit_ccd(sub, np.zeros(full.n_coef), np.zeros(full.n_coef))
+    assert np.allclose(a.beta, b.beta, atol=1e-8)

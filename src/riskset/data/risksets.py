@@ -42,7 +42,7 @@ class RiskSets:
     slot_first: np.ndarray     # (n_slots,) uint8: first slot of its stratum
     slot_last: np.ndarray      # (n_slots,) uint8: terminal slot of its stratum
     slot_d: np.ndarray         # (n_slots,) weighted number of events (sum of case weights)
-    slot_m: np.ndarray         # (n_slots,) number of event rows (Efron)
+    slot_m: np.ndarray         # (n_slots,) number of event rows with positive weight (Efron)
     has_start: bool
 
     @property
@@ -101,7 +101,7 @@ def build_risk_sets(time, status, start=None, strata=None, weights=None) -> Risk
     slot_last[offsets[1:] - 1] = 1
     eslot = ke[evmask] - 1
     slot_d = np.bincount(eslot, weights=cw[evmask], minlength=n_slots).astype(np.float64)
-    slot_m = np.bincount(eslot, minlength=n_slots).astype(np.float64)
+    slot_m = np.bincount(eslot, weights=(cw[evmask] > 0), minlength=n_slots).astype(np.float64)
     return RiskSets(order=order, ks=ks, ke=ke, event=ev.astype(np.uint8), row_stratum=s,
                     slot_time=slot_time, slot_stratum=slot_stratum, slot_first=slot_first,
                     slot_last=slot_last, slot_d=slot_d, slot_m=slot_m, has_start=has_start)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -91,6 +91,26 @@ class CoxDatafit(Datafit):
         if formulation == "sparse" and self.has_start:
             self.codes = column_breakpoints(self.indptr, self.indices, self.ks, self.ke)
         self._xd = np.zeros(self.n_rows) if formulation == "scan" else None
+        self.data_rows = order  # Dataset row of each datafit row (set by CoxModel.datafit)
+
+    def reweighted(self, weights):
+        """The same datafit with case weights ``weights`` (Dataset row order), sharing X, the sort
+        and every static structure; weight 0 removes a row exactly (also for Efron ties)."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        cw = np.ascontiguousarray(np.asarray(weights, dtype=np.float64)[self.data_rows])
+        ev = self.event == 1
+        eslot = self.ke[ev] - 1
+        ns = self.rs.n_slots
+        slot_d = np.bincount(eslot, weights=cw[ev], minlength=ns).astype(np.float64)
+        slot_m = np.bincount(eslot, weights=(cw[ev] > 0), minlength=ns).astype(np.float64)
+        new.rs = replace(self.rs, slot_d=slot_d, slot_m=slot_m)
+        new.cw = cw
+        new.efron = self.ties == "efron" and bool(np.any(slot_m > 1))
+        new.gx0 = np.ascontiguousarray(self.X.T @ (cw * self.event), dtype=np.float64)
+        if self._xd is not None:
+            new._xd = np.zeros(self.n_rows)  # per-view work array (views may run in parallel threads)
+        return new
 
     # -- state --------------------------------------------------------------------
     def new_state(self, beta):
@@ -368,8 +388,10 @@ class CoxModel(Model):
     def datafit(self, data) -> CoxDatafit:
         self._cache = None
         p = self._prepared(data, warn=True)
-        return CoxDatafit(p.X, p.time, p.status, p.start, p.strata, p.weights, p.offset, ties=self.ties,
-                          formulation=self.formulation)
+        df = CoxDatafit(p.X, p.time, p.status, p.start, p.strata, p.weights, p.offset, ties=self.ties,
+                        formulation=self.formulation)
+        df.data_rows = np.ascontiguousarray(p.rows[df.order])
+        return df
 
     def coef_names(self, data):
         return list(self._prepared(data, warn=False).names)
