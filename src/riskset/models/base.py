@@ -80,7 +80,8 @@ class Datafit(ABC):
         return self.names[j] if self.names is not None else f"#{j}"
 
     def linear_predictor(self, beta: np.ndarray) -> np.ndarray:
-        return self.X @ beta + self.offset
+        """X beta + offset, reading only the columns of non-zero coefficients."""
+        return sparse_product(self.X, beta) + self.offset
 
     # -- the solver interface -------------------------------------------------------
     @abstractmethod
@@ -113,6 +114,14 @@ class Datafit(ABC):
         caller then prepares a new datafit). Weight 0 removes a row: replicates of
         cross-validation and the bootstrap are reweighted views of one datafit."""
         return None
+
+
+def sparse_product(X: sp.csc_matrix, beta: np.ndarray) -> np.ndarray:
+    """X @ beta touching only the columns where beta is non-zero (sparse L1 fits)."""
+    nz = np.flatnonzero(beta)
+    if nz.size == X.shape[1]:
+        return X @ beta
+    return X[:, nz] @ beta[nz] if nz.size else np.zeros(X.shape[0])
 
 
 class Model(ABC):

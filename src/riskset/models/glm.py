@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset, row_label
 from riskset.exceptions import InputError
 from riskset.kernels.cpu import glm as kernels
-from riskset.models.base import Datafit, FitState, Model, indicator_columns
+from riskset.models.base import Datafit, FitState, Model, indicator_columns, sparse_product
 
 # |linear predictor| beyond which a fitted mean is 0 or 1 to double precision.
 _SEPARATION_ETA = 25.0
@@ -43,7 +43,7 @@ class GLMDatafit(Datafit):
         return self.X.shape[1] + self.first
 
     def linear_predictor(self, beta):
-        eta = self.X @ beta[self.first:] + self.offset
+        eta = sparse_product(self.X, beta[self.first:]) + self.offset
         return eta + beta[0] if self.first else eta
 
     def reweighted(self, weights):

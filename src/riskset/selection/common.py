@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from riskset.models.base import Datafit, Model
+from riskset.selection.folds import has_event
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.prior import Prior
 
@@ -55,18 +56,17 @@ class Context:
         res = fit_ccd(self.view(weights), l1, l2, beta0=beta0, options=SolverOptions(tol=self.tol))
         return pd.Series(res.beta, index=self.names)
 
+    @property
+    def event_code(self) -> int:
+        """Status code of the event of interest (Fine-Gray may choose another than 1)."""
+        return getattr(self.model, "event_of_interest", 1)
+
     def score(self, weights: np.ndarray, coef: pd.Series) -> float:
         """Log-likelihood of the rows with positive ``weights`` at ``coef`` (0 without events)."""
-        if not np.any((weights > 0) & _events(self.data)):
+        if not np.any((weights > 0) & has_event(self.data, self.event_code)):
             return 0.0
         view = self.view(weights)
         return float(view.loglik(view.new_state(coef.reindex(self.names).fillna(0.0).to_numpy())))
-
-
-def _events(data) -> np.ndarray:
-    from riskset.selection.folds import has_event
-
-    return has_event(data)
 
 
 def prior_with_variance(prior: Prior, variance: float) -> Prior:

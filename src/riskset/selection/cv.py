@@ -72,7 +72,7 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     m = model if isinstance(model, Model) else get_model(model, **model_options)
     ctx = Context(data, m, prior, tol)
     grid = np.sort(np.asarray(variances if variances is not None else default_variances(ctx, n_grid), float))
-    folds = assign_folds(data, n_folds, n_repeats, seed, m.name)
+    folds = assign_folds(data, n_folds, n_repeats, seed, m.name, ctx.event_code)
     tasks = [(r, k, folds[r] == k, grid, None) for r in range(n_repeats) for k in range(n_folds)]
     results = run_tasks(_score_task, ctx, tasks, executor=executor, n_jobs=n_jobs, progress=progress,
                         desc="cross-validation")

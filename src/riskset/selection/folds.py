@@ -24,17 +24,17 @@ def resampling_units(data: Dataset, model_name: str = "") -> np.ndarray:
     return np.arange(data.n_rows)
 
 
-def has_event(data: Dataset) -> np.ndarray:
-    """Per row: an event (status 1) or a positive response."""
+def has_event(data: Dataset, event_code: int = 1) -> np.ndarray:
+    """Per row: an event of interest (status ``event_code``) or a positive response."""
     if data.status is not None:
-        return data.status == 1
+        return data.status == event_code
     if data.y is not None:
         return data.y > 0
     return np.zeros(data.n_rows, bool)
 
 
 def assign_folds(data: Dataset, n_folds: int = 10, n_repeats: int = 1, seed: int = 0,
-                 model_name: str = "") -> np.ndarray:
+                 model_name: str = "", event_code: int = 1) -> np.ndarray:
     """Fold of each row for each repetition, shape (n_repeats, n_rows), reproducible from ``seed``.
 
     >>> import riskset
@@ -48,7 +48,7 @@ def assign_folds(data: Dataset, n_folds: int = 10, n_repeats: int = 1, seed: int
     if n_folds < 2 or n_folds > n_units:
         raise ValueError(f"n_folds must be between 2 and the number of units ({n_units}), got {n_folds}")
     unit_event = np.zeros(n_units, bool)
-    np.logical_or.at(unit_event, units, has_event(data))
+    np.logical_or.at(unit_event, units, has_event(data, event_code))
     rng = np.random.default_rng(seed)
     folds = np.empty((n_repeats, data.n_rows), np.int64)
     for r in range(n_repeats):
