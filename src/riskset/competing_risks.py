@@ -24,6 +24,7 @@ import pandas as pd
 
 from riskset.exceptions import DataWarning, InputError
 from riskset.models.fine_gray import FineGrayModel, check_times, classify_status
+from riskset.survival import time_table
 
 
 # -- Aalen-Johansen ------------------------------------------------------------------------
@@ -52,39 +53,25 @@ def aalen_johansen(time, status, group=None, weights=None, event_of_interest: in
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     if w.shape[0] != n or np.any(~np.isfinite(w)) or np.any(w < 0):
         raise InputError("weights must be finite, non-negative, one per row")
-    if group is None:
-        glabels, g = np.array([None]), np.zeros(n, np.int64)
-    else:
-        glabels, g = np.unique(np.asarray(group), return_inverse=True)
-    order = np.lexsort((time, g))
-    gs, ts = g[order], time[order]
-    new = np.ones(n, bool)
-    new[1:] = (gs[1:] != gs[:-1]) | (ts[1:] != ts[:-1])
-    pair = np.cumsum(new) - 1
-    ug, ut = gs[new], ts[new]
-    wo = w[order]
-    n_event = np.bincount(pair, weights=wo * out.event[order])
-    n_comp = np.bincount(pair, weights=wo * out.competing[order])
-    n_total = np.bincount(pair, weights=wo)
+    t = time_table(time, group, w, n_event=out.event, n_competing=out.competing)
+    glabels, ug, ut = t.labels, t.group, t.time
+    n_event, n_comp, n_total = t.counts["n_event"], t.counts["n_competing"], t.n_total
     n_censor = n_total - n_event - n_comp
-    # at risk: reverse cumulative sum within group
-    bounds = np.flatnonzero(np.r_[True, ug[1:] != ug[:-1], True])
-    n_risk = np.empty_like(n_total)
+    bounds = np.r_[0, t.group_end + 1]
     surv = np.empty_like(n_total)
     cif = np.empty_like(n_total)
     cif2 = np.empty_like(n_total)
     for a, b in zip(bounds[:-1], bounds[1:]):  # one iteration per group, vectorized within
-        nr = np.cumsum(n_total[a:b][::-1])[::-1]
+        nr = t.n_risk[a:b]
         with np.errstate(divide="ignore", invalid="ignore"):
             h1 = np.where(nr > 0, n_event[a:b] / nr, 0.0)
             h2 = np.where(nr > 0, n_comp[a:b] / nr, 0.0)
         s = np.cumprod(np.clip(1.0 - h1 - h2, 0.0, 1.0))
         s_left = np.r_[1.0, s[:-1]]
-        n_risk[a:b] = nr
         surv[a:b] = s
         cif[a:b] = np.cumsum(s_left * h1)
         cif2[a:b] = np.cumsum(s_left * h2)
-    res = pd.DataFrame({"time": ut, "n_risk": n_risk, "n_event": n_event, "n_competing": n_comp,
+    res = pd.DataFrame({"time": ut, "n_risk": t.n_risk, "n_event": n_event, "n_competing": n_comp,
                         "n_censor": n_censor, "survival": surv, "cif": cif, "cif_competing": cif2})
     if group is not None:
         res.insert(0, "group", glabels[ug])

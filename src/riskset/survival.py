@@ -11,6 +11,8 @@
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -18,6 +20,47 @@ from scipy import stats
 import warnings
 
 from riskset.exceptions import DataWarning, InputError
+
+
+@dataclass
+class TimeTable:
+    """Weighted counts per distinct (group, time), ascending within each group."""
+
+    labels: np.ndarray  # group label of each group code
+    group: np.ndarray  # group code of each (group, time) pair
+    time: np.ndarray
+    n_total: np.ndarray  # weight of the rows at this time
+    n_risk: np.ndarray  # weight of the group's rows with time >= this time
+    counts: dict  # name -> weighted count of flagged rows at this time
+    group_end: np.ndarray  # index of the last pair of each group
+
+
+def time_table(time, group=None, weights=None, **flags) -> TimeTable:
+    """Tabulate rows by (group, time): the shared first step of Kaplan-Meier and Aalen-Johansen.
+
+    ``flags`` are per-row indicators (events, competing events) counted per pair.
+    """
+    n = time.shape[0]
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    if group is None:
+        labels, g = np.array([None]), np.zeros(n, np.int64)
+    else:
+        labels, g = np.unique(np.asarray(group), return_inverse=True)
+    order = np.lexsort((time, g))
+    gs, ts = g[order], time[order]
+    new = np.ones(n, bool)
+    new[1:] = (gs[1:] != gs[:-1]) | (ts[1:] != ts[:-1])
+    pair = np.cumsum(new) - 1
+    ug, wo = gs[new], w[order]
+    n_total = np.bincount(pair, weights=wo)
+    counts = {name: np.bincount(pair, weights=wo * np.asarray(flag, dtype=np.float64)[order])
+              for name, flag in flags.items()}
+    # at risk = weight of the group with time >= t: reverse cumulative sum within group
+    rev = np.cumsum(n_total[::-1])[::-1]
+    gend = np.flatnonzero(np.r_[ug[1:] != ug[:-1], True])
+    after = np.r_[rev[gend[:-1] + 1], 0.0]
+    n_risk = rev - np.repeat(after, np.diff(np.r_[-1, gend]))
+    return TimeTable(labels, ug, ts[new], n_total, n_risk, counts, gend)
 
 
 def kaplan_meier(time, status, group=None, weights=None, conf_level: float = 0.95) -> pd.DataFrame:
@@ -44,28 +87,9 @@ def kaplan_meier(time, status, group=None, weights=None, conf_level: float = 0.9
     if not np.all(np.isin(status, (0, 1))):
         i = int(np.flatnonzero(~np.isin(status, (0, 1)))[0])
         raise InputError(f"status must be 0 or 1; row {i} has {status[i]!r}")
-    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    if group is None:
-        glabels, g = np.array([None]), np.zeros(n, np.int64)
-    else:
-        glabels, g = np.unique(np.asarray(group), return_inverse=True)
-    ev = status.astype(np.float64)
-
-    # distinct (group, time) pairs, ascending
-    order = np.lexsort((time, g))
-    gs, ts = g[order], time[order]
-    new = np.ones(n, bool)
-    new[1:] = (gs[1:] != gs[:-1]) | (ts[1:] != ts[:-1])
-    pair = np.cumsum(new) - 1
-    ug, ut = gs[new], ts[new]
-    n_event = np.bincount(pair, weights=(w * ev)[order])
-    n_total = np.bincount(pair, weights=w[order])
-    n_censor = n_total - n_event
-    # at risk = weight of the group with time >= t: reverse cumulative sum within group
-    rev = np.cumsum(n_total[::-1])[::-1]
-    gend = np.flatnonzero(np.r_[ug[1:] != ug[:-1], True])  # last pair of each group
-    after = np.r_[rev[gend[:-1] + 1], 0.0]
-    n_risk = rev - np.repeat(after, np.diff(np.r_[-1, gend]))
+    t = time_table(time, group, weights, n_event=status.astype(np.float64))
+    glabels, ug, ut, n_risk, n_event, gend = t.labels, t.group, t.time, t.n_risk, t.counts["n_event"], t.group_end
+    n_censor = t.n_total - n_event
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = np.where(n_risk > 0, n_event / n_risk, 0.0)
         all_dead = frac >= 1.0  # survival drops to 0: kept out of the sums (no -inf)
