@@ -214,13 +214,7 @@ def cv_table(args):
         # CPU: two replicate fits, extrapolated
         t = []
         for r in range(2):
-            view = df.reweighted(W[r]) if model != "cox" else None
-            if view is None:
-                from riskset.kernels.gpu.cox import CoxDeviceDatafit
-
-                helper = CoxDeviceDatafit.__new__(CoxDeviceDatafit)
-                helper.__dict__["cpu"] = df
-                view = helper._cpu_reweight(W[r])
+            view = df.reweighted(W[r])
             _, s = timed(lambda: fit_ccd(view, l1, np.zeros(p),
                                          options=SolverOptions(tol=args.tol, polish_max_active=0)))
             t.append(s)

@@ -53,15 +53,6 @@ def data_for(model, n=100, p=5, seed=3, strata=False):
     return data
 
 
-def cox_view(df, w):
-    """CPU Cox datafit with case weights w (input order), as the device replicates use."""
-    from riskset.kernels.gpu.cox import CoxDeviceDatafit
-
-    dev = CoxDeviceDatafit.__new__(CoxDeviceDatafit)
-    dev.__dict__["cpu"] = df
-    return dev._cpu_reweight(w)
-
-
 # -- kernels against the CPU kernels, one step at a time ---------------------------------
 def _sweep_check(model, strata=False, dtype="float64", tol=1e-12):
     data = data_for(model, strata=strata)
@@ -203,7 +194,7 @@ def _replicates_check(model, strata=False):
     res = fit_replicates(df, W, l1, tol=1e-10)
     assert res.converged.all(), res.messages
     for r in range(R):
-        view = cox_view(df, W[r]) if model == "cox" else df.reweighted(W[r])
+        view = df.reweighted(W[r])
         c = fit_ccd(view, l1[r], np.zeros(p))
         close(res.beta[r], c.beta, 1e-8, f"{model} replicate {r} coefficients")
         close(res.loglik[r], c.loglik, 1e-8, f"{model} replicate {r} loglik")

@@ -81,14 +81,18 @@ class DeviceDatafit(Datafit):
         view = type(self).__new__(type(self))
         view.__dict__.update(self.__dict__)
         view.weights = np.atleast_2d(np.asarray(weights, dtype=np.float64))
-        if view.weights.shape[1] != self.n_rows:
-            raise ValueError(f"weights must have {self.n_rows} columns (one per row), not {view.weights.shape[1]}")
+        self._check_weights(view.weights)
         view.n_rep = view.weights.shape[0]
         view._static = self._dev_static()
         view._ones_mask = None
         view._per_rep = None
+        view.__dict__.pop("_dummy_arrays", None)
         view.__dict__.pop('_cpu_views', None)
         return view
+
+    def _check_weights(self, weights):
+        if weights.shape[1] != self.n_rows:
+            raise ValueError(f"weights must have {self.n_rows} columns (one per row), not {weights.shape[1]}")
 
     def reweighted(self, weights):
         if self._cpu_reweight(np.asarray(weights, dtype=np.float64)) is None:
@@ -140,10 +144,14 @@ class DeviceDatafit(Datafit):
         state.beta[:, j] += delta
 
     def _dummy(self):
-        r, p = self.n_rep, self.n_coef
-        z = np.zeros((r, p))
-        return (cuda.to_device(np.ones((r, p), np.uint8)), cuda.to_device(z), cuda.to_device(z),
-                cuda.to_device(z), cuda.to_device(np.ones((r, p))))
+        """mask, beta, l1, l2, radius for the single-coordinate modes (never written there)."""
+        cached = self.__dict__.get("_dummy_arrays")
+        if cached is None or cached[0].shape[0] != self.n_rep:
+            r, p = self.n_rep, self.n_coef
+            z = cuda.to_device(np.zeros((r, p)))
+            cached = (cuda.to_device(np.ones((r, p), np.uint8)), z, z, z, cuda.to_device(np.ones((r, p))))
+            self.__dict__["_dummy_arrays"] = cached
+        return cached
 
     def gradient(self, state):
         return self._cpu_view(0).gradient(self._host_state(state, 0))

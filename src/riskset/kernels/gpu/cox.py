@@ -202,8 +202,8 @@ def sweep_kernel(mode, indptr, indices, values, indicator, ksn, ken, coords, mas
 class CoxDeviceDatafit(DeviceDatafit):
     """:class:`~riskset.models.cox.CoxDatafit` (Breslow, right-censored, strata) on the device.
 
-    Replicate weights (:meth:`replicates`) are given in the datafit's *input* row order
-    (the rows handed to ``CoxDatafit``) and mapped through ``order``.
+    Replicate weights (:meth:`replicates`, :meth:`reweighted`) are given in Dataset row
+    order, as for the CPU datafit's ``reweighted``, and mapped through ``data_rows``.
     """
 
     family_name = "cox"
@@ -240,11 +240,16 @@ class CoxDeviceDatafit(DeviceDatafit):
                     slot_first=cuda.to_device(np.asarray(rs.slot_first, np.uint8)),
                     slot_last=cuda.to_device(np.asarray(rs.slot_last, np.uint8)))
 
+    def _data_rows(self):
+        """Dataset row of each sorted datafit row (``order`` for datafits without ``data_rows``)."""
+        rows = getattr(self.cpu, "data_rows", None)
+        return self.cpu.order if rows is None else rows
+
     def _sorted_weights(self):
         """(R, N) case weights in sorted (datafit) row order."""
         if self.weights is None:
             return np.asarray(self.cpu.cw, np.float64)[None, :]
-        return self.weights[:, self.cpu.order]
+        return self.weights[:, self._data_rows()]
 
     def _rep(self):
         """Weight-dependent device arrays: case weights, slot event counts, gx0."""
@@ -289,15 +294,18 @@ class CoxDeviceDatafit(DeviceDatafit):
                      coords, mask, beta, l1, l2, radius, fixed, out, p["gx0"], d["eta"], d["w"], d["ex"], p["slot_d"],
                      s["slot_first"], s["slot_last"], d["S"], d["Q1"], d["Q2"], d["A1c"], d["A2c"], d["dirty"])
 
-    def reweighted(self, weights):
-        # As the CPU datafit: weights in Dataset order cannot be mapped here when the model
-        # dropped or split rows, so the caller prepares again (use :meth:`replicates`).
-        return None
+    def _check_weights(self, weights):
+        if weights.shape[1] <= int(np.max(self._data_rows(), initial=-1)):
+            raise ValueError(f"weights have {weights.shape[1]} columns; the data set has more rows")
 
     def _cpu_reweight(self, w):
-        """A CPU Cox datafit with case weights ``w`` (input row order), sharing X and the sort."""
+        """A CPU Cox datafit with case weights ``w`` (Dataset row order), sharing X and the sort."""
+        view = self.cpu.reweighted(w)
+        if view is not None:
+            return view
+        # older CoxDatafit without reweighted(): the same construction here
         cpu = self.cpu
-        cw = np.ascontiguousarray(np.asarray(w, np.float64)[cpu.order])
+        cw = np.ascontiguousarray(np.asarray(w, np.float64)[self._data_rows()])
         view = copy.copy(cpu)
         ev = np.asarray(cpu.event, bool)
         ns = cpu.rs.n_slots
