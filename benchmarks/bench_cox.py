@@ -142,7 +142,8 @@ def run_glmnet(ds, gamma, thresh=1e-12):
         done = subprocess.run(["Rscript", files[0], files[1], files[2], str(gamma / ds.n_rows), files[3],
                                str(thresh)], capture_output=True, text=True)
         if done.returncode:
-            return {"error": done.stderr.strip().splitlines()[-1]}
+            lines = done.stderr.strip().splitlines()
+            return {"error": lines[-1] if lines else f"Rscript exited with code {done.returncode} (killed?)"}
         out = pd.read_csv(files[3])
     w = out["beta"].to_numpy()
     df = CoxModel().datafit(ds)
