@@ -97,7 +97,7 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
 
     beta, state, result = _cycles(datafit, beta, state, l1, l2, np.flatnonzero(free), opts)
     if result.converged and opts.polish_max_active > 0:
-        beta, state = _polish(datafit, beta, state, l1, l2, free, opts.polish_max_active)
+        beta, state = polish(datafit, beta, state, l1, l2, free, opts.polish_max_active)
         result.loglik = datafit.loglik(state)
         result.objective = result.loglik - penalty_value(beta, l1, l2)
     problem = getattr(datafit, "diagnose", lambda s, b: None)(state, beta)
@@ -130,7 +130,7 @@ def _cycles(datafit, beta, state, l1, l2, coords, opts):
         if change >= opts.tol and k % POLISH_EVERY == 0:
             # slow linear progress (correlated coordinates, e.g. an intercept beside uncentred
             # covariates): exact Newton steps on a small active set; never makes the fit worse
-            beta, state = _polish(datafit, beta, state, l1, l2, np.isin(np.arange(datafit.n_coef), coords),
+            beta, state = polish(datafit, beta, state, l1, l2, np.isin(np.arange(datafit.n_coef), coords),
                                   opts.polish_max_active)
             objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
         if bar is not None:
@@ -178,7 +178,7 @@ def _restricted_start(datafit, beta, state, l1, l2, free, opts):
     unpen = np.flatnonzero(free & (l1 == 0))
     if unpen.size:
         beta, state, _ = _cycles(datafit, beta, state, l1, l2, unpen, opts)
-        beta, state = _polish(datafit, beta, state, l1, l2, free & (l1 == 0), opts.polish_max_active)
+        beta, state = polish(datafit, beta, state, l1, l2, free & (l1 == 0), opts.polish_max_active)
     grad = datafit.gradient(state)
     ratio = np.abs(grad[penalized]) / (l1[penalized] / l1[penalized].max())
     gamma_max = float(ratio.max()) if ratio.size else 0.0
@@ -186,7 +186,7 @@ def _restricted_start(datafit, beta, state, l1, l2, free, opts):
     return beta, state, gamma_max, done
 
 
-def _polish(datafit, beta, state, l1, l2, free, max_active, max_steps=25):
+def polish(datafit, beta, state, l1, l2, free, max_active, max_steps=25):
     """Newton steps on the active set with the exact Hessian (signs of L1 terms held).
 
     Accepted only while they increase the objective and keep every sign; returns

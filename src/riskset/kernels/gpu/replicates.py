@@ -143,7 +143,7 @@ def _gradients(batch, state, reps):
 
 
 def _polish_all(batch, state, beta, l1, l2, free, opts, reps):
-    """Host Newton polish (``ccd._polish``) of the replicates ``reps``; the device state is
+    """Host Newton polish (``ccd.polish``) of the replicates ``reps``; the device state is
     rebuilt from the polished coefficients."""
     if opts.polish_max_active <= 0 or len(reps) == 0:
         return beta, state
@@ -152,7 +152,7 @@ def _polish_all(batch, state, beta, l1, l2, free, opts, reps):
     for r in reps:
         view = batch._cpu_view(int(r))
         host = batch._host_state(state, int(r))
-        b, _ = ccd._polish(view, beta[r].copy(), host, l1[r], l2[r], free[r], opts.polish_max_active)
+        b, _ = ccd.polish(view, beta[r].copy(), host, l1[r], l2[r], free[r], opts.polish_max_active)
         if not np.array_equal(b, beta[r]):
             beta[r] = b
             changed = True
