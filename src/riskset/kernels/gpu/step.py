@@ -1,4 +1,4 @@
-"""Device versions of :mod:`riskset.solver.step` (same math, line for line).
+"""Device versions of :mod:`riskset.solver.step`.
 
 Newton step on the penalized objective for one coordinate with the L1 kink handled
 by one-sided derivatives, clipped to the Genkin-Lewis-Madigan trust region whose
@@ -8,26 +8,11 @@ import math
 
 from numba import cuda
 
+from riskset.solver import step as host_step
 
-@cuda.jit(device=True)
-def newton_step(g, h, b, l1, l2):
-    curv = l2 - h
-    if not curv > 0.0:
-        return 0.0
-    grad = g - l2 * b
-    if l1 == 0.0:
-        return grad / curv
-    if b == 0.0:
-        if grad > l1:
-            return (grad - l1) / curv
-        if grad < -l1:
-            return (grad + l1) / curv
-        return 0.0
-    sign = 1.0 if b > 0 else -1.0
-    step = (grad - l1 * sign) / curv
-    if (b + step) * sign < 0.0:
-        step = -b
-    return step
+
+#: The host step compiled for the device: one definition of the math for both backends.
+newton_step = cuda.jit(device=True)(host_step.newton_step.py_func)
 
 
 @cuda.jit(device=True)
