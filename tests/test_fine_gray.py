@@ -13,7 +13,7 @@ from conftest import reference_dir
 from helpers import check_derivatives, check_move
 from riskset.data import from_arrays
 from riskset.exceptions import DataWarning, InputError
-from riskset.models.fine_gray import FineGrayDatafit, FineGrayModel, censoring_survival
+from riskset.models.fine_gray import FineGrayDatafit, censoring_survival
 
 
 def tied_data(rng, n=60, p=5, n_times=6, density=0.4, weights=True):

@@ -1,7 +1,6 @@
 """Pooled logistic regression on virtual person-intervals."""
 import json
 import pathlib
-import warnings
 
 import numpy as np
 import pytest

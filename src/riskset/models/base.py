@@ -16,12 +16,15 @@ Sign convention everywhere: ``l`` is the log-likelihood, which is *maximized*;
 """
 from __future__ import annotations
 
+import warnings
+import weakref
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
+from riskset.exceptions import DataWarning
 from riskset.kernels.cpu.columns import indicator_columns  # noqa: F401  (re-exported for the families)
 
 
@@ -146,6 +149,24 @@ class Model(ABC):
     @abstractmethod
     def coef_names(self, data) -> list[str]:
         """Names of the datafit's coefficients, in datafit column order."""
+
+    def _prepared(self, data, warn: bool):
+        """``self.prepare(data, warn=...)`` computed once per data set, for families whose
+        ``datafit()`` and ``coef_names()`` share a preparation (e.g. dropped covariates)."""
+        cached = getattr(self, "_cache", None)
+        if cached is not None and cached[0]() is data:
+            return cached[1]
+        if warn:
+            p = self.prepare(data)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DataWarning)
+                p = self.prepare(data, warn=False)
+        try:
+            self._cache = (weakref.ref(data), p)
+        except TypeError:  # not weak-referenceable: no caching
+            pass
+        return p
 
     def unpenalized_names(self) -> list[str]:
         """Coefficients that are never penalized whatever the prior (e.g. the intercept)."""

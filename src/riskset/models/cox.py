@@ -26,7 +26,6 @@ and a cross term in the walk).
 from __future__ import annotations
 
 import warnings
-import weakref
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -368,23 +367,6 @@ class CoxModel(Model):
         return Xn, new_names, p_stop, p_status, p_start, s, w, o, row
 
     # -- Model interface -----------------------------------------------------------------------
-    def _prepared(self, data, warn):
-        """prepare() once per data set: datafit() and coef_names() share the result."""
-        cached = getattr(self, "_cache", None)
-        if cached is not None and cached[0]() is data:
-            return cached[1]
-        if warn:
-            p = self.prepare(data)
-        else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DataWarning)
-                p = self.prepare(data, warn=False)
-        try:
-            self._cache = (weakref.ref(data), p)
-        except TypeError:  # not weak-referenceable: no caching
-            pass
-        return p
-
     def datafit(self, data) -> CoxDatafit:
         self._cache = None
         p = self._prepared(data, warn=True)

@@ -29,7 +29,6 @@ Aalen-Johansen estimator: :mod:`riskset.competing_risks`.
 from __future__ import annotations
 
 import warnings
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -388,22 +387,6 @@ class FineGrayModel(Model):
                 X = X[:, keep]
                 names = [names[j] for j in keep]
         return _Prepared(X, names, time, outcome, data.weights, data.offset)
-
-    def _prepared(self, data, warn):
-        cached = getattr(self, "_cache", None)
-        if cached is not None and cached[0]() is data:
-            return cached[1]
-        if warn:
-            p = self.prepare(data)
-        else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DataWarning)
-                p = self.prepare(data, warn=False)
-        try:
-            self._cache = (weakref.ref(data), p)
-        except TypeError:
-            pass
-        return p
 
     def datafit(self, data) -> FineGrayDatafit:
         self._cache = None

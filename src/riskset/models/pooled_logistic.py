@@ -24,7 +24,6 @@ Predictions: ``predict(fit, data, 'hazard')`` (N x K discrete hazards per interv
 """
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
