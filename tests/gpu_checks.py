@@ -210,6 +210,21 @@ def replicates_cox_strata():
     _replicates_check("cox", strata=True)
 
 
+@check
+def cross_validation_and_bootstrap_on_device():
+    """backend='gpu' runs every split (every bootstrap draw) in one device batch; the
+    scores and estimates equal the CPU ones."""
+    data = data_for("logistic", n=80, p=3, seed=5)
+    prior = riskset.Laplace(gamma=1.0)
+    kw = dict(variances=[0.05, 0.5], n_folds=3, progress=False, refit=False)
+    gpu = riskset.cross_validate(data, "logistic", prior, backend="gpu", **kw)
+    cpu = riskset.cross_validate(data, "logistic", prior, **kw)
+    close(gpu.scores["score"], cpu.scores["score"], 1e-8, "cross-validation scores")
+    gpu = riskset.bootstrap(data, "logistic", prior, n_boot=3, progress=False, backend="gpu")
+    cpu = riskset.bootstrap(data, "logistic", prior, n_boot=3, progress=False)
+    close(gpu.estimates.to_numpy(), cpu.estimates.to_numpy(), 1e-8, "bootstrap estimates")
+
+
 # -- unsupported families ----------------------------------------------------------------------
 @check
 def unsupported_family():

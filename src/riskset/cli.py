@@ -103,8 +103,9 @@ def _add_fit(sub):
                                                             "(default 1e-10; 1e-12 with --spec)")
     s.add_argument("--max-iter", type=int, default=1000, help="cap on coordinate-descent cycles (default 1000)")
     s.add_argument("--backend", choices=["cpu", "gpu"], default="cpu",
-                   help="run the fit on the CPU (default) or keep it on a CUDA GPU; NUMBA_ENABLE_CUDASIM=1 runs "
-                        "the GPU kernels in Numba's simulator")
+                   help="run the fit on the CPU (default) or keep it on a CUDA GPU, where --cv and --bootstrap fit "
+                        "all their replicates in one device batch; NUMBA_ENABLE_CUDASIM=1 runs the GPU kernels in "
+                        "Numba's simulator")
     s.add_argument("--dtype", choices=["float64", "float32"], default="float64", help="GPU state precision")
     s.add_argument("--profile", metavar="A,B", default="", help="coefficients given profile-likelihood intervals")
     s.add_argument("--out", metavar="FILE", help="write the result: .json (full) or .csv (coefficient table)")
@@ -209,7 +210,8 @@ def _select(args, data, model, prior):
 
     import riskset
 
-    common = dict(seed=args.seed, executor=_executor(args), n_jobs=args.jobs, progress=not args.quiet)
+    common = dict(seed=args.seed, executor=_executor(args), n_jobs=args.jobs, progress=not args.quiet,
+                  backend=args.backend, dtype=args.dtype)
     tables = {}
     if args.plot_dir:
         os.makedirs(args.plot_dir, exist_ok=True)

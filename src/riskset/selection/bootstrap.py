@@ -43,11 +43,12 @@ class BootstrapResult:
 
 def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: int = 200, seed: int = 0,
               level: float = 0.95, executor=None, n_jobs: int = 1, progress: bool = True, tol: float = 1e-8,
-              **model_options) -> BootstrapResult:
+              backend: str = "cpu", dtype: str = "float64", **model_options) -> BootstrapResult:
     """Bootstrap the fit ``riskset.fit(data, model, prior)`` over ``n_boot`` replicates.
 
     Replicate i draws its units with ``numpy.random.SeedSequence(seed).spawn(n_boot)[i]``,
     so results do not depend on the executor or on the order replicates finish in.
+    ``backend="gpu"`` fits all replicates in one device batch.
 
     Examples
     --------
@@ -58,12 +59,15 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     ['name', 'estimate', 'lower', 'upper', 'nonzero_proportion']
     """
     m = model if isinstance(model, Model) else get_model(model, **model_options)
-    ctx = Context(data, m, prior or NoPrior(), tol)
-    full = fit(data, m, ctx.prior, tol=tol)
+    ctx = Context(data, m, prior or NoPrior(), tol, backend, dtype)
+    ctx.check_executor(executor)
+    full = fit(data, m, ctx.prior, tol=tol, backend=backend, dtype=dtype)
     seeds = np.random.SeedSequence(seed).spawn(n_boot)
-    tasks = [(s, full.coef) for s in seeds]
-    coefs = run_tasks(_replicate, ctx, tasks, executor=executor, n_jobs=n_jobs, progress=progress, desc="bootstrap")
-    estimates = pd.DataFrame(coefs).reset_index(drop=True)
+    size = ctx.batch_size or n_boot
+    tasks = [(seeds[a:a + size], full.coef) for a in range(0, n_boot, size)]
+    coefs = run_tasks(_replicates, ctx, tasks, executor=executor, n_jobs=n_jobs, progress=progress,
+                      desc="bootstrap")
+    estimates = pd.DataFrame(np.concatenate(coefs), columns=ctx.names)
     alpha = (1 - level) / 2
     table = pd.DataFrame({"name": full.coef.index, "estimate": full.coef.to_numpy(),
                           "lower": estimates.quantile(alpha).reindex(full.coef.index).to_numpy(),
@@ -72,7 +76,10 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     return BootstrapResult(estimates, table, full, level)
 
 
-def _replicate(ctx: Context, task):
-    seed, warm = task
-    counts = bootstrap_weights(ctx.data, np.random.default_rng(seed), ctx.model.name)
-    return ctx.fit(counts * ctx.base_weights, ctx.prior, warm)
+def _replicates(ctx: Context, task):
+    """Coefficients (replicates, P) of a batch of bootstrap replicates, warm-started at the full fit."""
+    seeds, warm = task
+    weights = np.array([bootstrap_weights(ctx.data, np.random.default_rng(s), ctx.model.name) * ctx.base_weights
+                        for s in seeds])
+    start = np.tile(warm.reindex(ctx.names).fillna(0.0).to_numpy(), (len(seeds), 1))
+    return ctx.fit_batch(weights, [ctx.prior] * len(seeds), start).beta

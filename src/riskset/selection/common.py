@@ -1,25 +1,36 @@
-"""Replicates as reweighted views of one prepared datafit (DESIGN.md section 4).
+"""What every replicate of cross-validation, the bootstrap or a path shares (DESIGN.md section 4).
 
 Cross-validation folds, bootstrap samples and grid points share X, the outcome and
 the model's row order; they differ only in row weights (0 for held-out rows, draw
 counts for bootstrap rows) and in the prior. :class:`Context` prepares the datafit
-once; each replicate fits a view with its own weights, so nothing is copied or
-re-sorted per replicate, and views fit in parallel threads (the kernels release
-the GIL). Held-out rows are scored on the complementary view: for Cox that is the
-partial likelihood computed within the held-out rows alone, as Cyclops does.
+once; a *batch* of replicates is fitted by
+:func:`riskset.solver.replicates.fit_replicates`, with the rules of a single fit:
+
+* ``backend="cpu"``: one reweighted view per replicate (nothing copied or re-sorted);
+  batches of one replicate run in parallel threads (the kernels release the GIL) or
+  on a Dask cluster.
+* ``backend="gpu"``: all replicates in one device batch (state R x N on the device,
+  one kernel launch per sweep for all of them).
+
+Held-out rows are scored on the complementary weighting: for Cox that is the partial
+likelihood computed within the held-out rows alone, as Cyclops does.
 """
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
 from riskset.models.base import Datafit, Model
+from riskset.models.replicates import ReplicateBatch, ViewReplicates
 from riskset.selection.folds import has_event
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.prior import Prior
+from riskset.solver.replicates import ReplicateResult, fit_replicates
+
+BACKENDS = ("cpu", "gpu")
 
 
 @dataclass
@@ -30,14 +41,33 @@ class Context:
     model: Model
     prior: Prior
     tol: float
+    backend: str = "cpu"
+    dtype: str = "float64"
+    _device: object = field(default=None, repr=False)
 
     def __post_init__(self):
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, not {self.backend!r}")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.datafit = self.model.datafit(self.data)
         self.names = self.model.coef_names(self.data)
         self.datafit.names = self.names
         self.base_weights = np.ones(self.data.n_rows) if self.data.weights is None else self.data.weights
+        if self.backend == "gpu":
+            from riskset.kernels.gpu import to_device
+
+            self._device = to_device(self.datafit, dtype=self.dtype)
+
+    @property
+    def batch_size(self) -> int | None:
+        """Replicates per batch: all of them on the GPU (None), one per task on the CPU."""
+        return None if self.backend == "gpu" else 1
+
+    def check_executor(self, executor):
+        if self.backend == "gpu" and executor is not None:
+            raise ValueError("backend='gpu' fits all replicates in one device batch in this process; "
+                             "a Dask executor cannot be combined with it")
 
     def view(self, weights: np.ndarray) -> Datafit:
         """The datafit with row weights ``weights`` (Dataset row order)."""
@@ -49,24 +79,43 @@ class Context:
             view.names = self.names
         return view
 
+    def batch(self, weights: np.ndarray) -> ReplicateBatch:
+        """The replicates with row weights ``weights`` (R, n_rows) on this context's backend."""
+        weights = np.atleast_2d(weights)
+        if self._device is not None:
+            from riskset.kernels.gpu.replicates import DeviceReplicates
+
+            return DeviceReplicates(self._device.replicates(weights))
+        return ViewReplicates([self.view(w) for w in weights])
+
+    def fit_batch(self, weights: np.ndarray, priors: list[Prior], warm: np.ndarray | None = None) -> ReplicateResult:
+        """Fit replicate r with row weights ``weights[r]`` and prior ``priors[r]``, warm-started
+        at ``warm[r]`` (datafit coefficient order)."""
+        unpenalized = self.model.unpenalized_names()
+        l1, l2 = map(np.array, zip(*(p.penalty_arrays(self.names, unpenalized) for p in priors)))
+        return fit_replicates(self.batch(weights), l1, l2, beta0=warm, options=SolverOptions(tol=self.tol))
+
     def fit(self, weights: np.ndarray, prior: Prior, warm: pd.Series | None = None) -> pd.Series:
         """Coefficients of the fit with row ``weights`` and ``prior``, warm-started."""
-        l1, l2 = prior.penalty_arrays(self.names, self.model.unpenalized_names())
-        beta0 = None if warm is None else warm.reindex(self.names).fillna(0.0).to_numpy()
-        res = fit_ccd(self.view(weights), l1, l2, beta0=beta0, options=SolverOptions(tol=self.tol))
-        return pd.Series(res.beta, index=self.names)
+        beta0 = None if warm is None else warm.reindex(self.names).fillna(0.0).to_numpy()[None, :]
+        return pd.Series(self.fit_batch(weights[None, :], [prior], beta0).beta[0], index=self.names)
 
     @property
     def event_code(self) -> int:
         """Status code of the event of interest (Fine-Gray may choose another than 1)."""
         return getattr(self.model, "event_of_interest", 1)
 
-    def score(self, weights: np.ndarray, coef: pd.Series) -> float:
-        """Log-likelihood of the rows with positive ``weights`` at ``coef`` (0 without events)."""
-        if not np.any((weights > 0) & has_event(self.data, self.event_code)):
-            return 0.0
-        view = self.view(weights)
-        return float(view.loglik(view.new_state(coef.reindex(self.names).fillna(0.0).to_numpy())))
+    def scores(self, weights: np.ndarray, beta: np.ndarray) -> np.ndarray:
+        """Log-likelihood of the rows with positive ``weights[r]`` at ``beta[r]``, per replicate
+        (0 where those rows hold no event)."""
+        weights = np.atleast_2d(weights)
+        events = has_event(self.data, self.event_code)
+        out = np.zeros(weights.shape[0])
+        scored = np.flatnonzero([np.any((w > 0) & events) for w in weights])
+        if scored.size:
+            batch = self.batch(weights[scored])
+            out[scored] = batch.loglik(batch.new_state(beta[scored]))
+        return out
 
 
 def prior_with_variance(prior: Prior, variance: float) -> Prior:

@@ -1,9 +1,11 @@
 """Cross-validation of the prior variance (Cyclops' ``cvType = "grid"`` and ``"auto"``).
 
-Each (repetition, fold) task fits the training rows along the whole variance grid,
-strongest penalty first, each fit warm-started from the previous one, and scores the
-held-out rows by their predictive log-likelihood. The selected variance maximizes the
-mean score over tasks; the model is then refitted on all data.
+Each task fits a batch of (repetition, fold) training weightings along the whole
+variance grid, strongest penalty first, each fit warm-started from the previous one,
+and scores the held-out rows by their predictive log-likelihood (one split per task on
+the CPU, every split in one device batch on the GPU; see
+:mod:`riskset.selection.common`). The selected variance maximizes the mean score over
+splits; the model is then refitted on all data.
 """
 from __future__ import annotations
 
@@ -47,7 +49,8 @@ class CVResult:
 def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_grid: int = 10,
                    n_folds: int = 10, n_repeats: int = 1, seed: int = 0, auto: bool = False,
                    n_refine: int = 4, executor=None, n_jobs: int = 1, progress: bool = True,
-                   tol: float = 1e-8, refit: bool = True, **model_options) -> CVResult:
+                   tol: float = 1e-8, refit: bool = True, backend: str = "cpu", dtype: str = "float64",
+                   **model_options) -> CVResult:
     """Choose the prior variance by k-fold cross-validation, repeated ``n_repeats`` times.
 
     Parameters
@@ -59,6 +62,8 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
         steps in log-variance between its grid neighbours (bracket, then refine).
     executor, n_jobs : where the (repeat, fold) tasks run; see
         :func:`riskset.selection.executors.run_tasks`.
+    backend, dtype : ``"gpu"`` fits every split in one batch on the device (see
+        :func:`riskset.fit`); the refit on all data uses the same backend.
 
     Examples
     --------
@@ -70,34 +75,51 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     True
     """
     m = model if isinstance(model, Model) else get_model(model, **model_options)
-    ctx = Context(data, m, prior, tol)
+    ctx = Context(data, m, prior, tol, backend, dtype)
+    ctx.check_executor(executor)
     grid = np.sort(np.asarray(variances if variances is not None else default_variances(ctx, n_grid), float))
     folds = assign_folds(data, n_folds, n_repeats, seed, m.name, ctx.event_code)
-    tasks = [(r, k, folds[r] == k, grid, None) for r in range(n_repeats) for k in range(n_folds)]
+    splits = [(r, k) for r in range(n_repeats) for k in range(n_folds)]
+    held_out = np.array([folds[r] == k for r, k in splits])
+    tasks = _batches(ctx, held_out, grid, None)
     results = run_tasks(_score_task, ctx, tasks, executor=executor, n_jobs=n_jobs, progress=progress,
                         desc="cross-validation")
-    rows = [dict(variance=v, repeat=r, fold=k, score=s) for (r, k, *_), (scores, _) in zip(tasks, results)
-            for v, s in zip(grid, scores)]
+    scores = np.concatenate([s for s, _ in results])  # (splits, grid)
+    coefs = np.concatenate([c for _, c in results])   # (splits, grid, P)
+    rows = [dict(variance=v, repeat=r, fold=k, score=scores[i, g]) for i, (r, k) in enumerate(splits)
+            for g, v in enumerate(grid)]
     if auto and grid.size >= 3:
-        rows += _refine(ctx, tasks, results, grid, rows, n_refine, executor, n_jobs, progress)
+        rows += _refine(ctx, splits, held_out, grid, rows, coefs, n_refine, executor, n_jobs, progress)
     scores = pd.DataFrame(rows)
     summary = _summarize(scores)
     best = float(summary.loc[summary["mean"].idxmax(), "variance"])
     chosen = prior_with_variance(prior, best)
-    final = fit(data, m, chosen, tol=tol) if refit else None
+    final = fit(data, m, chosen, tol=tol, backend=backend, dtype=dtype) if refit else None
     return CVResult(scores, summary, best, chosen, final)
 
 
+def _batches(ctx, held_out, grid, warm):
+    """Tasks of ``ctx.batch_size`` splits each: (held-out masks, grid, warm starts)."""
+    size = ctx.batch_size or held_out.shape[0]
+    return [(held_out[a:a + size], grid, None if warm is None else warm[a:a + size])
+            for a in range(0, held_out.shape[0], size)]
+
+
 def _score_task(ctx: Context, task):
-    """Fit one training split along ``grid`` with warm starts; held-out score per variance."""
-    repeat, fold, held_out, grid, warm = task
-    train_w = np.where(held_out, 0.0, ctx.base_weights)
-    test_w = np.where(held_out, ctx.base_weights, 0.0)
-    scores, coefs = [], []
-    for v in grid:
-        warm = ctx.fit(train_w, prior_with_variance(ctx.prior, v), warm)
-        scores.append(ctx.score(test_w, warm))
-        coefs.append(warm)
+    """Fit a batch of training weightings along ``grid`` with warm starts; held-out scores.
+
+    Returns scores (splits, grid) and coefficients (splits, grid, P).
+    """
+    held_out, grid, warm = task
+    train = np.where(held_out, 0.0, ctx.base_weights)
+    test = np.where(held_out, ctx.base_weights, 0.0)
+    scores = np.zeros((held_out.shape[0], grid.size))
+    coefs = np.zeros((held_out.shape[0], grid.size, len(ctx.names)))
+    for g, v in enumerate(grid):
+        res = ctx.fit_batch(train, [prior_with_variance(ctx.prior, v)] * held_out.shape[0], warm)
+        warm = res.beta
+        coefs[:, g] = res.beta
+        scores[:, g] = ctx.scores(test, res.beta)
     return scores, coefs
 
 
@@ -108,23 +130,22 @@ def _summarize(scores):
     return summary
 
 
-def _refine(ctx, tasks, results, grid, rows, n_refine, executor, n_jobs, progress):
-    """Golden-section search in log-variance around the best grid point."""
+def _refine(ctx, splits, held_out, grid, rows, coefs, n_refine, executor, n_jobs, progress):
+    """Golden-section search in log-variance around the best grid point, each split
+    warm-started from its fit at that grid point."""
     summary = _summarize(pd.DataFrame(rows))
     i = int(np.clip(summary["mean"].to_numpy().argmax(), 1, grid.size - 2))
     lo, hi = np.log(grid[i - 1]), np.log(grid[i + 1])
-    best_coefs = [coefs[i] for _, coefs in results]
     new_rows, cache = [], {}
 
     def evaluate(logv):
         if logv not in cache:
             v = float(np.exp(logv))
-            refine_tasks = [(r, k, held, np.array([v]), warm) for (r, k, held, _, _), warm in zip(tasks, best_coefs)]
-            out = run_tasks(_score_task, ctx, refine_tasks, executor=executor, n_jobs=n_jobs, progress=progress,
-                            desc=f"refining variance {v:.3g}")
-            new_rows.extend(dict(variance=v, repeat=r, fold=k, score=s[0]) for (r, k, *_), (s, _) in
-                            zip(refine_tasks, out))
-            cache[logv] = np.mean([s[0] for s, _ in out])
+            out = run_tasks(_score_task, ctx, _batches(ctx, held_out, np.array([v]), coefs[:, i]),
+                            executor=executor, n_jobs=n_jobs, progress=progress, desc=f"refining variance {v:.3g}")
+            scores = np.concatenate([s for s, _ in out])[:, 0]
+            new_rows.extend(dict(variance=v, repeat=r, fold=k, score=s) for (r, k), s in zip(splits, scores))
+            cache[logv] = scores.mean()
         return cache[logv]
 
     a, b = hi - _GOLDEN * (hi - lo), lo + _GOLDEN * (hi - lo)

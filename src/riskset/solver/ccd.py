@@ -108,52 +108,84 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
     return result
 
 
+class CycleControl:
+    """The convergence rule of one fit, kept apart from the sweeps so that a batch of
+    replicates (:mod:`riskset.solver.replicates`) follows exactly the single-fit rule.
+
+    Full sweeps alternate with active-set sweeps; the fit has converged when a *full*
+    sweep changes the objective by less than ``tol`` (relative).
+    """
+
+    def __init__(self, objective: float, options: SolverOptions):
+        self.objective = objective
+        self.tol, self.max_iter = options.tol, options.max_iter
+        self.k, self.full, self.change = 0, True, np.inf
+        self.done, self.converged, self.message = options.max_iter <= 0, False, ""
+        if self.done:
+            self.message = f"reached max_iter = {self.max_iter} cycles"
+
+    def coords(self, coords, beta, l1):
+        """The coordinates of the next sweep: all of ``coords``, or their active set."""
+        return coords if self.full else coords[(beta[coords] != 0) | (l1[coords] == 0)]
+
+    def record(self, objective: float) -> None:
+        """Account for one sweep that ended at ``objective``."""
+        self.k += 1
+        if not np.isfinite(objective):
+            self.done, self.change = True, np.nan
+            self.message = f"the objective became non-finite ({objective}) at cycle {self.k}"
+            return
+        self.change = abs(objective - self.objective) / (abs(objective) + 1.0)
+        self.objective = objective
+        if self.change < self.tol:
+            if self.full:
+                self.done, self.converged = True, True
+                self.message = f"relative objective change {self.change:.2e} < tol {self.tol:g}"
+                return
+            self.full = True  # the active set has converged: check every coordinate
+        else:
+            self.full = False
+        if self.k >= self.max_iter:
+            self.done = True
+            self.message = (f"reached max_iter = {self.max_iter} cycles; relative objective change "
+                            f"{self.change:.2e} >= tol {self.tol:g}")
+
+    @property
+    def polish_due(self) -> bool:
+        """Slow linear progress (correlated coordinates, e.g. an intercept beside uncentred
+        covariates): time for exact Newton steps on a small active set."""
+        return self.change >= self.tol and self.k % POLISH_EVERY == 0
+
+
 def _cycles(datafit, beta, state, l1, l2, coords, opts):
-    """Full sweeps over ``coords``, each followed by sweeps over the active set, until a
-    full sweep changes the objective by less than tol (relative)."""
+    """Sweeps over ``coords`` and their active set until :class:`CycleControl` says done."""
     radius = np.ones(datafit.n_coef)
-    objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
+    ctl = CycleControl(datafit.loglik(state) - penalty_value(beta, l1, l2), opts)
     bar = _progress_bar(opts.progress, opts.max_iter)
-    converged, message, change, k = False, "", np.inf, 0
-    sweep = getattr(datafit, "cycle", None) or _python_cycle(datafit)
-    full = True
-    while k < opts.max_iter:
-        sweep_coords = coords if full else coords[(beta[coords] != 0) | (l1[coords] == 0)]
-        sweep(state, sweep_coords, beta, l1, l2, radius)
-        k += 1
-        new_objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
-        if not np.isfinite(new_objective):
-            message = f"the objective became non-finite ({new_objective}) at cycle {k}"
-            break
-        change = abs(new_objective - objective) / (abs(new_objective) + 1.0)
-        objective = new_objective
-        if change >= opts.tol and k % POLISH_EVERY == 0:
-            # slow linear progress (correlated coordinates, e.g. an intercept beside uncentred
-            # covariates): exact Newton steps on a small active set; never makes the fit worse
+    sweep = sweep_function(datafit)
+    while not ctl.done:
+        sweep(state, ctl.coords(coords, beta, l1), beta, l1, l2, radius)
+        ctl.record(datafit.loglik(state) - penalty_value(beta, l1, l2))
+        if ctl.polish_due:  # never makes the fit worse
             beta, state = polish(datafit, beta, state, l1, l2, np.isin(np.arange(datafit.n_coef), coords),
-                                  opts.polish_max_active)
-            objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
+                                 opts.polish_max_active)
+            ctl.objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
         if bar is not None:
             bar.update(1)
-            bar.set_postfix_str(f"objective {objective:.6g}, change {change:.1e}")
-        if change < opts.tol:
-            if full:
-                converged, message = True, f"relative objective change {change:.2e} < tol {opts.tol:g}"
-                break
-            full = True  # the active set has converged: check every coordinate
-        else:
-            full = False
-    else:
-        message = f"reached max_iter = {opts.max_iter} cycles; relative objective change {change:.2e} >= tol {opts.tol:g}"
+            bar.set_postfix_str(f"objective {ctl.objective:.6g}, change {ctl.change:.1e}")
     if bar is not None:
         bar.close()
     ll = datafit.loglik(state)
-    result = SolverResult(beta, state, ll, objective, converged, k, message)
+    result = SolverResult(beta, state, ll, ctl.objective, ctl.converged, ctl.k, ctl.message)
     return beta, state, result
 
 
-def _python_cycle(datafit):
-    """A sweep through the datafit's coordinate/move methods, one coordinate at a time."""
+def sweep_function(datafit):
+    """``sweep(state, coords, beta, l1, l2, radius)``: the datafit's compiled ``cycle`` if it
+    has one, else a loop over its coordinate/move methods, one coordinate at a time."""
+    compiled = getattr(datafit, "cycle", None)
+    if compiled is not None:
+        return compiled
 
     def sweep(state, coords, beta, l1, l2, radius):
         for j in coords:
@@ -192,8 +224,8 @@ def polish(datafit, beta, state, l1, l2, free, max_active, max_steps=25):
     Accepted only while they increase the objective and keep every sign; returns
     the input unchanged otherwise, so polishing can never make a fit worse.
     """
-    active = np.flatnonzero(free & ((beta != 0) | (l1 == 0)))
-    if active.size == 0 or active.size > max_active:
+    active = polish_set(beta, l1, free, max_active)
+    if active is None:
         return beta, state
     objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
     for _ in range(max_steps):
@@ -218,6 +250,13 @@ def polish(datafit, beta, state, l1, l2, free, max_active, max_steps=25):
         if np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(beta[active]))):
             break
     return beta, state
+
+
+def polish_set(beta, l1, free, max_active):
+    """The coordinates :func:`polish` would move (active and free), or None if there are
+    none or more than ``max_active``."""
+    active = np.flatnonzero(free & ((beta != 0) | (l1 == 0)))
+    return active if 0 < active.size <= max_active else None
 
 
 def _progress_bar(show, total):
