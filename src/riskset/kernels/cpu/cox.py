@@ -369,16 +369,22 @@ def coordinate_scan(indptr, indices, values, j, xd, w, cw, ks, ke, event, slot_d
 
 
 @njit(cache=True, nogil=True)
+def gradient_column(indptr, indices, values, j, gx0, w, ksn, ken, evn, A1c, R1, efron):
+    """dl/dbeta_j alone in O(nnz_j) (the g of :func:`coordinate_sorted`, bit for bit)."""
+    g = gx0
+    for i in range(indptr[j], indptr[j + 1]):
+        wx = w[indices[i]] * values[i]
+        g -= wx * (A1c[ken[i]] - A1c[ksn[i]])
+        if efron and evn[i]:
+            g += wx * R1[ken[i] - 1]
+    return g
+
+
+@njit(cache=True, nogil=True)
 def gradient_all(indptr, indices, values, gx0, w, ksn, ken, evn, A1c, R1, efron, out):
     """dl/dbeta for every column in O(nnz) (aggregates must be current; per-non-zero slots)."""
     for j in range(indptr.shape[0] - 1):
-        g = gx0[j]
-        for i in range(indptr[j], indptr[j + 1]):
-            wx = w[indices[i]] * values[i]
-            g -= wx * (A1c[ken[i]] - A1c[ksn[i]])
-            if efron and evn[i]:
-                g += wx * R1[ken[i] - 1]
-        out[j] = g
+        out[j] = gradient_column(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, R1, efron)
 
 
 @njit(cache=True, nogil=True)
@@ -432,6 +438,11 @@ def cycle_sparse(indptr, indices, values, indicator, coords, beta, l1, l2, radiu
         if dirty[0]:
             refresh(ex, en, ev, slot_d, slot_m, slot_ptr, use_codes, efron, False, D, Q1, Q2, R1, R2, T2, A1c, A2c)
             dirty[0] = False
+        if beta[j] == 0.0 and l1[j] > 0.0:
+            # a zero coordinate moves only if |g_j| > l1_j (whatever h_j): test g alone first
+            g = gradient_column(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, R1, efron)
+            if abs(g) <= l1[j]:
+                continue
         if use_codes:
             g, h = coordinate_breakpoints(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, slot_stratum,
                                           codes, A1c, A2c, R1, R2, T2, efron)
