@@ -1,10 +1,12 @@
 """Cross-validation and bootstrap: batched replicates vs one-by-one fits.
 
     python benchmarks/bench_cv.py --model cox --n 100000 --p 1000 --folds 10 --repeats 1 --grid 5 --boot 20
+    python benchmarks/bench_cv.py --n 1000000 --grid 3 --boot 0 --no-baseline            # absolute time only
+    python benchmarks/bench_cv.py --n 1000000 --grid 3 --boot 0 --no-baseline --backend gpu
 
 'batched' is riskset.cross_validate / riskset.bootstrap: every replicate is a
 reweighted view of one prepared datafit (shared X and row order, nothing copied),
-fitted in threads. 'one-by-one' is the classic loop: for each fold, subset the data,
+fitted in threads (``--backend gpu``: all replicates in one device batch). 'one-by-one' is the classic loop: for each fold, subset the data,
 prepare it and fit it along the same grid with the same warm starts, one at a time.
 Both score the same held-out rows, so their CV tables must agree (column 'max |diff|').
 """
@@ -21,7 +23,7 @@ from riskset.selection.common import prior_with_variance
 from riskset.selection.folds import assign_folds, bootstrap_weights
 
 
-def one_by_one_cv(data, model, prior, grid, folds):
+def one_by_one_cv(data, model, prior, grid, folds, tol):
     scores = np.zeros((folds.shape[0] * (folds.max() + 1), len(grid)))
     t = 0
     for r in range(folds.shape[0]):
@@ -29,7 +31,7 @@ def one_by_one_cv(data, model, prior, grid, folds):
             train, test = data.subset(folds[r] != k), data.subset(folds[r] == k)
             warm = None
             for i, v in enumerate(grid):
-                fit = riskset.fit(train, model, prior_with_variance(prior, v), tol=1e-8, warm_start=warm)
+                fit = riskset.fit(train, model, prior_with_variance(prior, v), tol=tol, warm_start=warm)
                 warm = fit
                 df = riskset.models.get_model(model).datafit(test)
                 scores[t, i] = df.loglik(df.new_state(fit.coef.to_numpy()))
@@ -37,14 +39,14 @@ def one_by_one_cv(data, model, prior, grid, folds):
     return scores
 
 
-def one_by_one_bootstrap(data, model, prior, n_boot, seed):
+def one_by_one_bootstrap(data, model, prior, n_boot, seed, tol):
     from dataclasses import replace
 
-    full = riskset.fit(data, model, prior, tol=1e-8)
+    full = riskset.fit(data, model, prior, tol=tol)
     for s in np.random.SeedSequence(seed).spawn(n_boot):
         w = bootstrap_weights(data, np.random.default_rng(s), model)
         keep = w > 0
-        riskset.fit(replace(data.subset(keep), weights=w[keep]), model, prior, tol=1e-8, warm_start=full)
+        riskset.fit(replace(data.subset(keep), weights=w[keep]), model, prior, tol=tol, warm_start=full)
 
 
 def main():
@@ -58,6 +60,8 @@ def main():
     ap.add_argument("--grid", type=int, default=5)
     ap.add_argument("--boot", type=int, default=20)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--tol", type=float, default=1e-8, help="solver tolerance of every fit (default 1e-8)")
+    ap.add_argument("--backend", default="cpu", help="backend of the batched runs: cpu or gpu")
     ap.add_argument("--no-baseline", action="store_true", help="skip the one-by-one runs (large N)")
     args = ap.parse_args()
     X, out = load(cached_simulation(args.model, args.n, args.p, args.density))
@@ -71,14 +75,15 @@ def main():
 
     t = time.perf_counter()
     cv = riskset.cross_validate(data, args.model, prior, variances=grid, n_folds=args.folds, n_repeats=args.repeats,
-                                seed=0, n_jobs=args.jobs, progress=False, refit=False)
+                                seed=0, n_jobs=args.jobs, progress=False, refit=False, tol=args.tol,
+                                backend=args.backend)
     batched = time.perf_counter() - t
     fits = args.folds * args.repeats * args.grid
     row = {"task": f"CV {args.folds}x{args.repeats}, {args.grid} variances", "fits": fits, "batched s": batched,
            "10x10 CV est. s": batched / (args.folds * args.repeats) * 100}
     if not args.no_baseline:
         t = time.perf_counter()
-        scores = one_by_one_cv(data, args.model, prior, grid, folds)
+        scores = one_by_one_cv(data, args.model, prior, grid, folds, args.tol)
         single = time.perf_counter() - t
         mine = cv.scores.pivot_table(index=["repeat", "fold"], columns="variance", values="score").to_numpy()
         row.update({"one-by-one s": single, "speed-up": single / batched,
@@ -89,12 +94,13 @@ def main():
         return
     t = time.perf_counter()
     riskset.bootstrap(data, args.model, prior_with_variance(prior, grid[len(grid) // 2]), n_boot=args.boot,
-                      n_jobs=args.jobs, progress=False)
+                      n_jobs=args.jobs, progress=False, tol=args.tol, backend=args.backend)
     batched = time.perf_counter() - t
     row = {"task": f"bootstrap x{args.boot}", "fits": args.boot + 1, "batched s": batched}
     if not args.no_baseline:
         t = time.perf_counter()
-        one_by_one_bootstrap(data, args.model, prior_with_variance(prior, grid[len(grid) // 2]), args.boot, 0)
+        one_by_one_bootstrap(data, args.model, prior_with_variance(prior, grid[len(grid) // 2]), args.boot, 0,
+                             args.tol)
         single = time.perf_counter() - t
         row.update({"one-by-one s": single, "speed-up": single / batched})
     rows.append(row)
@@ -102,7 +108,9 @@ def main():
 
 
 def _report(args, rows):
-    print(f"{args.model}, N={args.n}, P={args.p}, density {args.density}, L1, {args.jobs} threads\n")
+    print(f"{args.model}, N={args.n}, P={args.p}, density {args.density}, L1, {args.jobs} threads, "
+          f"batched on {args.backend}, "
+          f"tol {args.tol:g}\n")
     print_table(rows, ["task", "fits", "batched s", "one-by-one s", "speed-up", "max |diff|", "10x10 CV est. s"])
 
 
