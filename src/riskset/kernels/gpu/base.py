@@ -87,6 +87,7 @@ class DeviceDatafit(Datafit):
         view._ones_mask = None
         view._per_rep = None
         view.__dict__.pop("_dummy_arrays", None)
+        view.__dict__.pop("_mode_placeholders", None)
         view.__dict__.pop('_cpu_views', None)
         return view
 
@@ -152,6 +153,15 @@ class DeviceDatafit(Datafit):
             cached = (cuda.to_device(np.ones((r, p), np.uint8)), z, z, z, cuda.to_device(np.ones((r, p))))
             self.__dict__["_dummy_arrays"] = cached
         return cached
+
+    def _mode_arrays(self, fixed, out):
+        """``fixed`` and ``out`` of the sweep kernels, with cached zero placeholders for the
+        ones a mode does not use (mode 0 reads neither; modes 1 and 2 pass their own)."""
+        cached = self.__dict__.get("_mode_placeholders")
+        if cached is None or cached[0].shape[0] != self.n_rep:
+            cached = (cuda.to_device(np.zeros(self.n_rep)), cuda.to_device(np.zeros((self.n_rep, 2))))
+            self.__dict__["_mode_placeholders"] = cached
+        return (cached[0] if fixed is None else fixed), (cached[1] if out is None else out)
 
     def gradient(self, state):
         return self._cpu_view(0).gradient(self._host_state(state, 0))

@@ -33,7 +33,7 @@ from numba import cuda, float64, int32
 from .base import DeviceDatafit
 from .blocks import block_sum2, chunk_segscan, segscan2_slots, segscan_slots
 from .device import MAX_THREADS, simulator_enabled
-from .step import bounded_step
+from .step import coordinate_step
 
 
 @cuda.jit(device=True)
@@ -167,17 +167,7 @@ def sweep_kernel(mode, indptr, indices, values, indicator, ksn, ken, coords, mas
                         h += csum * csum * (A2c[r, kr] - A2c[r, lo])
             block_sum2(sv, sb, g, h, tid, nt)
         if tid == 0:
-            if mode == 0:
-                step = bounded_step(gx0[r, j] + sv[0], sb[0], beta[r, j], l1[r, j], l2[r, j], radius, r, j)
-                if step != 0.0:
-                    beta[r, j] += step
-            elif mode == 1:
-                out[r, 0] = gx0[r, j] + sv[0]
-                out[r, 1] = sb[0]
-                step = 0.0
-            else:
-                step = fixed[r]
-            sstep[0] = step
+            sstep[0] = coordinate_step(mode, gx0[r, j] + sv[0], sb[0], beta, l1, l2, radius, fixed, out, r, j)
         cuda.syncthreads()
         step = sstep[0]
         if step != 0.0:
@@ -286,10 +276,7 @@ class CoxDeviceDatafit(DeviceDatafit):
 
     def _sweep(self, state, coords, mask, beta, l1, l2, radius, mode, fixed, out):
         s, p, d = self._dev_static(), self._rep(), state.d
-        if fixed is None:
-            fixed = cuda.to_device(np.zeros(self.n_rep))
-        if out is None:
-            out = cuda.to_device(np.zeros((self.n_rep, 2)))
+        fixed, out = self._mode_arrays(fixed, out)
         self._launch(sweep_kernel, mode, s["indptr"], s["indices"], s["values"], s["indicator"], s["ksn"], s["ken"],
                      coords, mask, beta, l1, l2, radius, fixed, out, p["gx0"], d["eta"], d["w"], d["ex"], p["slot_d"],
                      s["slot_first"], s["slot_last"], d["S"], d["Q1"], d["Q2"], d["A1c"], d["A2c"], d["dirty"])

@@ -21,7 +21,7 @@ from riskset.kernels.cpu import glm as cpu_kernels
 from .base import DeviceDatafit
 from .blocks import block_sum2
 from .device import MAX_THREADS, row_blocks, simulator_enabled
-from .step import bounded_step, clipped_step
+from .step import clipped_step, coordinate_step
 
 LOGISTIC, POISSON, GAUSSIAN = cpu_kernels.LOGISTIC, cpu_kernels.POISSON, cpu_kernels.GAUSSIAN
 
@@ -86,6 +86,39 @@ def loglik_kernel(family, eta, y, w, partial):
         partial[r, cuda.blockIdx.x] = sa[0]
 
 
+@cuda.jit(device=True)
+def column_terms(r, a, b, start, stride, indices, values, resid, curv):
+    """This thread's share (non-zeros a + start, a + start + stride, ...) of the column's
+    g = sum x resid and h = -sum x^2 curv, for replicate r."""
+    g = 0.0
+    h = 0.0
+    for k in range(a + start, b, stride):
+        i = indices[k]
+        x = float(values[k])
+        g += x * resid[r, i]
+        h -= x * x * curv[r, i]
+    return g, h
+
+
+@cuda.jit(device=True)
+def move_column(family, r, a, b, start, stride, step, ind, indices, values, eta, y, w, expeta, resid, curv):
+    """beta_j += step at this thread's share of the column's non-zeros (``ind``: 0/1 column)."""
+    factor = math.exp(step)
+    for k in range(a + start, b, stride):
+        i = indices[k]
+        x = float(values[k])
+        e = eta[r, i] + step * x
+        eta[r, i] = e
+        if ind:
+            ee = float(expeta[r, i]) * factor
+        else:
+            ee = float(expeta[r, i]) * math.exp(step * x)
+        expeta[r, i] = ee
+        mu, v = mean_and_curvature(family, e, ee)
+        resid[r, i] = float(w[r, i]) * (float(y[i]) - mu)
+        curv[r, i] = float(w[r, i]) * v
+
+
 @cuda.jit
 def sweep_kernel(mode, family, indptr, indices, values, indicator, coords, mask, beta, l1, l2, radius, fixed, out,
                  eta, y, w, expeta, resid, curv):
@@ -107,44 +140,15 @@ def sweep_kernel(mode, family, indptr, indices, values, indicator, coords, mask,
         a = indptr[j]
         b = indptr[j + 1]
         if mode != 2:
-            g = 0.0
-            h = 0.0
-            for k in range(a + tid, b, nt):
-                i = indices[k]
-                x = float(values[k])
-                g += x * resid[r, i]
-                h -= x * x * curv[r, i]
+            g, h = column_terms(r, a, b, tid, nt, indices, values, resid, curv)
             block_sum2(sa, sb, g, h, tid, nt)
         if tid == 0:
-            if mode == 0:
-                step = bounded_step(sa[0], sb[0], beta[r, j], l1[r, j], l2[r, j], radius, r, j)
-                if step != 0.0:
-                    beta[r, j] += step
-            elif mode == 1:
-                out[r, 0] = sa[0]
-                out[r, 1] = sb[0]
-                step = 0.0
-            else:
-                step = fixed[r]
-            sstep[0] = step
+            sstep[0] = coordinate_step(mode, sa[0], sb[0], beta, l1, l2, radius, fixed, out, r, j)
         cuda.syncthreads()
         step = sstep[0]
         if step != 0.0:
-            factor = math.exp(step)
-            ind = indicator[j] != 0
-            for k in range(a + tid, b, nt):
-                i = indices[k]
-                x = float(values[k])
-                e = eta[r, i] + step * x
-                eta[r, i] = e
-                if ind:
-                    ee = float(expeta[r, i]) * factor
-                else:
-                    ee = float(expeta[r, i]) * math.exp(step * x)
-                expeta[r, i] = ee
-                mu, v = mean_and_curvature(family, e, ee)
-                resid[r, i] = float(w[r, i]) * (float(y[i]) - mu)
-                curv[r, i] = float(w[r, i]) * v
+            move_column(family, r, a, b, tid, nt, step, indicator[j] != 0, indices, values, eta, y, w, expeta,
+                        resid, curv)
         cuda.syncthreads()
 
 
@@ -179,13 +183,7 @@ def sweep_grid_kernel(mode, family, indptr, indices, values, indicator, coords, 
         b0 = beta[0, j]
         rad0 = radius[0, j]
         if mode != 2:
-            g = 0.0
-            h = 0.0
-            for k in range(a + start, b, stride):
-                i = indices[k]
-                x = float(values[k])
-                g += x * resid[0, i]
-                h -= x * x * curv[0, i]
+            g, h = column_terms(0, a, b, start, stride, indices, values, resid, curv)
             block_sum2(sa, sb, g, h, tid, nt)
             if tid == 0:
                 partial[0, bx] = sa[0]
@@ -214,21 +212,8 @@ def sweep_grid_kernel(mode, family, indptr, indices, values, indicator, coords, 
         cuda.syncthreads()
         step = sstep[0]
         if step != 0.0:
-            factor = math.exp(step)
-            ind = indicator[j] != 0
-            for k in range(a + start, b, stride):
-                i = indices[k]
-                x = float(values[k])
-                e = eta[0, i] + step * x
-                eta[0, i] = e
-                if ind:
-                    ee = float(expeta[0, i]) * factor
-                else:
-                    ee = float(expeta[0, i]) * math.exp(step * x)
-                expeta[0, i] = ee
-                mu, v = mean_and_curvature(family, e, ee)
-                resid[0, i] = float(w[0, i]) * (float(y[i]) - mu)
-                curv[0, i] = float(w[0, i]) * v
+            move_column(family, 0, a, b, start, stride, step, indicator[j] != 0, indices, values, eta, y, w, expeta,
+                        resid, curv)
         grid.sync()
 
 
@@ -291,10 +276,7 @@ class GLMDeviceDatafit(DeviceDatafit):
 
     def _sweep(self, state, coords, mask, beta, l1, l2, radius, mode, fixed, out):
         s, d = self._dev_static(), state.d
-        if fixed is None:
-            fixed = cuda.to_device(np.zeros(self.n_rep))
-        if out is None:
-            out = cuda.to_device(np.zeros((self.n_rep, 2)))
+        fixed, out = self._mode_arrays(fixed, out)
         if self.n_rep == 1 and self.single_fit_grid:
             nb = grid_blocks()
             partial = cuda.device_array((2, nb), dtype=np.float64)

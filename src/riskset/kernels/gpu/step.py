@@ -33,16 +33,25 @@ def clipped_step(g, h, b, l1, l2, rad):
 @cuda.jit(device=True)
 def bounded_step(g, h, b, l1, l2, radius, r, j):
     """Clipped step for coordinate j of replicate r; updates radius[r, j]."""
-    step = newton_step(g, h, b, l1, l2)
-    if step == 0.0:
-        return 0.0
-    rad = radius[r, j]
-    # explicit comparisons: the builtins min/max/abs do not lower in every numba.cuda version
-    if step > rad:
-        step = rad
-    elif step < -rad:
-        step = -rad
-    grow = 2.0 * math.fabs(step)
-    half = 0.5 * rad
-    radius[r, j] = grow if grow > half else half
+    step, rad = clipped_step(g, h, b, l1, l2, radius[r, j])
+    if step != 0.0:
+        radius[r, j] = rad
     return step
+
+
+@cuda.jit(device=True)
+def coordinate_step(mode, g, h, beta, l1, l2, radius, fixed, out, r, j):
+    """What a persistent sweep kernel does with coordinate j of replicate r once (g, h) are
+    reduced; returns the step to apply. Mode 0: the trust-region step (beta and radius
+    stored); mode 1: report (g, h) in out[r] and do not move; mode 2: the given step fixed[r].
+    """
+    if mode == 0:
+        step = bounded_step(g, h, beta[r, j], l1[r, j], l2[r, j], radius, r, j)
+        if step != 0.0:
+            beta[r, j] += step
+        return step
+    if mode == 1:
+        out[r, 0] = g
+        out[r, 1] = h
+        return 0.0
+    return fixed[r]
