@@ -119,6 +119,14 @@ class Datafit(ABC):
         return None
 
 
+def weight_overflow(state) -> str | None:
+    """The problem of a risk-set family's state whose weights w = c exp(eta) overflowed
+    (the coefficients diverge), or None."""
+    if not np.all(np.isfinite(state.eta)) or not np.all(np.isfinite(state.w)):
+        return "the linear predictor overflowed (exp(eta) is not finite): coefficients diverge"
+    return None
+
+
 def sparse_product(X: sp.csc_matrix, beta: np.ndarray) -> np.ndarray:
     """X @ beta touching only the columns where beta is non-zero (sparse L1 fits)."""
     nz = np.flatnonzero(beta)

@@ -35,7 +35,7 @@ from riskset.data.risksets import (build_risk_sets, check_survival, column_break
                                    interval_labels)
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
-from riskset.models.base import Datafit, FitState, Model, indicator_columns
+from riskset.models.base import Datafit, FitState, Model, indicator_columns, weight_overflow
 
 TIES = ("breslow", "efron")
 FORMULATIONS = ("sparse", "scan")
@@ -233,9 +233,7 @@ class CoxDatafit(Datafit):
         return N1, E1
 
     def diagnose(self, state, beta):
-        if not np.all(np.isfinite(state.eta)) or not np.all(np.isfinite(state.w)):
-            return "the linear predictor overflowed (exp(eta) is not finite): coefficients diverge"
-        return None
+        return weight_overflow(state)
 
     # -- baseline hazard (used by riskset.survival) ---------------------------------------
     def hazard_increments(self, state):

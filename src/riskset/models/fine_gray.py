@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from riskset.data.dataset import row_label
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
-from riskset.models.base import Datafit, FitState, Model, indicator_columns
+from riskset.models.base import Datafit, FitState, Model, indicator_columns, weight_overflow
 
 FORMULATIONS = ("sparse", "scan")
 
@@ -281,9 +281,7 @@ class FineGrayDatafit(Datafit):
         return N1
 
     def diagnose(self, state, beta):
-        if not np.all(np.isfinite(state.eta)) or not np.all(np.isfinite(state.w)):
-            return "the linear predictor overflowed (exp(eta) is not finite): coefficients diverge"
-        return None
+        return weight_overflow(state)
 
     # -- baseline subdistribution hazard (used by riskset.competing_risks) ---------------------
     def hazard_increments(self, state):

@@ -19,6 +19,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from riskset.models.base import Datafit
+from riskset.solver.ccd import sweep_function
 
 
 class ReplicateBatch(ABC):
@@ -72,8 +73,6 @@ class ViewReplicates(ReplicateBatch):
         return [v.new_state(b) for v, b in zip(self.views, beta)]
 
     def sweep(self, state, mask, beta, l1, l2, radius):
-        from riskset.solver.ccd import sweep_function
-
         for r, view in enumerate(self.views):
             coords = np.flatnonzero(mask[r])
             if coords.size:

@@ -44,6 +44,7 @@ import math
 import numpy as np
 from numba import njit
 
+from riskset.kernels.cpu.cox import move_scan  # noqa: F401  (the same update of eta and w; re-exported)
 from riskset.solver.step import bounded_step
 
 
@@ -183,15 +184,6 @@ def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, slot, cinv
         ig = cinv[r]
         if ig != 0.0:
             Wc[s] += dw * ig
-
-
-@njit(cache=True, nogil=True)
-def move_scan(indptr, indices, values, j, delta, eta, cw, w):
-    """beta_j += delta for the scan formulation: eta and w only."""
-    for i in range(indptr[j], indptr[j + 1]):
-        r = indices[i]
-        eta[r] += delta * values[i]
-        w[r] = cw[r] * math.exp(eta[r])
 
 
 @njit(cache=True, nogil=True)
