@@ -211,14 +211,18 @@ def check_survival(time, status, start=None, subject=None, row_ids=None):
         i = int(np.flatnonzero(mask)[0])
         return i, _py(ids[i])
 
-    time = np.asarray(time, dtype=np.float64)
-    bad = ~np.isfinite(time)
-    if bad.any():
-        i, rid = where(bad)
-        raise InputError(f"survival time is not finite ({time[i]}) at row {rid!r}")
-    if np.any(time < 0):
-        i, rid = where(time < 0)
-        raise InputError(f"negative survival time {time[i]} at row {rid!r}")
+    def finite_nonnegative(values, what):
+        values = np.asarray(values, dtype=np.float64)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            i, rid = where(bad)
+            raise InputError(f"{what} is not finite ({values[i]}) at row {rid!r}")
+        if np.any(values < 0):
+            i, rid = where(values < 0)
+            raise InputError(f"negative {what} {values[i]} at row {rid!r}")
+        return values
+
+    time = finite_nonnegative(time, "survival time")
     st = np.asarray(status)
     stf = st.astype(np.float64)
     badst = ~np.isin(stf, (0.0, 1.0))
@@ -230,14 +234,7 @@ def check_survival(time, status, start=None, subject=None, row_ids=None):
     if not np.any(stf == 1):
         raise InputError("all rows are censored: the Cox model needs at least one event")
     if start is not None:
-        start = np.asarray(start, dtype=np.float64)
-        bad = ~np.isfinite(start)
-        if bad.any():
-            i, rid = where(bad)
-            raise InputError(f"start time is not finite ({start[i]}) at row {rid!r}")
-        if np.any(start < 0):
-            i, rid = where(start < 0)
-            raise InputError(f"negative start time {start[i]} at row {rid!r}")
+        start = finite_nonnegative(start, "start time")
         if np.any(start >= time):
             i, rid = where(start >= time)
             raise InputError(f"start time {start[i]} is not before stop time {time[i]} at row {rid!r} "
