@@ -16,3 +16,31 @@ def rng():
     import numpy as np
 
     return np.random.default_rng(20240601)
+
+
+@pytest.fixture
+def ptx_compiler(monkeypatch):
+    """For lowering real CUDA kernels (not the simulator) to PTX for sm_90 on a machine
+    without a GPU: skips where the simulator is on in this process or NVVM (the CUDA
+    toolkit's compiler library) is missing; without a device, device functions are told
+    compute capability 9.0. Returns ``numba.cuda``."""
+    import types
+
+    from numba import config
+
+    if config.ENABLE_CUDASIM:
+        pytest.skip("CUDA simulator enabled in this process")
+    from numba import cuda
+    from numba.cuda.cudadrv import nvvm
+
+    try:
+        if not nvvm.is_available():
+            pytest.skip("NVVM not available")
+    except Exception as exc:  # pragma: no cover
+        pytest.skip(f"NVVM not available: {exc}")
+    import numba.cuda.dispatcher as cuda_dispatcher
+
+    if not cuda.is_available():  # device functions ask the current device for its compute capability
+        monkeypatch.setattr(cuda_dispatcher, "get_current_device",
+                            lambda: types.SimpleNamespace(compute_capability=(9, 0)))
+    return cuda

@@ -110,29 +110,13 @@ def test_backend_gpu_bad_dtype():
         state_dtype("float16")
 
 
-def test_kernels_compile_to_ptx(monkeypatch):
+def test_kernels_compile_to_ptx(ptx_compiler):
     """The real CUDA kernels (not the simulator) type-check and lower to PTX for sm_90, in
     float64 and float32, with the argument types the device datafits pass. Skipped where
     NVVM (the CUDA toolkit's compiler library) is missing."""
-    import types
+    from numba import float32, float64, int32, int64, uint8, void
 
-    from numba import config
-
-    if config.ENABLE_CUDASIM:
-        pytest.skip("CUDA simulator enabled in this process")
-    from numba import cuda, float32, float64, int32, int64, uint8, void
-    from numba.cuda.cudadrv import nvvm
-
-    try:
-        if not nvvm.is_available():
-            pytest.skip("NVVM not available")
-    except Exception as exc:  # pragma: no cover
-        pytest.skip(f"NVVM not available: {exc}")
-    import numba.cuda.dispatcher as cuda_dispatcher
-
-    if not cuda.is_available():  # device functions ask the current device for its compute capability
-        monkeypatch.setattr(cuda_dispatcher, "get_current_device",
-                            lambda: types.SimpleNamespace(compute_capability=(9, 0)))
+    cuda = ptx_compiler
     from riskset.kernels.gpu import cox, glm
 
     f8 = float64

@@ -88,35 +88,19 @@ def test_gpu_kernel_in_simulator_matches_cpu():
     assert abs(out["user_x"] - __import__("math").cos(2.0)) < 1e-5
 
 
-def test_gpu_kernel_compiles_to_ptx(monkeypatch):
+def test_gpu_kernel_compiles_to_ptx(ptx_compiler):
     """Without a GPU, still type-check and lower the real CUDA kernel (not
     the simulator) through NVVM to PTX for sm_90, for a built-in and a user
     model. Skipped where NVVM (the CUDA toolkit's compiler library) is
     missing or the simulator is enabled in this process."""
-    import types
+    from numba import float64, int64, void
 
-    from riskset.ode import gpu
-    if gpu.simulator_enabled():
-        pytest.skip("CUDA simulator enabled in this process")
-    from numba import cuda, float64, int64, void
-    from numba.cuda.cudadrv import nvvm
-    try:
-        if not nvvm.is_available():
-            pytest.skip("NVVM not available")
-    except Exception as exc:  # pragma: no cover
-        pytest.skip(f"NVVM not available: {exc}")
-    import numba.cuda.dispatcher as cuda_dispatcher
-
-    if not cuda.is_available():
-        # device functions ask the current device for its compute capability
-        monkeypatch.setattr(
-            cuda_dispatcher, "get_current_device",
-            lambda: types.SimpleNamespace(compute_capability=(9, 0)))
-    from riskset.ode import ode_model
+    from riskset.ode import gpu, ode_model
     from riskset.ode.models import SEIR
 
     from .helpers import test_model_rhs
 
+    cuda = ptx_compiler
     sig = void(float64[:, ::1], float64[:, ::1], float64, float64[::1],
                float64, float64[::1], int64, float64[:, :, ::1],
                int64[:, ::1])
