@@ -50,6 +50,22 @@ def chunk_segscan(sv, sf, v, f, tid, nt):
 
 
 @cuda.jit(device=True)
+def carried_segscan(sv, sf, v, f, carry, tid, nt):
+    """:func:`chunk_segscan` of one chunk of a longer sequence: this thread's scan value with
+    the running ``carry`` of earlier chunks added (unless a head precedes it in the chunk),
+    and the carry for the next chunk."""
+    s, anyf = chunk_segscan(sv, sf, v, f, tid, nt)
+    if anyf == 0:
+        s += carry
+    lastv = sv[nt - 1]
+    lastf = sf[nt - 1]
+    cuda.syncthreads()
+    if lastf == 0:
+        return s, carry + lastv
+    return s, lastv
+
+
+@cuda.jit(device=True)
 def segscan_slots(src, dst, r, n, heads, reverse, sv, sf, tid, nt):
     """dst[r, :] = inclusive segmented scan of src[r, :] (in place allowed).
 
@@ -67,18 +83,9 @@ def segscan_slots(src, dst, r, n, heads, reverse, sv, sf, tid, nt):
             p = n - 1 - i if reverse else i
             v = src[r, p]
             f = heads[p]
-        s, anyf = chunk_segscan(sv, sf, v, f, tid, nt)
-        if anyf == 0:
-            s += carry
-        lastv = sv[nt - 1]
-        lastf = sf[nt - 1]
-        cuda.syncthreads()
+        s, carry = carried_segscan(sv, sf, v, f, carry, tid, nt)
         if i < n:
             dst[r, p] = s
-        if lastf == 0:
-            carry = carry + lastv
-        else:
-            carry = lastv
     cuda.syncthreads()
 
 

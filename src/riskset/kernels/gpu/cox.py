@@ -31,7 +31,7 @@ import numpy as np
 from numba import cuda, float64, int32
 
 from .base import DeviceDatafit
-from .blocks import block_sum2, chunk_segscan, segscan2_slots, segscan_slots
+from .blocks import block_sum2, carried_segscan, segscan2_slots, segscan_slots
 from .device import MAX_THREADS, simulator_enabled
 from .step import coordinate_step
 
@@ -144,16 +144,7 @@ def sweep_kernel(mode, indptr, indices, values, indicator, ksn, ken, coords, mas
                         f = 1
                     elif ksn[i - 1] != k0:
                         f = 1
-                csum, anyf = chunk_segscan(sv, sf, wx, f, tid, nt)
-                if anyf == 0:
-                    csum += carry
-                lastv = sv[nt - 1]
-                lastf = sf[nt - 1]
-                cuda.syncthreads()
-                if lastf == 0:
-                    carry = carry + lastv
-                else:
-                    carry = lastv
+                csum, carry = carried_segscan(sv, sf, wx, f, carry, tid, nt)
                 if i < b:
                     same_stratum = False
                     same_run = False
