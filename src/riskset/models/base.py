@@ -127,6 +127,24 @@ def weight_overflow(state) -> str | None:
     return None
 
 
+def drop_constant_covariates(X: sp.csc_matrix, names: list, warn: bool) -> tuple[sp.csc_matrix, list]:
+    """X and names without the zero-variance columns (no information in a risk-set
+    likelihood: a constant shifts every risk score alike); warns naming them if ``warn``.
+    ``X`` must have no duplicate entries."""
+    if not X.shape[1]:
+        return X, names
+    const = np.asarray(X.max(axis=0).todense()).ravel() == np.asarray(X.min(axis=0).todense()).ravel()
+    if not const.any():
+        return X, names
+    if warn:
+        bad = [names[j] for j in np.flatnonzero(const)]
+        warnings.warn(f"dropped {len(bad)} covariate(s) with zero variance (constant, no information): "
+                      f"{', '.join(map(repr, bad[:10]))}{' ...' if len(bad) > 10 else ''}",
+                      DataWarning, stacklevel=5)
+    keep = np.flatnonzero(~const)
+    return X[:, keep], [names[j] for j in keep]
+
+
 def sparse_product(X: sp.csc_matrix, beta: np.ndarray) -> np.ndarray:
     """X @ beta touching only the columns where beta is non-zero (sparse L1 fits)."""
     nz = np.flatnonzero(beta)

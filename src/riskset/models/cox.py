@@ -35,7 +35,8 @@ from riskset.data.risksets import (build_risk_sets, check_survival, column_break
                                    interval_labels)
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
-from riskset.models.base import Datafit, FitState, Model, indicator_columns, weight_overflow
+from riskset.models.base import (Datafit, FitState, Model, drop_constant_covariates, indicator_columns,
+                                 weight_overflow)
 
 TIES = ("breslow", "efron")
 FORMULATIONS = ("sparse", "scan")
@@ -324,21 +325,8 @@ class CoxModel(Model):
             strata = strata.astype(np.int64)
 
         X = sp.csc_matrix(data.X[rows] if rows.shape[0] < data.n_rows else data.X, dtype=np.float64)
-        names = list(data.covariate_names)
-        # zero-variance covariates carry no information in a Cox model
         X.sum_duplicates()
-        cmax = np.asarray(X.max(axis=0).todense()).ravel()
-        cmin = np.asarray(X.min(axis=0).todense()).ravel()
-        const = cmax == cmin
-        if const.any():
-            if warn:
-                bad = [names[j] for j in np.flatnonzero(const)]
-                warnings.warn(f"dropped {len(bad)} covariate(s) with zero variance (constant, no information): "
-                              f"{', '.join(map(repr, bad[:10]))}{' ...' if len(bad) > 10 else ''}",
-                              DataWarning, stacklevel=4)
-            keep = np.flatnonzero(~const)
-            X = X[:, keep]
-            names = [names[j] for j in keep]
+        X, names = drop_constant_covariates(X, list(data.covariate_names), warn)
 
         def take(a):
             return None if a is None else np.asarray(a)[rows]

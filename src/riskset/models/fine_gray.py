@@ -37,7 +37,8 @@ import scipy.sparse as sp
 from riskset.data.dataset import row_label
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
-from riskset.models.base import Datafit, FitState, Model, indicator_columns, weight_overflow
+from riskset.models.base import (Datafit, FitState, Model, drop_constant_covariates, indicator_columns,
+                                 weight_overflow)
 
 FORMULATIONS = ("sparse", "scan")
 
@@ -372,18 +373,7 @@ class FineGrayModel(Model):
                           "(Breslow ties)", DataWarning, stacklevel=4)
         X = sp.csc_matrix(data.X, dtype=np.float64)
         X.sum_duplicates()
-        names = list(data.covariate_names)
-        if X.shape[1]:
-            const = np.asarray(X.max(axis=0).todense()).ravel() == np.asarray(X.min(axis=0).todense()).ravel()
-            if const.any():
-                if warn:
-                    bad = [names[j] for j in np.flatnonzero(const)]
-                    warnings.warn(f"dropped {len(bad)} covariate(s) with zero variance (constant, no information): "
-                                  f"{', '.join(map(repr, bad[:10]))}{' ...' if len(bad) > 10 else ''}",
-                                  DataWarning, stacklevel=4)
-                keep = np.flatnonzero(~const)
-                X = X[:, keep]
-                names = [names[j] for j in keep]
+        X, names = drop_constant_covariates(X, list(data.covariate_names), warn)
         return _Prepared(X, names, time, outcome, data.weights, data.offset)
 
     def datafit(self, data) -> FineGrayDatafit:
