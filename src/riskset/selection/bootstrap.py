@@ -82,4 +82,4 @@ def _replicates(ctx: Context, task):
     weights = np.array([bootstrap_weights(ctx.data, np.random.default_rng(s), ctx.model.name) * ctx.base_weights
                         for s in seeds])
     start = np.tile(warm.reindex(ctx.names).fillna(0.0).to_numpy(), (len(seeds), 1))
-    return ctx.fit_batch(weights, [ctx.prior] * len(seeds), start).beta
+    return ctx.fit_batch(ctx.batch(weights), [ctx.prior] * len(seeds), start).beta

@@ -88,34 +88,39 @@ class Context:
             return DeviceReplicates(self._device.replicates(weights))
         return ViewReplicates([self.view(w) for w in weights])
 
-    def fit_batch(self, weights: np.ndarray, priors: list[Prior], warm: np.ndarray | None = None) -> ReplicateResult:
-        """Fit replicate r with row weights ``weights[r]`` and prior ``priors[r]``, warm-started
-        at ``warm[r]`` (datafit coefficient order)."""
+    def fit_batch(self, batch: ReplicateBatch, priors: list[Prior], warm: np.ndarray | None = None) -> ReplicateResult:
+        """Fit replicate r of ``batch`` (from :meth:`batch`, reusable across grid points) with
+        prior ``priors[r]``, warm-started at ``warm[r]`` (datafit coefficient order)."""
         unpenalized = self.model.unpenalized_names()
         l1, l2 = map(np.array, zip(*(p.penalty_arrays(self.names, unpenalized) for p in priors)))
-        return fit_replicates(self.batch(weights), l1, l2, beta0=warm, options=SolverOptions(tol=self.tol))
+        return fit_replicates(batch, l1, l2, beta0=warm, options=SolverOptions(tol=self.tol))
 
     def fit(self, weights: np.ndarray, prior: Prior, warm: pd.Series | None = None) -> pd.Series:
         """Coefficients of the fit with row ``weights`` and ``prior``, warm-started."""
         beta0 = None if warm is None else warm.reindex(self.names).fillna(0.0).to_numpy()[None, :]
-        return pd.Series(self.fit_batch(weights[None, :], [prior], beta0).beta[0], index=self.names)
+        return pd.Series(self.fit_batch(self.batch(weights), [prior], beta0).beta[0], index=self.names)
 
     @property
     def event_code(self) -> int:
         """Status code of the event of interest (Fine-Gray may choose another than 1)."""
         return getattr(self.model, "event_of_interest", 1)
 
-    def scores(self, weights: np.ndarray, beta: np.ndarray) -> np.ndarray:
-        """Log-likelihood of the rows with positive ``weights[r]`` at ``beta[r]``, per replicate
-        (0 where those rows hold no event)."""
+    def scorer(self, weights: np.ndarray):
+        """``score(beta)``: per replicate, the log-likelihood of the rows with positive
+        ``weights[r]`` at ``beta[r]`` (0 where those rows hold no event). The held-out batch
+        is built once, for every grid point."""
         weights = np.atleast_2d(weights)
         events = has_event(self.data, self.event_code)
-        out = np.zeros(weights.shape[0])
         scored = np.flatnonzero([np.any((w > 0) & events) for w in weights])
-        if scored.size:
-            batch = self.batch(weights[scored])
-            out[scored] = batch.loglik(batch.new_state(beta[scored]))
-        return out
+        batch = self.batch(weights[scored]) if scored.size else None
+
+        def score(beta: np.ndarray) -> np.ndarray:
+            out = np.zeros(weights.shape[0])
+            if batch is not None:
+                out[scored] = batch.loglik(batch.new_state(beta[scored]))
+            return out
+
+        return score
 
 
 def prior_with_variance(prior: Prior, variance: float) -> Prior:

@@ -111,15 +111,15 @@ def _score_task(ctx: Context, task):
     Returns scores (splits, grid) and coefficients (splits, grid, P).
     """
     held_out, grid, warm = task
-    train = np.where(held_out, 0.0, ctx.base_weights)
-    test = np.where(held_out, ctx.base_weights, 0.0)
+    train = ctx.batch(np.where(held_out, 0.0, ctx.base_weights))
+    score = ctx.scorer(np.where(held_out, ctx.base_weights, 0.0))
     scores = np.zeros((held_out.shape[0], grid.size))
     coefs = np.zeros((held_out.shape[0], grid.size, len(ctx.names)))
     for g, v in enumerate(grid):
         res = ctx.fit_batch(train, [prior_with_variance(ctx.prior, v)] * held_out.shape[0], warm)
         warm = res.beta
         coefs[:, g] = res.beta
-        scores[:, g] = ctx.scores(test, res.beta)
+        scores[:, g] = score(res.beta)
     return scores, coefs
 
 

@@ -28,9 +28,10 @@ def regularization_path(data, model: str | Model, prior: Prior, *, variances=Non
         from tqdm.auto import tqdm
 
         iterator = tqdm(grid, desc="regularization path", unit="fit")
+    batch = ctx.batch(ctx.base_weights)
     for v in iterator:
-        warm = ctx.fit(ctx.base_weights, prior_with_variance(prior, v), warm)
-        rows.append(warm.rename(v))
+        warm = ctx.fit_batch(batch, [prior_with_variance(prior, v)], warm).beta
+        rows.append(pd.Series(warm[0], index=ctx.names, name=v))
     path = pd.DataFrame(rows)
     path.index.name = "variance"
     return path

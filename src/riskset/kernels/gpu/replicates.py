@@ -28,13 +28,13 @@ class DeviceReplicates(ReplicateBatch):
         self.device = device
         self.n_replicates, self.n_coef = device.n_rep, device.n_coef
         self._coords = cuda.to_device(np.arange(self.n_coef, dtype=np.int64))
-        self._penalties = {}  # host penalty array id -> (array, device copy)
+        self._penalties = {}  # "l1" / "l2" -> (host array, its device copy): uploaded once per fit
 
-    def _on_device(self, a):
-        cached = self._penalties.get(id(a))
+    def _on_device(self, name, a):
+        cached = self._penalties.get(name)
         if cached is None or cached[0] is not a:
             cached = (a, cuda.to_device(np.ascontiguousarray(a, dtype=np.float64)))
-            self._penalties[id(a)] = cached
+            self._penalties[name] = cached
         return cached[1]
 
     def new_state(self, beta):
@@ -44,7 +44,7 @@ class DeviceReplicates(ReplicateBatch):
         beta_d = cuda.to_device(np.ascontiguousarray(beta))
         radius_d = cuda.to_device(np.ascontiguousarray(radius))
         self.device._sweep(state, self._coords, cuda.to_device(mask.astype(np.uint8)), beta_d,
-                           self._on_device(l1), self._on_device(l2), radius_d, 0, None, None)
+                           self._on_device("l1", l1), self._on_device("l2", l2), radius_d, 0, None, None)
         beta[:] = beta_d.copy_to_host()
         radius[:] = radius_d.copy_to_host()
         state.beta = beta.copy()
