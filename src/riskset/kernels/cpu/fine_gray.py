@@ -252,20 +252,27 @@ def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, sl
 
 
 @njit(cache=True, nogil=True)
+def gradient_column(indptr, indices, values, j, gx0, w, slot, cinv, A1, B1):
+    """dl/dbeta_j alone in O(nnz_j) (the g of :func:`coordinate_sparse`, bit for bit)."""
+    sb0 = B1[0]
+    g = gx0
+    for i in range(indptr[j], indptr[j + 1]):
+        r = indices[i]
+        wx = w[r] * values[i]
+        s = slot[r]
+        br = A1[s]
+        ig = cinv[r]
+        if ig != 0.0:
+            br += (sb0 - B1[s]) * ig
+        g -= wx * br
+    return g
+
+
+@njit(cache=True, nogil=True)
 def gradient_all(indptr, indices, values, gx0, w, slot, cinv, A1, B1, out):
     """dl/dbeta for every column in O(nnz) (aggregates must be current)."""
-    sb0 = B1[0]
     for j in range(indptr.shape[0] - 1):
-        g = gx0[j]
-        for i in range(indptr[j], indptr[j + 1]):
-            r = indices[i]
-            s = slot[r]
-            br = A1[s]
-            ig = cinv[r]
-            if ig != 0.0:
-                br += (sb0 - B1[s]) * ig
-            g -= w[r] * values[i] * br
-        out[j] = g
+        out[j] = gradient_column(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, B1)
 
 
 @njit(cache=True, nogil=True)
@@ -321,6 +328,10 @@ def cycle_sparse(indptr, indices, values, indicator, coords, beta, l1, l2, radiu
         if dirty[0]:
             refresh(W, Wc, slot_d, Gev, D, A1, B1, A2, A2G, A2GG)
             dirty[0] = False
+        if beta[j] == 0.0 and l1[j] > 0.0:
+            # a zero coordinate moves only if |g_j| > l1_j (whatever h_j): test g alone first
+            if abs(gradient_column(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, B1)) <= l1[j]:
+                continue
         g, h = coordinate_sparse(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, B1, A2, A2G, A2GG)
         step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
         if step != 0.0:
