@@ -36,6 +36,9 @@ from riskset.solver.step import bounded_step
 #: Cycles between Newton polishing attempts while CCD progresses slowly.
 POLISH_EVERY = 5
 
+#: The message of a fit whose L1 rate leaves every penalized coefficient at zero.
+AT_GAMMA_MAX = "all penalized coefficients are zero: the L1 rate is at or above gamma_max"
+
 
 @dataclass
 class SolverOptions:
@@ -92,8 +95,7 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
         if done:
             ll = datafit.loglik(state)
             return SolverResult(beta, state, ll, ll - penalty_value(beta, l1, l2), True, 0,
-                                "all penalized coefficients are zero: the L1 rate is at or above gamma_max",
-                                gamma_max)
+                                AT_GAMMA_MAX, gamma_max)
 
     beta, state, result = _cycles(datafit, beta, state, l1, l2, np.flatnonzero(free), opts)
     if result.converged and opts.polish_max_active > 0:
@@ -120,9 +122,8 @@ class CycleControl:
         self.objective = objective
         self.tol, self.max_iter = options.tol, options.max_iter
         self.k, self.full, self.change = 0, True, np.inf
-        self.done, self.converged, self.message = options.max_iter <= 0, False, ""
-        if self.done:
-            self.message = f"reached max_iter = {self.max_iter} cycles"
+        self.done, self.converged = options.max_iter <= 0, False
+        self.message = f"reached max_iter = {self.max_iter} cycles" if self.done else ""
 
     def coords(self, coords, beta, l1):
         """The coordinates of the next sweep: all of ``coords``, or their active set."""
@@ -211,11 +212,17 @@ def _restricted_start(datafit, beta, state, l1, l2, free, opts):
     if unpen.size:
         beta, state, _ = _cycles(datafit, beta, state, l1, l2, unpen, opts)
         beta, state = polish(datafit, beta, state, l1, l2, free & (l1 == 0), opts.polish_max_active)
-    grad = datafit.gradient(state)
-    ratio = np.abs(grad[penalized]) / (l1[penalized] / l1[penalized].max())
-    gamma_max = float(ratio.max()) if ratio.size else 0.0
-    done = bool(np.all(np.abs(grad[penalized]) <= l1[penalized]))
+    gamma_max, done = zero_test(datafit.gradient(state), l1, penalized)
     return beta, state, gamma_max, done
+
+
+def zero_test(grad, l1, penalized):
+    """(gamma_max, whether zero is optimal for every ``penalized`` coordinate) at a state
+    with those coordinates at zero: gamma_max is the smallest common L1 rate (scaling
+    the relative weights ``l1``) at which they all stay zero."""
+    g, pen = np.abs(grad[penalized]), l1[penalized]
+    gamma_max = float(np.max(g / (pen / pen.max()))) if g.size else 0.0
+    return gamma_max, bool(np.all(g <= pen))
 
 
 def polish(datafit, beta, state, l1, l2, free, max_active, max_steps=25):

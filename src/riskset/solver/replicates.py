@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from riskset.models.replicates import ReplicateBatch
-from riskset.solver.ccd import CycleControl, SolverOptions, polish, polish_set
+from riskset.solver.ccd import AT_GAMMA_MAX, CycleControl, SolverOptions, polish, polish_set, zero_test
 
 
 @dataclass
@@ -71,12 +71,10 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
             beta, state, *_ = _cycles(batch, state, beta, l1, l2, base, opts)
         grad = batch.gradient(state)
         for r in np.flatnonzero(restricted):
-            g, pen = np.abs(grad[r, penalized[r]]), l1[r, penalized[r]]
-            gamma_max[r] = float(np.max(g / (pen / pen.max())))
-            at_zero[r] = bool(np.all(g <= pen))
+            gamma_max[r], at_zero[r] = zero_test(grad[r], l1[r], penalized[r])
         converged[at_zero] = True
         for r in np.flatnonzero(at_zero):
-            messages[r] = "all penalized coefficients are zero: the L1 rate is at or above gamma_max"
+            messages[r] = AT_GAMMA_MAX
 
     # 2. cycles over the free coordinates, 3. polish
     base = free & ~at_zero[:, None]
