@@ -400,3 +400,19 @@ def test_reweighted_view_equals_subset(variant, ties):
     a = fit_ccd(view, np.zeros(full.n_coef), np.zeros(full.n_coef))
     b = fit_ccd(sub, np.zeros(full.n_coef), np.zeros(full.n_coef))
     assert np.allclose(a.beta, b.beta, atol=1e-8)
+
+
+@pytest.mark.parametrize("ties", TIES)
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_local_quadratic_is_the_hessian_block_without_forming_it(ties, variant):
+    """local_quadratic: gradient = gradient(), H b = hessian() @ b, curvature >= -diag(H) > 0."""
+    d = make_data(n=90, seed=23, **VARIANTS[variant])
+    df = datafit(d, ties=ties)
+    state = df.new_state(np.array([0.2, -0.1, 0.0, 0.4]))
+    cols = np.array([3, 0, 1])
+    quad = df.local_quadratic(state, cols)
+    H = df.hessian(state, cols)
+    b = np.array([0.7, -1.3, 0.4])
+    assert np.allclose(quad.gradient, df.gradient(state)[cols], rtol=1e-12, atol=1e-12)
+    assert np.allclose(quad.hessian_times(b), H @ b, rtol=1e-12, atol=1e-12)
+    assert np.all(quad.curvature >= -np.diag(H) - 1e-12) and np.all(quad.curvature > 0)

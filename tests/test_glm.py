@@ -195,3 +195,17 @@ def test_no_warning_for_a_clean_fit(rng):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert riskset.fit(data, "least_squares").converged
+
+
+@pytest.mark.parametrize("model", FAMILIES)
+def test_local_quadratic_is_the_hessian_block_without_forming_it(model, rng):
+    data = make_data(model, rng, weights=True, offset=True)
+    df = get_model(model, intercept=True).datafit(data)
+    state = df.new_state(rng.normal(scale=0.2, size=df.n_coef))
+    cols = np.array([0, 4, 2])
+    quad = df.local_quadratic(state, cols)
+    H = df.hessian(state, cols)
+    b = rng.normal(size=3)
+    assert np.allclose(quad.gradient, df.gradient(state)[cols], rtol=1e-12, atol=1e-12)
+    assert np.allclose(quad.hessian_times(b), H @ b, rtol=1e-12, atol=1e-12)
+    assert np.allclose(quad.curvature, -np.diag(H), rtol=1e-12)

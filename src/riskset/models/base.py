@@ -19,13 +19,30 @@ from __future__ import annotations
 import warnings
 import weakref
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import Callable, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from riskset.exceptions import DataWarning
+from riskset.kernels.cpu.columns import columns_times
 from riskset.kernels.cpu.columns import indicator_columns  # noqa: F401  (re-exported for the families)
+
+
+@dataclass
+class LocalQuadratic:
+    """Second-order model of the log-likelihood on a set of columns A at one state.
+
+    gradient : dl/dbeta_A.
+    curvature : positive diagonal scale of -H_AA (a Jacobi preconditioner; it may bound
+        the exact diagonal from above).
+    hessian_times : ``b -> H_AA b`` in O(nnz of the columns (+ N)) per product.
+    """
+
+    gradient: np.ndarray
+    curvature: np.ndarray
+    hessian_times: Callable[[np.ndarray], np.ndarray]
 
 
 class FitState:
@@ -111,6 +128,12 @@ class Datafit(ABC):
     def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:
         """Dense block d2l/dbeta_a dbeta_b for a, b in ``columns`` (a small set)."""
 
+    def local_quadratic(self, state: FitState, columns: np.ndarray) -> "LocalQuadratic | None":
+        """The log-likelihood's gradient and Hessian on ``columns`` without forming the
+        Hessian (matrix-free Newton steps on large active sets), or ``None`` if the family
+        has none."""
+        return None
+
     def reweighted(self, weights: np.ndarray) -> "Datafit | None":
         """The same datafit with new case weights (given in Dataset row order), sharing X
         and every static structure; ``None`` if the family cannot reweight in place (the
@@ -150,7 +173,9 @@ def sparse_product(X: sp.csc_matrix, beta: np.ndarray) -> np.ndarray:
     nz = np.flatnonzero(beta)
     if nz.size == X.shape[1]:
         return X @ beta
-    return X[:, nz] @ beta[nz] if nz.size else np.zeros(X.shape[0])
+    out = np.empty(X.shape[0])
+    columns_times(X.indptr, X.indices, X.data, nz, np.ascontiguousarray(beta[nz], np.float64), out)
+    return out
 
 
 class Model(ABC):

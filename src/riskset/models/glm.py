@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset, row_label
 from riskset.exceptions import InputError
 from riskset.kernels.cpu import glm as kernels
-from riskset.models.base import Datafit, FitState, Model, indicator_columns, sparse_product
+from riskset.models.base import Datafit, FitState, LocalQuadratic, Model, indicator_columns, sparse_product
 
 # |linear predictor| beyond which a fitted mean is 0 or 1 to double precision.
 _SEPARATION_ETA = 25.0
@@ -89,6 +89,13 @@ class GLMDatafit(Datafit):
     def hessian(self, state, columns):
         Xc = self.design_columns(columns)
         return -np.asarray((Xc.T @ sp.diags(state.rows[:, kernels.CURV]) @ Xc).todense())
+
+    def local_quadratic(self, state, columns):
+        """Gradient, exact diagonal and ``b -> H b`` on ``columns`` (O(nnz) per product)."""
+        Xc = self.design_columns(columns)
+        curv = np.ascontiguousarray(state.rows[:, kernels.CURV])
+        grad = Xc.T @ np.ascontiguousarray(state.rows[:, kernels.RESID])
+        return LocalQuadratic(grad, Xc.multiply(Xc).T @ curv, lambda b: -(Xc.T @ (curv * (Xc @ b))))
 
     def diagnose(self, state, beta):
         """Report separation: fitted means of exactly 0 or 1 with diverging coefficients."""

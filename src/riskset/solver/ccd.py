@@ -18,16 +18,20 @@ linear predictor) methods. Named steps:
 3. ``convergence``: relative change of the objective
    ``|f_k - f_{k-1}| / (|f_k| + 1)`` below ``tol`` over a *full* sweep, so every
    zero coordinate has been checked against its optimality condition.
-4. ``polish``: when the active set is small, Newton steps on it with the exact
-   Hessian (signs held) sharpen the coefficients to machine precision; tried every
-   few cycles while progress is slow (correlated coordinates make CCD linear and
-   slow), and once more after convergence.
+4. ``polish``: Newton steps on the active set, projected on its orthant (a coordinate
+   that would cross zero stops there): after each full sweep that did not converge
+   (it has just settled the active set) and every few cycles of slow linear progress.
+   Small sets solve the formed Hessian block; large ones take conjugate-gradient steps
+   on Hessian-vector products (O(nnz_A) each). From a warm start this replaces the long
+   tail of active-set sweeps: typically two full sweeps and one polish end a fit.
+   After convergence, small sets are polished once more to machine precision.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse.linalg import LinearOperator, cg
 
 from riskset.models.base import Datafit, FitState
 from riskset.solver.step import bounded_step
@@ -35,6 +39,17 @@ from riskset.solver.step import bounded_step
 
 #: Cycles between Newton polishing attempts while CCD progresses slowly.
 POLISH_EVERY = 5
+
+#: Largest active set whose Newton step solves the formed Hessian block; larger sets use
+#: conjugate gradients on Hessian-vector products (:func:`newton_step`).
+DENSE_NEWTON_MAX = 100
+
+#: Relative residual of the conjugate-gradient Newton step (an inexact Newton method:
+#: the polish loop repeats the step, so it need not be exact).
+NEWTON_CG_RTOL = 1e-3
+
+#: Halvings of a Newton step that does not increase the objective before polishing stops.
+BACKTRACKS = 3
 
 #: The message of a fit whose L1 rate leaves every penalized coefficient at zero.
 AT_GAMMA_MAX = "all penalized coefficients are zero: the L1 rate is at or above gamma_max"
@@ -46,14 +61,21 @@ class SolverOptions:
 
     tol : relative objective change that ends the cycles.
     max_iter : cap on the number of cycles.
-    polish_max_active : largest active set polished by exact Newton steps (0 = never).
+    polish_max_active : largest active set polished by Newton steps while cycling (0 =
+        never); sets above :data:`DENSE_NEWTON_MAX` take conjugate-gradient steps, and only
+        sets up to that size are polished to machine precision after convergence.
     progress : show a progress bar over cycles.
     """
 
     tol: float = 1e-10
     max_iter: int = 1000
-    polish_max_active: int = 100
+    polish_max_active: int = 5000
     progress: bool = False
+
+    @property
+    def final_polish_max_active(self) -> int:
+        """Largest active set polished to machine precision after convergence."""
+        return min(self.polish_max_active, DENSE_NEWTON_MAX)
 
 
 @dataclass
@@ -99,7 +121,7 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
 
     beta, state, result = _cycles(datafit, beta, state, l1, l2, np.flatnonzero(free), opts)
     if result.converged and opts.polish_max_active > 0:
-        beta, state = polish(datafit, beta, state, l1, l2, free, opts.polish_max_active)
+        beta, state = polish(datafit, beta, state, l1, l2, free, opts.final_polish_max_active)
         result.loglik = datafit.loglik(state)
         result.objective = result.loglik - penalty_value(beta, l1, l2)
     problem = getattr(datafit, "diagnose", lambda s, b: None)(state, beta)
@@ -121,7 +143,7 @@ class CycleControl:
     def __init__(self, objective: float, options: SolverOptions):
         self.objective = objective
         self.tol, self.max_iter = options.tol, options.max_iter
-        self.k, self.full, self.change = 0, True, np.inf
+        self.k, self.full, self.after_full, self.change = 0, True, False, np.inf
         self.done, self.converged = options.max_iter <= 0, False
         self.message = f"reached max_iter = {self.max_iter} cycles" if self.done else ""
 
@@ -138,6 +160,7 @@ class CycleControl:
             return
         self.change = abs(objective - self.objective) / (abs(objective) + 1.0)
         self.objective = objective
+        self.after_full = self.full
         if self.change < self.tol:
             if self.full:
                 self.done, self.converged = True, True
@@ -153,9 +176,15 @@ class CycleControl:
 
     @property
     def polish_due(self) -> bool:
-        """Slow linear progress (correlated coordinates, e.g. an intercept beside uncentred
-        covariates): time for exact Newton steps on a small active set."""
-        return self.change >= self.tol and self.k % POLISH_EVERY == 0
+        """Time for Newton steps on the active set: after a full sweep that did not converge
+        (it has just settled the active set), and every :data:`POLISH_EVERY` cycles of slow
+        linear progress (correlated coordinates, e.g. an intercept beside uncentred covariates)."""
+        return self.change >= self.tol and (self.after_full or self.k % POLISH_EVERY == 0)
+
+    def polished(self, objective: float) -> None:
+        """Account for a polish that ended at ``objective``: a full sweep checks it next."""
+        self.objective = objective
+        self.full = True
 
 
 def _cycles(datafit, beta, state, l1, l2, coords, opts):
@@ -169,8 +198,8 @@ def _cycles(datafit, beta, state, l1, l2, coords, opts):
         ctl.record(datafit.loglik(state) - penalty_value(beta, l1, l2))
         if ctl.polish_due:  # never makes the fit worse
             beta, state = polish(datafit, beta, state, l1, l2, np.isin(np.arange(datafit.n_coef), coords),
-                                 opts.polish_max_active)
-            ctl.objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
+                                 opts.polish_max_active, opts.tol)
+            ctl.polished(datafit.loglik(state) - penalty_value(beta, l1, l2))
         if bar is not None:
             bar.update(1)
             bar.set_postfix_str(f"objective {ctl.objective:.6g}, change {ctl.change:.1e}")
@@ -211,7 +240,7 @@ def _restricted_start(datafit, beta, state, l1, l2, free, opts):
     unpen = np.flatnonzero(free & (l1 == 0))
     if unpen.size:
         beta, state, _ = _cycles(datafit, beta, state, l1, l2, unpen, opts)
-        beta, state = polish(datafit, beta, state, l1, l2, free & (l1 == 0), opts.polish_max_active)
+        beta, state = polish(datafit, beta, state, l1, l2, free & (l1 == 0), opts.final_polish_max_active)
     gamma_max, done = zero_test(datafit.gradient(state), l1, penalized)
     return beta, state, gamma_max, done
 
@@ -225,38 +254,67 @@ def zero_test(grad, l1, penalized):
     return gamma_max, bool(np.all(g <= pen))
 
 
-def polish(datafit, beta, state, l1, l2, free, max_active, max_steps=25):
-    """Newton steps on the active set with the exact Hessian (signs of L1 terms held).
+def polish(datafit, beta, state, l1, l2, free, max_active, tol=0.0, max_steps=25):
+    """Newton steps on the active set (from :func:`newton_step`), projected on its orthant:
+    an L1 coordinate that would cross zero stops at zero and leaves the active set.
 
-    Accepted only while they increase the objective and keep every sign; returns
-    the input unchanged otherwise, so polishing can never make a fit worse.
+    A step is accepted only if it increases the objective (else it is halved, at most
+    :data:`BACKTRACKS` times); polishing can therefore never make a fit worse. Steps stop
+    when one gains less than ``tol / 10`` (relative; ``tol = 0``: machine precision).
     """
-    active = polish_set(beta, l1, free, max_active)
-    if active is None:
-        return beta, state
     objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
     for _ in range(max_steps):
-        score = np.array([datafit.coordinate(state, j)[0] for j in active])  # O(nnz) of the active set only
-        grad = score - l2[active] * beta[active] - l1[active] * np.sign(beta[active])
-        hess = datafit.hessian(state, active) - np.diag(l2[active])
-        try:
-            step = np.linalg.solve(-hess, grad)
-        except np.linalg.LinAlgError:
-            return beta, state
-        if not np.all(np.isfinite(step)):
-            return beta, state
-        trial = beta.copy()
-        trial[active] += step
-        if np.any((l1[active] > 0) & (np.sign(trial[active]) != np.sign(beta[active]))):
-            return beta, state
-        trial_state = datafit.new_state(trial)
-        trial_objective = datafit.loglik(trial_state) - penalty_value(trial, l1, l2)
-        if not trial_objective >= objective - 1e-12 * (abs(objective) + 1):
-            return beta, state
+        active = polish_set(beta, l1, free, max_active)
+        step = None if active is None else newton_step(datafit, state, beta, active, l1, l2)
+        if step is None or not np.all(np.isfinite(step)):
+            break
+        for _ in range(BACKTRACKS + 1):
+            trial = beta.copy()
+            trial[active] += step
+            crossed = (l1[active] > 0) & (np.sign(trial[active]) != np.sign(beta[active]))
+            trial[active[crossed]] = 0.0
+            trial_state = datafit.new_state(trial)
+            trial_objective = datafit.loglik(trial_state) - penalty_value(trial, l1, l2)
+            if trial_objective >= objective - 1e-12 * (abs(objective) + 1):
+                break
+            step = step / 2
+        else:
+            break
+        gain = trial_objective - objective
         beta, state, objective = trial, trial_state, trial_objective
-        if np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(beta[active]))):
+        if (np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(beta[active])))
+                or gain <= max(1e-15, tol / 10) * (abs(objective) + 1)):
             break
     return beta, state
+
+
+def newton_step(datafit, state, beta, active, l1, l2):
+    """The Newton step s on the active set A (signs of the L1 terms held), or None:
+    ``(diag(l2) - H_AA) s = g_A - l2 beta_A - l1 sign(beta_A)``.
+
+    Up to :data:`DENSE_NEWTON_MAX` coordinates the block H_AA is formed and solved;
+    beyond, conjugate gradients on the datafit's Hessian-vector products
+    (:meth:`~riskset.models.base.Datafit.local_quadratic`: O(nnz_A) each, never the
+    |A|^2 block), preconditioned by its diagonal scale.
+    """
+    b, la, qa = beta[active], l1[active], l2[active]
+    if active.size <= DENSE_NEWTON_MAX:
+        grad = np.array([datafit.coordinate(state, j)[0] for j in active]) - qa * b - la * np.sign(b)
+        try:
+            return np.linalg.solve(np.diag(qa) - datafit.hessian(state, active), grad)
+        except np.linalg.LinAlgError:
+            return None
+    quad = datafit.local_quadratic(state, active)
+    if quad is None:
+        return None
+    grad = quad.gradient - qa * b - la * np.sign(b)
+    m, scale = active.size, quad.curvature + qa
+    if not np.all(scale > 0):
+        return None
+    system = LinearOperator((m, m), matvec=lambda v: qa * v - quad.hessian_times(v), dtype=np.float64)
+    jacobi = LinearOperator((m, m), matvec=lambda r: r / scale, dtype=np.float64)
+    step, info = cg(system, grad, rtol=NEWTON_CG_RTOL, maxiter=10 * m, M=jacobi)
+    return step if info == 0 else None
 
 
 def polish_set(beta, l1, free, max_active):

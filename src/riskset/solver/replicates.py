@@ -113,25 +113,24 @@ def _cycles(batch, state, beta, l1, l2, base, opts):
             if control[r].polish_due:
                 due.append(r)
             running[r] = not control[r].done
-        for r, obj in _polish(batch, state, beta, l1, l2, base, opts, due).items():
-            control[r].objective = obj
+        for r, obj in _polish(batch, state, beta, l1, l2, base, due, opts.polish_max_active, opts.tol).items():
+            control[r].polished(obj)
     finished = [r for r in range(R) if control[r] is not None and control[r].converged]
-    _polish(batch, state, beta, l1, l2, base, opts, finished)
+    _polish(batch, state, beta, l1, l2, base, finished, opts.final_polish_max_active)
     converged = np.array([c is not None and c.converged for c in control])
     n_iter = np.array([c.k if c is not None else 0 for c in control])
     messages = [c.message if c is not None else "" for c in control]
     return beta, state, converged, n_iter, messages
 
 
-def _polish(batch, state, beta, l1, l2, base, opts, rows) -> dict:
+def _polish(batch, state, beta, l1, l2, base, rows, max_active, tol=0.0) -> dict:
     """Newton-polish replicates ``rows`` on their own views; returns their new objectives."""
     out, moved = {}, []
     for r in rows:
-        if polish_set(beta[r], l1[r], base[r], opts.polish_max_active) is None:
+        if polish_set(beta[r], l1[r], base[r], max_active) is None:
             continue
         view = batch.view(r)
-        b, st = polish(view, beta[r].copy(), view.new_state(beta[r]), l1[r], l2[r], base[r],
-                       opts.polish_max_active)
+        b, st = polish(view, beta[r].copy(), view.new_state(beta[r]), l1[r], l2[r], base[r], max_active, tol)
         if not np.array_equal(b, beta[r]):
             beta[r] = b
             moved.append(r)

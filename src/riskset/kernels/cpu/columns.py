@@ -14,3 +14,41 @@ def indicator_columns(indptr, values):
                 out[c] = False
                 break
     return out
+
+
+@njit(cache=True, nogil=True)
+def columns_times(indptr, indices, values, cols, b, out):
+    """out = X[:, cols] @ b without slicing X (O(nnz of the columns))."""
+    out[:] = 0.0
+    for a in range(cols.shape[0]):
+        j = cols[a]
+        ba = b[a]
+        if ba != 0.0:
+            for k in range(indptr[j], indptr[j + 1]):
+                out[indices[k]] += values[k] * ba
+
+
+@njit(cache=True, nogil=True)
+def columns_dot(indptr, indices, values, cols, z, out):
+    """out = X[:, cols]' @ z without slicing X (O(nnz of the columns))."""
+    for a in range(cols.shape[0]):
+        j = cols[a]
+        s = 0.0
+        for k in range(indptr[j], indptr[j + 1]):
+            s += values[k] * z[indices[k]]
+        out[a] = s
+
+
+@njit(cache=True, nogil=True)
+def columns_dot2(indptr, indices, values, cols, z, out, out2):
+    """out = X[:, cols]' @ z and out2 = (X[:, cols] ** 2)' @ z in one pass."""
+    for a in range(cols.shape[0]):
+        j = cols[a]
+        s = 0.0
+        s2 = 0.0
+        for k in range(indptr[j], indptr[j + 1]):
+            xz = values[k] * z[indices[k]]
+            s += xz
+            s2 += values[k] * xz
+        out[a] = s
+        out2[a] = s2

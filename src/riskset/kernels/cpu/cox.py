@@ -426,6 +426,50 @@ def row_hazard_terms(w, ks, ke, event, A1c, R1, efron, out):
 
 
 @njit(cache=True, nogil=True)
+def hessian_vector_rows(u, w, v, ks, ke, event, slot_ptr, efron, Q2, R2, T2, U1, E1u, C, z):
+    """Row weights z with ``H_AA b = X_A' z`` for ``u = X_A b`` (the dense block of
+    ``CoxDatafit.hessian`` applied to b, O(N + n_slots)); ``v`` from :func:`row_hazard_terms`.
+
+    With U1_p / E1u_p the risk-set / event sums of w u at slot p (the numerators N1 / E1
+    of the "column" u) and the slot terms c = Q2 U1 - R2 E1u, e = T2 E1u - R2 U1::
+
+        z = -v u + w (C[ke] - C[ks]) + event w e[ke-1]      (C = exclusive cumsum of c)
+    """
+    U1[:] = 0.0
+    E1u[:] = 0.0
+    C[:] = 0.0
+    for r in range(u.shape[0]):  # slot sums: U1 <- w u by exit slot, C <- by entry slot
+        wu = w[r] * u[r]
+        U1[ke[r]] += wu
+        C[ks[r]] += wu
+        if efron and event[r]:
+            E1u[ke[r] - 1] += wu
+    for s in range(slot_ptr.shape[0] - 1):
+        lo = slot_ptr[s]
+        hi = slot_ptr[s + 1]
+        sx = 0.0
+        sn = 0.0
+        for p in range(hi - 1, lo - 1, -1):  # at risk at p: exit slot > p, entry slot <= p
+            ex = U1[p]
+            en = C[p]
+            U1[p] = sx - sn
+            sx += ex
+            sn += en
+        c = 0.0
+        for p in range(lo, hi):
+            cp = Q2[p] * U1[p] - R2[p] * E1u[p]
+            e = T2[p] * E1u[p] - R2[p] * U1[p]
+            C[p] = c
+            E1u[p] = e
+            c += cp
+    for r in range(u.shape[0]):
+        zr = -v[r] * u[r] + w[r] * (C[ke[r]] - C[ks[r]])
+        if efron and event[r]:
+            zr += w[r] * E1u[ke[r] - 1]
+        z[r] = zr
+
+
+@njit(cache=True, nogil=True)
 def cycle_sparse(indptr, indices, values, indicator, coords, beta, l1, l2, radius, gx0, eta, w, ksn, ken, evn,
                  slot_stratum, codes, use_codes, ex, en, ev, slot_d, slot_m, slot_ptr,
                  efron, D, Q1, Q2, R1, R2, T2, A1c, A2c, dirty):
