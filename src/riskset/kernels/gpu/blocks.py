@@ -135,8 +135,9 @@ def carried_segscan2(sv, sw, sf, v, u, f, carry, carry2, tid, nt):
 
 
 @cuda.jit(device=True)
-def segscan2_slots(src, src2, r, n, heads, sv, sw, sf, tid, nt):
-    """Forward inclusive segmented scans of src[r, :] and src2[r, :] in place (one pass)."""
+def scan2_slots(src, src2, r, n, heads, reverse, sv, sw, sf, tid, nt):
+    """Inclusive segmented scans of src[r, :] and src2[r, :] in place, in one pass;
+    ``heads`` and ``reverse`` as in :func:`segscan_slots`."""
     carry = 0.0
     carry2 = 0.0
     for c0 in range(0, n, nt):
@@ -144,12 +145,20 @@ def segscan2_slots(src, src2, r, n, heads, sv, sw, sf, tid, nt):
         v = 0.0
         u = 0.0
         f = 0
+        p = 0
         if i < n:
-            v = src[r, i]
-            u = src2[r, i]
-            f = heads[i]
+            p = n - 1 - i if reverse else i
+            v = src[r, p]
+            u = src2[r, p]
+            f = heads[p]
         s, s2, carry, carry2 = carried_segscan2(sv, sw, sf, v, u, f, carry, carry2, tid, nt)
         if i < n:
-            src[r, i] = s
-            src2[r, i] = s2
+            src[r, p] = s
+            src2[r, p] = s2
     cuda.syncthreads()
+
+
+@cuda.jit(device=True)
+def segscan2_slots(src, src2, r, n, heads, sv, sw, sf, tid, nt):
+    """Forward inclusive segmented scans of src[r, :] and src2[r, :] in place (one pass)."""
+    scan2_slots(src, src2, r, n, heads, False, sv, sw, sf, tid, nt)

@@ -14,8 +14,9 @@ with unsegmented block scans over the K + 1 slots (:mod:`.blocks`):
 
 1. ``D_k = sum_{s <= k} W[s] + Gev_k sum_{s > k} Wc[s]`` (a forward scan of W and a
    reverse scan of Wc);
-2. per slot ``d/D, d Gev/D, d/D^2, d Gev/D^2, d Gev^2/D^2``, reverse-scanned in place to
-   ``A1, SB, A2, A2G, A2GG`` (sums over ``k >= s``; ``B1[s] = SB[0] - SB[s]``).
+2. per slot ``d/D, d Gev/D, d/D^2, d Gev/D^2, d Gev^2/D^2``, reverse-scanned in place
+   (two at a time) to ``A1, SB, A2, A2G, A2GG`` (sums over ``k >= s``; ``B1[s] = SB[0] -
+   SB[s]``).
 
 For coordinate j the block makes two passes over the column's non-zeros (one thread
 per non-zero, chunks of ``blockDim``): the first reduces ``g = gx0 - sum wx [A1[s] +
@@ -35,14 +36,14 @@ import math
 import numpy as np
 from numba import cuda, float64, int32
 
-from .blocks import block_sum2, carried_segscan2, segscan_slots
+from .blocks import block_sum2, carried_segscan2, scan2_slots, segscan_slots
 from .cox import CoxDeviceDatafit
 from .device import MAX_THREADS
 from .step import coordinate_step
 
 
 @cuda.jit(device=True)
-def refresh_block(r, K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, sv, sf, tid, nt):
+def refresh_block(r, K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, sv, sw, sf, tid, nt):
     """Denominators D and the suffix aggregates of replicate r from the slot sums (whole block).
 
     ``none`` is an all-zero head array of length K + 1 (the scans are unsegmented).
@@ -74,11 +75,9 @@ def refresh_block(r, K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, s
         A2G[r, k] = q2g
         A2GG[r, k] = q2gg
     cuda.syncthreads()
-    # suffix sums over k >= s (zero at s = K)
-    segscan_slots(A1, A1, r, n, none, True, sv, sf, tid, nt)
-    segscan_slots(SB, SB, r, n, none, True, sv, sf, tid, nt)
-    segscan_slots(A2, A2, r, n, none, True, sv, sf, tid, nt)
-    segscan_slots(A2G, A2G, r, n, none, True, sv, sf, tid, nt)
+    # suffix sums over k >= s (zero at s = K), two at a time
+    scan2_slots(A1, SB, r, n, none, True, sv, sw, sf, tid, nt)
+    scan2_slots(A2, A2G, r, n, none, True, sv, sw, sf, tid, nt)
     segscan_slots(A2GG, A2GG, r, n, none, True, sv, sf, tid, nt)
 
 
@@ -112,7 +111,7 @@ def sync_kernel(eta, cw, cinv, w, slot, event, W, Wc, slot_d, Gev, none, D, C, A
         if event[i] != 0:
             part += c * e
     cuda.syncthreads()
-    refresh_block(r, K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, sv, sf, tid, nt)
+    refresh_block(r, K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, sv, sb, sf, tid, nt)
     for k in range(tid, K, nt):
         d = slot_d[r, k]
         if d > 0.0:
@@ -147,7 +146,7 @@ def sweep_kernel(mode, indptr, indices, values, indicator, slotn, coords, mask, 
         h = 0.0
         if mode != 2:
             if stale != 0:
-                refresh_block(r, K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, sv, sf, tid, nt)
+                refresh_block(r, K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, sv, sb, sf, tid, nt)
                 stale = 0
             # pass 1: g, the first Hessian term (bracket A1[s] + cinv B1[s]) and E
             sb0 = SB[r, 0]
