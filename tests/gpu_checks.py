@@ -43,11 +43,18 @@ def close(a, b, tol, what):
 
 
 def data_for(model, n=100, p=5, seed=3, strata=False):
-    data = riskset.simulate(n=n, p=p, model=model, seed=seed)
-    if model == "cox":  # about 20 distinct times (ties; few slots keep the simulator quick)
+    fine_gray = model == "fine_gray"
+    # Fine-Gray: denser columns, so that runs of non-zeros span several simulator chunks
+    data = riskset.simulate(n=n, p=p, model="cox" if fine_gray else model, seed=seed,
+                            density=0.3 if fine_gray else 0.05)
+    if model in ("cox", "fine_gray"):  # about 20 distinct times (ties; few slots keep the simulator quick)
         t = np.asarray(data.time, float)
         coarse = np.searchsorted(np.quantile(t, np.linspace(0, 1, 21)), t).astype(float) + 1.0
         data = dataclasses.replace(data, time=coarse)
+    if fine_gray:  # a third of the events become competing events, tied with events and censorings
+        status = np.asarray(data.status).copy()
+        status[(status == 1) & (np.random.default_rng(seed).random(n) < 0.35)] = 2
+        data = dataclasses.replace(data, status=status)
     if strata:
         data = dataclasses.replace(data, strata=np.arange(data.n_rows) % 3)
     return data
@@ -111,6 +118,16 @@ def sweep_cox_float32():
     _sweep_check("cox", dtype="float32", tol=1e-5)
 
 
+@check
+def sweep_fine_gray():
+    _sweep_check("fine_gray")
+
+
+@check
+def sweep_fine_gray_float32():
+    _sweep_check("fine_gray", dtype="float32", tol=1e-5)
+
+
 # -- whole fits through riskset.fit -------------------------------------------------------
 def _fit_check(model, dtype, tol, strata=False, gamma=0.8):
     data = data_for(model, strata=strata, n=120, seed=7)
@@ -153,6 +170,16 @@ def fit_cox_float32():
     _fit_check("cox", "float32", 1e-4)
 
 
+@check
+def fit_fine_gray():
+    _fit_check("fine_gray", "float64", 1e-8)
+
+
+@check
+def fit_fine_gray_float32():
+    _fit_check("fine_gray", "float32", 1e-4)
+
+
 def _ccd_only(model, strata=False):
     """Without the host Newton polish: the device CCD alone reaches the CPU CCD result."""
     data = data_for(model, strata=strata, n=120, seed=11)
@@ -176,6 +203,11 @@ def ccd_logistic_no_polish():
 @check
 def ccd_cox_strata_no_polish():
     _ccd_only("cox", strata=True)
+
+
+@check
+def ccd_fine_gray_no_polish():
+    _ccd_only("fine_gray")
 
 
 # -- batched replicates ----------------------------------------------------------------------
@@ -211,6 +243,12 @@ def replicates_cox_strata():
 
 
 @check
+def replicates_fine_gray():
+    """Each weighting has its own censoring Kaplan-Meier G: the batch must equal the CPU views."""
+    _replicates_check("fine_gray")
+
+
+@check
 def cross_validation_and_bootstrap_on_device():
     """backend='gpu' runs every split (every bootstrap draw) in one device batch; the
     scores and estimates equal the CPU ones."""
@@ -223,6 +261,18 @@ def cross_validation_and_bootstrap_on_device():
     gpu = riskset.bootstrap(data, "logistic", prior, n_boot=3, progress=False, backend="gpu")
     cpu = riskset.bootstrap(data, "logistic", prior, n_boot=3, progress=False)
     close(gpu.estimates.to_numpy(), cpu.estimates.to_numpy(), 1e-8, "bootstrap estimates")
+
+
+@check
+def cross_validation_fine_gray_on_device():
+    """Fine-Gray cross-validation on the device: each training and held-out weighting gets its own
+    censoring Kaplan-Meier; the held-out scores equal the CPU ones."""
+    data = data_for("fine_gray", n=80, p=3, seed=5)
+    kw = dict(variances=[0.5, 5.0], n_folds=3, progress=False, refit=False)
+    gpu = riskset.cross_validate(data, "fine_gray", riskset.Laplace(gamma=1.0), backend="gpu", **kw)
+    cpu = riskset.cross_validate(data, "fine_gray", riskset.Laplace(gamma=1.0), **kw)
+    assert np.ptp(cpu.scores["score"]) > 0, "test data: every fold scores the same"
+    close(gpu.scores["score"], cpu.scores["score"], 1e-8, "Fine-Gray cross-validation scores")
 
 
 # -- unsupported families ----------------------------------------------------------------------

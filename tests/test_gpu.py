@@ -22,9 +22,12 @@ SIM_ENV = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
 NO_SIM_ENV = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
 
 CHECKS = ["sweep_logistic", "sweep_poisson", "sweep_least_squares", "sweep_cox", "sweep_cox_strata",
-          "sweep_cox_float32", "fit_logistic", "fit_poisson", "fit_cox", "fit_cox_strata", "fit_logistic_float32",
-          "fit_cox_float32", "ccd_logistic_no_polish", "ccd_cox_strata_no_polish", "replicates_logistic",
-          "replicates_cox_strata", "cross_validation_and_bootstrap_on_device", "unsupported_family"]
+          "sweep_cox_float32", "sweep_fine_gray", "sweep_fine_gray_float32", "fit_logistic", "fit_poisson",
+          "fit_cox", "fit_cox_strata", "fit_logistic_float32", "fit_cox_float32", "fit_fine_gray",
+          "fit_fine_gray_float32", "ccd_logistic_no_polish", "ccd_cox_strata_no_polish", "ccd_fine_gray_no_polish",
+          "replicates_logistic", "replicates_cox_strata", "replicates_fine_gray",
+          "cross_validation_and_bootstrap_on_device", "cross_validation_fine_gray_on_device",
+          "unsupported_family"]
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +120,7 @@ def test_kernels_compile_to_ptx(ptx_compiler):
     from numba import float32, float64, int32, int64, uint8, void
 
     cuda = ptx_compiler
-    from riskset.kernels.gpu import cox, glm
+    from riskset.kernels.gpu import cox, fine_gray, glm
 
     f8 = float64
     for F in (float64, float32):
@@ -137,6 +140,11 @@ def test_kernels_compile_to_ptx(ptx_compiler):
                                uint8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[:, ::1],
                                f8[:, ::1], f8[:, ::1], F[:, ::1], f8[:, ::1], f8[:, ::1], uint8[::1], uint8[::1],
                                f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], int32[::1]),
+            fine_gray.sync_kernel: (f8[:, ::1], F[:, ::1], F[:, ::1], F[:, ::1], int32[::1], uint8[::1],
+                                    *[f8[:, ::1]] * 4, uint8[::1], *[f8[:, ::1]] * 7, int32[::1], f8[::1]),
+            fine_gray.sweep_kernel: (int64, int64[::1], int32[::1], F[::1], uint8[::1], int32[::1], int64[::1],
+                                     uint8[:, ::1], *[f8[:, ::1]] * 4, f8[::1], *[f8[:, ::1]] * 3, F[:, ::1],
+                                     F[:, ::1], *[f8[:, ::1]] * 4, uint8[::1], *[f8[:, ::1]] * 7, int32[::1]),
         }
         for kernel, sig in sigs.items():
             ptx, _ = cuda.compile_ptx(kernel.py_func, void(*sig), device=False, cc=(9, 0))

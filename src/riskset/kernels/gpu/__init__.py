@@ -1,5 +1,8 @@
 """GPU backend: device datafits (Numba-CUDA) and batched replicate fits (issue 7).
 
+Families: logistic, Poisson, least squares (:mod:`.glm`), Breslow Cox, stratified or
+not (:mod:`.cox`), and Fine-Gray competing risks (:mod:`.fine_gray`).
+
 ``to_device(datafit, dtype)`` turns a prepared CPU datafit into a device datafit that
 the CCD solver (:mod:`riskset.solver.ccd`) uses unchanged: X (CSC) and the fit state
 live on the device, and a whole CCD sweep is one kernel launch in which the Newton
@@ -12,20 +15,21 @@ Architecture
 ------------
 * State: (R, N) arrays per replicate (R = 1 for an ordinary fit): eta (always
   float64, the accumulator) and the family's per-row state (GLM: exp(eta), residual,
-  curvature; Cox: w = c exp(eta)) in ``dtype``; Cox also (R, n_slots) float64 slot sums
-  and cumulative aggregates. X values are stored in ``dtype`` and row indices in int32.
+  curvature; Cox and Fine-Gray: w = c exp(eta)) in ``dtype``; Cox and Fine-Gray also
+  (R, n_slots) float64 slot sums and cumulative aggregates. X values are stored in ``dtype`` and row indices in int32.
 * Persistent sweep kernels, one block per replicate (:func:`.glm.sweep_kernel`,
-  :func:`.cox.sweep_kernel`): for each coordinate of the sweep the block's threads
+  :func:`.cox.sweep_kernel`, :func:`.fine_gray.sweep_kernel`): for each coordinate of the sweep the block's threads
   reduce g and h over the column's non-zeros (shared-memory tree), thread 0 takes the
   step, all threads move their non-zeros; a per-replicate coordinate mask gives each
-  replicate its own active set. Cox refreshes its per-slot aggregates after a move by
-  block-level segmented scans over the slots (:mod:`.blocks`), and computes the
-  squared risk-set term with a segmented block scan over the column's non-zeros.
+  replicate its own active set. Cox and Fine-Gray refresh their per-slot aggregates
+  after a move by block-level (segmented) scans over the slots (:mod:`.blocks`), and
+  compute the squared risk-set term with block scans over the column's non-zeros.
 * A single GLM fit spreads the sweep over the whole grid (:func:`.glm.sweep_grid_kernel`,
   cooperative launch, two grid syncs per coordinate, every block computing the same
-  step from the same partials). A single Cox fit runs in one block.
+  step from the same partials). A single Cox or Fine-Gray fit runs in one block.
 * Row-parallel passes (GLM refresh and log-likelihood) use many blocks per
-  replicate; the Cox exact state + log-likelihood pass runs per replicate block.
+  replicate; the Cox and Fine-Gray exact state + log-likelihood pass runs per
+  replicate block.
 * ``gradient``, ``hessian``, ``diagnose`` (rare: screening, polish, standard errors)
   rebuild a CPU state from the coefficients and use the CPU datafit.
 
@@ -40,7 +44,8 @@ __all__ = ["to_device", "fit_replicates", "simulator_enabled", "require_device"]
 
 
 def to_device(datafit, dtype="float64"):
-    """The device version of ``datafit`` (GLM families and Breslow Cox, stratified or not).
+    """The device version of ``datafit`` (GLM families, Breslow Cox, stratified or not, and
+    Fine-Gray).
 
     Raises ``NotImplementedError`` naming the family for other datafits and
     ``RuntimeError`` when no CUDA device is usable and the simulator is off.
@@ -59,6 +64,10 @@ def to_device(datafit, dtype="float64"):
         from .glm import GLMDeviceDatafit
 
         return GLMDeviceDatafit(datafit, dtype)
+    if kind == "fine_gray":
+        from .fine_gray import FineGrayDeviceDatafit
+
+        return FineGrayDeviceDatafit(datafit, dtype)
     from .cox import CoxDeviceDatafit
 
     return CoxDeviceDatafit(datafit, dtype)
@@ -81,10 +90,14 @@ def _family(datafit) -> str:
             raise NotImplementedError("backend='gpu' supports Cox with Breslow ties only (this data has tied "
                                       "event times and ties='efron'); use ties='breslow' or backend='cpu'")
         return "cox"
+    from riskset.models.fine_gray import FineGrayDatafit
+
+    if isinstance(datafit, FineGrayDatafit):
+        return "fine_gray"
     name = type(datafit).__name__
-    raise NotImplementedError(f"backend='gpu' supports the logistic, poisson, least_squares and cox (Breslow) "
-                              f"families; {name} ({type(datafit).__module__}) has no GPU kernels yet: use "
-                              "backend='cpu'")
+    raise NotImplementedError(f"backend='gpu' supports the logistic, poisson, least_squares, cox (Breslow) "
+                              f"and fine_gray families; {name} ({type(datafit).__module__}) has no GPU kernels "
+                              "yet: use backend='cpu'")
 
 
 def fit_replicates(*args, **kwargs):

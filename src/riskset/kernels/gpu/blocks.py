@@ -118,8 +118,26 @@ def chunk_segscan2(sv, sw, sf, v, u, f, tid, nt):
 
 
 @cuda.jit(device=True)
-def segscan2_slots(src, src2, r, n, heads, sv, sw, sf, tid, nt):
-    """Forward inclusive segmented scans of src[r, :] and src2[r, :] in place (one pass)."""
+def carried_segscan2(sv, sw, sf, v, u, f, carry, carry2, tid, nt):
+    """:func:`carried_segscan` of two value sequences sharing the head flags: this thread's two
+    scan values and the two carries for the next chunk."""
+    s, s2, anyf = chunk_segscan2(sv, sw, sf, v, u, f, tid, nt)
+    if anyf == 0:
+        s += carry
+        s2 += carry2
+    lastv = sv[nt - 1]
+    lastu = sw[nt - 1]
+    lastf = sf[nt - 1]
+    cuda.syncthreads()
+    if lastf == 0:
+        return s, s2, carry + lastv, carry2 + lastu
+    return s, s2, lastv, lastu
+
+
+@cuda.jit(device=True)
+def scan2_slots(src, src2, r, n, heads, reverse, sv, sw, sf, tid, nt):
+    """Inclusive segmented scans of src[r, :] and src2[r, :] in place, in one pass;
+    ``heads`` and ``reverse`` as in :func:`segscan_slots`."""
     carry = 0.0
     carry2 = 0.0
     for c0 in range(0, n, nt):
@@ -127,25 +145,20 @@ def segscan2_slots(src, src2, r, n, heads, sv, sw, sf, tid, nt):
         v = 0.0
         u = 0.0
         f = 0
+        p = 0
         if i < n:
-            v = src[r, i]
-            u = src2[r, i]
-            f = heads[i]
-        s, s2, anyf = chunk_segscan2(sv, sw, sf, v, u, f, tid, nt)
-        if anyf == 0:
-            s += carry
-            s2 += carry2
-        lastv = sv[nt - 1]
-        lastu = sw[nt - 1]
-        lastf = sf[nt - 1]
-        cuda.syncthreads()
+            p = n - 1 - i if reverse else i
+            v = src[r, p]
+            u = src2[r, p]
+            f = heads[p]
+        s, s2, carry, carry2 = carried_segscan2(sv, sw, sf, v, u, f, carry, carry2, tid, nt)
         if i < n:
-            src[r, i] = s
-            src2[r, i] = s2
-        if lastf == 0:
-            carry = carry + lastv
-            carry2 = carry2 + lastu
-        else:
-            carry = lastv
-            carry2 = lastu
+            src[r, p] = s
+            src2[r, p] = s2
     cuda.syncthreads()
+
+
+@cuda.jit(device=True)
+def segscan2_slots(src, src2, r, n, heads, sv, sw, sf, tid, nt):
+    """Forward inclusive segmented scans of src[r, :] and src2[r, :] in place (one pass)."""
+    scan2_slots(src, src2, r, n, heads, False, sv, sw, sf, tid, nt)
