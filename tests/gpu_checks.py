@@ -255,6 +255,11 @@ def ccd_cox_strata_no_polish():
     _ccd_only("cox", strata=True)
 
 
+@check
+def ccd_conditional_logistic_no_polish():
+    _ccd_only("conditional_logistic")  # exact n:m sets
+
+
 # -- batched replicates ----------------------------------------------------------------------
 def _replicates_check(model, strata=False, **options):
     data = data_for(model, strata=strata, n=60, p=4, seed=13)

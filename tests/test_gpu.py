@@ -30,7 +30,8 @@ CHECKS = ["sweep_logistic", "sweep_poisson", "sweep_least_squares", "sweep_cox",
           "sweep_conditional_logistic_breslow", "fit_sccs", "fit_conditional_poisson_float32",
           "fit_conditional_logistic_exact", "fit_conditional_logistic_breslow", "fit_conditional_logistic_float32",
           "replicates_conditional_poisson", "replicates_conditional_logistic_exact",
-          "cross_validation_and_bootstrap_conditional_on_device", "conditional_limits"]
+          "cross_validation_and_bootstrap_conditional_on_device", "conditional_limits",
+          "ccd_conditional_logistic_no_polish"]
 
 
 @pytest.fixture(scope="module")
