@@ -15,10 +15,12 @@ import traceback
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 sys.setswitchinterval(1e-4)  # the simulator's block manager polls its threads: switch often
 
 import riskset  # noqa: E402
+from riskset.data.dataset import Dataset  # noqa: E402
 from riskset.kernels.gpu import fit_replicates, to_device  # noqa: E402
 from riskset.solver.ccd import SolverOptions, fit_ccd  # noqa: E402
 
@@ -42,7 +44,37 @@ def close(a, b, tol, what):
                              f" gpu {np.asarray(a)}\n cpu {np.asarray(b)}")
 
 
+#: models conditioning on the stratum (strata are their resampling units; no intercept)
+CONDITIONAL = ("conditional_poisson", "sccs", "conditional_logistic")
+
+
+def conditional_data(model, n, p, seed):
+    """Strata of 2-6 rows (the last one may be cut short): counts with an offset (log era
+    length) for conditional Poisson and SCCS, 1-3 cases per matched set for conditional
+    logistic (n:m sets for the exact likelihood); column 0 is an indicator."""
+    rng = np.random.default_rng(seed)
+    strata = np.repeat(np.arange(n), rng.integers(2, 7, n))[:n]
+    X = rng.normal(size=(n, p)) * (rng.random((n, p)) < 0.5)
+    X[:, 0] = rng.integers(0, 2, n)
+    eta = X @ np.linspace(0.8, -0.5, p)
+    offset = None
+    if model == "conditional_logistic":
+        score = eta + rng.gumbel(size=n)
+        y = np.zeros(n)
+        for s in np.unique(strata):
+            rows = np.flatnonzero(strata == s)
+            m = rng.integers(1, min(3, rows.size - 1) + 1) if rows.size > 1 else 1
+            y[rows[np.argsort(-score[rows])[:m]]] = 1.0
+    else:
+        offset = np.log(rng.uniform(1, 20, n))
+        y = rng.poisson(np.exp(eta + offset - 2.0)).astype(float)
+    return Dataset(X=sp.csc_matrix(X), covariate_names=[f"x{j}" for j in range(p)], row_ids=np.arange(n), y=y,
+                   strata=strata, offset=offset)
+
+
 def data_for(model, n=100, p=5, seed=3, strata=False):
+    if model in CONDITIONAL:
+        return conditional_data(model, n, p, seed)
     fine_gray = model == "fine_gray"
     # Fine-Gray: denser columns, so that runs of non-zeros span several simulator chunks
     data = riskset.simulate(n=n, p=p, model="cox" if fine_gray else model, seed=seed,
@@ -61,9 +93,9 @@ def data_for(model, n=100, p=5, seed=3, strata=False):
 
 
 # -- kernels against the CPU kernels, one step at a time ---------------------------------
-def _sweep_check(model, strata=False, dtype="float64", tol=1e-12):
+def _sweep_check(model, strata=False, dtype="float64", tol=1e-12, **options):
     data = data_for(model, strata=strata)
-    df = riskset.models.get_model(model).datafit(data)
+    df = riskset.models.get_model(model, **options).datafit(data)
     dev = to_device(df, dtype=dtype)
     p = df.n_coef
     rng = np.random.default_rng(5)
@@ -128,12 +160,32 @@ def sweep_fine_gray_float32():
     _sweep_check("fine_gray", dtype="float32", tol=1e-5)
 
 
+@check
+def sweep_conditional_poisson():
+    _sweep_check("conditional_poisson")
+
+
+@check
+def sweep_conditional_poisson_float32():
+    _sweep_check("conditional_poisson", dtype="float32", tol=1e-5)
+
+
+@check
+def sweep_conditional_logistic_exact():
+    _sweep_check("conditional_logistic", ties="exact")
+
+
+@check
+def sweep_conditional_logistic_breslow():
+    _sweep_check("conditional_logistic", ties="breslow")
+
+
 # -- whole fits through riskset.fit -------------------------------------------------------
-def _fit_check(model, dtype, tol, strata=False, gamma=0.8):
+def _fit_check(model, dtype, tol, strata=False, gamma=0.8, **options):
     data = data_for(model, strata=strata, n=120, seed=7)
     prior = riskset.Laplace(gamma=gamma)
-    cpu = riskset.fit(data, model, prior)
-    gpu = riskset.fit(data, model, prior, backend="gpu", dtype=dtype)
+    cpu = riskset.fit(data, model, prior, **options)
+    gpu = riskset.fit(data, model, prior, backend="gpu", dtype=dtype, **options)
     assert gpu.converged, gpu.message
     assert np.count_nonzero(cpu.coef.values) >= 2, "test data: too few non-zero coefficients"
     close(gpu.coef.values, cpu.coef.values, tol, f"{model} {dtype} coefficients")
@@ -180,6 +232,31 @@ def fit_fine_gray_float32():
     _fit_check("fine_gray", "float32", 1e-4)
 
 
+@check
+def fit_sccs():
+    _fit_check("sccs", "float64", 1e-8)
+
+
+@check
+def fit_conditional_poisson_float32():
+    _fit_check("conditional_poisson", "float32", 1e-4)
+
+
+@check
+def fit_conditional_logistic_exact():
+    _fit_check("conditional_logistic", "float64", 1e-8, ties="exact")
+
+
+@check
+def fit_conditional_logistic_breslow():
+    _fit_check("conditional_logistic", "float64", 1e-8, ties="breslow")
+
+
+@check
+def fit_conditional_logistic_float32():
+    _fit_check("conditional_logistic", "float32", 1e-4, ties="exact")
+
+
 def _ccd_only(model, strata=False):
     """Without the host Newton polish: the device CCD alone reaches the CPU CCD result."""
     data = data_for(model, strata=strata, n=120, seed=11)
@@ -210,18 +287,27 @@ def ccd_fine_gray_no_polish():
     _ccd_only("fine_gray")
 
 
+@check
+def ccd_conditional_logistic_no_polish():
+    _ccd_only("conditional_logistic")  # exact n:m sets
+
+
 # -- batched replicates ----------------------------------------------------------------------
-def _replicates_check(model, strata=False):
+def _replicates_check(model, strata=False, **options):
     data = data_for(model, strata=strata, n=60, p=4, seed=13)
-    df = riskset.models.get_model(model).datafit(data)
+    df = riskset.models.get_model(model, **options).datafit(data)
     p = df.n_coef
     rng = np.random.default_rng(1)
     R = 3
-    W = rng.poisson(1.0, size=(R, df.n_rows)).astype(float)
-    W[0] = (rng.random(df.n_rows) < 0.8).astype(float)  # a cross-validation fold
+    # weights per resampling unit: the row, or for the conditional models the whole stratum
+    unit = np.asarray(data.strata) if model in CONDITIONAL else np.arange(df.n_rows)
+    n_units = int(unit.max()) + 1
+    W = rng.poisson(1.0, size=(R, n_units)).astype(float)
+    W[0] = (rng.random(n_units) < 0.8).astype(float)  # a cross-validation fold
+    W = W[:, unit]
     l1 = np.tile(np.full(p, 0.6), (R, 1))
     l1[2] *= 3.0  # a different grid point
-    if model != "cox":
+    if model != "cox" and model not in CONDITIONAL:  # the intercept
         l1[:, 0] = 0.0
     res = fit_replicates(df, W, l1, tol=1e-10)
     assert res.converged.all(), res.messages
@@ -249,18 +335,38 @@ def replicates_fine_gray():
 
 
 @check
-def cross_validation_and_bootstrap_on_device():
+def replicates_conditional_poisson():
+    _replicates_check("conditional_poisson")
+
+
+@check
+def replicates_conditional_logistic_exact():
+    _replicates_check("conditional_logistic", ties="exact")
+
+
+def _resampling_check(model, variances=(0.05, 0.5), **options):
     """backend='gpu' runs every split (every bootstrap draw) in one device batch; the
     scores and estimates equal the CPU ones."""
-    data = data_for("logistic", n=80, p=3, seed=5)
+    data = data_for(model, n=80, p=3, seed=5)
     prior = riskset.Laplace(gamma=1.0)
-    kw = dict(variances=[0.05, 0.5], n_folds=3, progress=False, refit=False)
-    gpu = riskset.cross_validate(data, "logistic", prior, backend="gpu", **kw)
-    cpu = riskset.cross_validate(data, "logistic", prior, **kw)
-    close(gpu.scores["score"], cpu.scores["score"], 1e-8, "cross-validation scores")
-    gpu = riskset.bootstrap(data, "logistic", prior, n_boot=3, progress=False, backend="gpu")
-    cpu = riskset.bootstrap(data, "logistic", prior, n_boot=3, progress=False)
-    close(gpu.estimates.to_numpy(), cpu.estimates.to_numpy(), 1e-8, "bootstrap estimates")
+    kw = dict(variances=list(variances), n_folds=3, progress=False, refit=False, **options)
+    gpu = riskset.cross_validate(data, model, prior, backend="gpu", **kw)
+    cpu = riskset.cross_validate(data, model, prior, **kw)
+    close(gpu.scores["score"], cpu.scores["score"], 1e-8, f"{model} cross-validation scores")
+    gpu = riskset.bootstrap(data, model, prior, n_boot=3, progress=False, backend="gpu", **options)
+    cpu = riskset.bootstrap(data, model, prior, n_boot=3, progress=False, **options)
+    close(gpu.estimates.to_numpy(), cpu.estimates.to_numpy(), 1e-8, f"{model} bootstrap estimates")
+
+
+@check
+def cross_validation_and_bootstrap_on_device():
+    _resampling_check("logistic")
+
+
+@check
+def cross_validation_and_bootstrap_conditional_on_device():
+    """Folds and draws of whole matched sets (stratum weights) on the device."""
+    _resampling_check("conditional_logistic", variances=(2.0, 20.0), ties="exact")
 
 
 @check
@@ -307,6 +413,34 @@ def unsupported_family():
         assert "efron" in str(err).lower(), str(err)
     else:
         raise AssertionError("no NotImplementedError for Efron ties")
+
+
+@check
+def conditional_limits():
+    """An exact matched set with more cases than the device recursion holds is refused, naming
+    the alternatives; replicate weights that vary within a stratum are an InputError."""
+    from riskset.exceptions import InputError
+    from riskset.kernels.gpu.conditional import MAX_EXACT_CASES
+
+    n = 2 * MAX_EXACT_CASES + 4
+    y = (np.arange(n) <= MAX_EXACT_CASES).astype(float)  # one set, MAX_EXACT_CASES + 1 cases
+    data = Dataset(X=sp.csc_matrix(np.arange(n, dtype=float)[:, None] % 3), covariate_names=["x"],
+                   row_ids=np.arange(n), y=y, strata=np.zeros(n, np.int64))
+    try:
+        to_device(riskset.models.get_model("conditional_logistic", ties="exact").datafit(data))
+    except NotImplementedError as err:
+        assert "ties='breslow'" in str(err) and "backend='cpu'" in str(err), str(err)
+    else:
+        raise AssertionError("no NotImplementedError for an exact set beyond the device limit")
+    dev = to_device(riskset.models.get_model("conditional_logistic", ties="breslow").datafit(data))
+    w = np.ones(n)
+    w[3] = 2.0
+    try:
+        dev.replicates(w[None, :]).new_state(np.zeros(1))
+    except InputError as err:
+        assert "constant within each stratum" in str(err), str(err)
+    else:
+        raise AssertionError("no InputError for weights varying within a stratum")
 
 
 def main(argv):

@@ -274,3 +274,30 @@ def test_separation_is_reported(rng):
     assert not res.converged and "separates" in res.message and "#1" in res.message
     ok = fit_ccd(ConditionalLogistic().datafit(sep), np.zeros(3), np.ones(3))  # a prior fixes it
     assert ok.converged
+
+
+@pytest.mark.parametrize("kind", ["exact", "poisson"])
+def test_reweighted_view_equals_prepared_with_weights(rng, kind):
+    """reweighted(weights) (Dataset row order, one weight per stratum, 0 removing a stratum) is
+    the datafit prepared with those weights; weights varying within a stratum are refused."""
+    if kind == "exact":
+        data, model = matched_data(rng, n_sets=15), ConditionalLogistic()
+    else:
+        data, model = count_data(rng, n_strata=15), ConditionalPoisson()
+        data.y[data.strata == 2] = 0  # a stratum without events: dropped, so the datafit has fewer rows
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        df = model.datafit(data)
+        w = rng.integers(0, 3, data.strata.max() + 1).astype(float)[data.strata]
+        prepared = model.datafit(Dataset(X=data.X, covariate_names=data.covariate_names, row_ids=data.row_ids,
+                                         y=data.y, strata=data.strata, offset=data.offset, weights=w))
+    view = df.reweighted(w)
+    for name in ("c_s", "y", "n_s", "xy"):
+        np.testing.assert_array_equal(getattr(view, name), getattr(prepared, name))
+    assert df.c_s.tolist() == [1.0] * df.n_strata  # the original is unchanged
+    assert view._B is not df._B  # own work arrays: views are fitted in parallel threads
+    beta = np.array([0.3, -0.2, 0.1])
+    assert view.loglik(view.new_state(beta)) == pytest.approx(prepared.loglik(prepared.new_state(beta)), rel=1e-14)
+    w[np.flatnonzero(data.strata == data.strata[-1])[0]] += 1.0
+    with pytest.raises(InputError, match="constant within each stratum"):
+        df.reweighted(w)

@@ -27,7 +27,14 @@ CHECKS = ["sweep_logistic", "sweep_poisson", "sweep_least_squares", "sweep_cox",
           "fit_fine_gray_float32", "ccd_logistic_no_polish", "ccd_cox_strata_no_polish", "ccd_fine_gray_no_polish",
           "replicates_logistic", "replicates_cox_strata", "replicates_fine_gray",
           "cross_validation_and_bootstrap_on_device", "cross_validation_fine_gray_on_device",
-          "unsupported_family"]
+          "unsupported_family",
+          # conditional models: conditional Poisson / SCCS, conditional logistic (exact and Breslow)
+          "sweep_conditional_poisson", "sweep_conditional_poisson_float32", "sweep_conditional_logistic_exact",
+          "sweep_conditional_logistic_breslow", "fit_sccs", "fit_conditional_poisson_float32",
+          "fit_conditional_logistic_exact", "fit_conditional_logistic_breslow", "fit_conditional_logistic_float32",
+          "replicates_conditional_poisson", "replicates_conditional_logistic_exact",
+          "cross_validation_and_bootstrap_conditional_on_device", "conditional_limits",
+          "ccd_conditional_logistic_no_polish"]
 
 
 @pytest.fixture(scope="module")
@@ -150,3 +157,27 @@ def test_kernels_compile_to_ptx(ptx_compiler):
             ptx, _ = cuda.compile_ptx(kernel.py_func, void(*sig), device=False, cc=(9, 0))
             assert ".entry" in ptx and "sm_90" in ptx
             assert "bar.sync" in ptx or kernel is glm.refresh_kernel  # block-level synchronization present
+
+
+def test_conditional_kernels_compile_to_ptx(ptx_compiler):
+    """The conditional models' kernels lower to PTX for sm_90 with the argument types the
+    device datafit passes: X values in float64 or float32, and w in the state precision
+    (multinomial strata only) or float64 (exact strata). Skipped where NVVM is missing."""
+    from numba import float32, float64, int32, int64, uint8, void
+
+    cuda = ptx_compiler
+    from riskset.kernels.gpu import conditional
+
+    f8 = float64
+    for F, Fw in ((float64, float64), (float32, float32), (float32, float64)):
+        sigs = {
+            conditional.sync_kernel: (f8[:, ::1], Fw[:, ::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1], int64[::1],
+                                      int32[::1], f8[:, ::1]),
+            conditional.sweep_kernel: (int64, int32[::1], F[::1], uint8[::1], int64[::1], int64[::1], int32[::1],
+                                       int64[::1], int32[::1], int64[::1], uint8[:, ::1], f8[:, ::1], f8[:, ::1],
+                                       f8[:, ::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[:, ::1],
+                                       f8[:, ::1], f8[:, ::1], Fw[:, ::1], f8[:, ::1]),
+        }
+        for kernel, sig in sigs.items():
+            ptx, _ = cuda.compile_ptx(kernel.py_func, void(*sig), device=False, cc=(9, 0))
+            assert ".entry" in ptx and "sm_90" in ptx and "bar.sync" in ptx

@@ -31,7 +31,10 @@ A datafit ``cycle`` runs a whole CCD sweep in one compiled call.
 
 Case weights must be constant within a stratum (a weight per matched set / person,
 e.g. a bootstrap count or a cross-validation fold indicator); they multiply the
-stratum's contribution.
+stratum's contribution. ``reweighted`` gives such a weighting as a view sharing X.
+
+``backend="gpu"`` runs the same formulas on the device (:mod:`riskset.kernels.gpu.conditional`;
+exact sets of up to 64 cases).
 """
 from __future__ import annotations
 
@@ -70,20 +73,43 @@ class ConditionalDatafit(Datafit):
         self.row_stratum = strata
         self.stratum_ptr = np.searchsorted(strata, np.arange(n_strata + 1)).astype(np.int64)
         self.n_strata = n_strata
-        self.c_s = (np.ones(n_strata) if stratum_weight is None
-                    else np.ascontiguousarray(stratum_weight, dtype=np.float64))
         self.y_raw = np.ascontiguousarray(y, dtype=np.float64)
-        self.y = self.y_raw * self.c_s[strata]
-        self.n_s = np.bincount(strata, weights=self.y, minlength=n_strata).astype(np.float64)
+        self._set_stratum_weights(np.ones(n_strata) if stratum_weight is None else stratum_weight)
         self.exact_m = (np.zeros(n_strata, np.int64) if exact_m is None
                         else np.ascontiguousarray(exact_m, dtype=np.int64))
-        # static: sum_r y_r x_rj per column
-        self.xy = np.ascontiguousarray(self.X.T @ self.y, dtype=np.float64)
+        self.rows = np.arange(self.n_rows)  # Dataset row of each datafit row (set by the models)
         self.indicator = indicator_columns(self.indptr, self.values)
-        mmax = int(self.exact_m.max()) if n_strata else 0
+        self._new_workspaces()
+
+    def _new_workspaces(self):
+        """The exact recursion's work arrays (one set per datafit view: views may run in parallel threads)."""
+        mmax = int(self.exact_m.max()) if self.n_strata else 0
         self._B = np.zeros(mmax + 1)
         self._dB = np.zeros(mmax + 1)
         self._d2B = np.zeros(mmax + 1)
+
+    def _set_stratum_weights(self, c_s):
+        """c_s and what depends on it: y = c_s y_raw, n_s and the static sum_r y_r x_rj per column."""
+        self.c_s = np.ascontiguousarray(c_s, dtype=np.float64)
+        self.y = self.y_raw * self.c_s[self.row_stratum]
+        self.n_s = np.bincount(self.row_stratum, weights=self.y, minlength=self.n_strata).astype(np.float64)
+        self.xy = np.ascontiguousarray(self.X.T @ self.y, dtype=np.float64)
+
+    def reweighted(self, weights):
+        """The same datafit with case weights ``weights`` (Dataset row order; constant within each
+        stratum, as for the models' ``weights``), sharing X and the strata; weight 0 removes a stratum."""
+        w = np.asarray(weights, dtype=np.float64)[self.rows]
+        c_s = w[self.stratum_ptr[:-1]] if self.n_rows else np.zeros(0)
+        bad = np.flatnonzero(w != c_s[self.row_stratum])
+        if bad.size:
+            i = bad[0]
+            raise InputError(f"conditional models need weights constant within each stratum; row {self.rows[i]} "
+                             f"has weight {w[i]}, the first row of its stratum {c_s[self.row_stratum[i]]}")
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new._set_stratum_weights(c_s)
+        new._new_workspaces()
+        return new
 
     def new_state(self, beta):
         state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))

@@ -10,7 +10,8 @@ total n_i = sum y_r removes alpha_i and leaves the multinomial likelihood::
 i.e. conditional Poisson regression with offset log(L). exp(beta_j) is the
 incidence rate ratio (IRR) of drug j. CCD with per-case sums costs O(nnz_j) per
 coordinate (see :mod:`riskset.models.conditional`); any prior works (Laplace /
-Normal on thousands of drugs, as in the paper).
+Normal on thousands of drugs, as in the paper), on the CPU or with ``backend="gpu"``
+(the conditional Poisson device datafit).
 
 Build the era table from person-level data with
 :func:`riskset.data.sccs_builder.build_sccs`.

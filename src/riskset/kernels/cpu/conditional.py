@@ -37,6 +37,8 @@ from riskset.solver.step import bounded_step
 
 
 # -- exact (elementary symmetric polynomial) strata --------------------------------
+# _log_esp and _exact_stratum_derivs call no other compiled function and no ``min`` (the
+# caller passes the scale): the GPU backend compiles their source as CUDA device functions.
 @njit(cache=True, nogil=True)
 def _stratum_scale(w, a, b):
     big = 0.0
@@ -47,28 +49,26 @@ def _stratum_scale(w, a, b):
 
 
 @njit(cache=True, nogil=True)
-def _log_esp(w, a, b, m, B):
-    """log e_m(w[a:b]) using workspace B (length >= m + 1)."""
-    big = _stratum_scale(w, a, b)
+def _log_esp(w, a, b, m, big, B):
+    """log e_m(w[a:b]) using workspace B (length >= m + 1); ``big`` = :func:`_stratum_scale`."""
     for k in range(m + 1):
         B[k] = 0.0
     B[0] = 1.0
     for r in range(a, b):
         v = w[r] / big
-        top = min(m, r - a + 1)
+        top = m if m < r - a + 1 else r - a + 1  # min(m, rows so far)
         for k in range(top, 0, -1):
             B[k] += v * B[k - 1]
     return math.log(B[m]) + m * math.log(big)
 
 
 @njit(cache=True, nogil=True)
-def _exact_stratum_derivs(w, a, b, m, idx, val, p, q, B, dB, d2B):
+def _exact_stratum_derivs(w, a, b, m, big, idx, val, p, q, B, dB, d2B):
     """First and second derivative of log e_m(w[a:b]) along a direction x.
 
     x is given sparsely by ``idx[p:q]`` (rows, ascending, all inside [a, b)) and
-    ``val[p:q]``; every other row of the stratum has x = 0.
+    ``val[p:q]``; every other row of the stratum has x = 0. ``big`` = :func:`_stratum_scale`.
     """
-    big = _stratum_scale(w, a, b)
     for k in range(m + 1):
         B[k] = 0.0
         dB[k] = 0.0
@@ -81,7 +81,7 @@ def _exact_stratum_derivs(w, a, b, m, idx, val, p, q, B, dB, d2B):
         if ptr < q and idx[ptr] == r:
             x = val[ptr]
             ptr += 1
-        top = min(m, r - a + 1)
+        top = m if m < r - a + 1 else r - a + 1  # min(m, rows so far)
         if x == 0.0:
             for k in range(top, 0, -1):
                 d2B[k] += v * d2B[k - 1]
@@ -157,7 +157,7 @@ def loglik(eta, w, W, y, n_s, stratum_ptr, exact_m, c_s, B):
         W[s] = tot
         m = exact_m[s]
         if m > 0:
-            total -= c_s[s] * _log_esp(w, a, b, m, B)
+            total -= c_s[s] * _log_esp(w, a, b, m, _stratum_scale(w, a, b), B)
         elif n_s[s] > 0:
             total -= n_s[s] * math.log(tot)
     return total
@@ -177,8 +177,10 @@ def coordinate(indptr, indices, values, j, xy_j, row_stratum, stratum_ptr, w, W,
         if exact_m[s] > 0:
             while q < end and row_stratum[indices[q]] == s:
                 q += 1
-            d1, d2 = _exact_stratum_derivs(w, stratum_ptr[s], stratum_ptr[s + 1], exact_m[s],
-                                           indices, values, p, q, B, dB, d2B)
+            a = stratum_ptr[s]
+            b = stratum_ptr[s + 1]
+            d1, d2 = _exact_stratum_derivs(w, a, b, exact_m[s], _stratum_scale(w, a, b), indices, values, p, q,
+                                           B, dB, d2B)
             g -= c_s[s] * d1
             h -= c_s[s] * d2
         else:

@@ -15,10 +15,15 @@ Architecture
 ------------
 * State: (R, N) arrays per replicate (R = 1 for an ordinary fit): eta (always
   float64, the accumulator) and the family's per-row state (GLM: exp(eta), residual,
-  curvature; Cox and Fine-Gray: w = c exp(eta)) in ``dtype``; Cox and Fine-Gray also
-  (R, n_slots) float64 slot sums and cumulative aggregates. X values are stored in ``dtype`` and row indices in int32.
+  curvature; Cox and Fine-Gray: w = c exp(eta); conditional models: w = exp(eta)) in
+  ``dtype``; Cox and Fine-Gray also (R, n_slots) float64 slot sums and cumulative
+  aggregates, the conditional models (R, n_strata) float64 stratum sums W_s. X values
+  are stored in ``dtype`` and row indices in int32.
 * Persistent sweep kernels, one block per replicate (:func:`.glm.sweep_kernel`,
-  :func:`.cox.sweep_kernel`, :func:`.fine_gray.sweep_kernel`): for each coordinate of the sweep the block's threads
+  :func:`.cox.sweep_kernel`, :func:`.fine_gray.sweep_kernel`,
+  :func:`.conditional.sweep_kernel`; the latter gives each thread whole strata of the
+  column, exact n:m sets by the CPU's Gail-Lubin-Rubinstein recursion): for each
+  coordinate of the sweep the block's threads
   reduce g and h over the column's non-zeros (shared-memory tree), thread 0 takes the
   step, all threads move their non-zeros; a per-replicate coordinate mask gives each
   replicate its own active set. Cox and Fine-Gray refresh their per-slot aggregates
@@ -27,9 +32,9 @@ Architecture
 * A single GLM fit spreads the sweep over the whole grid (:func:`.glm.sweep_grid_kernel`,
   cooperative launch, two grid syncs per coordinate, every block computing the same
   step from the same partials). A single Cox or Fine-Gray fit runs in one block.
-* Row-parallel passes (GLM refresh and log-likelihood) use many blocks per
-  replicate; the Cox and Fine-Gray exact state + log-likelihood pass runs per
-  replicate block.
+* Row-parallel passes (GLM refresh and log-likelihood; the conditional models' exact
+  state + log-likelihood, a thread per stratum) use many blocks per replicate; the Cox
+  and Fine-Gray exact state + log-likelihood pass runs per replicate block.
 * ``gradient``, ``hessian``, ``diagnose`` (rare: screening, polish, standard errors)
   rebuild a CPU state from the coefficients and use the CPU datafit.
 
@@ -44,8 +49,9 @@ __all__ = ["to_device", "fit_replicates", "simulator_enabled", "require_device"]
 
 
 def to_device(datafit, dtype="float64"):
-    """The device version of ``datafit`` (GLM families, Breslow Cox, stratified or not, and
-    Fine-Gray).
+    """The device version of ``datafit``: GLM families, Breslow Cox (stratified or not),
+    Fine-Gray and the conditional models (conditional Poisson, SCCS, conditional logistic
+    with Breslow or exact ties).
 
     Raises ``NotImplementedError`` naming the family for other datafits and
     ``RuntimeError`` when no CUDA device is usable and the simulator is off.
@@ -68,6 +74,10 @@ def to_device(datafit, dtype="float64"):
         from .fine_gray import FineGrayDeviceDatafit
 
         return FineGrayDeviceDatafit(datafit, dtype)
+    if kind == "conditional":
+        from .conditional import ConditionalDeviceDatafit
+
+        return ConditionalDeviceDatafit(datafit, dtype)
     from .cox import CoxDeviceDatafit
 
     return CoxDeviceDatafit(datafit, dtype)
@@ -78,6 +88,17 @@ def _family(datafit) -> str:
 
     if isinstance(datafit, GLMDatafit):
         return "glm"
+    from riskset.models.conditional import ConditionalDatafit
+
+    if isinstance(datafit, ConditionalDatafit):
+        from .conditional import MAX_EXACT_CASES
+
+        m = int(datafit.exact_m.max(initial=0))
+        if m > MAX_EXACT_CASES:
+            raise NotImplementedError(f"backend='gpu' computes the exact conditional logistic likelihood for matched "
+                                      f"sets of at most {MAX_EXACT_CASES} cases; this data has a set with {m}: use "
+                                      "ties='breslow' or backend='cpu'")
+        return "conditional"
     try:
         from riskset.models.cox import CoxDatafit
     except ImportError:  # pragma: no cover
@@ -95,9 +116,9 @@ def _family(datafit) -> str:
     if isinstance(datafit, FineGrayDatafit):
         return "fine_gray"
     name = type(datafit).__name__
-    raise NotImplementedError(f"backend='gpu' supports the logistic, poisson, least_squares, cox (Breslow) "
-                              f"and fine_gray families; {name} ({type(datafit).__module__}) has no GPU kernels "
-                              "yet: use backend='cpu'")
+    raise NotImplementedError(f"backend='gpu' supports the logistic, poisson, least_squares, cox (Breslow), "
+                              f"fine_gray, conditional_poisson, sccs and conditional_logistic families; {name} "
+                              f"({type(datafit).__module__}) has no GPU kernels yet: use backend='cpu'")
 
 
 def fit_replicates(*args, **kwargs):

@@ -1,0 +1,240 @@
+"""Conditional likelihoods over strata (conditional Poisson, SCCS, conditional logistic) on the device.
+
+Mirrors :mod:`riskset.kernels.cpu.conditional`. State per replicate: eta, ``w = exp(eta)``
+per row and ``W_s = sum_{r in s} w_r`` per stratum (float64). A multinomial stratum
+(conditional Poisson, SCCS, conditional logistic with Breslow ties or one case per
+set) touched by column j contributes, with ``S1 = sum w x`` and ``S2 = sum w x^2`` over
+its non-zeros and ``mu = S1 / W_s``,
+
+    g_j -= n_s mu,        h_j -= n_s (S2 / W_s - mu^2),
+
+on top of the static ``g_j = sum_r y_r x_rj``; an exact stratum (conditional logistic,
+m_s >= 2 cases) contributes ``-c_s`` times the first and second derivatives of
+``log e_m(w_s)`` along column j, by the Gail-Lubin-Rubinstein recursion of the CPU
+kernels (the same source, compiled as a device function), O(n_s m_s).
+
+The non-zeros of a column are sorted by row, so those of one stratum are consecutive:
+a *run*. Runs are precomputed per column (``col_runs``, ``run_start``, ``run_stratum``)
+and each thread of the replicate's block takes whole runs, summing S1, S2 (and moving
+eta, w and W_s) in row order as the CPU does; no two threads touch one stratum, so W_s
+needs no atomics and equals the CPU's. The per-stratum terms are then reduced over the
+block, thread 0 takes the bounded Newton step (:mod:`.step`), and all threads move
+their runs. A stratum is handled by one thread, so very large strata serialize.
+
+Precision: X values and w in ``dtype``, eta, W_s and every sum in float64. With exact
+strata w stays float64: log e_m is computed from the stored w, and float32 weights would
+make the log-likelihood (the solver's convergence test) jitter at 1e-7.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import cuda, float64
+
+from riskset.kernels.cpu import conditional as cpu_kernels
+
+from .base import DeviceDatafit
+from .blocks import block_sum2
+from .device import MAX_THREADS, row_blocks
+from .step import coordinate_step
+
+#: Largest number of cases of an exact (n:m) matched set on the device.
+MAX_EXACT_CASES = 64
+_WORK = MAX_EXACT_CASES + 1  # per-thread work arrays of the recursion, B_0 .. B_m (compile-time size)
+
+# The CPU recursions, compiled for the device (one definition of the math for both backends).
+stratum_scale = cuda.jit(device=True)(cpu_kernels._stratum_scale.py_func)
+log_esp = cuda.jit(device=True)(cpu_kernels._log_esp.py_func)
+exact_stratum_derivs = cuda.jit(device=True)(cpu_kernels._exact_stratum_derivs.py_func)
+
+
+@cuda.jit
+def sync_kernel(eta, w, W, y_raw, c_s, n_s, stratum_ptr, exact_m, partial):
+    """w = exp(eta) and W from eta (exact: no drift of the moves) for every stratum of
+    replicate blockIdx.y (grid-stride over strata), and partial[r, blockIdx.x] = this
+    block's share of the conditional log-likelihood (as the CPU ``loglik``)."""
+    sa = cuda.shared.array(MAX_THREADS, float64)
+    sb = cuda.shared.array(MAX_THREADS, float64)
+    B = cuda.local.array(_WORK, float64)
+    r = cuda.blockIdx.y
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    total = 0.0
+    for s in range(cuda.blockIdx.x * nt + tid, stratum_ptr.shape[0] - 1, cuda.gridDim.x * nt):
+        a = stratum_ptr[s]
+        b = stratum_ptr[s + 1]
+        c = c_s[r, s]
+        tot = 0.0
+        for i in range(a, b):
+            e = math.exp(eta[r, i])
+            w[r, i] = e
+            tot += e
+            total += (y_raw[i] * c) * eta[r, i]  # y_r eta_r with y = c_s y_raw
+        W[r, s] = tot
+        m = exact_m[s]
+        if m > 0:
+            wr = w[r]
+            total -= c * log_esp(wr, a, b, m, stratum_scale(wr, a, b), B)
+        elif n_s[r, s] > 0:
+            total -= n_s[r, s] * math.log(tot)
+    block_sum2(sa, sb, total, 0.0, tid, nt)
+    if tid == 0:
+        partial[r, cuda.blockIdx.x] = sa[0]
+
+
+@cuda.jit(device=True)
+def run_terms(r, k, run_start, run_stratum, stratum_ptr, exact_m, indices, values, w, W, c_s, n_s, B, dB, d2B):
+    """(g, h) contribution of run k (the non-zeros of one column in one stratum) for replicate r."""
+    p = run_start[k]
+    q = run_start[k + 1]
+    s = run_stratum[k]
+    m = exact_m[s]
+    if m > 0:
+        a = stratum_ptr[s]
+        b = stratum_ptr[s + 1]
+        wr = w[r]
+        d1, d2 = exact_stratum_derivs(wr, a, b, m, stratum_scale(wr, a, b), indices, values, p, q, B, dB, d2B)
+        return -c_s[r, s] * d1, -c_s[r, s] * d2
+    s1 = 0.0
+    s2 = 0.0
+    for i in range(p, q):
+        x = float(values[i])
+        wx = float(w[r, indices[i]]) * x
+        s1 += wx
+        s2 += wx * x
+    mu = s1 / W[r, s]
+    ns = n_s[r, s]
+    return -ns * mu, -ns * (s2 / W[r, s] - mu * mu)
+
+
+@cuda.jit
+def sweep_kernel(mode, indices, values, indicator, col_runs, run_start, run_stratum, stratum_ptr, exact_m, coords,
+                 mask, beta, l1, l2, radius, fixed, out, xy, c_s, n_s, eta, w, W):
+    """One CCD sweep over ``coords`` for replicate blockIdx.x (persistent block); modes as in
+    :func:`riskset.kernels.gpu.glm.sweep_kernel`."""
+    sa = cuda.shared.array(MAX_THREADS, float64)
+    sb = cuda.shared.array(MAX_THREADS, float64)
+    sstep = cuda.shared.array(1, float64)
+    B = cuda.local.array(_WORK, float64)
+    dB = cuda.local.array(_WORK, float64)
+    d2B = cuda.local.array(_WORK, float64)
+    r = cuda.blockIdx.x
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    for c in range(coords.shape[0]):
+        j = coords[c]
+        if mask[r, j] == 0:
+            continue
+        k0 = col_runs[j]
+        k1 = col_runs[j + 1]
+        if mode != 2:
+            g = 0.0
+            h = 0.0
+            for k in range(k0 + tid, k1, nt):
+                dg, dh = run_terms(r, k, run_start, run_stratum, stratum_ptr, exact_m, indices, values, w, W, c_s,
+                                   n_s, B, dB, d2B)
+                g += dg
+                h += dh
+            block_sum2(sa, sb, g, h, tid, nt)
+        if tid == 0:
+            sstep[0] = coordinate_step(mode, xy[r, j] + sa[0], sb[0], beta, l1, l2, radius, fixed, out, r, j)
+        cuda.syncthreads()
+        step = sstep[0]
+        if step != 0.0:
+            # as the CPU move: w *= exp(step) for an indicator column (one exp), else exp(eta)
+            factor = math.exp(step)
+            ind = indicator[j] != 0
+            for k in range(k0 + tid, k1, nt):
+                s = run_stratum[k]
+                for i in range(run_start[k], run_start[k + 1]):
+                    row = indices[i]
+                    e = eta[r, row] + step * float(values[i])
+                    eta[r, row] = e
+                    wo = float(w[r, row])
+                    if ind:
+                        w[r, row] = wo * factor
+                    else:
+                        w[r, row] = math.exp(e)
+                    W[r, s] += float(w[r, row]) - wo
+        cuda.syncthreads()
+
+
+def column_runs(indptr, indices, row_stratum):
+    """(col_runs, run_start, run_stratum): the runs of equal stratum among each column's
+    non-zeros; column j's runs are col_runs[j]:col_runs[j + 1], run k spans the non-zeros
+    run_start[k]:run_start[k + 1] and lies in stratum run_stratum[k]."""
+    nnz = int(indptr[-1])
+    st = row_stratum[indices[:nnz]]
+    col = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))
+    head = np.ones(nnz, bool)
+    head[1:] = (st[1:] != st[:-1]) | (col[1:] != col[:-1])
+    starts = np.flatnonzero(head)
+    return np.searchsorted(starts, indptr).astype(np.int64), np.r_[starts, nnz].astype(np.int64), st[head]
+
+
+class ConditionalDeviceDatafit(DeviceDatafit):
+    """:class:`~riskset.models.conditional.ConditionalDatafit` with X and the state on the device.
+
+    Replicate weights (:meth:`replicates`, :meth:`reweighted`) are given in Dataset row
+    order, constant within each stratum (a weight per matched set / case), as for the
+    CPU datafit's ``reweighted``.
+    """
+
+    family_name = "conditional"
+
+    def _make_static(self):
+        cpu = self.cpu
+        col_runs, run_start, run_stratum = column_runs(cpu.indptr, cpu.indices, cpu.row_stratum)
+        stype = np.int32 if cpu.n_strata < 2**31 - 1 else np.int64
+        return dict(indices=cuda.to_device(cpu.indices.astype(self.itype)),
+                    values=cuda.to_device(cpu.values.astype(self.dtype)),
+                    indicator=cuda.to_device(np.asarray(cpu.indicator, np.uint8)),
+                    col_runs=cuda.to_device(col_runs), run_start=cuda.to_device(run_start),
+                    run_stratum=cuda.to_device(run_stratum.astype(stype)),
+                    stratum_ptr=cuda.to_device(cpu.stratum_ptr.astype(np.int64)),
+                    exact_m=cuda.to_device(cpu.exact_m.astype(np.int32)),
+                    y_raw=cuda.to_device(cpu.y_raw))
+
+    def _rep(self):
+        """Weight-dependent device arrays (R rows each): c_s, n_s and the static gradient term xy."""
+        if self._per_rep is None:
+            views = [self._cpu_view(r) for r in range(self.n_rep)]
+            self._per_rep = {name: cuda.to_device(np.ascontiguousarray(np.stack([getattr(v, name) for v in views])))
+                             for name in ("c_s", "n_s", "xy")}
+        return self._per_rep
+
+    def _allocate(self, state):
+        wtype = np.float64 if self.cpu.exact_m.any() else self.dtype  # see the module docstring
+        state.d["w"] = cuda.device_array((self.n_rep, self.n_rows), dtype=wtype)
+        state.d["W"] = cuda.device_array((self.n_rep, self.cpu.n_strata), dtype=np.float64)
+
+    def _sync(self, state):
+        """Exact w and W from eta; returns the (R,) log-likelihoods."""
+        s, p, d = self._dev_static(), self._rep(), state.d
+        bx = row_blocks(self.cpu.n_strata, self.nt, 64)
+        partial = cuda.device_array((self.n_rep, bx), dtype=np.float64)
+        sync_kernel[(bx, self.n_rep), self.nt](d["eta"], d["w"], d["W"], s["y_raw"], p["c_s"], p["n_s"],
+                                               s["stratum_ptr"], s["exact_m"], partial)
+        return partial.copy_to_host().sum(axis=1)
+
+    def _refresh(self, state):
+        self._sync(state)
+
+    def _loglik_all(self, state):
+        return self._sync(state)  # recomputes w and W from eta, as the CPU loglik does
+
+    def _sweep(self, state, coords, mask, beta, l1, l2, radius, mode, fixed, out):
+        s, p, d = self._dev_static(), self._rep(), state.d
+        fixed, out = self._mode_arrays(fixed, out)
+        sweep_kernel[self.n_rep, self.nt](mode, s["indices"], s["values"], s["indicator"], s["col_runs"],
+                                          s["run_start"], s["run_stratum"], s["stratum_ptr"], s["exact_m"], coords,
+                                          mask, beta, l1, l2, radius, fixed, out, p["xy"], p["c_s"], p["n_s"],
+                                          d["eta"], d["w"], d["W"])
+
+    def _check_weights(self, weights):
+        if weights.shape[1] <= int(np.max(self.cpu.rows, initial=-1)):
+            raise ValueError(f"weights have {weights.shape[1]} columns; the data set has more rows")
+
+    def _cpu_reweight(self, w):
+        return self.cpu.reweighted(w)
