@@ -95,6 +95,21 @@ class Context:
         l1, l2 = map(np.array, zip(*(p.penalty_arrays(self.names, unpenalized) for p in priors)))
         return fit_replicates(batch, l1, l2, beta0=warm, options=SolverOptions(tol=self.tol))
 
+    def path(self, grid: np.ndarray, progress: bool = False, desc: str = "regularization path") -> np.ndarray:
+        """Full-data coefficients (len(grid), P) along ``grid`` (ascending variance: strongest
+        penalty first), each fit warm-started from the previous one."""
+        batch = self.batch(self.base_weights)
+        out, warm = np.zeros((len(grid), len(self.names))), None
+        iterator = grid
+        if progress:
+            from tqdm.auto import tqdm
+
+            iterator = tqdm(grid, desc=desc, unit="fit")
+        for g, v in enumerate(iterator):
+            warm = self.fit_batch(batch, [prior_with_variance(self.prior, v)], warm).beta
+            out[g] = warm[0]
+        return out
+
     def fit(self, weights: np.ndarray, prior: Prior, warm: pd.Series | None = None) -> pd.Series:
         """Coefficients of the fit with row ``weights`` and ``prior``, warm-started."""
         beta0 = None if warm is None else warm.reindex(self.names).fillna(0.0).to_numpy()[None, :]

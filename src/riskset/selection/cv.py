@@ -1,11 +1,13 @@
 """Cross-validation of the prior variance (Cyclops' ``cvType = "grid"`` and ``"auto"``).
 
-Each task fits a batch of (repetition, fold) training weightings along the whole
-variance grid, strongest penalty first, each fit warm-started from the previous one,
-and scores the held-out rows by their predictive log-likelihood (one split per task on
-the CPU, every split in one device batch on the GPU; see
+The full data are first fitted along the variance grid (the regularization path).
+Each task then fits a batch of (repetition, fold) training weightings at every grid
+point, each fit warm-started from the full-data fit at that point (a training set
+holds (k-1)/k of the rows, so its optimum is close: typically two full sweeps and one
+Newton polish), and scores the held-out rows by their predictive log-likelihood (one
+split per task on the CPU, every split in one device batch on the GPU; see
 :mod:`riskset.selection.common`). The selected variance maximizes the mean score over
-splits; the model is then refitted on all data.
+splits; the refit on all data starts from the path.
 """
 from __future__ import annotations
 
@@ -81,7 +83,8 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     folds = assign_folds(data, n_folds, n_repeats, seed, m.name, ctx.event_code)
     splits = [(r, k) for r in range(n_repeats) for k in range(n_folds)]
     held_out = np.array([folds[r] == k for r, k in splits])
-    tasks = _batches(ctx, held_out, grid, None)
+    path = ctx.path(grid, progress, desc="full-data path")
+    tasks = _batches(ctx, held_out, grid, np.broadcast_to(path, (len(splits),) + path.shape))
     results = run_tasks(_score_task, ctx, tasks, executor=executor, n_jobs=n_jobs, progress=progress,
                         desc="cross-validation")
     scores = np.concatenate([s for s, _ in results])  # (splits, grid)
@@ -94,30 +97,30 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     summary = _summarize(scores)
     best = float(summary.loc[summary["mean"].idxmax(), "variance"])
     chosen = prior_with_variance(prior, best)
-    final = fit(data, m, chosen, tol=tol, backend=backend, dtype=dtype) if refit else None
+    start = pd.Series(path[np.argmin(np.abs(np.log(grid / best)))], index=ctx.names)
+    final = fit(data, m, chosen, tol=tol, backend=backend, dtype=dtype, warm_start=start) if refit else None
     return CVResult(scores, summary, best, chosen, final)
 
 
-def _batches(ctx, held_out, grid, warm):
-    """Tasks of ``ctx.batch_size`` splits each: (held-out masks, grid, warm starts)."""
+def _batches(ctx, held_out, grid, starts):
+    """Tasks of ``ctx.batch_size`` splits each: (held-out masks, grid, starts (splits, grid, P))."""
     size = ctx.batch_size or held_out.shape[0]
-    return [(held_out[a:a + size], grid, None if warm is None else warm[a:a + size])
-            for a in range(0, held_out.shape[0], size)]
+    return [(held_out[a:a + size], grid, starts[a:a + size]) for a in range(0, held_out.shape[0], size)]
 
 
 def _score_task(ctx: Context, task):
-    """Fit a batch of training weightings along ``grid`` with warm starts; held-out scores.
+    """Fit a batch of training weightings at each point of ``grid`` from its starting
+    points; held-out scores.
 
     Returns scores (splits, grid) and coefficients (splits, grid, P).
     """
-    held_out, grid, warm = task
+    held_out, grid, starts = task
     train = ctx.batch(np.where(held_out, 0.0, ctx.base_weights))
     score = ctx.scorer(np.where(held_out, ctx.base_weights, 0.0))
     scores = np.zeros((held_out.shape[0], grid.size))
     coefs = np.zeros((held_out.shape[0], grid.size, len(ctx.names)))
     for g, v in enumerate(grid):
-        res = ctx.fit_batch(train, [prior_with_variance(ctx.prior, v)] * held_out.shape[0], warm)
-        warm = res.beta
+        res = ctx.fit_batch(train, [prior_with_variance(ctx.prior, v)] * held_out.shape[0], starts[:, g])
         coefs[:, g] = res.beta
         scores[:, g] = score(res.beta)
     return scores, coefs
@@ -141,7 +144,7 @@ def _refine(ctx, splits, held_out, grid, rows, coefs, n_refine, executor, n_jobs
     def evaluate(logv):
         if logv not in cache:
             v = float(np.exp(logv))
-            out = run_tasks(_score_task, ctx, _batches(ctx, held_out, np.array([v]), coefs[:, i]),
+            out = run_tasks(_score_task, ctx, _batches(ctx, held_out, np.array([v]), coefs[:, i:i + 1]),
                             executor=executor, n_jobs=n_jobs, progress=progress, desc=f"refining variance {v:.3g}")
             scores = np.concatenate([s for s, _ in out])[:, 0]
             new_rows.extend(dict(variance=v, repeat=r, fold=k, score=s) for (r, k), s in zip(splits, scores))

@@ -22,16 +22,5 @@ def regularization_path(data, model: str | Model, prior: Prior, *, variances=Non
     m = model if isinstance(model, Model) else get_model(model, **model_options)
     ctx = Context(data, m, prior, tol)
     grid = np.sort(np.asarray(variances if variances is not None else default_variances(ctx, n_grid), float))
-    rows, warm = [], None
-    iterator = grid
-    if progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(grid, desc="regularization path", unit="fit")
-    batch = ctx.batch(ctx.base_weights)
-    for v in iterator:
-        warm = ctx.fit_batch(batch, [prior_with_variance(prior, v)], warm).beta
-        rows.append(pd.Series(warm[0], index=ctx.names, name=v))
-    path = pd.DataFrame(rows)
-    path.index.name = "variance"
+    path = pd.DataFrame(ctx.path(grid, progress), index=pd.Index(grid, name="variance"), columns=ctx.names)
     return path
