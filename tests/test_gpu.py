@@ -22,9 +22,13 @@ SIM_ENV = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
 NO_SIM_ENV = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
 
 CHECKS = ["sweep_logistic", "sweep_poisson", "sweep_least_squares", "sweep_cox", "sweep_cox_strata",
-          "sweep_cox_float32", "fit_logistic", "fit_poisson", "fit_cox", "fit_cox_strata", "fit_logistic_float32",
-          "fit_cox_float32", "ccd_logistic_no_polish", "ccd_cox_strata_no_polish", "replicates_logistic",
-          "replicates_cox_strata", "cross_validation_and_bootstrap_on_device", "unsupported_family"]
+          "sweep_cox_float32", "sweep_cox_startstop", "sweep_cox_startstop_strata", "sweep_cox_efron",
+          "sweep_cox_efron_startstop_strata", "fit_logistic", "fit_poisson", "fit_cox", "fit_cox_strata",
+          "fit_cox_startstop", "fit_cox_startstop_strata", "fit_cox_efron", "fit_cox_efron_startstop",
+          "fit_cox_time_varying", "fit_logistic_float32", "fit_cox_float32", "ccd_logistic_no_polish",
+          "ccd_cox_strata_no_polish", "ccd_cox_efron_startstop_no_polish", "replicates_logistic",
+          "replicates_cox_strata", "replicates_cox_startstop", "replicates_cox_efron_startstop",
+          "cross_validation_and_bootstrap_on_device", "unsupported_family"]
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +43,8 @@ def sim_results(tmp_path_factory):
 
 @pytest.mark.parametrize("name", CHECKS)
 def test_simulator(sim_results, name):
-    """Device kernels equal the CPU kernels (sweeps to 1e-12, fits to 1e-8 in float64, 1e-4 in float32)."""
+    """Device kernels equal the CPU kernels (sweeps to 1e-12, fits to 1e-8 in float64, 1e-4 in float32),
+    Cox also for (start, stop] rows, Efron ties and time-varying coefficients."""
     assert name in sim_results, f"check {name} did not run"
     assert sim_results[name] == "ok", sim_results[name]
 
@@ -130,13 +135,16 @@ def test_kernels_compile_to_ptx(ptx_compiler):
                                     f8[:, ::1], f8[:, ::1], F[::1], F[:, ::1], F[:, ::1], F[:, ::1], F[:, ::1]),
             glm.refresh_kernel: (int64, f8[:, ::1], F[::1], F[:, ::1], F[:, ::1], F[:, ::1], F[:, ::1]),
             glm.loglik_kernel: (int64, f8[:, ::1], F[::1], F[:, ::1], f8[:, ::1]),
-            cox.sync_kernel: (f8[:, ::1], F[:, ::1], F[:, ::1], int64[::1], uint8[::1], f8[:, ::1], f8[:, ::1],
-                              uint8[::1], uint8[::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1],
-                              int32[::1], f8[::1]),
-            cox.sweep_kernel: (int64, int64[::1], int32[::1], F[::1], uint8[::1], int32[::1], int32[::1], int64[::1],
-                               uint8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[:, ::1],
-                               f8[:, ::1], f8[:, ::1], F[:, ::1], f8[:, ::1], f8[:, ::1], uint8[::1], uint8[::1],
-                               f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], int32[::1]),
+            cox.sync_kernel: (int64, int64, f8[:, ::1], F[:, ::1], F[:, ::1], int64[::1], int64[::1], uint8[::1],
+                              f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], uint8[::1], uint8[::1],
+                              f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1],
+                              f8[:, ::1], int32[::1], f8[::1]),
+            cox.sweep_kernel: (int64, int64, int64, int64[::1], int32[::1], F[::1], uint8[::1], int32[::1],
+                               int32[::1], uint8[::1], int32[::1], int32[::1], uint8[::1], int64[::1], uint8[:, ::1],
+                               f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1],
+                               f8[:, ::1], F[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1],
+                               uint8[::1], uint8[::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1],
+                               f8[:, ::1], f8[:, ::1], f8[:, ::1], int32[::1]),
         }
         for kernel, sig in sigs.items():
             ptx, _ = cuda.compile_ptx(kernel.py_func, void(*sig), device=False, cc=(9, 0))

@@ -13,14 +13,18 @@ Architecture
 * State: (R, N) arrays per replicate (R = 1 for an ordinary fit): eta (always
   float64, the accumulator) and the family's per-row state (GLM: exp(eta), residual,
   curvature; Cox: w = c exp(eta)) in ``dtype``; Cox also (R, n_slots) float64 slot sums
-  and cumulative aggregates. X values are stored in ``dtype`` and row indices in int32.
+  (by exit slot; by entry slot for (start, stop] rows; event rows for Efron ties) and
+  cumulative aggregates. X values are stored in ``dtype`` and row indices in int32.
 * Persistent sweep kernels, one block per replicate (:func:`.glm.sweep_kernel`,
   :func:`.cox.sweep_kernel`): for each coordinate of the sweep the block's threads
   reduce g and h over the column's non-zeros (shared-memory tree), thread 0 takes the
   step, all threads move their non-zeros; a per-replicate coordinate mask gives each
   replicate its own active set. Cox refreshes its per-slot aggregates after a move by
   block-level segmented scans over the slots (:mod:`.blocks`), and computes the
-  squared risk-set term with a segmented block scan over the column's non-zeros.
+  squared risk-set term with a segmented block scan over the column's non-zeros
+  (right-censored rows) or over its static entry/exit breakpoints ((start, stop] rows,
+  hence time-varying coefficients); Efron ties add per-event-slot terms and a second
+  scan (the tied event rows' sum) in the same walk.
 * A single GLM fit spreads the sweep over the whole grid (:func:`.glm.sweep_grid_kernel`,
   cooperative launch, two grid syncs per coordinate, every block computing the same
   step from the same partials). A single Cox fit runs in one block.
@@ -40,7 +44,8 @@ __all__ = ["to_device", "fit_replicates", "simulator_enabled", "require_device"]
 
 
 def to_device(datafit, dtype="float64"):
-    """The device version of ``datafit`` (GLM families and Breslow Cox, stratified or not).
+    """The device version of ``datafit``: GLM families and Cox (Breslow or Efron ties, strata,
+    (start, stop] rows and so step-function time-varying coefficients).
 
     Raises ``NotImplementedError`` naming the family for other datafits and
     ``RuntimeError`` when no CUDA device is usable and the simulator is off.
@@ -74,15 +79,9 @@ def _family(datafit) -> str:
     except ImportError:  # pragma: no cover
         CoxDatafit = ()
     if isinstance(datafit, CoxDatafit):
-        if getattr(datafit, "has_start", False):
-            raise NotImplementedError("backend='gpu' does not support Cox (start, stop] (counting-process) data "
-                                      "or time-varying coefficients yet; use backend='cpu'")
-        if getattr(datafit, "efron", False):
-            raise NotImplementedError("backend='gpu' supports Cox with Breslow ties only (this data has tied "
-                                      "event times and ties='efron'); use ties='breslow' or backend='cpu'")
         return "cox"
     name = type(datafit).__name__
-    raise NotImplementedError(f"backend='gpu' supports the logistic, poisson, least_squares and cox (Breslow) "
+    raise NotImplementedError(f"backend='gpu' supports the logistic, poisson, least_squares and cox "
                               f"families; {name} ({type(datafit).__module__}) has no GPU kernels yet: use "
                               "backend='cpu'")
 
