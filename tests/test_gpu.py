@@ -26,15 +26,16 @@ CHECKS = ["sweep_logistic", "sweep_poisson", "sweep_least_squares", "sweep_cox",
           "fit_cox", "fit_cox_strata", "fit_logistic_float32", "fit_cox_float32", "fit_fine_gray",
           "fit_fine_gray_float32", "ccd_logistic_no_polish", "ccd_cox_strata_no_polish", "ccd_fine_gray_no_polish",
           "replicates_logistic", "replicates_cox_strata", "replicates_fine_gray",
-          "cross_validation_and_bootstrap_on_device", "cross_validation_fine_gray_on_device",
-          "unsupported_family",
-          # conditional models: conditional Poisson / SCCS, conditional logistic (exact and Breslow)
+          "cross_validation_and_bootstrap_on_device", "cross_validation_fine_gray_on_device", "unsupported_family",
           "sweep_conditional_poisson", "sweep_conditional_poisson_float32", "sweep_conditional_logistic_exact",
           "sweep_conditional_logistic_breslow", "fit_sccs", "fit_conditional_poisson_float32",
           "fit_conditional_logistic_exact", "fit_conditional_logistic_breslow", "fit_conditional_logistic_float32",
           "replicates_conditional_poisson", "replicates_conditional_logistic_exact",
           "cross_validation_and_bootstrap_conditional_on_device", "conditional_limits",
-          "ccd_conditional_logistic_no_polish"]
+          "ccd_conditional_logistic_no_polish", "sweep_cox_startstop", "sweep_cox_startstop_strata",
+          "sweep_cox_efron", "sweep_cox_efron_startstop_strata", "fit_cox_startstop", "fit_cox_startstop_strata",
+          "fit_cox_efron", "fit_cox_efron_startstop", "fit_cox_time_varying", "ccd_cox_efron_startstop_no_polish",
+          "replicates_cox_startstop", "replicates_cox_efron_startstop"]
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,8 @@ def sim_results(tmp_path_factory):
 
 @pytest.mark.parametrize("name", CHECKS)
 def test_simulator(sim_results, name):
-    """Device kernels equal the CPU kernels (sweeps to 1e-12, fits to 1e-8 in float64, 1e-4 in float32)."""
+    """Device kernels equal the CPU kernels (sweeps to 1e-12, fits to 1e-8 in float64, 1e-4 in float32),
+    Cox also for (start, stop] rows, Efron ties and time-varying coefficients."""
     assert name in sim_results, f"check {name} did not run"
     assert sim_results[name] == "ok", sim_results[name]
 
@@ -140,13 +142,16 @@ def test_kernels_compile_to_ptx(ptx_compiler):
                                     f8[:, ::1], f8[:, ::1], F[::1], F[:, ::1], F[:, ::1], F[:, ::1], F[:, ::1]),
             glm.refresh_kernel: (int64, f8[:, ::1], F[::1], F[:, ::1], F[:, ::1], F[:, ::1], F[:, ::1]),
             glm.loglik_kernel: (int64, f8[:, ::1], F[::1], F[:, ::1], f8[:, ::1]),
-            cox.sync_kernel: (f8[:, ::1], F[:, ::1], F[:, ::1], int64[::1], uint8[::1], f8[:, ::1], f8[:, ::1],
-                              uint8[::1], uint8[::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1],
-                              int32[::1], f8[::1]),
-            cox.sweep_kernel: (int64, int64[::1], int32[::1], F[::1], uint8[::1], int32[::1], int32[::1], int64[::1],
-                               uint8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[:, ::1],
-                               f8[:, ::1], f8[:, ::1], F[:, ::1], f8[:, ::1], f8[:, ::1], uint8[::1], uint8[::1],
-                               f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], int32[::1]),
+            cox.sync_kernel: (int64, int64, f8[:, ::1], F[:, ::1], F[:, ::1], int64[::1], int64[::1], uint8[::1],
+                              f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], uint8[::1], uint8[::1],
+                              f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1],
+                              f8[:, ::1], int32[::1], f8[::1]),
+            cox.sweep_kernel: (int64, int64, int64, int64[::1], int32[::1], F[::1], uint8[::1], int32[::1],
+                               int32[::1], uint8[::1], int32[::1], int32[::1], uint8[::1], int64[::1], uint8[:, ::1],
+                               f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1],
+                               f8[:, ::1], F[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1],
+                               uint8[::1], uint8[::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1],
+                               f8[:, ::1], f8[:, ::1], f8[:, ::1], int32[::1]),
             fine_gray.sync_kernel: (f8[:, ::1], F[:, ::1], F[:, ::1], F[:, ::1], int32[::1], uint8[::1],
                                     *[f8[:, ::1]] * 4, uint8[::1], *[f8[:, ::1]] * 7, int32[::1], f8[::1]),
             fine_gray.sweep_kernel: (int64, int64[::1], int32[::1], F[::1], uint8[::1], int32[::1], int64[::1],

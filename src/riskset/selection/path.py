@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from riskset.models.base import Model, get_model
-from riskset.selection.common import Context, default_variances, prior_with_variance
+from riskset.selection.common import Context, default_variances
 from riskset.solver.prior import Prior
 
 

@@ -16,7 +16,8 @@ Architecture
 * State: (R, N) arrays per replicate (R = 1 for an ordinary fit): eta (always
   float64, the accumulator) and the family's per-row state (GLM: exp(eta), residual,
   curvature; Cox and Fine-Gray: w = c exp(eta); conditional models: w = exp(eta)) in
-  ``dtype``; Cox and Fine-Gray also (R, n_slots) float64 slot sums and cumulative
+  ``dtype``; Cox and Fine-Gray also (R, n_slots) float64 slot sums (Cox: by exit slot;
+  by entry slot for (start, stop] rows; event rows for Efron ties) and cumulative
   aggregates, the conditional models (R, n_strata) float64 stratum sums W_s. X values
   are stored in ``dtype`` and row indices in int32.
 * Persistent sweep kernels, one block per replicate (:func:`.glm.sweep_kernel`,
@@ -28,7 +29,10 @@ Architecture
   step, all threads move their non-zeros; a per-replicate coordinate mask gives each
   replicate its own active set. Cox and Fine-Gray refresh their per-slot aggregates
   after a move by block-level (segmented) scans over the slots (:mod:`.blocks`), and
-  compute the squared risk-set term with block scans over the column's non-zeros.
+  compute the squared risk-set term with block scans over the column's non-zeros
+  (right-censored rows) or, for Cox (start, stop] rows (hence time-varying
+  coefficients), over its static entry/exit breakpoints; Efron ties add per-event-slot
+  terms and a second scan (the tied event rows' sum) in the same walk.
 * A single GLM fit spreads the sweep over the whole grid (:func:`.glm.sweep_grid_kernel`,
   cooperative launch, two grid syncs per coordinate, every block computing the same
   step from the same partials). A single Cox or Fine-Gray fit runs in one block.
@@ -49,9 +53,10 @@ __all__ = ["to_device", "fit_replicates", "simulator_enabled", "require_device"]
 
 
 def to_device(datafit, dtype="float64"):
-    """The device version of ``datafit``: GLM families, Breslow Cox (stratified or not),
-    Fine-Gray and the conditional models (conditional Poisson, SCCS, conditional logistic
-    with Breslow or exact ties).
+    """The device version of ``datafit``: GLM families, Cox (Breslow or Efron ties, strata,
+    (start, stop] rows and so step-function time-varying coefficients), Fine-Gray and the
+    conditional models (conditional Poisson, SCCS, conditional logistic with Breslow or
+    exact ties).
 
     Raises ``NotImplementedError`` naming the family for other datafits and
     ``RuntimeError`` when no CUDA device is usable and the simulator is off.
@@ -104,20 +109,14 @@ def _family(datafit) -> str:
     except ImportError:  # pragma: no cover
         CoxDatafit = ()
     if isinstance(datafit, CoxDatafit):
-        if getattr(datafit, "has_start", False):
-            raise NotImplementedError("backend='gpu' does not support Cox (start, stop] (counting-process) data "
-                                      "or time-varying coefficients yet; use backend='cpu'")
-        if getattr(datafit, "efron", False):
-            raise NotImplementedError("backend='gpu' supports Cox with Breslow ties only (this data has tied "
-                                      "event times and ties='efron'); use ties='breslow' or backend='cpu'")
         return "cox"
     from riskset.models.fine_gray import FineGrayDatafit
 
     if isinstance(datafit, FineGrayDatafit):
         return "fine_gray"
     name = type(datafit).__name__
-    raise NotImplementedError(f"backend='gpu' supports the logistic, poisson, least_squares, cox (Breslow), "
-                              f"fine_gray, conditional_poisson, sccs and conditional_logistic families; {name} "
+    raise NotImplementedError(f"backend='gpu' supports the logistic, poisson, least_squares, cox, fine_gray, "
+                              f"conditional_poisson, sccs and conditional_logistic families; {name} "
                               f"({type(datafit).__module__}) has no GPU kernels yet: use backend='cpu'")
 
 

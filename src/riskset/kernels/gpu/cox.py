@@ -1,34 +1,58 @@
-"""Cox proportional hazards (Breslow ties, optionally stratified) on the device.
+"""Cox proportional hazards on the device: Breslow and Efron ties, strata, (start, stop] rows.
 
-Mirrors the O(nnz_j) formulation of :mod:`riskset.kernels.cpu.cox` for right-censored
-rows sorted by (stratum, time descending), with per-slot sums (``ex`` = w summed by
-exit slot) kept current by ``move`` (atomic adds, O(nnz_j)) and the per-slot
-aggregates refreshed on the device by block-level segmented scans over the slots
-(O(n_slots / threads) per refresh):
+Mirrors the O(nnz_j) formulation of :mod:`riskset.kernels.cpu.cox` (notation and
+formulas in its docstring): rows sorted by (stratum, time descending), per row an entry
+slot ``ks`` and an exit slot ``ke`` (at risk at event slot p iff ``ks <= p < ke``), and
+per-slot sums that ``move`` keeps current with atomic adds in O(nnz_j): ``ex`` (w by
+exit slot), ``en`` (w by entry slot; (start, stop] data only) and ``ev`` (w of the event
+rows by event slot; Efron only). The per-slot aggregates are refreshed on the device
+by block-level segmented scans over the slots (:mod:`.blocks`, O(n_slots / threads)):
 
-1. ``S = reverse inclusive segmented scan of ex`` (segments = strata), so the risk-set
-   denominator of slot p is ``D_p = S[p + 1]`` (0 at the terminal slot);
-2. ``Q1 = d / D``, ``Q2 = Q1 / D``;
+1. ``Sx``, ``Sn`` = reverse inclusive segmented scans of ``ex``, ``en`` (segments =
+   strata; ``Sx`` in the array ``S``, ``Sn`` in ``A1c`` until step 3), so the risk-set
+   denominator of slot p is ``D_p = Sx[p + 1] - Sn[p + 1]`` (``Sx[p + 1]`` without start
+   times), as the CPU's ``sx - sn``;
+2. per event slot ``Q1 = d / D``, ``Q2 = Q1 / D``; with Efron ties (m > 1 tied event
+   rows) ``Q1, Q2, R1, R2, T2`` are the CPU refresh's sums over ``Z_l = D - (l/m) E``
+   (a loop over the ties: O(number of event rows) in all);
 3. forward inclusive segmented scans of Q1, Q2 (one pass) shifted by one slot give the
    exclusive cumulative sums ``A1c``, ``A2c``.
 
 For coordinate j the block computes, over the column's non-zeros in chunks of
-``blockDim`` (one thread per non-zero), ``g = gx0 - sum wx (A1c[ke] - A1c[ks])``, the
-first Hessian term, and the squared term ``sum c^2 (A2c[ke] - A2c[lo])`` at the ends of
-runs of equal exit slots, where ``c`` is a segmented prefix sum of ``w x`` within the
-stratum (a block scan with a carry between chunks). Thread 0 takes the bounded Newton
-step, every thread moves its non-zeros, and the block marks its aggregates stale; the
-next coordinate refreshes them first (exactly when the CPU kernel does).
+``blockDim`` (one thread per non-zero), ``g = gx0 - sum wx (A1c[ke] - A1c[ks])
++ sum_events wx R1[ke - 1]`` and the first Hessian term likewise with ``wx x``. The
+squared term ``sum_p (Q2 N1^2 - 2 R2 N1 E1 + T2 E1^2)`` is a walk in descending slot
+order in which the risk-set sum N1 of ``w x`` is a per-stratum segmented block scan
+(a carry between chunks):
+
+* right-censored rows: the column's non-zeros in stored order (descending exit slot);
+  at the end of a run of equal exit slot ``kr`` the scan value ``c`` is N1 on the slots
+  ``[lo, kr)`` (``lo`` = the next exit slot of the stratum, else its first slot), which
+  adds ``c^2 (A2c[kr] - A2c[lo])``;
+* (start, stop] rows: the column's entry and exit breakpoints (static; the CPU's
+  ``column_breakpoints`` per column reversed), ``+wx`` at an exit and ``-wx`` at an
+  entry; at the end of the run of breakpoints at slot ``pos``, ``c`` is N1 on
+  ``[pn, pos)`` (``pn`` = the next breakpoint's slot, in the same stratum), which adds
+  ``c^2 (A2c[pos] - A2c[pn])``. The CPU walks the same breakpoints upwards; the sums
+  are the same.
+
+With Efron ties the event-row sum E1 of a run is a second segmented scan (heads at the
+run starts) and the run's end adds ``e (e T2 - 2 c R2)`` at its event slot ``pos - 1``,
+where ``c`` is N1 (the CPU's cross term). For (start, stop] data a sweep reduces g of a
+zero coordinate first and skips the breakpoint walk when ``|g| <= l1`` (the CPU cycle's
+test: the step is zero whatever h is). Thread 0 takes the bounded Newton step, every
+thread moves its non-zeros, and the block marks its aggregates stale; the next
+coordinate refreshes them first (exactly when the CPU kernel does).
 """
 from __future__ import annotations
 
-import copy
-import dataclasses
 import math
 import os
 
 import numpy as np
 from numba import cuda, float64, int32
+
+from riskset.data.risksets import column_breakpoints
 
 from .base import DeviceDatafit
 from .blocks import block_sum2, carried_segscan, segscan2_slots, segscan_slots
@@ -37,19 +61,63 @@ from .step import coordinate_step
 
 
 @cuda.jit(device=True)
-def refresh_block(r, ns, ex, slot_d, slot_first, slot_last, S, Q1, Q2, A1c, A2c, sv, sw, sf, tid, nt):
-    """Per-slot aggregates of replicate r from the slot sums ``ex`` (whole block)."""
+def refresh_block(r, ns, ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q2, A1c, A2c, R1, R2, T2,
+                  has_start, efron, want_ll, sv, sw, sf, tid, nt):
+    """Per-slot aggregates of replicate r from the slot sums (whole block).
+
+    Returns this thread's share of ``-sum_p wbar sum_l log Z_l`` when ``want_ll`` (else 0).
+    With start times ``A1c`` holds the reverse scan of ``en`` until step 3 overwrites it.
+    """
     segscan_slots(ex, S, r, ns, slot_last, True, sv, sf, tid, nt)
+    if has_start:
+        segscan_slots(en, A1c, r, ns, slot_last, True, sv, sf, tid, nt)
+    part = 0.0
     for p in range(tid, ns, nt):
         d = slot_d[r, p]
+        q = 0.0
+        q2 = 0.0
+        r1 = 0.0
+        r2 = 0.0
+        t2 = 0.0
         if d > 0.0 and slot_last[p] == 0:
-            inv = 1.0 / S[r, p + 1]
-            q = d * inv
-            Q1[r, p] = q
-            Q2[r, p] = q * inv
-        else:
-            Q1[r, p] = 0.0
-            Q2[r, p] = 0.0
+            if has_start:
+                Dp = S[r, p + 1] - A1c[r, p + 1]
+            else:
+                Dp = S[r, p + 1]
+            m = 1.0
+            if efron:
+                m = slot_m[r, p]
+            if m <= 1.0:
+                inv = 1.0 / Dp
+                q = d * inv
+                q2 = q * inv
+                if want_ll:
+                    part -= d * math.log(Dp)
+            else:
+                wbar = d / m
+                E = ev[r, p]
+                for l in range(int(m)):
+                    f = l / m
+                    Z = Dp - f * E
+                    zi = 1.0 / Z
+                    q += zi
+                    q2 += zi * zi
+                    r1 += f * zi
+                    r2 += f * zi * zi
+                    t2 += f * f * zi * zi
+                    if want_ll:
+                        part -= wbar * math.log(Z)
+                q *= wbar
+                q2 *= wbar
+                r1 *= wbar
+                r2 *= wbar
+                t2 *= wbar
+        Q1[r, p] = q
+        Q2[r, p] = q2
+        if efron:
+            R1[r, p] = r1
+            R2[r, p] = r2
+            T2[r, p] = t2
     cuda.syncthreads()
     segscan2_slots(Q1, Q2, r, ns, slot_first, sv, sw, sf, tid, nt)
     for p in range(tid, ns, nt):
@@ -60,12 +128,14 @@ def refresh_block(r, ns, ex, slot_d, slot_first, slot_last, S, Q1, Q2, A1c, A2c,
             A1c[r, p] = Q1[r, p - 1]
             A2c[r, p] = Q2[r, p - 1]
     cuda.syncthreads()
+    return part
 
 
 @cuda.jit
-def sync_kernel(eta, cw, w, ke, event, ex, slot_d, slot_first, slot_last, S, Q1, Q2, A1c, A2c, dirty, llout):
-    """Exact state of replicate blockIdx.x from eta: w = c exp(eta), ex, the aggregates and
-    the log partial likelihood (written to llout[r])."""
+def sync_kernel(has_start, efron, eta, cw, w, ks, ke, event, ex, en, ev, slot_d, slot_m, slot_first, slot_last,
+                S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty, llout):
+    """Exact state of replicate blockIdx.x from eta: w = c exp(eta), the slot sums, the
+    aggregates and the log partial likelihood (written to llout[r])."""
     sv = cuda.shared.array(MAX_THREADS, float64)
     sf = cuda.shared.array(MAX_THREADS, int32)
     sb = cuda.shared.array(MAX_THREADS, float64)
@@ -76,6 +146,10 @@ def sync_kernel(eta, cw, w, ke, event, ex, slot_d, slot_first, slot_last, S, Q1,
     ns = ex.shape[1]
     for p in range(tid, ns, nt):
         ex[r, p] = 0.0
+        if has_start:
+            en[r, p] = 0.0
+        if efron:
+            ev[r, p] = 0.0
     cuda.syncthreads()
     part = 0.0
     for i in range(tid, n, nt):
@@ -84,23 +158,72 @@ def sync_kernel(eta, cw, w, ke, event, ex, slot_d, slot_first, slot_last, S, Q1,
         wi = c * math.exp(e)
         w[r, i] = wi
         cuda.atomic.add(ex, (r, ke[i]), wi)  # exact (float64) even when w is stored in float32
+        if has_start:
+            cuda.atomic.add(en, (r, ks[i]), wi)
         if event[i] != 0:
             part += c * e
+            if efron:
+                cuda.atomic.add(ev, (r, ke[i] - 1), wi)
     cuda.syncthreads()
-    refresh_block(r, ns, ex, slot_d, slot_first, slot_last, S, Q1, Q2, A1c, A2c, sv, sb, sf, tid, nt)
-    for p in range(tid, ns, nt):
-        d = slot_d[r, p]
-        if d > 0.0 and slot_last[p] == 0:
-            part -= d * math.log(S[r, p + 1])
+    part += refresh_block(r, ns, ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q2, A1c, A2c, R1, R2, T2,
+                          has_start, efron, True, sv, sb, sf, tid, nt)
     block_sum2(sv, sb, part, 0.0, tid, nt)
     if tid == 0:
         llout[r] = sv[0]
         dirty[r] = 0
 
 
+@cuda.jit(device=True)
+def walk_breakpoints(r, j, indptr, indices, values, w, evn, bcode, bpos, bhead, A2c, R2, T2, efron, sv, sf, tid,
+                     nt):
+    """This thread's share of the squared Hessian term of column j for (start, stop] rows."""
+    lo = 2 * indptr[j]
+    hi = 2 * indptr[j + 1]
+    h = 0.0
+    carry = 0.0
+    ecarry = 0.0
+    for c0 in range(lo, hi, nt):
+        k = c0 + tid
+        v = 0.0
+        e = 0.0
+        fs = 0
+        fr = 0
+        pos = 0
+        if k < hi:
+            code = bcode[k]
+            nz = code >> 1
+            pos = bpos[k]
+            wx = float(w[r, indices[nz]]) * float(values[nz])
+            if code & 1:
+                v = wx
+                if efron and evn[nz] != 0:
+                    e = wx
+            else:
+                v = -wx
+            fs = bhead[k]
+            if k == lo:
+                fr = 1
+            elif bpos[k - 1] != pos:
+                fr = 1
+        csum, carry = carried_segscan(sv, sf, v, fs, carry, tid, nt)
+        esum = 0.0
+        if efron:
+            esum, ecarry = carried_segscan(sv, sf, e, fr, ecarry, tid, nt)
+        if k < hi:
+            if k + 1 == hi or bpos[k + 1] != pos:  # the end of the run of breakpoints at slot pos
+                if esum != 0.0:
+                    p = pos - 1
+                    h += esum * (esum * T2[r, p] - 2.0 * csum * R2[r, p])
+                if k + 1 < hi:
+                    if bhead[k + 1] == 0:
+                        h += csum * csum * (A2c[r, pos] - A2c[r, bpos[k + 1]])
+    return h
+
+
 @cuda.jit
-def sweep_kernel(mode, indptr, indices, values, indicator, ksn, ken, coords, mask, beta, l1, l2, radius, fixed, out,
-                 gx0, eta, w, ex, slot_d, slot_first, slot_last, S, Q1, Q2, A1c, A2c, dirty):
+def sweep_kernel(mode, has_start, efron, indptr, indices, values, indicator, ksn, ken, evn, bcode, bpos, bhead,
+                 coords, mask, beta, l1, l2, radius, fixed, out, gx0, eta, w, ex, en, ev, slot_d, slot_m, slot_first,
+                 slot_last, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty):
     """One CCD sweep over ``coords`` for replicate blockIdx.x (persistent block); modes as
     in :func:`riskset.kernels.gpu.glm.sweep_kernel`."""
     sv = cuda.shared.array(MAX_THREADS, float64)
@@ -118,18 +241,23 @@ def sweep_kernel(mode, indptr, indices, values, indicator, ksn, ken, coords, mas
             continue
         a = indptr[j]
         b = indptr[j + 1]
+        skip = False
         if mode != 2:
             if stale != 0:
-                refresh_block(r, ns, ex, slot_d, slot_first, slot_last, S, Q1, Q2, A1c, A2c, sv, sb, sf, tid, nt)
+                refresh_block(r, ns, ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q2, A1c, A2c, R1, R2,
+                              T2, has_start, efron, False, sv, sb, sf, tid, nt)
                 stale = 0
             g = 0.0
             h = 0.0
             carry = 0.0
+            ecarry = 0.0
             for c0 in range(a, b, nt):
                 i = c0 + tid
                 wx = 0.0
                 x = 0.0
+                ewx = 0.0
                 f = 0
+                fr = 0
                 kr = 0
                 k0 = 0
                 if i < b:
@@ -140,11 +268,26 @@ def sweep_kernel(mode, indptr, indices, values, indicator, ksn, ken, coords, mas
                     a1 = A1c[r, kr] - A1c[r, k0]
                     g -= wx * a1
                     h -= wx * x * a1
+                    if efron and evn[i] != 0:
+                        rr = R1[r, kr - 1]
+                        g += wx * rr
+                        h += wx * x * rr
+                        ewx = wx
                     if i == a:
                         f = 1
+                        fr = 1
                     elif ksn[i - 1] != k0:
                         f = 1
+                        fr = 1
+                    elif ken[i - 1] != kr:
+                        fr = 1
+                if has_start:
+                    continue  # (start, stop]: the squared term is the breakpoint walk below
+                # right-censored: the squared term, walking the non-zeros (descending exit slot)
                 csum, carry = carried_segscan(sv, sf, wx, f, carry, tid, nt)
+                esum = 0.0
+                if efron:
+                    esum, ecarry = carried_segscan(sv, sf, ewx, fr, ecarry, tid, nt)
                 if i < b:
                     same_stratum = False
                     same_run = False
@@ -152,13 +295,34 @@ def sweep_kernel(mode, indptr, indices, values, indicator, ksn, ken, coords, mas
                         same_stratum = ksn[i + 1] == k0
                         same_run = same_stratum and ken[i + 1] == kr
                     if not same_run:
+                        if esum != 0.0:
+                            p = kr - 1
+                            h += esum * (esum * T2[r, p] - 2.0 * csum * R2[r, p])
                         lo = k0
                         if same_stratum:
                             lo = ken[i + 1]
                         h += csum * csum * (A2c[r, kr] - A2c[r, lo])
             block_sum2(sv, sb, g, h, tid, nt)
+            if has_start:
+                g = sv[0]
+                h = sb[0]
+                cuda.syncthreads()  # everyone has read the totals before the walk reuses sv
+                if mode == 0 and beta[r, j] == 0.0 and l1[r, j] > 0.0:
+                    skip = abs(gx0[r, j] + g) <= l1[r, j]  # the step is 0 whatever h is
+                if not skip:
+                    h2 = walk_breakpoints(r, j, indptr, indices, values, w, evn, bcode, bpos, bhead, A2c, R2, T2,
+                                          efron, sv, sf, tid, nt)
+                    block_sum2(sv, sb, h2, 0.0, tid, nt)
+                    h2 = sv[0]
+                    cuda.syncthreads()
+                    if tid == 0:
+                        sv[0] = g
+                        sb[0] = h + h2
         if tid == 0:
-            sstep[0] = coordinate_step(mode, gx0[r, j] + sv[0], sb[0], beta, l1, l2, radius, fixed, out, r, j)
+            if skip:
+                sstep[0] = 0.0
+            else:
+                sstep[0] = coordinate_step(mode, gx0[r, j] + sv[0], sb[0], beta, l1, l2, radius, fixed, out, r, j)
         cuda.syncthreads()
         step = sstep[0]
         if step != 0.0:
@@ -173,27 +337,29 @@ def sweep_kernel(mode, indptr, indices, values, indicator, ksn, ken, coords, mas
                     w[r, row] = wo * factor
                 else:
                     w[r, row] = wo * math.exp(step * x)
-                cuda.atomic.add(ex, (r, ken[i]), float(w[r, row]) - wo)
+                dw = float(w[r, row]) - wo
+                kx = ken[i]
+                cuda.atomic.add(ex, (r, kx), dw)
+                if has_start:
+                    cuda.atomic.add(en, (r, ksn[i]), dw)
+                if efron and evn[i] != 0:
+                    cuda.atomic.add(ev, (r, kx - 1), dw)
             stale = 1
         cuda.syncthreads()
     if tid == 0:
         dirty[r] = stale
 
 
-class CoxDeviceDatafit(DeviceDatafit):
-    """:class:`~riskset.models.cox.CoxDatafit` (Breslow, right-censored, strata) on the device.
-
-    Replicate weights (:meth:`replicates`, :meth:`reweighted`) are given in Dataset row
-    order, as for the CPU datafit's ``reweighted``, and mapped through ``data_rows``.
-    """
-
-    family_name = "cox"
+class RiskSetDeviceDatafit(DeviceDatafit):
+    """What the risk-set families (Cox, Fine-Gray) share on the device: one block per
+    replicate (the slot scans of a refresh run within it) and replicate weights given in
+    Dataset row order, as for the CPU datafit's ``reweighted``, mapped through
+    ``data_rows``; :meth:`_cpu_reweight` is the CPU view of one weighting."""
 
     def __init__(self, cpu, dtype="float64", weights=None):
         super().__init__(cpu, dtype, weights)
-        # The slot scans of a refresh run in one block per replicate: on a device use the
-        # largest block (fewer chunks per scan), falling back to 256 threads if the kernel
-        # needs too many registers for 1024.
+        # On a device use the largest block (fewer chunks per scan), falling back to 256
+        # threads if the kernel needs too many registers for 1024.
         if not simulator_enabled() and not os.environ.get("RISKSET_GPU_THREADS"):
             self.nt = 1024
 
@@ -206,25 +372,82 @@ class CoxDeviceDatafit(DeviceDatafit):
             self.nt = 256  # e.g. CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES at 1024 threads
             kernel[self.n_rep, self.nt](*args)
 
-    def _make_static(self):
-        cpu, rs = self.cpu, self.cpu.rs
-        ks, ke = np.asarray(cpu.ks, np.int64), np.asarray(cpu.ke, np.int64)
-        idx = cpu.indices
-        return dict(indptr=cuda.to_device(cpu.indptr.astype(np.int64)),
-                    indices=cuda.to_device(idx.astype(self.itype)),
-                    values=cuda.to_device(cpu.values.astype(self.dtype)),
-                    indicator=cuda.to_device(np.asarray(cpu.indicator, np.uint8)),
-                    ksn=cuda.to_device(ks[idx].astype(np.int32 if rs.n_slots < 2**31 - 1 else np.int64)),
-                    ken=cuda.to_device(ke[idx].astype(np.int32 if rs.n_slots < 2**31 - 1 else np.int64)),
-                    ke=cuda.to_device(ke),
-                    event=cuda.to_device(np.asarray(cpu.event, np.uint8)),
-                    slot_first=cuda.to_device(np.asarray(rs.slot_first, np.uint8)),
-                    slot_last=cuda.to_device(np.asarray(rs.slot_last, np.uint8)))
-
     def _data_rows(self):
         """Dataset row of each sorted datafit row (``order`` for datafits without ``data_rows``)."""
         rows = getattr(self.cpu, "data_rows", None)
         return self.cpu.order if rows is None else rows
+
+    def _check_weights(self, weights):
+        if weights.shape[1] <= int(np.max(self._data_rows(), initial=-1)):
+            raise ValueError(f"weights have {weights.shape[1]} columns; the data set has more rows")
+
+    def _cpu_reweight(self, w):
+        """The CPU datafit with case weights ``w`` (Dataset row order), sharing X and the sort."""
+        return self.cpu.reweighted(w)
+
+
+class CoxDeviceDatafit(RiskSetDeviceDatafit):
+    """:class:`~riskset.models.cox.CoxDatafit` (Breslow or Efron ties, strata, (start, stop]
+    rows, hence step-function time-varying coefficients) on the device; each replicate
+    has its own slot event counts ``d`` and (Efron) tie counts ``m``.
+    """
+
+    family_name = "cox"
+
+    def __init__(self, cpu, dtype="float64", weights=None):
+        super().__init__(cpu, dtype, weights)
+        self.has_start = bool(cpu.has_start)
+        # Efron terms wherever the data have tied events (a reweighting never adds ties; in a
+        # replicate whose slots all have m <= 1 they are exactly the Breslow terms)
+        self.efron = bool(cpu.efron)
+
+    def _make_static(self):
+        cpu, rs = self.cpu, self.cpu.rs
+        ks, ke = np.asarray(cpu.ks, np.int64), np.asarray(cpu.ke, np.int64)
+        idx = cpu.indices
+        stype = np.int32 if rs.n_slots < 2**31 - 1 else np.int64
+        ev = np.asarray(cpu.event, np.uint8)
+        one8 = np.zeros(1, np.uint8)
+        static = dict(indptr=cuda.to_device(cpu.indptr.astype(np.int64)),
+                      indices=cuda.to_device(idx.astype(self.itype)),
+                      values=cuda.to_device(cpu.values.astype(self.dtype)),
+                      indicator=cuda.to_device(np.asarray(cpu.indicator, np.uint8)),
+                      ksn=cuda.to_device(ks[idx].astype(stype)),
+                      ken=cuda.to_device(ke[idx].astype(stype)),
+                      evn=cuda.to_device(ev[idx] if self.efron else one8),
+                      ke=cuda.to_device(ke),
+                      ks=cuda.to_device(ks if self.has_start else np.zeros(1, np.int64)),
+                      event=cuda.to_device(ev),
+                      slot_first=cuda.to_device(np.asarray(rs.slot_first, np.uint8)),
+                      slot_last=cuda.to_device(np.asarray(rs.slot_last, np.uint8)))
+        bcode, bpos, bhead = self._breakpoints(stype)
+        static.update(bcode=cuda.to_device(bcode), bpos=cuda.to_device(bpos), bhead=cuda.to_device(bhead))
+        return static
+
+    def _breakpoints(self, stype):
+        """(start, stop] rows: per column its entry and exit breakpoints in descending slot order
+        (the CPU's ``column_breakpoints`` per column reversed): the code ``2 e + exit`` of
+        non-zero e, its slot, and whether it starts a stratum within the column. Placeholders
+        of length 1 for right-censored data."""
+        if not self.has_start:
+            return np.zeros(1, np.int32), np.zeros(1, stype), np.zeros(1, np.uint8)
+        cpu = self.cpu
+        indptr = np.asarray(cpu.indptr, np.int64)
+        codes = getattr(cpu, "codes", None)
+        if codes is None:  # formulation='scan' builds none
+            codes = column_breakpoints(indptr, cpu.indices, cpu.ks, cpu.ke)
+        nb = 2 * (indptr[1:] - indptr[:-1])
+        lo = np.repeat(2 * indptr[:-1], nb)
+        k = np.arange(lo.shape[0], dtype=np.int64)
+        bcode = np.ascontiguousarray(codes[lo + (lo + np.repeat(nb, nb) - 1 - k)])  # reverse within each column
+        rows = np.asarray(cpu.indices, np.int64)[bcode >> 1]
+        exits = (bcode & 1) != 0
+        bpos = np.where(exits, np.asarray(cpu.ke, np.int64)[rows], np.asarray(cpu.ks, np.int64)[rows])
+        stratum = np.asarray(cpu.rs.slot_stratum, np.int64)[bpos]
+        bhead = np.ones(bpos.shape[0], np.uint8)
+        bhead[1:] = stratum[1:] != stratum[:-1]
+        bhead[2 * indptr[:-1][nb > 0]] = 1  # the first breakpoint of every column
+        return bcode, bpos.astype(stype), bhead
 
     def _sorted_weights(self):
         """(R, N) case weights in sorted (datafit) row order."""
@@ -233,7 +456,10 @@ class CoxDeviceDatafit(DeviceDatafit):
         return self.weights[:, self._data_rows()]
 
     def _rep(self):
-        """Weight-dependent device arrays: case weights, slot event counts, gx0."""
+        """Weight-dependent device arrays: case weights, slot event counts (and tie counts), gx0.
+
+        As the CPU's ``reweighted``: ``d`` = weighted events per slot, ``m`` = event rows
+        with positive weight per slot."""
         if self._per_rep is None:
             cpu = self.cpu
             cw = self._sorted_weights()
@@ -241,25 +467,40 @@ class CoxDeviceDatafit(DeviceDatafit):
             ns = cpu.rs.n_slots
             eslot = np.asarray(cpu.ke, np.int64)[ev] - 1
             slot_d = np.stack([np.bincount(eslot, weights=c[ev], minlength=ns) for c in cw])
+            if self.efron:
+                slot_m = np.stack([np.bincount(eslot, weights=(c[ev] > 0), minlength=ns) for c in cw])
+            else:
+                slot_m = np.zeros((1, 1))
             gx0 = np.asarray((cpu.X.T @ (cw * ev[None, :]).T).T)
             self._per_rep = dict(cw=cuda.to_device(np.ascontiguousarray(cw, dtype=self.dtype)),
                                  slot_d=cuda.to_device(np.ascontiguousarray(slot_d, dtype=np.float64)),
+                                 slot_m=cuda.to_device(np.ascontiguousarray(slot_m, dtype=np.float64)),
                                  gx0=cuda.to_device(np.ascontiguousarray(gx0, dtype=np.float64)))
         return self._per_rep
 
     def _allocate(self, state):
         R, n, ns = self.n_rep, self.n_rows, self.cpu.rs.n_slots
         state.d["w"] = cuda.device_array((R, n), dtype=self.dtype)
-        for name in ("ex", "S", "Q1", "Q2", "A1c", "A2c"):
+        names = ["ex", "S", "Q1", "Q2", "A1c", "A2c"]
+        names += ["en"] if self.has_start else []
+        names += ["ev", "R1", "R2", "T2"] if self.efron else []
+        for name in names:
             state.d[name] = cuda.device_array((R, ns), dtype=np.float64)
+        unused = cuda.device_array((1, 1), dtype=np.float64)  # never read without its feature
+        for name in ("en", "ev", "R1", "R2", "T2"):
+            state.d.setdefault(name, unused)
         state.d["dirty"] = cuda.to_device(np.ones(R, np.int32))
         state.d["ll"] = cuda.device_array(R, dtype=np.float64)
 
+    def _slot_args(self, p, d):
+        s = self._dev_static()
+        return (d["ex"], d["en"], d["ev"], p["slot_d"], p["slot_m"], s["slot_first"], s["slot_last"], d["S"],
+                d["Q1"], d["Q2"], d["A1c"], d["A2c"], d["R1"], d["R2"], d["T2"], d["dirty"])
+
     def _refresh(self, state):
         s, p, d = self._dev_static(), self._rep(), state.d
-        self._launch(sync_kernel, d["eta"], p["cw"], d["w"], s["ke"], s["event"], d["ex"], p["slot_d"],
-                     s["slot_first"], s["slot_last"], d["S"], d["Q1"], d["Q2"], d["A1c"], d["A2c"], d["dirty"],
-                     d["ll"])
+        self._launch(sync_kernel, int(self.has_start), int(self.efron), d["eta"], p["cw"], d["w"], s["ks"], s["ke"],
+                     s["event"], *self._slot_args(p, d), d["ll"])
 
     def _loglik_all(self, state):
         self._refresh(state)  # exact recomputation from eta, as the CPU datafit does
@@ -268,27 +509,6 @@ class CoxDeviceDatafit(DeviceDatafit):
     def _sweep(self, state, coords, mask, beta, l1, l2, radius, mode, fixed, out):
         s, p, d = self._dev_static(), self._rep(), state.d
         fixed, out = self._mode_arrays(fixed, out)
-        self._launch(sweep_kernel, mode, s["indptr"], s["indices"], s["values"], s["indicator"], s["ksn"], s["ken"],
-                     coords, mask, beta, l1, l2, radius, fixed, out, p["gx0"], d["eta"], d["w"], d["ex"], p["slot_d"],
-                     s["slot_first"], s["slot_last"], d["S"], d["Q1"], d["Q2"], d["A1c"], d["A2c"], d["dirty"])
-
-    def _check_weights(self, weights):
-        if weights.shape[1] <= int(np.max(self._data_rows(), initial=-1)):
-            raise ValueError(f"weights have {weights.shape[1]} columns; the data set has more rows")
-
-    def _cpu_reweight(self, w):
-        """A CPU Cox datafit with case weights ``w`` (Dataset row order), sharing X and the sort."""
-        view = self.cpu.reweighted(w)
-        if view is not None:
-            return view
-        # older CoxDatafit without reweighted(): the same construction here
-        cpu = self.cpu
-        cw = np.ascontiguousarray(np.asarray(w, np.float64)[self._data_rows()])
-        view = copy.copy(cpu)
-        ev = np.asarray(cpu.event, bool)
-        ns = cpu.rs.n_slots
-        slot_d = np.bincount(np.asarray(cpu.ke, np.int64)[ev] - 1, weights=cw[ev], minlength=ns).astype(np.float64)
-        view.rs = dataclasses.replace(cpu.rs, slot_d=slot_d)
-        view.cw = cw
-        view.gx0 = np.ascontiguousarray(cpu.X.T @ (cw * cpu.event), dtype=np.float64)
-        return view
+        self._launch(sweep_kernel, mode, int(self.has_start), int(self.efron), s["indptr"], s["indices"], s["values"],
+                     s["indicator"], s["ksn"], s["ken"], s["evn"], s["bcode"], s["bpos"], s["bhead"], coords, mask,
+                     beta, l1, l2, radius, fixed, out, p["gx0"], d["eta"], d["w"], *self._slot_args(p, d))

@@ -37,7 +37,7 @@ import numpy as np
 from numba import cuda, float64, int32
 
 from .blocks import block_sum2, carried_segscan2, scan2_slots, segscan_slots
-from .cox import CoxDeviceDatafit
+from .cox import RiskSetDeviceDatafit
 from .device import MAX_THREADS
 from .step import coordinate_step
 
@@ -222,13 +222,10 @@ def sweep_kernel(mode, indptr, indices, values, indicator, slotn, coords, mask, 
         dirty[r] = stale
 
 
-class FineGrayDeviceDatafit(CoxDeviceDatafit):
+class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
     """:class:`~riskset.models.fine_gray.FineGrayDatafit` on the device (either CPU formulation:
-    the device always runs the O(nnz_j) one).
-
-    Shares the Cox device datafit's block-per-replicate launch (geometry and fallback) and
-    its handling of replicate weights, given in Dataset row order as for the CPU
-    datafit's ``reweighted``; every weighting gets its own censoring Kaplan-Meier.
+    the device always runs the O(nnz_j) one); every replicate weighting gets its own
+    censoring Kaplan-Meier.
     """
 
     family_name = "fine_gray"
@@ -283,7 +280,3 @@ class FineGrayDeviceDatafit(CoxDeviceDatafit):
         self._launch(sweep_kernel, mode, s["indptr"], s["indices"], s["values"], s["indicator"], s["slotn"], coords,
                      mask, beta, l1, l2, radius, fixed, out, p["gx0"], d["eta"], d["w"], p["cinv"],
                      *self._aggregates(state))
-
-    def _cpu_reweight(self, w):
-        """The CPU Fine-Gray datafit with case weights ``w`` (Dataset row order)."""
-        return self.cpu.reweighted(w)

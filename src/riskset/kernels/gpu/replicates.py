@@ -77,7 +77,7 @@ def fit_replicates(datafit, weights, l1, l2=None, beta0=None, tol: float = 1e-10
 
     Parameters
     ----------
-    datafit : a CPU datafit (GLM, Breslow Cox, Fine-Gray, conditional) or a device datafit from ``to_device``.
+    datafit : a CPU datafit (GLM, Cox, Fine-Gray, conditional) or a device datafit from ``to_device``.
     weights : (R, n) row weights in Dataset row order (as ``Datafit.reweighted``); 0 removes
         a row (a held-out fold), counts give bootstrap draws.
     l1, l2 : (P,) or (R, P) penalty weights (e.g. per-replicate grid points).
