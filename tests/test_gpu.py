@@ -24,7 +24,8 @@ NO_SIM_ENV = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"
 CHECKS = ["sweep_logistic", "sweep_poisson", "sweep_least_squares", "sweep_cox", "sweep_cox_strata",
           "sweep_cox_float32", "fit_logistic", "fit_poisson", "fit_cox", "fit_cox_strata", "fit_logistic_float32",
           "fit_cox_float32", "ccd_logistic_no_polish", "ccd_cox_strata_no_polish", "replicates_logistic",
-          "replicates_cox_strata", "cross_validation_and_bootstrap_on_device", "unsupported_family"]
+          "replicates_cox_strata", "cross_validation_and_bootstrap_on_device", "profile_intervals_on_device",
+          "unsupported_family"]
 
 
 @pytest.fixture(scope="module")

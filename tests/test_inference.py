@@ -1,6 +1,7 @@
 """Profile-likelihood intervals as batched replicates: the lockstep root searches equal
 sequential Brent searches; replicates of one datafit are fitted safely in parallel threads."""
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -45,8 +46,6 @@ def cox_data():
 
 def efron_scan_data():
     data = riskset.simulate(n=600, p=5, model="cox", seed=6)
-    from dataclasses import replace
-
     return replace(data, time=np.ceil(data.time * 3)), "cox", {"ties": "efron", "formulation": "scan"}, None
 
 
@@ -72,7 +71,7 @@ def test_lockstep_intervals_equal_sequential_brent(make):
     l1, l2 = (prior or riskset.NoPrior()).penalty_arrays(names, m.unpenalized_names())
     fit = fit_ccd(datafit, l1, l2, options=OPTS)
     cols = np.arange(min(3, len(names)))
-    se = np.full(cols.size, 0.3)  # the bracket scale; the result does not depend on it
+    se = np.full(cols.size, 0.3)  # the bracketing step (2 SE), as both searches take it
     table = profile_intervals(datafit, fit.beta, fit.objective, l1, l2, cols, names, options=OPTS, se=se)
     assert table["name"].tolist() == [names[j] for j in cols]
     for k, j in enumerate(cols):
@@ -104,7 +103,8 @@ def test_searches_find_roots_superlinearly():
     for side, root in zip((-1.0, 1.0), s.root):
         exact = optimize.brentq(deficit, 0.0, side * 10.0, xtol=1e-14)
         assert root == pytest.approx(exact, abs=2e-8 * max(1.0, abs(exact)))
-    assert s.rounds <= 10  # 2 steps out, then a few interpolation steps (bisection needs ~30)
+    # 3 steps out (to 2), then interpolation: at most 6 steps where bisection of [1, 2] to 1e-8 takes 27
+    assert s.rounds <= 9 and s.evaluations.max() == s.rounds
 
 
 def test_a_bound_that_is_never_crossed_is_infinite():

@@ -197,7 +197,8 @@ class ProfileSearches:
             alpha = (x3 - x1) / (x2 - x1)
             # inverse quadratic interpolation through (x1, x2, x3), in units of x2 - x1
             t = f1 / (f1 - f2) * f3 / (f3 - f2) - alpha * f1 / (f3 - f1) * f2 / (f2 - f3)
-        monotone = (1.0 - np.sqrt(1.0 - xi) < phi) & (phi < np.sqrt(xi))
+            # Chandrupatla's test that the interpolant is monotone on the bracket (xi in (0, 1))
+            monotone = (1.0 - np.sqrt(1.0 - xi) < phi) & (phi < np.sqrt(xi))
         self._plan(s, np.where(monotone, t, 0.5))
 
     def _plan(self, s, t):
@@ -208,7 +209,8 @@ class ProfileSearches:
         width = np.abs(x2 - x1)
         stop = (width < tol) | (np.minimum(np.abs(f1), np.abs(f2)) == 0) | ~np.isfinite(best)
         self.done[s[stop]], self.root[s[stop]] = True, best[stop]
-        tl = 0.5 * tol / width
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tl = 0.5 * tol / width  # the next point at least tol / 2 inside the bracket
         self.t[s] = np.clip(t, tl, 1.0 - tl)
 
 
