@@ -130,8 +130,8 @@ class ViewReplicates(ReplicateBatch):
         return self.views[r]
 
     def set_coef(self, state, rows, beta):
-        for r in rows:
-            state[r] = self.views[r].new_state(beta[r])
+        for r, fresh in zip(rows, self.map(lambda r: self.views[r].new_state(beta[r]), rows)):
+            state[r] = fresh
 
     def diagnose(self, state, beta):
         return [getattr(v, "diagnose", lambda s, b: None)(s, b) for v, s, b in zip(self.views, state, beta)]
