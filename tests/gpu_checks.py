@@ -473,6 +473,18 @@ def cross_validation_fine_gray_on_device():
     close(gpu.scores["score"], cpu.scores["score"], 1e-8, "Fine-Gray cross-validation scores")
 
 
+@check
+def profile_intervals_on_device():
+    """backend='gpu' fits each round of the profile searches as one device batch (the
+    coefficient fixed per replicate); the intervals equal the CPU ones."""
+    for model, profile in (("cox", ["x0", "x1"]), ("logistic", ["x0"])):
+        data = data_for(model, n=60, p=3, seed=7)
+        gpu = riskset.fit(data, model, profile=profile, backend="gpu")
+        cpu = riskset.fit(data, model, profile=profile)
+        close(gpu.intervals[["lower", "upper"]].to_numpy(), cpu.intervals[["lower", "upper"]].to_numpy(), 1e-7,
+              f"{model} profile intervals")
+
+
 # -- unsupported families ----------------------------------------------------------------------
 @check
 def unsupported_family():

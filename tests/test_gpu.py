@@ -35,7 +35,8 @@ CHECKS = ["sweep_logistic", "sweep_poisson", "sweep_least_squares", "sweep_cox",
           "ccd_conditional_logistic_no_polish", "sweep_cox_startstop", "sweep_cox_startstop_strata",
           "sweep_cox_efron", "sweep_cox_efron_startstop_strata", "fit_cox_startstop", "fit_cox_startstop_strata",
           "fit_cox_efron", "fit_cox_efron_startstop", "fit_cox_time_varying", "ccd_cox_efron_startstop_no_polish",
-          "replicates_cox_startstop", "replicates_cox_efron_startstop"]
+          "replicates_cox_startstop", "replicates_cox_efron_startstop",
+          "profile_intervals_on_device"]
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from riskset.solver.prior import NoPrior, Prior
 
 def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, tol: float = 1e-10,
         max_iter: int = 1000, warm_start=None, profile=(), level: float = 0.95, progress: bool = False,
-        backend: str = "cpu", dtype: str = "float64", **model_options) -> FitResult:
+        backend: str = "cpu", dtype: str = "float64", n_jobs: int = 1, **model_options) -> FitResult:
     """Fit a penalized regression model by cyclic coordinate descent.
 
     Parameters
@@ -36,14 +36,18 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     warm_start : FitResult or mapping name -> value, optional
         Starting coefficients, matched by name.
     profile : list of str
-        Coefficients that get profile-likelihood intervals (at ``level``).
+        Coefficients that get profile-likelihood intervals (at ``level``); their root
+        searches run together, one replicate batch per round
+        (:func:`riskset.inference.profile_intervals`).
     progress : bool
-        Show a progress bar over the cycles.
+        Show a progress bar over the cycles (and over the profile searches).
     backend : {'cpu', 'gpu'}
         Where the coordinate-descent cycles run. 'gpu' keeps the whole fit on a CUDA
         device (Numba-CUDA; with ``NUMBA_ENABLE_CUDASIM=1`` in Numba's simulator).
     dtype : {'float64', 'float32'}
         Precision of the device state (GPU only; accumulations stay in float64).
+    n_jobs : int
+        Threads fitting the points of the profile searches (CPU backend).
 
     Returns
     -------
@@ -89,7 +93,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     if profile:
         cols = np.array([names.index(n) if n in names else _unknown(n) for n in profile])
         result.intervals = profile_intervals(datafit, res.beta, res.objective, l1, l2, cols, names, level,
-                                             options, se=se[cols])
+                                             options, se=se[cols], n_jobs=n_jobs, progress=progress)
     result.timings = {"prepare": t_prepare - t0, "solve": t_solve - t_prepare,
                       "total": time.perf_counter() - t0}
     return result

@@ -94,7 +94,8 @@ def _add_fit(sub):
     sel.add_argument("--bootstrap", type=int, metavar="B", help="B bootstrap replicates by subject: percentile "
                                                                 "intervals and non-zero proportions")
     sel.add_argument("--seed", type=int, default=0, help="seed of folds and bootstrap samples (default 0)")
-    sel.add_argument("--jobs", type=int, default=1, help="threads for replicate fits (default 1)")
+    sel.add_argument("--jobs", type=int, default=1, help="threads for replicate fits: cross-validation, bootstrap, "
+                                                            "profile-likelihood points (default 1)")
     sel.add_argument("--dask", metavar="ADDRESS", help="run replicate fits on Dask: 'local' for a LocalCluster, "
                                                        "or a scheduler address tcp://host:port")
     sel.add_argument("--plot-dir", metavar="DIR", help="write the cross-validation curve and the forest plot here")
@@ -159,7 +160,8 @@ def _cmd_fit(args) -> int:
         if args.quiet:
             warnings.simplefilter("ignore")
         if args.spec:
-            fit = run_spec(args.spec[0], tol=tol, max_iter=args.max_iter, profile=profile, progress=args.progress)
+            fit = run_spec(args.spec[0], tol=tol, max_iter=args.max_iter, profile=profile, progress=args.progress,
+                           n_jobs=args.jobs)
             extra = {}
         else:
             data = _load_data(args)
@@ -167,7 +169,7 @@ def _cmd_fit(args) -> int:
             model = riskset.models.get_model(args.model, **options)
             prior, extra = _select(args, data, model, _prior(args))
             fit = riskset.fit(data, model, prior, tol=tol, max_iter=args.max_iter, profile=profile,
-                              progress=args.progress, backend=args.backend, dtype=args.dtype)
+                              progress=args.progress, backend=args.backend, dtype=args.dtype, n_jobs=args.jobs)
     if args.out:
         if args.out.endswith(".csv"):
             fit.coef_table().to_csv(args.out, index=False)

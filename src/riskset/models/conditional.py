@@ -79,14 +79,7 @@ class ConditionalDatafit(Datafit):
                         else np.ascontiguousarray(exact_m, dtype=np.int64))
         self.rows = np.arange(self.n_rows)  # Dataset row of each datafit row (set by the models)
         self.indicator = indicator_columns(self.indptr, self.values)
-        self._new_workspaces()
-
-    def _new_workspaces(self):
-        """The exact recursion's work arrays (one set per datafit view: views may run in parallel threads)."""
-        mmax = int(self.exact_m.max()) if self.n_strata else 0
-        self._B = np.zeros(mmax + 1)
-        self._dB = np.zeros(mmax + 1)
-        self._d2B = np.zeros(mmax + 1)
+        self.max_m = int(self.exact_m.max()) if n_strata else 0
 
     def _set_stratum_weights(self, c_s):
         """c_s and what depends on it: y = c_s y_raw, n_s and the static sum_r y_r x_rj per column."""
@@ -108,24 +101,27 @@ class ConditionalDatafit(Datafit):
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new._set_stratum_weights(c_s)
-        new._new_workspaces()
         return new
 
     def new_state(self, beta):
+        """State at ``beta``. It owns every array a sweep writes (the exact likelihood's
+        polynomial work vectors B, dB, d2B included), so states of one datafit can be
+        swept in parallel threads."""
         state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))
         state.w = np.empty(self.n_rows)
         state.W = np.empty(self.n_strata)
+        state.B, state.dB, state.d2B = (np.zeros(self.max_m + 1) for _ in range(3))
         kernels.refresh(state.eta, state.w, state.W, self.stratum_ptr)
         return state
 
     def loglik(self, state):
         return kernels.loglik(state.eta, state.w, state.W, self.y, self.n_s, self.stratum_ptr,
-                              self.exact_m, self.c_s, self._B)
+                              self.exact_m, self.c_s, state.B)
 
     def coordinate(self, state, j):
         return kernels.coordinate(self.indptr, self.indices, self.values, j, self.xy[j], self.row_stratum,
                                   self.stratum_ptr, state.w, state.W, self.n_s, self.exact_m, self.c_s,
-                                  self._B, self._dB, self._d2B)
+                                  state.B, state.dB, state.d2B)
 
     def move(self, state, j, delta):
         kernels.move(self.indptr, self.indices, self.values, self.indicator, j, delta, self.row_stratum,
@@ -134,7 +130,7 @@ class ConditionalDatafit(Datafit):
     def cycle(self, state, coords, beta, l1, l2, radius):
         kernels.cycle(self.indptr, self.indices, self.values, self.indicator, coords, beta, l1, l2, radius,
                       self.xy, self.row_stratum, self.stratum_ptr, state.eta, state.w, state.W, self.n_s,
-                      self.exact_m, self.c_s, self._B, self._dB, self._d2B)
+                      self.exact_m, self.c_s, state.B, state.dB, state.d2B)
 
     def residuals(self, state):
         """dl/deta per row."""

@@ -91,7 +91,6 @@ class CoxDatafit(Datafit):
         self.codes = None
         if formulation == "sparse" and self.has_start:
             self.codes = column_breakpoints(self.indptr, self.indices, self.ks, self.ke)
-        self._xd = np.zeros(self.n_rows) if formulation == "scan" else None
         self.data_rows = order  # Dataset row of each datafit row (set by CoxModel.datafit)
 
     def reweighted(self, weights):
@@ -109,15 +108,16 @@ class CoxDatafit(Datafit):
         new.cw = cw
         new.efron = self.ties == "efron" and bool(np.any(slot_m > 1))
         new.gx0 = np.ascontiguousarray(self.X.T @ (cw * self.event), dtype=np.float64)
-        if self._xd is not None:
-            new._xd = np.zeros(self.n_rows)  # per-view work array (views may run in parallel threads)
         return new
 
     # -- state --------------------------------------------------------------------
     def new_state(self, beta):
+        """State at ``beta``. It owns every array a sweep writes (the scan's column work
+        vector ``xd`` included), so states of one datafit can be swept in parallel threads."""
         state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))
         n, ns = self.n_rows, self.rs.n_slots
         state.w = np.empty(n)
+        state.xd = np.zeros(n) if self.formulation == "scan" else None
         for name in ("ex", "en", "ev", "D", "Q1", "Q2", "R1", "R2", "T2", "A1c", "A2c"):
             setattr(state, name, np.zeros(ns))
         self._sync(state)
@@ -143,7 +143,7 @@ class CoxDatafit(Datafit):
     def coordinate(self, state, j):
         if self.formulation == "scan":
             rs = self.rs
-            return K.coordinate_scan(self.indptr, self.indices, self.values, j, self._xd, state.w, self.cw,
+            return K.coordinate_scan(self.indptr, self.indices, self.values, j, state.xd, state.w, self.cw,
                                      self.ks, self.ke, self.event, rs.slot_d, rs.slot_m, rs.slot_last, self.efron)
         if state.dirty:
             self._refresh(state)
@@ -168,7 +168,7 @@ class CoxDatafit(Datafit):
         coords = np.ascontiguousarray(coords, dtype=np.int64)
         rs = self.rs
         if self.formulation == "scan":
-            K.cycle_scan(self.indptr, self.indices, self.values, coords, beta, l1, l2, radius, self._xd, state.eta,
+            K.cycle_scan(self.indptr, self.indices, self.values, coords, beta, l1, l2, radius, state.xd, state.eta,
                          self.cw, state.w, self.ks, self.ke, self.event, rs.slot_d, rs.slot_m, rs.slot_last,
                          self.efron)
             state.dirty = True

@@ -157,8 +157,6 @@ class FineGrayDatafit(Datafit):
         self.n_slots = self.slot_time.shape[0]
         self.indicator = indicator_columns(self.indptr, self.values)
         self._set_weights(np.ascontiguousarray(weights[order]))
-        self._xd = np.zeros(self.n_rows) if formulation == "scan" else None
-        self._work = np.zeros((6, self.n_slots + 1)) if formulation == "scan" else None
 
     def _set_weights(self, cw):
         """Case weights (sorted order) and everything that depends on them: G, d, gx0."""
@@ -178,16 +176,18 @@ class FineGrayDatafit(Datafit):
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new._set_weights(np.ascontiguousarray(np.asarray(weights, dtype=np.float64)[self.order]))
-        if self.formulation == "scan":
-            new._xd = np.zeros(self.n_rows)
-            new._work = np.zeros((6, self.n_slots + 1))
         return new
 
     # -- state ----------------------------------------------------------------------------
     def new_state(self, beta):
+        """State at ``beta``. It owns every array a sweep writes (the scan's work arrays
+        included), so states of one datafit can be swept in parallel threads."""
         state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))
         ns = self.n_slots
         state.w = np.empty(self.n_rows)
+        scan = self.formulation == "scan"
+        state.xd = np.zeros(self.n_rows) if scan else None
+        state.work = np.zeros((6, ns + 1)) if scan else None
         state.W = np.zeros(ns + 1)
         state.Wc = np.zeros(ns + 1)
         state.D = np.zeros(ns)
@@ -212,9 +212,9 @@ class FineGrayDatafit(Datafit):
     # -- coordinates ------------------------------------------------------------------------
     def coordinate(self, state, j):
         if self.formulation == "scan":
-            return K.coordinate_scan(self.indptr, self.indices, self.values, j, self._xd, state.w, self.cw,
+            return K.coordinate_scan(self.indptr, self.indices, self.values, j, state.xd, state.w, self.cw,
                                      self.event, self.slot, self.cinv, self.slot_d, self.Gev,
-                                     self._work)
+                                     state.work)
         if state.dirty:
             self._refresh(state)
         return K.coordinate_sparse(self.indptr, self.indices, self.values, j, self.gx0[j], state.w, self.slot,
@@ -232,9 +232,9 @@ class FineGrayDatafit(Datafit):
         """One compiled CCD sweep over ``coords`` (the solver's fast path)."""
         coords = np.ascontiguousarray(coords, dtype=np.int64)
         if self.formulation == "scan":
-            K.cycle_scan(self.indptr, self.indices, self.values, coords, beta, l1, l2, radius, self._xd,
+            K.cycle_scan(self.indptr, self.indices, self.values, coords, beta, l1, l2, radius, state.xd,
                          state.eta, self.cw, state.w, self.event, self.slot, self.cinv, self.slot_d,
-                         self.Gev, self._work)
+                         self.Gev, state.work)
             state.dirty = True
             return
         flag = np.array([state.dirty])

@@ -8,13 +8,16 @@ weights (0 removes a row) and in their penalties or fixed coefficients. A
 the single-fit solver.
 
 On the CPU, :class:`ViewReplicates` batches any family as one reweighted view per
-replicate, swept in turn (batches run in parallel threads); the GPU backend's batch
+replicate, swept in turn or, given a thread pool, in parallel threads (the kernels
+release the GIL, and each state owns every array a sweep writes, so views, even
+repeats of one datafit, never share mutable memory); the GPU backend's batch
 (:class:`riskset.kernels.gpu.replicates.DeviceReplicates`) keeps all R states on the
 device and one kernel launch sweeps them all.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from concurrent.futures import Executor
 
 import numpy as np
 
@@ -58,28 +61,67 @@ class ReplicateBatch(ABC):
         """Per replicate: a message if the fit is degenerate (e.g. separation), else None."""
         return [None] * self.n_replicates
 
+    def map(self, fn, rows) -> list:
+        """[fn(r) for r in rows]: host work on separate replicates (e.g. Newton polishing on
+        their views), which a batch may run in parallel."""
+        return [fn(r) for r in rows]
+
 
 class ViewReplicates(ReplicateBatch):
-    """Any family, batched as one reweighted view per replicate, swept one after another."""
+    """Any family, batched as one datafit (view) per replicate.
 
-    def __init__(self, views: list[Datafit]):
+    The views may repeat one datafit (the points of a profile likelihood share their
+    weights). With ``pool`` (a ``concurrent.futures`` executor, owned by the caller) the
+    replicates' sweeps, states, log-likelihoods and Newton polishing run in its threads;
+    without it, one after another.
+
+    Examples
+    --------
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> import numpy as np, riskset
+    >>> from riskset.solver.replicates import fit_replicates
+    >>> datafit = riskset.models.get_model("cox").datafit(riskset.simulate(n=300, p=4, model="cox", seed=1))
+    >>> free = np.ones((2, 4), bool)
+    >>> free[:, 0] = False  # coefficient 0 held at 0.1 and at 0.2
+    >>> beta0 = np.zeros((2, 4))
+    >>> beta0[:, 0] = [0.1, 0.2]
+    >>> with ThreadPoolExecutor(2) as pool:
+    ...     fit = fit_replicates(ViewReplicates([datafit, datafit], pool), 0.0, 0.0, beta0, free)
+    >>> fit.beta[:, 0].tolist()
+    [0.1, 0.2]
+    """
+
+    def __init__(self, views: list[Datafit], pool: Executor | None = None):
         if not views:
             raise ValueError("a replicate batch needs at least one replicate")
         self.views = views
+        self.pool = pool
         self.n_replicates = len(views)
         self.n_coef = views[0].n_coef
 
+    def map(self, fn, rows):
+        """[fn(r) for r in rows], on the pool's threads if there is one."""
+        rows = list(rows)
+        if self.pool is None or len(rows) < 2:
+            return [fn(r) for r in rows]
+        return list(self.pool.map(fn, rows))
+
+    def _each(self, fn) -> list:
+        return self.map(fn, range(self.n_replicates))
+
     def new_state(self, beta):
-        return [v.new_state(b) for v, b in zip(self.views, beta)]
+        return self._each(lambda r: self.views[r].new_state(beta[r]))
 
     def sweep(self, state, mask, beta, l1, l2, radius):
-        for r, view in enumerate(self.views):
+        def one(r):
             coords = np.flatnonzero(mask[r])
             if coords.size:
-                sweep_function(view)(state[r], coords, beta[r], l1[r], l2[r], radius[r])
+                sweep_function(self.views[r])(state[r], coords, beta[r], l1[r], l2[r], radius[r])
+
+        self._each(one)
 
     def loglik(self, state):
-        return np.array([v.loglik(s) for v, s in zip(self.views, state)])
+        return np.array(self._each(lambda r: self.views[r].loglik(state[r])))
 
     def gradient(self, state):
         return np.array([v.gradient(s) for v, s in zip(self.views, state)])
@@ -88,8 +130,8 @@ class ViewReplicates(ReplicateBatch):
         return self.views[r]
 
     def set_coef(self, state, rows, beta):
-        for r in rows:
-            state[r] = self.views[r].new_state(beta[r])
+        for r, fresh in zip(rows, self.map(lambda r: self.views[r].new_state(beta[r]), rows)):
+            state[r] = fresh
 
     def diagnose(self, state, beta):
         return [getattr(v, "diagnose", lambda s, b: None)(s, b) for v, s, b in zip(self.views, state, beta)]

@@ -124,17 +124,21 @@ def _cycles(batch, state, beta, l1, l2, base, opts):
 
 
 def _polish(batch, state, beta, l1, l2, base, rows, max_active, tol=0.0) -> dict:
-    """Newton-polish replicates ``rows`` on their own views; returns their new objectives."""
-    out, moved = {}, []
-    for r in rows:
-        if polish_set(beta[r], l1[r], base[r], max_active) is None:
-            continue
+    """Newton-polish replicates ``rows`` on their own views (``batch.map``: in parallel where the
+    batch can); returns their new objectives."""
+    rows = [r for r in rows if polish_set(beta[r], l1[r], base[r], max_active) is not None]
+
+    def one(r):
         view = batch.view(r)
         b, st = polish(view, beta[r].copy(), view.new_state(beta[r]), l1[r], l2[r], base[r], max_active, tol)
+        return b, view.loglik(st) - float(penalties(b[None], l1[r][None], l2[r][None])[0])
+
+    out, moved = {}, []
+    for r, (b, objective) in zip(rows, batch.map(one, rows)):
         if not np.array_equal(b, beta[r]):
             beta[r] = b
             moved.append(r)
-        out[r] = view.loglik(st) - float(penalties(b[None], l1[r][None], l2[r][None])[0])
+        out[r] = objective
     if moved:
         batch.set_coef(state, np.array(moved), beta)
     return out
