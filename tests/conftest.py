@@ -5,6 +5,13 @@ import pytest
 
 HERE = pathlib.Path(__file__).parent
 
+# Numba's on-disk cache is not safe for processes that compile the same kernel at once
+# (its index and data files are updated without a lock: two pytest-xdist workers on a
+# cold cache could load each other's machine code for a different signature). Each
+# worker, and the simulator subprocesses it starts, gets a cache directory of its own.
+if os.environ.get("PYTEST_XDIST_WORKER") and "NUMBA_CACHE_DIR" not in os.environ:
+    os.environ["NUMBA_CACHE_DIR"] = str(HERE.parent / ".numba_cache" / os.environ["PYTEST_XDIST_WORKER"])
+
 
 def reference_dir() -> pathlib.Path:
     """Reference cases: $RISKSET_REFERENCE_DIR if set, else the copies shipped in tests/reference."""

@@ -425,6 +425,7 @@ def replicates_conditional_logistic_exact():
     _replicates_check("conditional_logistic", ties="exact")
 
 
+@check
 def replicates_cox_startstop():
     """Two weightings (a fold, a bootstrap draw) of (start, stop] data."""
     _replicates_check("cox", R=2, start=True, density=DENSE)

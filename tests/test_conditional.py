@@ -295,8 +295,8 @@ def test_reweighted_view_equals_prepared_with_weights(rng, kind):
     for name in ("c_s", "y", "n_s", "xy"):
         np.testing.assert_array_equal(getattr(view, name), getattr(prepared, name))
     assert df.c_s.tolist() == [1.0] * df.n_strata  # the original is unchanged
-    assert view._B is not df._B  # own work arrays: views are fitted in parallel threads
     beta = np.array([0.3, -0.2, 0.1])
+    assert view.new_state(beta).B is not df.new_state(beta).B  # states own their work arrays (threads)
     assert view.loglik(view.new_state(beta)) == pytest.approx(prepared.loglik(prepared.new_state(beta)), rel=1e-14)
     w[np.flatnonzero(data.strata == data.strata[-1])[0]] += 1.0
     with pytest.raises(InputError, match="constant within each stratum"):

@@ -262,6 +262,8 @@ def polish(datafit, beta, state, l1, l2, free, max_active, tol=0.0, max_steps=25
     :data:`BACKTRACKS` times); polishing can therefore never make a fit worse. Steps stop
     when one gains less than ``tol / 10`` (relative; ``tol = 0``: machine precision).
     """
+    if polish_set(beta, l1, free, max_active) is None:
+        return beta, state
     objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
     for _ in range(max_steps):
         active = polish_set(beta, l1, free, max_active)

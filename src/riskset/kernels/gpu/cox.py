@@ -372,6 +372,10 @@ class RiskSetDeviceDatafit(DeviceDatafit):
             self.nt = 256  # e.g. CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES at 1024 threads
             kernel[self.n_rep, self.nt](*args)
 
+    def _loglik_all(self, state):
+        self._refresh(state)  # exact recomputation from eta, as the CPU datafit does
+        return state.d["ll"].copy_to_host()
+
     def _data_rows(self):
         """Dataset row of each sorted datafit row (``order`` for datafits without ``data_rows``)."""
         rows = getattr(self.cpu, "data_rows", None)
@@ -501,10 +505,6 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         s, p, d = self._dev_static(), self._rep(), state.d
         self._launch(sync_kernel, int(self.has_start), int(self.efron), d["eta"], p["cw"], d["w"], s["ks"], s["ke"],
                      s["event"], *self._slot_args(p, d), d["ll"])
-
-    def _loglik_all(self, state):
-        self._refresh(state)  # exact recomputation from eta, as the CPU datafit does
-        return state.d["ll"].copy_to_host()
 
     def _sweep(self, state, coords, mask, beta, l1, l2, radius, mode, fixed, out):
         s, p, d = self._dev_static(), self._rep(), state.d

@@ -7,6 +7,8 @@ the CPU, slowly, which is how the kernels are tested without hardware).
 from __future__ import annotations
 
 import os
+import sys
+import threading
 
 import numpy as np
 
@@ -23,6 +25,7 @@ def simulator_enabled() -> bool:
 def require_device() -> None:
     """Raise ``RuntimeError`` naming the problem when no CUDA device can run the kernels."""
     if simulator_enabled():
+        _lock_simulator_shared_arrays()
         return
     try:
         from numba import cuda
@@ -74,3 +77,37 @@ def row_blocks(n: int, nt: int, cap: int = 1024) -> int:
     if simulator_enabled():  # the simulator runs blocks one after another: one is enough
         return 1
     return max(1, min(cap, (n + nt - 1) // nt))
+
+
+def _lock_simulator_shared_arrays() -> None:
+    """Make the simulator's ``cuda.shared.array`` allocate a block's array once.
+
+    Numba's simulator (numba.cuda.simulator.kernelapi.FakeCUDAShared) looks the array of
+    a call site up in a dict and creates it when missing, without a lock: when the
+    simulator threads of a block switch between the look-up and the insertion (likely
+    on a loaded machine) they get different arrays, and the kernel computes garbage.
+    This wraps the same look-up in a lock (call sites keyed by file and line, as there).
+    """
+    from numba.cuda.simulator import kernelapi
+
+    shared = kernelapi.FakeCUDAShared
+    if getattr(shared, "_riskset_locked", False):
+        return
+    lock = threading.Lock()
+    unlocked = shared.array
+
+    def array(self, shape, dtype):
+        if shape == 0:  # dynamic shared memory: one buffer, nothing allocated
+            return unlocked(self, shape, dtype)
+        caller = sys._getframe(1)
+        key = (caller.f_code.co_filename, caller.f_lineno)
+        with lock:
+            res = self._allocations.get(key)
+            if res is None:
+                if isinstance(dtype, kernelapi.types.Type):
+                    dtype = kernelapi.numpy_support.as_dtype(dtype)
+                res = self._allocations[key] = np.empty(shape, dtype)
+        return res
+
+    shared.array = array
+    shared._riskset_locked = True
