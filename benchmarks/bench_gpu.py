@@ -6,7 +6,7 @@ memory-bandwidth floor, and batched cross-validation replicates.
 
 Tables:
 
-1. ``fit``: L1 Cox and L1 logistic, riskset.fit with backend='cpu' against
+1. ``fit``: L1 Cox, Fine-Gray and logistic, riskset.fit with backend='cpu' against
    backend='gpu' (float64 and float32); JIT compilation is done beforehand on tiny data
    and not timed. Also the largest coefficient difference to the CPU fit.
 2. ``pass``: one O(N) pass of each kind (GLM state refresh, GLM log-likelihood, Cox
@@ -59,11 +59,17 @@ def check_device(allow_simulator=False):
 
 
 def dataset(model, n, p, density, seed=0):
+    """``riskset simulate`` data; Fine-Gray: the Cox data with a third of the events
+    turned into competing events (status 2)."""
     import riskset
 
-    X, out = load(cached_simulation(model, n, p, density, seed))
+    X, out = load(cached_simulation("cox" if model == "fine_gray" else model, n, p, density, seed))
     names = [f"x{j}" for j in range(p)]
     kw = {k: out[k] for k in ("y", "time", "status", "offset") if k in out}
+    if model == "fine_gray":
+        status = kw["status"].copy()
+        status[(status == 1) & (np.random.default_rng(seed).random(n) < 1 / 3)] = 2
+        kw["status"] = status
     return riskset.Dataset(X=X, covariate_names=names, row_ids=np.arange(n), **kw)
 
 
@@ -100,7 +106,9 @@ def warm_up(models, dtypes):
     import riskset
 
     for model in models:
-        data = riskset.simulate(n=100, p=5, model=model, seed=1)
+        data = riskset.simulate(n=100, p=5, model="cox" if model == "fine_gray" else model, seed=1)
+        if model == "fine_gray":
+            data.status[::3] *= 2  # some competing events
         for dt in dtypes:
             riskset.fit(data, model, riskset.Laplace(gamma=5.0), backend="gpu", dtype=dt)
         riskset.fit(data, model, riskset.Laplace(gamma=5.0))
@@ -108,7 +116,7 @@ def warm_up(models, dtypes):
 
 def gamma_for(model, n):
     # a moderately strong penalty: tens of non-zero coefficients, as in the papers' CV optimum
-    return 0.02 * n ** 0.5 * (2.0 if model == "cox" else 1.0)
+    return 0.02 * n ** 0.5 * (2.0 if model in ("cox", "fine_gray") else 1.0)
 
 
 def fit_table(args):
@@ -156,8 +164,8 @@ def pass_table(args, bandwidth):
                 beta[rng.choice(p, k, replace=False)] = rng.normal(scale=0.1, size=k)
                 state = dev.new_state(beta)
                 nnz = cpu_df.X.nnz + (n if getattr(cpu_df, "first", 0) else 0)
-                if model == "cox":
-                    ns = cpu_df.rs.n_slots
+                if model in ("cox", "fine_gray"):
+                    ns = cpu_df.rs.n_slots if model == "cox" else cpu_df.n_slots
                     kinds = {"exact state + loglik (one block)": (lambda: dev._loglik_all(state),
                                                                   n * (8 + 2 * sz + 8 + 1) + 12 * ns * 8)}
                 else:
@@ -167,8 +175,9 @@ def pass_table(args, bandwidth):
                 radius = np.ones(p)
                 b = beta.copy()
                 # a full sweep: per coordinate a reduce over the column, then the move
-                per_nz = 4 + sz + (8 + 2 * sz if model == "cox" else 2 * sz)
-                per_move = (16 + 2 * sz + 8) if model == "cox" else (16 + 2 * sz + 3 * sz + 2 * sz)
+                risk_set = model in ("cox", "fine_gray")
+                per_nz = 4 + sz + (8 + 2 * sz if risk_set else 2 * sz)
+                per_move = (16 + 2 * sz + 8) if risk_set else (16 + 2 * sz + 3 * sz + 2 * sz)
                 kinds["CCD sweep (all P coordinates, one block)"] = (
                     lambda: dev.cycle(state, np.arange(p), b, l1, np.zeros(p), radius),
                     nnz * (per_nz + per_move))
@@ -205,7 +214,7 @@ def cv_table(args):
             for k in range(K):
                 W[rep * K + k] = (fold != k).astype(float)
         l1 = np.full(p, gamma_for(model, n))
-        if model != "cox":
+        if model in ("logistic", "poisson", "least_squares"):
             l1[0] = 0.0  # the intercept
         for dt in args.dtypes:
             res, sec = timed(lambda: fit_replicates(df, W, l1, tol=args.tol, dtype=dt, polish_max_active=0))
@@ -230,7 +239,7 @@ def main(argv=None):
     ap.add_argument("--n", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--p", type=int, default=1000)
     ap.add_argument("--density", type=float, default=0.05)
-    ap.add_argument("--models", nargs="+", default=["cox", "logistic"])
+    ap.add_argument("--models", nargs="+", default=["cox", "fine_gray", "logistic"])
     ap.add_argument("--dtypes", nargs="+", default=["float64", "float32"])
     ap.add_argument("--tol", type=float, default=1e-8)
     ap.add_argument("--cv-n", type=int, default=1_000_000)
