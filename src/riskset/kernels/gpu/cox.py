@@ -61,6 +61,20 @@ from .step import coordinate_step
 
 
 @cuda.jit(device=True)
+def move_weight(r, row, x, step, factor, ind, eta, w):
+    """beta_j += step at one non-zero x of replicate r: eta += step x and w *= exp(step x)
+    (``factor`` = exp(step) for an indicator column, one exp per move as on the CPU);
+    returns the change of the stored w."""
+    eta[r, row] += step * x
+    wo = float(w[r, row])
+    if ind:
+        w[r, row] = wo * factor
+    else:
+        w[r, row] = wo * math.exp(step * x)
+    return float(w[r, row]) - wo
+
+
+@cuda.jit(device=True)
 def refresh_block(r, ns, ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q2, A1c, A2c, R1, R2, T2,
                   has_start, efron, want_ll, sv, sw, sf, tid, nt):
     """Per-slot aggregates of replicate r from the slot sums (whole block).
@@ -329,15 +343,7 @@ def sweep_kernel(mode, has_start, efron, indptr, indices, values, indicator, ksn
             factor = math.exp(step)
             ind = indicator[j] != 0
             for i in range(a + tid, b, nt):
-                row = indices[i]
-                x = float(values[i])
-                eta[r, row] += step * x
-                wo = float(w[r, row])
-                if ind:
-                    w[r, row] = wo * factor
-                else:
-                    w[r, row] = wo * math.exp(step * x)
-                dw = float(w[r, row]) - wo
+                dw = move_weight(r, indices[i], float(values[i]), step, factor, ind, eta, w)
                 kx = ken[i]
                 cuda.atomic.add(ex, (r, kx), dw)
                 if has_start:

@@ -37,7 +37,7 @@ import numpy as np
 from numba import cuda, float64, int32
 
 from .blocks import block_sum2, carried_segscan2, scan2_slots, segscan_slots
-from .cox import RiskSetDeviceDatafit
+from .cox import RiskSetDeviceDatafit, move_weight
 from .device import MAX_THREADS
 from .step import coordinate_step
 
@@ -203,14 +203,7 @@ def sweep_kernel(mode, indptr, indices, values, indicator, slotn, coords, mask, 
             ind = indicator[j] != 0
             for i in range(a + tid, b, nt):
                 row = indices[i]
-                x = float(values[i])
-                eta[r, row] += step * x
-                wo = float(w[r, row])
-                if ind:
-                    w[r, row] = wo * factor
-                else:
-                    w[r, row] = wo * math.exp(step * x)
-                dw = float(w[r, row]) - wo
+                dw = move_weight(r, row, float(values[i]), step, factor, ind, eta, w)
                 s = slotn[i]
                 cuda.atomic.add(W, (r, s), dw)
                 ig = float(cinv[r, row])
