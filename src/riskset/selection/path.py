@@ -22,5 +22,4 @@ def regularization_path(data, model: str | Model, prior: Prior, *, variances=Non
     m = model if isinstance(model, Model) else get_model(model, **model_options)
     ctx = Context(data, m, prior, tol)
     grid = np.sort(np.asarray(variances if variances is not None else default_variances(ctx, n_grid), float))
-    path = pd.DataFrame(ctx.path(grid, progress), index=pd.Index(grid, name="variance"), columns=ctx.names)
-    return path
+    return pd.DataFrame(ctx.path(grid, progress), index=pd.Index(grid, name="variance"), columns=ctx.names)

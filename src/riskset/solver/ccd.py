@@ -262,12 +262,12 @@ def polish(datafit, beta, state, l1, l2, free, max_active, tol=0.0, max_steps=25
     :data:`BACKTRACKS` times); polishing can therefore never make a fit worse. Steps stop
     when one gains less than ``tol / 10`` (relative; ``tol = 0``: machine precision).
     """
-    if polish_set(beta, l1, free, max_active) is None:
+    active = polish_set(beta, l1, free, max_active)
+    if active is None:
         return beta, state
     objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
     for _ in range(max_steps):
-        active = polish_set(beta, l1, free, max_active)
-        step = None if active is None else newton_step(datafit, state, beta, active, l1, l2)
+        step = newton_step(datafit, state, beta, active, l1, l2)
         if step is None or not np.all(np.isfinite(step)):
             break
         for _ in range(BACKTRACKS + 1):
@@ -286,6 +286,9 @@ def polish(datafit, beta, state, l1, l2, free, max_active, tol=0.0, max_steps=25
         beta, state, objective = trial, trial_state, trial_objective
         if (np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(beta[active])))
                 or gain <= max(1e-15, tol / 10) * (abs(objective) + 1)):
+            break
+        active = polish_set(beta, l1, free, max_active)  # crossing coordinates have left it
+        if active is None:
             break
     return beta, state
 
