@@ -34,6 +34,7 @@ import scipy.sparse as sp
 from riskset.data.risksets import (build_risk_sets, check_survival, column_breakpoints, expand_time_varying,
                                    interval_labels)
 from riskset.exceptions import DataWarning, InputError
+from riskset.validation import coef_mapping, finite_numbers, one_of
 from riskset.kernels.cpu import cox as K
 from riskset.kernels.cpu.columns import columns_dot, columns_dot2, columns_times
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates, indicator_columns,
@@ -307,14 +308,10 @@ class CoxModel(Model):
     name = "cox"
 
     def __init__(self, ties: str = "breslow", time_varying: dict | None = None, formulation: str = "sparse"):
-        ties = str(ties).lower()
-        if ties not in TIES:
-            raise ValueError(f"ties must be one of {TIES}, not {ties!r}")
-        if formulation not in FORMULATIONS:
-            raise ValueError(f"formulation must be one of {FORMULATIONS}, not {formulation!r}")
-        self.ties = ties
-        self.formulation = formulation
-        self.time_varying = {str(k): sorted(float(c) for c in np.atleast_1d(v)) for k, v in (time_varying or {}).items()}
+        self.ties = one_of("ties", str(ties).lower(), TIES)
+        self.formulation = one_of("formulation", formulation, FORMULATIONS)
+        self.time_varying = {name: _cut_points(name, cuts)
+                             for name, cuts in coef_mapping("time_varying", time_varying).items()}
 
     @classmethod
     def from_spec(cls, spec):
@@ -403,6 +400,16 @@ class CoxModel(Model):
                              f"riskset.survival.predict_survival), not {kind!r}")
         eta = linear_predictor(self, fit.coef, data)
         return eta if kind == "link" else np.exp(eta)
+
+
+def _cut_points(name: str, cuts) -> list[float]:
+    """Cut points of a time-varying coefficient: finite, > 0 and increasing (follow-up
+    starts at time 0, so a cut at or below 0 would make an empty interval)."""
+    arr = finite_numbers(f"time_varying[{name!r}]", cuts)
+    if arr.size == 0 or np.any(arr <= 0) or np.any(np.diff(arr) <= 0):
+        raise InputError(f"time_varying[{name!r}] cut points must be > 0 and strictly increasing, "
+                         f"got {arr.tolist()}")
+    return arr.tolist()
 
 
 def linear_predictor(model: CoxModel, coef, data) -> np.ndarray:
