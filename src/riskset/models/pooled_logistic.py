@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
+from riskset.validation import coef_mapping
 from riskset.kernels.cpu import pooled as kernels
 from riskset.models.base import Datafit, FitState, Model
 
@@ -218,7 +219,7 @@ class PooledLogistic(Model):
             raise InputError(f"interval_width must be a finite number > 0 (intervals of zero or negative width "
                              f"are impossible), got {interval_width!r}")
         self.interval_width = width
-        self.time_effects = dict(time_effects or {})
+        self.time_effects = coef_mapping("time_effects", time_effects)  # integer covariate ids as names
         self.intercept = bool(intercept)
         self.horizon = horizon
         # distinct time functions, in order of first use
