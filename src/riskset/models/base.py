@@ -220,9 +220,17 @@ class Model(ABC):
             pass
         return p
 
+    #: Whether the model reads the data's strata (stratified Cox, conditional models, SCCS).
+    uses_strata: ClassVar[bool] = False
+
     def unpenalized_names(self) -> list[str]:
         """Coefficients that are never penalized whatever the prior (e.g. the intercept)."""
         return []
+
+    def covariate_of(self, coef_name: str) -> str | None:
+        """The data covariate that coefficient ``coef_name`` multiplies, or None for the
+        intercept and other terms of no covariate (predictions match covariates by it)."""
+        return None if coef_name in self.unpenalized_names() else coef_name
 
     @classmethod
     def from_spec(cls, spec: dict) -> "Model":
@@ -236,7 +244,7 @@ class Model(ABC):
     def predict(self, fit, data, kind: str = "link") -> np.ndarray:
         """Predictions for ``data`` from ``fit``; ``kind='link'`` is the linear predictor."""
         if kind != "link":
-            raise ValueError(f"{self.name} model supports predict kind 'link' only, not {kind!r}")
+            raise InputError(f"kind: the {self.name} model predicts kind 'link' only, not {kind!r}")
         return fit.linear_predictor(data)
 
 

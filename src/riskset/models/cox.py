@@ -306,6 +306,7 @@ class CoxModel(Model):
     """
 
     name = "cox"
+    uses_strata = True
 
     def __init__(self, ties: str = "breslow", time_varying: dict | None = None, formulation: str = "sparse"):
         self.ties = one_of("ties", str(ties).lower(), TIES)
@@ -389,6 +390,12 @@ class CoxModel(Model):
     def coef_names(self, data):
         return list(self._prepared(data, warn=False).names)
 
+    def covariate_of(self, coef_name):
+        for name, cuts in self.time_varying.items():
+            if coef_name in {f"{name}{lab}" for lab in interval_labels(np.asarray(cuts), lower=0.0)}:
+                return name
+        return coef_name
+
     def predict(self, fit, data, kind="link"):
         """'link' = x beta + offset, 'risk' = exp(link) (relative hazard), in data order.
 
@@ -396,8 +403,9 @@ class CoxModel(Model):
         row's ``time`` is used. Survival curves: :func:`riskset.survival.predict_survival`.
         """
         if kind not in ("link", "risk"):
-            raise ValueError(f"cox predictions are 'link' or 'risk' (survival curves: "
+            raise InputError(f"kind: cox predictions are 'link' or 'risk' (survival curves: "
                              f"riskset.survival.predict_survival), not {kind!r}")
+        fit.check_covariates(data)
         eta = linear_predictor(self, fit.coef, data)
         return eta if kind == "link" else np.exp(eta)
 

@@ -391,7 +391,7 @@ class FineGrayModel(Model):
         Cumulative incidence curves: :func:`riskset.competing_risks.predict_cif`.
         """
         if kind not in ("link", "risk"):
-            raise ValueError(f"fine_gray predictions are 'link' or 'risk' (cumulative incidence: "
+            raise InputError(f"kind: fine_gray predictions are 'link' or 'risk' (cumulative incidence: "
                              f"riskset.competing_risks.predict_cif), not {kind!r}")
         eta = fit.linear_predictor(data)
         return eta if kind == "link" else np.exp(eta)

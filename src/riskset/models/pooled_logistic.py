@@ -376,14 +376,21 @@ class PooledLogistic(Model):
         """Survival at the end of interval k: S(k) = prod_{l <= k} (1 - h(l))."""
         return np.cumprod(1.0 - self.hazard(fit, data, n_intervals), axis=1)
 
+    def covariate_of(self, coef_name):
+        for term, label in self._terms:
+            if coef_name == f"{term}:{label}":
+                return term
+        return super().covariate_of(coef_name)
+
     def predict(self, fit, data, kind="hazard"):
+        fit.check_covariates(data)
         if kind == "link":
             return self.link(fit, data)
         if kind == "hazard":
             return self.hazard(fit, data)
         if kind == "survival":
             return self.survival(fit, data)
-        raise ValueError(f"pooled_logistic predictions are 'link', 'hazard' or 'survival', not {kind!r}")
+        raise InputError(f"kind: pooled_logistic predictions are 'link', 'hazard' or 'survival', not {kind!r}")
 
 
 def person_period_table(data: Dataset, interval_width: float):
