@@ -57,6 +57,13 @@ def positive_number(name: str, value, *, allow_zero: bool = False, allow_inf: bo
     return float(value)
 
 
+def finite_number(name: str, value) -> float:
+    """``value`` as a float, which must be a finite number."""
+    if not _is_real(value) or not np.isfinite(value):
+        raise InputError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
 def probability(name: str, value) -> float:
     """A level or proportion strictly between 0 and 1."""
     if not _is_real(value) or not 0 < value < 1:
@@ -158,6 +165,6 @@ def prior(value):
     return value
 
 
-__all__ = ["BACKENDS", "DTYPES", "coef_mapping", "coef_name", "coef_names", "dataset", "device_settings", "finite_numbers",
+__all__ = ["BACKENDS", "DTYPES", "coef_mapping", "coef_name", "coef_names", "dataset", "device_settings", "finite_number", "finite_numbers",
            "known_names", "one_of", "positive_int", "positive_number", "prior", "probability", "seed",
            "solver_settings"]

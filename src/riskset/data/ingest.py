@@ -227,21 +227,30 @@ def _arrow(relation):
 
 
 def _read_table(source):
-    """A DataFrame or Arrow table as is; a path read by pyarrow (Parquet or CSV)."""
-    if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        if not os.path.exists(path):
-            raise InputError(f"file {path!r} does not exist")
+    """A DataFrame or Arrow table as is; a path read by pyarrow (Parquet or CSV).
+
+    Parquet page checksums, when the file has them (riskset writes them), are verified:
+    a corrupt file raises an InputError naming it instead of giving different numbers.
+    """
+    if not isinstance(source, (str, os.PathLike)):
+        return source
+    import pyarrow as pa
+
+    path = os.fspath(source)
+    if not os.path.exists(path):
+        raise InputError(f"file {path!r} does not exist")
+    try:
         if path.endswith((".parquet", ".pq")):
             import pyarrow.parquet as pq
 
-            return pq.read_table(path)
+            return pq.read_table(path, page_checksum_verification=True)
         if path.endswith((".csv", ".csv.gz")):
             import pyarrow.csv as pacsv
 
             return pacsv.read_csv(path)
-        raise InputError(f"unsupported file type {path!r}: use .parquet or .csv")
-    return source
+    except (OSError, pa.ArrowException) as e:
+        raise InputError(f"cannot read file {path!r}, it is corrupt or not in its format: {e}") from None
+    raise InputError(f"unsupported file type {path!r}: use .parquet or .csv")
 
 
 def _to_pandas(frame) -> pd.DataFrame:
