@@ -414,7 +414,7 @@ def _cut_points(name: str, cuts) -> list[float]:
     """Cut points of a time-varying coefficient: finite, > 0 and increasing (follow-up
     starts at time 0, so a cut at or below 0 would make an empty interval)."""
     arr = finite_numbers(f"time_varying[{name!r}]", cuts)
-    if arr.size == 0 or np.any(arr <= 0) or np.any(np.diff(arr) <= 0):
+    if np.any(arr <= 0) or np.any(np.diff(arr) <= 0):
         raise InputError(f"time_varying[{name!r}] cut points must be > 0 and strictly increasing, "
                          f"got {arr.tolist()}")
     return arr.tolist()
