@@ -34,11 +34,11 @@ import scipy.sparse as sp
 from riskset.data.risksets import (build_risk_sets, check_survival, column_breakpoints, expand_time_varying,
                                    interval_labels)
 from riskset.exceptions import DataWarning, InputError
-from riskset.validation import coef_mapping, finite_numbers, one_of
 from riskset.kernels.cpu import cox as K
 from riskset.kernels.cpu.columns import columns_dot, columns_dot2, columns_times
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates, indicator_columns,
                                  weight_overflow)
+from riskset.validation import coef_mapping, finite_numbers, one_of
 
 TIES = ("breslow", "efron")
 FORMULATIONS = ("sparse", "scan")

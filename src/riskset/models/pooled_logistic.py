@@ -31,9 +31,9 @@ import scipy.sparse as sp
 
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
-from riskset.validation import coef_mapping
 from riskset.kernels.cpu import pooled as kernels
 from riskset.models.base import Datafit, FitState, Model
+from riskset.validation import coef_mapping
 
 _BUILTIN = {
     "linear": ("t", lambda k: k),
