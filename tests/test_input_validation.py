@@ -176,6 +176,28 @@ def test_text_in_a_value_column_names_the_column_and_row():
         quiet(lambda: riskset.from_long(out, cov))
 
 
+def test_text_in_an_outcome_column_names_the_column_and_row():
+    out, cov = long_tables(n=10)
+    out["y"] = out["y"].astype(object)
+    out.loc[3, "y"] = "abc"
+    with pytest.raises(InputError, match=r"column 'y' is not numeric .*'abc' at row 3"):
+        quiet(lambda: riskset.from_long(out, cov))
+
+
+def test_failing_duckdb_query_names_itself(tmp_path):
+    import duckdb
+
+    db = str(tmp_path / "cohort.duckdb")
+    duckdb.connect(db).close()
+    with pytest.raises(InputError, match="outcomes_sql failed: 'SELECT \\* FROM outcomes'"):
+        riskset.from_duckdb(db, "SELECT * FROM outcomes", "SELECT * FROM covariates")
+
+
+def test_coef_table_level(logistic_data):
+    with pytest.raises(InputError, match="level .* got 95"):
+        riskset.fit(logistic_data, "logistic").coef_table(level=95)
+
+
 def test_from_arrays_checks_shapes_and_types():
     with pytest.raises(InputError, match="y must be a vector of 3 values"):
         riskset.from_arrays(np.eye(3), y=[0, 1])

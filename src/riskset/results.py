@@ -70,7 +70,7 @@ class FitResult:
         ``interval`` says which). ``table.attrs['roles']`` says which columns were
         used as weights, strata and offset (:attr:`roles`).
         """
-        z = stats.norm.ppf(0.5 + level / 2)
+        z = stats.norm.ppf(0.5 + check.probability("level", level) / 2)
         t = pd.DataFrame({"name": self.coef.index, "estimate": self.coef.to_numpy(), "se": self.se.to_numpy()})
         t["z"] = t["estimate"] / t["se"]
         t["p"] = 2 * stats.norm.sf(np.abs(t["z"]))

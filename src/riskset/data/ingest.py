@@ -160,7 +160,8 @@ def from_duckdb(database: str, outcomes_sql: str, covariates_sql: str, **kwargs)
     if not os.path.exists(database):
         raise InputError(f"DuckDB database {database!r} does not exist")
     with duckdb.connect(database, read_only=True) as con:
-        outcomes, covariates = _arrow(con.sql(outcomes_sql)), _arrow(con.sql(covariates_sql))
+        outcomes, covariates = (_query(con, sql, what) for sql, what in ((outcomes_sql, "outcomes_sql"),
+                                                                        (covariates_sql, "covariates_sql")))
     return from_long(outcomes, covariates, **kwargs)
 
 
@@ -219,6 +220,16 @@ def _role_columns(weights, offset, exposure, strata) -> dict:
     else:
         roles["offset"] = offset
     return {role: str(col) for role, col in roles.items() if col is not None}
+
+
+def _query(con, sql, what):
+    """The result of query ``sql`` as an Arrow table; a failing query names itself."""
+    import duckdb
+
+    try:
+        return _arrow(con.sql(sql))
+    except duckdb.Error as e:
+        raise InputError(f"{what} failed: {sql!r}: {e}") from None
 
 
 def _arrow(relation):
@@ -364,7 +375,9 @@ def _covariate_matrix(df, covariates, row_ids):
 def _numeric_column(df, col, row_ids):
     s = df[col]
     if not pd.api.types.is_numeric_dtype(s) and s.dtype != bool:
-        raise InputError(f"column {col!r} is not numeric (dtype {s.dtype})")
+        text = pd.to_numeric(s, errors="coerce").isna() & s.notna()
+        first = f": {s[text].iloc[0]!r} at {row_label(row_ids, int(np.flatnonzero(text)[0]))}" if text.any() else ""
+        raise InputError(f"column {col!r} is not numeric (dtype {s.dtype}){first}")
     v = s.to_numpy(dtype=np.float64, na_value=np.nan)
     check_finite(v, col, row_ids)
     return v
