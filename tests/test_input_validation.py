@@ -243,7 +243,8 @@ def test_a_weight_column_is_not_used_unless_asked_for():
     assert np.allclose(weighted.weights, out["weight"])
     a, b = riskset.fit(plain, "logistic"), riskset.fit(weighted, "logistic")
     assert b.se["1000"] < a.se["1000"] / 5  # body weights as case weights: the SE shrinks
-    assert a.roles == {"strata": "stratum_id (ignored by the logistic model)", "n_strata": 5}
+    assert a.roles == {"strata": "stratum_id", "n_strata": 5, "strata_ignored_by": "logistic"}
+    assert "strata 'stratum_id' (5) NOT used by the logistic model" in a.summary()
     assert b.roles["weights"] == "weight"
     assert "weighted by 'weight'" in b.summary() and "weighted" not in a.summary().split("\n")[2].replace(
         "unweighted", "")

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from riskset.data.dataset import Dataset
-from riskset.exceptions import ConvergenceWarning
+from riskset.exceptions import ConvergenceWarning, InputError
 from riskset.inference import profile_intervals, standard_errors
 from riskset import validation as check
 from riskset.models.base import Model, as_model
@@ -114,4 +114,10 @@ def _align_start(warm_start, names):
         return warm_start.coef.reindex(names).fillna(0.0).to_numpy()
     start = check.coef_mapping("warm_start", warm_start)
     check.known_names("warm_start", list(start), names)
-    return np.array([check.finite_numbers(f"warm_start[{n!r}]", start.get(n, 0.0))[0] for n in names])
+    beta = pd.to_numeric(pd.Series(start, dtype=object), errors="coerce").reindex(names).to_numpy(dtype=float)
+    given = np.isin(names, list(start))
+    bad = given & ~np.isfinite(beta)
+    if bad.any():
+        name = names[int(np.flatnonzero(bad)[0])]
+        raise InputError(f"warm_start[{name!r}] must be a finite number, got {start[name]!r}")
+    return np.where(given, beta, 0.0)

@@ -36,8 +36,8 @@ class FitResult:
     intervals : DataFrame of confidence intervals (profile likelihood), if computed.
     timings : seconds spent, by step.
     roles : which data columns played the roles that change a fit besides outcome and
-        covariates: ``weights`` (case weights), ``strata`` (with ``n_strata``),
-        ``offset``; empty when the fit was unweighted, unstratified and without offset
+        covariates: ``weights`` (case weights), ``strata`` (with ``n_strata``, and
+        ``strata_ignored_by`` when the model does not use strata), ``offset``; empty when the fit was unweighted, unstratified and without offset
         (see :func:`fit_roles`).
     """
 
@@ -219,7 +219,7 @@ def fit_roles(data, model) -> dict:
     covariates: ``weights``, ``strata`` (and ``n_strata``), ``offset``.
 
     Column names come from ``data.meta['roles']`` (set by the builders); strata that
-    the model does not use are reported as ignored.
+    the model does not use are reported in ``strata_ignored_by``.
 
     >>> import riskset
     >>> d = riskset.from_arrays([[1.0], [0.0]], y=[1, 0], weights=[1.0, 2.0])
@@ -231,9 +231,10 @@ def fit_roles(data, model) -> dict:
     if data.weights is not None:
         roles["weights"] = columns.get("weights", "weights")
     if data.strata is not None:
-        name = columns.get("strata", "strata")
-        roles["strata"] = name if model.uses_strata else f"{name} (ignored by the {model.name} model)"
+        roles["strata"] = columns.get("strata", "strata")
         roles["n_strata"] = data.n_strata
+        if not model.uses_strata:
+            roles["strata_ignored_by"] = model.name
     if data.offset is not None:
         roles["offset"] = columns.get("offset", "offset")
     return roles
@@ -244,7 +245,10 @@ def describe_roles(roles: dict) -> str:
     parts = []
     if "weights" in roles:
         parts.append(f"weighted by {roles['weights']!r}")
-    if "strata" in roles:
+    if "strata_ignored_by" in roles:
+        parts.append(f"strata {roles['strata']!r} ({roles.get('n_strata', '?')}) NOT used by the "
+                     f"{roles['strata_ignored_by']} model")
+    elif "strata" in roles:
         parts.append(f"stratified by {roles['strata']!r} ({roles.get('n_strata', '?')} strata)")
     if "offset" in roles:
         parts.append(f"offset {roles['offset']!r}")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -391,10 +392,13 @@ class CoxModel(Model):
         return list(self._prepared(data, warn=False).names)
 
     def covariate_of(self, coef_name):
-        for name, cuts in self.time_varying.items():
-            if coef_name in {f"{name}{lab}" for lab in interval_labels(np.asarray(cuts), lower=0.0)}:
-                return name
-        return coef_name
+        return self._interval_covariates.get(coef_name, coef_name)
+
+    @cached_property
+    def _interval_covariates(self) -> dict:
+        """Coefficient name of each interval of a time-varying covariate -> the covariate."""
+        return {f"{name}{lab}": name for name, cuts in self.time_varying.items()
+                for lab in interval_labels(np.asarray(cuts, dtype=np.float64), lower=0.0)}
 
     def predict(self, fit, data, kind="link"):
         """'link' = x beta + offset, 'risk' = exp(link) (relative hazard), in data order.
