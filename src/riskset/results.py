@@ -37,8 +37,8 @@ class FitResult:
     timings : seconds spent, by step.
     roles : which data columns played the roles that change a fit besides outcome and
         covariates: ``weights`` (case weights), ``strata`` (with ``n_strata``, and
-        ``strata_ignored_by`` when the model does not use strata), ``offset``; empty when the fit was unweighted, unstratified and without offset
-        (see :func:`fit_roles`).
+        ``strata_ignored_by`` when the model does not use strata), ``offset``; empty
+        when the fit was unweighted, unstratified and without offset (see :func:`fit_roles`).
     """
 
     model_name: str

@@ -32,8 +32,6 @@ from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.prior import Prior
 from riskset.solver.replicates import ReplicateResult, fit_replicates
 
-BACKENDS = ("cpu", "gpu")
-
 
 @dataclass
 class Context:
@@ -48,8 +46,7 @@ class Context:
     _device: object = field(default=None, repr=False)
 
     def __post_init__(self):
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, not {self.backend!r}")
+        check.one_of("backend", self.backend, check.BACKENDS)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.datafit = self.model.datafit(self.data)
