@@ -63,7 +63,7 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     m = as_model(model, **model_options)
     n_boot, seed = check.positive_int("n_boot", n_boot), check.seed("seed", seed)
     check.probability("level", level)
-    check.solver_settings(tol, 1)
+    check.positive_number("tol", tol)
     check.device_settings(backend, dtype, n_jobs)
     ctx = Context(data, m, check.prior(prior), tol, backend, dtype)
     ctx.check_executor(executor)

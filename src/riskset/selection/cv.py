@@ -81,7 +81,7 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     m = as_model(model, **model_options)
     n_folds, n_repeats = check.positive_int("n_folds", n_folds, minimum=2), check.positive_int("n_repeats", n_repeats)
     seed, n_refine = check.seed("seed", seed), check.positive_int("n_refine", n_refine, minimum=0)
-    check.solver_settings(tol, 1)
+    check.positive_number("tol", tol)
     check.device_settings(backend, dtype, n_jobs)
     ctx = Context(data, m, varied_prior(prior), tol, backend, dtype)
     ctx.check_executor(executor)

@@ -22,7 +22,7 @@ def regularization_path(data, model: str | Model, prior: Prior, *, variances=Non
     """
     check.dataset("data", data)
     m = as_model(model, **model_options)
-    check.solver_settings(tol, 1)
+    check.positive_number("tol", tol)
     ctx = Context(data, m, varied_prior(prior), tol)
     grid = variance_grid(ctx, variances, n_grid)
     return pd.DataFrame(ctx.path(grid, progress), index=pd.Index(grid, name="variance"), columns=ctx.names)
