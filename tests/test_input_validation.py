@@ -265,7 +265,7 @@ def test_offset_column_is_explicit_and_reported():
     assert "stratified by 'stratum_id' (5 strata), offset 'offset'" in cox.summary()
     assert json.loads(cox.to_json())["roles"]["n_strata"] == 5
     with pytest.raises(InputError, match="no column for weight='w'"):
-        riskset.from_long(out, cov, weight="w")
+        riskset.from_long(out, cov, weight="w", offset="offset")
 
 
 def test_unweighted_fit_says_so(logistic_data):
