@@ -73,6 +73,10 @@ BAD_ARGUMENTS = [
     ("option with instance", lambda d, c: riskset.fit(d, riskset.models.base.get_model("cox"), ties="efron"),
      ["'ties'", "instance"]),
     ("ties value", lambda d, c: riskset.fit(c, "cox", ties="exact"), ["ties", "'exact'"]),
+    ("conditional ties", lambda d, c: riskset.models.base.get_model("conditional_logistic", ties="efron"),
+     ["ties", "'efron'"]),
+    ("fine_gray codes", lambda d, c: riskset.models.base.get_model("fine_gray", event_of_interest=0),
+     ["event_of_interest", "censor_code"]),
     ("profile unknown", lambda d, c: riskset.fit(d, "logistic", profile=["age"]), ["profile", "'age'"]),
     ("warm_start unknown", lambda d, c: riskset.fit(d, "logistic", warm_start={"age": 1.0}),
      ["warm_start", "'age'"]),
@@ -299,6 +303,8 @@ def test_cox_predict_checks_covariate_names(cox_data):
     renamed = riskset.from_arrays(cox_data.X, covariate_names=["a", "b", "c"], time=cox_data.time)
     with pytest.raises(InputError, match="none of the fit's covariates"):
         fit.predict(renamed)
+    with pytest.raises(InputError, match="none of the fit's covariates"):
+        riskset.predict_survival(fit, cox_data, [0.5], newdata=renamed)
 
 
 # -- 11. Parquet checksums ---------------------------------------------------------------------

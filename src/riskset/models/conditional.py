@@ -309,7 +309,7 @@ class ConditionalLogistic(_Conditional):
 
     def __init__(self, ties: str = "exact"):
         if ties not in ("exact", "breslow"):
-            raise ValueError(f"ties must be 'exact' or 'breslow', not {ties!r}")
+            raise InputError(f"ties must be 'exact' or 'breslow', not {ties!r}")
         self.ties = ties
 
     def options(self):
