@@ -56,9 +56,33 @@ def _time_function(spec):
                      f"got {spec!r}")
 
 
+#: Largest interval index K = ceil(time / interval_width) that float64 counts exactly (2^53).
+MAX_INTERVAL_INDEX = 2 ** 53
+#: With time effects the fit visits every person-interval on each update of the intercept or a time
+#: term (about 1e8 per second): more than this many is refused (a wider interval_width is the remedy).
+MAX_PERSON_INTERVALS = 10 ** 9
+#: With time effects the table of f_m(k), k = 1..K, is stored: the largest K allowed.
+MAX_TIME_TABLE = 10 ** 7
+#: ``predict`` returns an (n_rows, n_intervals) matrix: the most values it builds.
+MAX_PREDICTION_VALUES = 10 ** 8
+
+
 def n_intervals(time, width) -> np.ndarray:
-    """K = ceil(time / width), robust to floating-point round-off at exact multiples."""
+    """K = ceil(time / width), robust to floating-point round-off at exact multiples.
+
+    Raises InputError when a K would exceed :data:`MAX_INTERVAL_INDEX` (or is not finite).
+
+    >>> n_intervals([0.5, 1.0, 2.5], 0.5)
+    array([1, 2, 5])
+    """
     r = np.asarray(time, dtype=np.float64) / width
+    too_many = r > MAX_INTERVAL_INDEX
+    if too_many.any():
+        i = int(np.flatnonzero(too_many)[0])
+        t = np.ravel(time)[i]
+        raise InputError(f"pooled_logistic: time {t:g} with interval_width={width:g} makes {r.flat[i]:.3g} "
+                         f"intervals, more than can be counted ({MAX_INTERVAL_INDEX:.2g}): use a wider "
+                         f"interval_width (or check the time unit)")
     k = np.ceil(r)
     near = np.abs(r - np.round(r)) <= 1e-9 * np.maximum(1.0, np.abs(r))
     return np.where(near, np.round(r), k).astype(np.int64)
@@ -84,11 +108,18 @@ class PooledLogisticDatafit(Datafit):
         # static event sums: sum_i wt d c F_m(K_i)
         self.ysum = np.empty(len(self.src))
         for m in range(self.nf):
-            e = self.wt * self.d * self.ftab[m, self.K]
-            sel = self.fidx == m
-            zsum = self.X.T @ e
-            tot = e.sum()
-            self.ysum[sel] = np.where(self.src[sel] < 0, tot, zsum[np.maximum(self.src[sel], 0)])
+            at_event = self.wt * self.d * (self.ftab[m, self.K] if m else 1.0)  # F_0 = 1 (one-column ftab)
+            sel, sums = self._column_sums(m, at_event)
+            self.ysum[sel] = sums
+
+    def _column_sums(self, m, per_subject):
+        """(columns, sum_i c_i v_i) of the virtual columns c_i F_m(k) (c = 1 where src < 0)."""
+        sel = np.flatnonzero(self.fidx == m)
+        src = self.src[sel]
+        sums = np.full(sel.size, per_subject.sum())
+        cov = src >= 0
+        sums[cov] = self.X[:, src[cov]].T @ per_subject
+        return sel, sums
 
     @property
     def n_coef(self) -> int:
@@ -96,7 +127,7 @@ class PooledLogisticDatafit(Datafit):
 
     @property
     def n_person_periods(self) -> int:
-        return int(self.K.sum())
+        return int(self.K.sum(dtype=np.float64))  # float: K_i may be up to 2^53 each
 
     def lin(self, beta):
         """Per-subject coefficient of each time function, shape (nf, N)."""
@@ -144,12 +175,8 @@ class PooledLogisticDatafit(Datafit):
     def gradient(self, state):
         g = self.ysum.copy()
         for m in range(self.nf):
-            sel = np.flatnonzero(self.fidx == m)
-            if sel.size == 0:
-                continue
-            zg = self.X.T @ state.G[m]
-            tot = state.G[m].sum()
-            g[sel] -= np.where(self.src[sel] < 0, tot, zg[np.maximum(self.src[sel], 0)])
+            sel, sums = self._column_sums(m, state.G[m])
+            g[sel] -= sums
         return g
 
     def _columns(self, columns):
@@ -304,6 +331,25 @@ class PooledLogistic(Model):
     def intervals(self, time) -> np.ndarray:
         return n_intervals(time, self.interval_width)
 
+    def _fit_function_table(self, K, time) -> np.ndarray:
+        """The table the fit's kernels read, after refusing work that grows too large.
+
+        Without time functions the kernels sum each subject's intervals in closed form and
+        need only the constant (one column): the cost is then independent of the width.
+        With time functions every person-interval is visited and the table has K columns.
+        """
+        if not self._functions:
+            return np.ones((1, 1))
+        kmax = int(K.max())
+        total = float(K.sum(dtype=np.float64))
+        if kmax > MAX_TIME_TABLE or total > MAX_PERSON_INTERVALS:
+            raise InputError(
+                f"{self.name}: interval_width={self.interval_width:g} makes {total:.3g} person-intervals "
+                f"(largest time {float(time.max()):g} -> {kmax:.3g} intervals); with time_effects every "
+                f"person-interval is visited on each update, and the limits are {MAX_PERSON_INTERVALS:.0e} "
+                f"person-intervals and {MAX_TIME_TABLE:.0e} intervals per subject: use a wider interval_width")
+        return self.function_table(kmax)
+
     # -- datafit -------------------------------------------------------------------------
     def datafit(self, data: Dataset) -> PooledLogisticDatafit:
         data.require("time", model=self.name)
@@ -330,7 +376,7 @@ class PooledLogistic(Model):
             if rows.size == 0:
                 raise InputError(f"{self.name}: every subject has follow-up time 0")
         src, fidx = self._structure(data)
-        ftab = self.function_table(int(K[rows].max()))
+        ftab = self._fit_function_table(K[rows], time[rows])
         Z = data.X if not zero.any() else data.X[rows].tocsc()
         w = None if data.weights is None else np.asarray(data.weights)[rows]
         off = None if data.offset is None else np.asarray(data.offset)[rows]
@@ -356,6 +402,10 @@ class PooledLogistic(Model):
                 n_intervals = int(self.intervals(data.time).max())
             else:
                 raise InputError("give n_intervals (or the model's horizon) to predict without a time column")
+        if data.n_rows * float(n_intervals) > MAX_PREDICTION_VALUES:
+            raise InputError(f"{self.name} predictions for {data.n_rows} rows x {n_intervals:.3g} intervals would be "
+                             f"more than {MAX_PREDICTION_VALUES:.0e} values: give a smaller n_intervals (or horizon), "
+                             f"or predict for fewer rows")
         src, fidx = self._structure(data)
         ftab = self.function_table(n_intervals)
         Z = data.X
