@@ -348,7 +348,10 @@ def _fit_one(args, tol):
             warnings.simplefilter("ignore", ConvergenceWarning)  # reported by _cmd_fit's last line
             return run_spec(args.spec[0], tol=tol, max_iter=args.max_iter, profile=profile, level=args.level,
                             progress=args.progress, n_jobs=args.jobs), {}
-    data = _load_data(args)
+    try:
+        data = _load_data(args)
+    except _reader_errors() as err:  # the reader's message does not say which input it was reading
+        raise InputError(f"{_source(args)}: {_one_line(err)}") from err
     model = _model(args.model or "logistic", args.option)
     names = model.coef_names(data)
     _check_known("--exclude", _names(args.exclude), names)
@@ -535,6 +538,14 @@ def _load_data(args):
     if args.outcomes:
         return riskset.from_long(args.outcomes, args.covariates_file, **kw)
     return riskset.from_duckdb(args.duckdb, args.outcomes_sql, args.covariates_sql, **kw)
+
+
+def _source(args) -> str:
+    if args.data:
+        return f"--data {args.data!r}"
+    if args.outcomes:
+        return f"--outcomes {args.outcomes!r} / --covariates-file {args.covariates_file!r}"
+    return f"--duckdb {args.duckdb!r} queries"
 
 
 def _model(name, option_texts):

@@ -88,7 +88,7 @@ def fit_spec(spec: dict, frame: pd.DataFrame, *, tol: float = 1e-12, **fit_optio
         prior = Prior.from_spec(spec.get("penalty"))
     except KeyError as err:  # a field the model or the penalty needs
         raise InputError(f"the specification lacks the field {err.args[0]!r} (model {spec['model']!r}, "
-                         f"penalty {spec.get('penalty')})") from None
+                         f"penalty {json.dumps(spec.get('penalty'))})") from None
     data = dataset_from_spec(spec, frame)
     return fit(data, model, prior, tol=tol, **fit_options)
 
