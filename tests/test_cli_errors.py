@@ -202,3 +202,9 @@ def test_help_documents_the_exit_status(capsys):
     assert exit_.value.code == 0
     text = capsys.readouterr().out
     assert "exit status: 0 success; 1 a fit did not converge" in text and "--debug" in text
+
+
+def test_cv_needs_a_prior_but_no_starting_variance(files, capsys):
+    argv = fill(WIDE, files) + ["--prior", "laplace", "--cv", "3", "--cv-grid", "3", "--quiet"]
+    assert cli.main(argv) == 0
+    assert capsys.readouterr().err == ""

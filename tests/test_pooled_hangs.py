@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 import riskset
 from riskset.data.dataset import Dataset
-from riskset.exceptions import InputError
+from riskset.exceptions import DataWarning, InputError
 from riskset.models import pooled_logistic
 from riskset.models.glm import LogisticRegression
 from riskset.models.pooled_logistic import PooledLogistic, person_period_table
@@ -64,11 +64,12 @@ def test_closed_form_equals_materialized_logistic():
 
 
 @pytest.mark.parametrize("times, width, numbers", [
-    ([1e9, 2.0, 3.0], 1.0, ["1e+09 person-intervals", "largest time 1e+09 -> 1e+09 intervals"]),
-    ([50.0, 80.0, 100.0], 1e-6, ["2.3e+08 person-intervals", "1e+08 intervals"]),
+    ([1e9, 2.0, 3.0], 1.0, ["1e+09 person-intervals", "largest time 1e+09 -> 1e+09 intervals", "limit is 1e+07"]),
+    ([50.0, 80.0, 100.0], 1e-6, ["2.3e+08 person-intervals", "1e+08 intervals", "limit is 1e+07"]),
+    ([9e6] * 12, 1.0, ["1.08e+08 person-intervals", "max_person_intervals=1e+08"]),
 ])
 def test_time_effects_over_too_many_intervals_are_refused_with_the_numbers(times, width, numbers):
-    data = cohort(times, [1, 0, 1])
+    data = cohort(times, np.arange(len(times)) % 2)
     t0 = time.perf_counter()
     with pytest.raises(InputError, match="use a wider interval_width") as err:
         riskset.fit(data, PooledLogistic(width, {"intercept": "linear"}))
@@ -77,12 +78,14 @@ def test_time_effects_over_too_many_intervals_are_refused_with_the_numbers(times
         assert number in str(err.value)
 
 
-def test_person_interval_limit_is_checked_before_any_work(monkeypatch):
-    monkeypatch.setattr(pooled_logistic, "MAX_PERSON_INTERVALS", 100)
+def test_person_interval_limit_is_an_option_and_slow_fits_warn(monkeypatch):
     data = cohort([40.0, 40.0, 40.0], [1, 0, 1])  # 120 person-intervals
-    with pytest.raises(InputError, match="120 person-intervals"):
+    with pytest.raises(InputError, match="120 person-intervals.*max_person_intervals=100"):
+        PooledLogistic(1.0, {"intercept": "log"}, max_person_intervals=100).datafit(data)
+    PooledLogistic(1.0, max_person_intervals=100).datafit(data)  # without time effects the count does not matter
+    monkeypatch.setattr(pooled_logistic, "SLOW_PERSON_INTERVALS", 100)
+    with pytest.warns(DataWarning, match="120 person-intervals.*may take minutes"):
         PooledLogistic(1.0, {"intercept": "log"}).datafit(data)
-    PooledLogistic(1.0).datafit(data)  # without time effects the count does not matter
 
 
 def test_times_huge_relative_to_the_width_are_refused():

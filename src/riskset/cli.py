@@ -179,7 +179,7 @@ def _add_fit(sub):
     pr.add_argument("--exclude", metavar="A,B", default="", help="coefficients left unpenalized (e.g. treatment)")
     sel = p.add_argument_group("penalty selection and uncertainty")
     sel.add_argument("--cv", type=FOLDS, metavar="K", help="choose the prior variance by K-fold cross-validation "
-                                                         "(needs --prior laplace or normal)")
+                                                         "(needs --prior laplace or normal, not a variance)")
     sel.add_argument("--cv-repeats", type=COUNT, metavar="R", help="repetitions of the K folds (default 1)")
     sel.add_argument("--cv-grid", type=FOLDS, metavar="G", help="variances on the grid (default 10)")
     sel.add_argument("--cv-auto", action="store_true", help="refine the best grid variance by golden-section search")
@@ -571,16 +571,18 @@ def _prior(args):
     import riskset
 
     exclude = _names(args.exclude)
+    # with --cv the variance is chosen on a grid of its own: any starting value will do
+    variance = args.variance if args.variance is not None or not args.cv else 1.0
     if args.prior == "laplace":
         if args.gamma is not None:
             return riskset.Laplace(gamma=args.gamma, exclude=exclude)
-        if args.variance is None:
-            raise InputError("--prior laplace needs --gamma or --variance")
-        return riskset.Laplace(variance=args.variance, exclude=exclude)
+        if variance is None:
+            raise InputError("--prior laplace needs --gamma or --variance (or --cv K to choose it)")
+        return riskset.Laplace(variance=variance, exclude=exclude)
     if args.prior == "normal":
-        if args.variance is None:
-            raise InputError("--prior normal needs --variance")
-        return riskset.Normal(args.variance, exclude=exclude)
+        if variance is None:
+            raise InputError("--prior normal needs --variance (or --cv K to choose it)")
+        return riskset.Normal(variance, exclude=exclude)
     return riskset.NoPrior()
 
 

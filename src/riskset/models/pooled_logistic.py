@@ -59,8 +59,10 @@ def _time_function(spec):
 #: Largest interval index K = ceil(time / interval_width) that float64 counts exactly (2^53).
 MAX_INTERVAL_INDEX = 2 ** 53
 #: With time effects the fit visits every person-interval on each update of the intercept or a time
-#: term (about 1e8 per second): more than this many is refused (a wider interval_width is the remedy).
-MAX_PERSON_INTERVALS = 10 ** 9
+#: term (some 3e7 per second and thread): the default ``max_person_intervals`` beyond which it refuses
+#: (1e8 is already minutes per cycle), and the count beyond which it warns that the fit will be slow.
+MAX_PERSON_INTERVALS = 10 ** 8
+SLOW_PERSON_INTERVALS = 10 ** 7
 #: With time effects the table of f_m(k), k = 1..K, is stored: the largest K allowed.
 MAX_TIME_TABLE = 10 ** 7
 #: ``predict`` returns an (n_rows, n_intervals) matrix: the most values it builds.
@@ -224,6 +226,11 @@ class PooledLogistic(Model):
         Include the intercept beta0 (default True).
     horizon : int, optional
         Number of intervals returned by ``predict`` when the data have no ``time``.
+    max_person_intervals : float
+        With ``time_effects``, the most person-intervals a fit accepts (default
+        :data:`MAX_PERSON_INTERVALS`, 1e8): each update of the intercept or a time term visits
+        them all, so more is refused up front; raise it knowingly for a long fit. Without time
+        effects the count does not matter (closed-form sums).
 
     The intercept and its time terms are never penalized.
 
@@ -236,7 +243,8 @@ class PooledLogistic(Model):
 
     name = "pooled_logistic"
 
-    def __init__(self, interval_width, time_effects=None, intercept: bool = True, horizon: int | None = None):
+    def __init__(self, interval_width, time_effects=None, intercept: bool = True, horizon: int | None = None,
+                 max_person_intervals: float = MAX_PERSON_INTERVALS):
         try:
             width = float(interval_width)
         except (TypeError, ValueError):
@@ -248,6 +256,9 @@ class PooledLogistic(Model):
         self.time_effects = dict(time_effects or {})
         self.intercept = bool(intercept)
         self.horizon = horizon
+        if not max_person_intervals > 0:
+            raise InputError(f"max_person_intervals must be > 0, got {max_person_intervals!r}")
+        self.max_person_intervals = float(max_person_intervals)
         # distinct time functions, in order of first use
         self._functions = []  # (label, func)
         self._terms = []  # (term, label)
@@ -262,14 +273,15 @@ class PooledLogistic(Model):
         # user functions stay callables here (fit.model rebuilds the model in this session); only
         # the built-in names survive a JSON round trip of the fit
         return {"interval_width": self.interval_width, "time_effects": dict(self.time_effects),
-                "intercept": self.intercept, "horizon": self.horizon}
+                "intercept": self.intercept, "horizon": self.horizon,
+                "max_person_intervals": self.max_person_intervals}
 
     @classmethod
     def from_spec(cls, spec):
         if "interval_width" not in spec:
             raise InputError("the pooled_logistic model needs 'interval_width'")
         return cls(spec["interval_width"], spec.get("time_effects"), spec.get("intercept", True),
-                   spec.get("horizon"))
+                   spec.get("horizon"), spec.get("max_person_intervals", MAX_PERSON_INTERVALS))
 
     # -- names and structure -----------------------------------------------------------
     def time_terms(self, covariate_names):
@@ -342,12 +354,19 @@ class PooledLogistic(Model):
             return np.ones((1, 1))
         kmax = int(K.max())
         total = float(K.sum(dtype=np.float64))
-        if kmax > MAX_TIME_TABLE or total > MAX_PERSON_INTERVALS:
-            raise InputError(
-                f"{self.name}: interval_width={self.interval_width:g} makes {total:.3g} person-intervals "
-                f"(largest time {float(time.max()):g} -> {kmax:.3g} intervals); with time_effects every "
-                f"person-interval is visited on each update, and the limits are {MAX_PERSON_INTERVALS:.0e} "
-                f"person-intervals and {MAX_TIME_TABLE:.0e} intervals per subject: use a wider interval_width")
+        counts = (f"interval_width={self.interval_width:g} makes {total:.3g} person-intervals (largest time "
+                  f"{float(time.max()):g} -> {kmax:.3g} intervals)")
+        if kmax > MAX_TIME_TABLE:
+            raise InputError(f"{self.name}: {counts}; with time_effects the values of the time functions are stored "
+                             f"for every interval, and the limit is {MAX_TIME_TABLE:.0e}: use a wider interval_width")
+        if total > self.max_person_intervals:
+            raise InputError(f"{self.name}: {counts}; with time_effects every person-interval is visited on each "
+                             f"update, and the limit is max_person_intervals={self.max_person_intervals:.3g}: use a "
+                             f"wider interval_width (or raise max_person_intervals for a fit of hours)")
+        if total > SLOW_PERSON_INTERVALS:
+            warnings.warn(f"{self.name}: {counts}; with time_effects every person-interval is visited on each "
+                          f"update, so the fit may take minutes (a wider interval_width is faster)", DataWarning,
+                          stacklevel=4)
         return self.function_table(kmax)
 
     # -- datafit -------------------------------------------------------------------------
