@@ -43,6 +43,12 @@ def files(tmp_path_factory):
         json.dump({"columns": {"y": "y"}, "data": "data.csv"}, f)
     with open(paths["novariance"], "w") as f:
         json.dump({"model": "logistic", "columns": {"y": "y"}, "covariates": ["x1"], "penalty": {"type": "l2"}}, f)
+    for analysis in ("a", "b"):
+        (d / analysis).mkdir()
+        frame.to_csv(d / analysis / "data.csv", index=False)
+        with open(d / analysis / "case.json", "w") as f:
+            json.dump({"model": "logistic", "columns": {"y": "y"}, "covariates": ["x1", "x2"]}, f)
+        paths[f"spec_{analysis}"] = str(d / analysis / "case.json")
     paths["missing"] = str(d / "missing.csv")
     paths["nofolder"] = str(d / "no" / "such" / "folder" / "fit.json")
     paths["dir"] = str(d)
@@ -154,6 +160,15 @@ def test_fit_that_did_not_converge_writes_results_and_exits_1(files, tmp_path, c
     assert_one_line_error(err, "riskset fit", "the logistic fit did not converge")
     assert str(out) in err
     assert json.loads(out.read_text())["converged"] is False
+
+
+def test_many_analyses_that_did_not_converge_exit_1(files, tmp_path, capsys):
+    out = tmp_path / "all.csv"
+    argv = ["fit", "--spec", files["spec_a"], "--spec", files["spec_b"], "--max-iter", "1", "--tol", "1e-15",
+            "--out", str(out), "--quiet"]
+    assert cli.main(argv) == 1
+    assert_one_line_error(capsys.readouterr().err, "riskset fit", "2 of 2 analyses did not converge: a, b")
+    assert not pd.read_csv(out)["converged"].any()
 
 
 def test_converged_fit_exits_0_and_is_silent_on_stderr(files, tmp_path, capsys):

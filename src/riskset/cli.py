@@ -274,8 +274,8 @@ def _report(prog: str, err: BaseException, *, debug: bool) -> int:
         traceback.print_exception(err)
     text = _one_line(_describe(err))
     if not expected:
-        text = (f"internal error ({type(err).__name__}: {text}); this is a bug in riskset: rerun with --debug for "
-                f"the traceback and please report it")
+        how = "the traceback is above" if debug else "rerun with --debug for the traceback"
+        text = f"internal error ({type(err).__name__}: {text}); this is a bug in riskset: {how}, and please report it"
     print(f"{prog}: error: {text}", file=sys.stderr)
     return EXIT_INPUT if expected else EXIT_BUG
 
@@ -346,8 +346,7 @@ def _fit_one(args, tol):
     if args.spec:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # reported by _cmd_fit's last line
-            return run_spec(args.spec[0], tol=tol, max_iter=args.max_iter, profile=profile, level=args.level,
-                            progress=args.progress, n_jobs=args.jobs), {}
+            return run_spec(args.spec[0], progress=args.progress, **_solver_options(args, tol)), {}
     try:
         data = _load_data(args)
     except _reader_errors() as err:  # the reader's message does not say which input it was reading
@@ -359,9 +358,14 @@ def _fit_one(args, tol):
     prior, extra = _select(args, data, model, _prior(args))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # reported by _cmd_fit's last line
-        fit = riskset.fit(data, model, prior, tol=tol, max_iter=args.max_iter, profile=profile, level=args.level,
-                          progress=args.progress, backend=args.backend, dtype=args.dtype, n_jobs=args.jobs)
+        fit = riskset.fit(data, model, prior, progress=args.progress, **_solver_options(args, tol))
     return fit, extra
+
+
+def _solver_options(args, tol) -> dict:
+    """Keyword arguments of riskset.fit shared by every way of fitting."""
+    return dict(tol=tol, max_iter=args.max_iter, profile=_names(args.profile), level=args.level,
+                backend=args.backend, dtype=args.dtype, n_jobs=args.jobs)
 
 
 def _fit_many_specs(args, tol) -> int:
@@ -370,8 +374,9 @@ def _fit_many_specs(args, tol) -> int:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        table = riskset.fit_specs(args.spec, executor=_executor(args), n_jobs=args.jobs, progress=not args.quiet,
-                                  tol=tol, max_iter=args.max_iter)
+        options = _solver_options(args, tol)
+        table = riskset.fit_specs(args.spec, executor=_executor(args), n_jobs=options.pop("n_jobs"),
+                                  progress=not args.quiet, **options)
     if args.out:
         if args.out.endswith(".csv"):
             table.to_csv(args.out, index=False)
@@ -379,10 +384,10 @@ def _fit_many_specs(args, tol) -> int:
             table.to_json(args.out, orient="records", indent=2)
     if not args.quiet:
         print(table.to_string(index=False, float_format=lambda v: f"{v:.5g}"))
-    failed = int((~table["converged"].astype(bool)).sum())
-    if failed:
-        print(f"riskset fit: error: {failed} of {len(args.spec)} fits did not converge (see the 'converged' column)",
-              file=sys.stderr)
+    failed = table.loc[~table["converged"].astype(bool), "analysis"].unique()
+    if len(failed):
+        print(f"riskset fit: error: {len(failed)} of {len(args.spec)} analyses did not converge: "
+              f"{', '.join(map(str, failed))} (see the 'converged' column)", file=sys.stderr)
         return EXIT_NOT_CONVERGED
     return EXIT_OK
 
@@ -410,8 +415,9 @@ def _check_fit_options(args) -> None:
 
 
 def _check_data_source(args) -> None:
-    sources = {"--spec": args.spec, "--data": args.data, "--outcomes/--covariates-file":
-               args.outcomes or args.covariates_file, "--duckdb": args.duckdb or args.outcomes_sql or args.covariates_sql}
+    sources = {"--spec": args.spec, "--data": args.data,
+               "--outcomes/--covariates-file": args.outcomes or args.covariates_file,
+               "--duckdb": args.duckdb or args.outcomes_sql or args.covariates_sql}
     chosen = [name for name, given in sources.items() if given]
     if not chosen:
         raise InputError("no data: give --spec, --data, --outcomes with --covariates-file, "
