@@ -107,6 +107,10 @@ BAD = {
     "info option": (["info", "--verbose"], "unrecognized arguments: --verbose"),
     "ode rtol": (["ode", "--model", "seir", "--rtol", "-1"], "--rtol: must be a number > 0"),
     "ode max-steps": (["ode", "--model", "seir", "--max-steps", "0"], "--max-steps"),
+    "ode missing params": (["ode", "--model", "seir", "--params", "{missing}", "--times", "0:9:1", "--out",
+                            "{dir}/o.csv"], "missing.csv"),
+    "ode bad times": (["ode", "--model", "seir", "--params", "{csv}", "--times", "9:0:1", "--out", "{dir}/o.csv"],
+                      "end 0.0 is before start 9.0"),
     "unknown command": (["fitt"], "invalid choice: 'fitt'"),
 }
 
@@ -202,6 +206,7 @@ def test_warnings_are_one_line_each(files, capsys, monkeypatch):
 @pytest.mark.parametrize("argv, needle", [
     (["fit", "--jobs", "0"], "--jobs"),
     (["fit", "--data", "{bad_parquet}", "--y", "y"], "Parquet"),
+    (["fit", "--data", "{csv}", "--y", "y", "--out", "{nofolder}"], "create it first"),
 ])
 def test_real_process_prints_one_line_and_exits_2(argv, needle, files):
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "src"))

@@ -139,6 +139,8 @@ def parse_times(text):
             a, b, step = parts
             return seq_times(a, b, step)
         return np.array([float(x) for x in text.split(",") if x.strip()])
+    except InputError as err:  # a well-formed but impossible range: keep its reason
+        raise InputError(f"--times {text!r}: {err}") from None
     except ValueError:
         raise InputError(
             f"--times: cannot parse {text!r}; use A:B:STEP (e.g. 0:365:1) "
