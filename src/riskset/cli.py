@@ -411,7 +411,10 @@ def _check_fit_options(args) -> None:
         _check_gpu()
     _check_output(args.out, "--out", (".json", ".csv"))
     if args.plot_dir:
-        os.makedirs(args.plot_dir, exist_ok=True)
+        try:
+            os.makedirs(args.plot_dir, exist_ok=True)
+        except OSError as err:
+            raise InputError(f"--plot-dir {args.plot_dir!r}: cannot create the folder ({err.strerror})") from None
 
 
 def _check_data_source(args) -> None:
