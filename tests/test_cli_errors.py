@@ -93,6 +93,7 @@ BAD = {
     "sql error": (DUCK + ["--outcomes-sql", "SELEC * FROM outcomes"], "queries: Parser Error"),
     "sql unknown table": (DUCK + ["--outcomes-sql", "SELECT * FROM outcome"], "name outcome does not exist"),
     "out into missing folder": (WIDE + ["--out", "{nofolder}"], "does not exist; create it first"),
+    "float32 on cpu": (WIDE + ["--dtype", "float32"], "--dtype float32 is the precision of GPU fits"),
     "plot-dir not creatable": (WIDE + ["--plot-dir", "{csv}/plots"], "--plot-dir"),
     "out not json or csv": (WIDE + ["--out", "{dir}/fit.parquet"], "must end in .json or .csv"),
     "spec not json": (["fit", "--spec", "{notjson}"], "is not valid JSON"),

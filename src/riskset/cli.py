@@ -409,6 +409,8 @@ def _check_fit_options(args) -> None:
     args.cv_repeats, args.cv_grid = args.cv_repeats or 1, args.cv_grid or 10
     if args.backend == "gpu":
         _check_gpu()
+    elif args.dtype != "float64":
+        raise InputError(f"--dtype {args.dtype} is the precision of GPU fits: it needs --backend gpu")
     _check_output(args.out, "--out", (".json", ".csv"))
     if args.plot_dir:
         try:
