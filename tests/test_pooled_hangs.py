@@ -83,6 +83,9 @@ def test_person_interval_limit_is_an_option_and_slow_fits_warn(monkeypatch):
     with pytest.raises(InputError, match="120 person-intervals.*max_person_intervals=100"):
         PooledLogistic(1.0, {"intercept": "log"}, max_person_intervals=100).datafit(data)
     PooledLogistic(1.0, max_person_intervals=100).datafit(data)  # without time effects the count does not matter
+    for bad in ("lots", 0, float("nan")):
+        with pytest.raises(InputError, match="max_person_intervals must be"):
+            PooledLogistic(1.0, max_person_intervals=bad)
     monkeypatch.setattr(pooled_logistic, "SLOW_PERSON_INTERVALS", 100)
     with pytest.warns(DataWarning, match="120 person-intervals.*may take minutes"):
         PooledLogistic(1.0, {"intercept": "log"}).datafit(data)

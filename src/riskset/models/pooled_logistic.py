@@ -69,6 +69,16 @@ MAX_TIME_TABLE = 10 ** 7
 MAX_PREDICTION_VALUES = 10 ** 8
 
 
+def _positive_number(name, value) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number, got {value!r}") from None
+    if not (np.isfinite(number) and number > 0):
+        raise InputError(f"{name} must be a finite number > 0, got {value!r}")
+    return number
+
+
 def n_intervals(time, width) -> np.ndarray:
     """K = ceil(time / width), robust to floating-point round-off at exact multiples.
 
@@ -245,20 +255,11 @@ class PooledLogistic(Model):
 
     def __init__(self, interval_width, time_effects=None, intercept: bool = True, horizon: int | None = None,
                  max_person_intervals: float = MAX_PERSON_INTERVALS):
-        try:
-            width = float(interval_width)
-        except (TypeError, ValueError):
-            raise InputError(f"interval_width must be a number, got {interval_width!r}") from None
-        if not (np.isfinite(width) and width > 0):
-            raise InputError(f"interval_width must be a finite number > 0 (intervals of zero or negative width "
-                             f"are impossible), got {interval_width!r}")
-        self.interval_width = width
+        self.interval_width = _positive_number("interval_width", interval_width)
         self.time_effects = dict(time_effects or {})
         self.intercept = bool(intercept)
         self.horizon = horizon
-        if not max_person_intervals > 0:
-            raise InputError(f"max_person_intervals must be > 0, got {max_person_intervals!r}")
-        self.max_person_intervals = float(max_person_intervals)
+        self.max_person_intervals = _positive_number("max_person_intervals", max_person_intervals)
         # distinct time functions, in order of first use
         self._functions = []  # (label, func)
         self._terms = []  # (term, label)
