@@ -42,7 +42,7 @@ def load_spec(path: str) -> tuple[dict, pd.DataFrame]:
                          f"with \"data\": \"FILE.csv\")")
     try:
         return spec, pd.read_csv(data_path)
-    except (ValueError, pd.errors.ParserError) as err:  # empty, malformed or not text
+    except ValueError as err:  # empty, malformed or not text (pandas parser errors are ValueErrors)
         raise InputError(f"specification {path!r}: cannot read its data file {data_path!r} as CSV: {err}") from None
 
 
