@@ -44,7 +44,7 @@ try:
     from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
     from sklearn.metrics import d2_tweedie_score
     from sklearn.utils.multiclass import check_classification_targets
-    from sklearn.utils.validation import check_is_fitted, validate_data
+    from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 except ImportError as err:  # pragma: no cover - exercised only without scikit-learn
     raise ImportError("riskset.estimators needs scikit-learn >= 1.6: pip install 'riskset[sklearn]'") from err
 
@@ -121,7 +121,7 @@ def _event_indicator(event: np.ndarray) -> np.ndarray:
     bad = (values != 0) & (values != 1)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"the event indicator must be 0/1 or False/True; row {i} has {values[i]!r}")
+        raise InputError(f"the event indicator must be 0/1 or False/True; row {i} has {values[i]:g}")
     return values == 1
 
 
@@ -180,20 +180,25 @@ class _RisksetEstimator(BaseEstimator):
 
     def fit(self, X, y, sample_weight=None):
         """Fit the model by :func:`riskset.fit`; ``sample_weight`` are case weights."""
+        if y is None:
+            raise InputError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         X = self._design(X, reset=True)
-        outcome = self._outcome(y)
-        if sample_weight is not None:
-            outcome["weights"] = _numeric(np.asarray(sample_weight), "sample_weight")
+        weights = None if sample_weight is None else _sample_weight(sample_weight, X.shape[0])
+        outcome = self._outcome(y, weights)
+        if weights is not None:
+            outcome["weights"] = weights
         data = from_arrays(X, covariate_names=self._feature_names(), **outcome)
         result = riskset_fit(data, self._model, self._resolved_prior(), tol=self.tol, max_iter=self.max_iter,
                              backend=self.backend, **self._model_options())
         if not result.converged:
             raise NotConvergedError(f"{type(self).__name__} did not converge: {result.message}", result)
         self.fit_result_ = result
+        self.n_iter_ = result.n_iter
         self.coef_ = result.coef.reindex(self._feature_names()).fillna(0.0).to_numpy()
         return self
 
-    def _outcome(self, y) -> dict:
+    def _outcome(self, y, sample_weight) -> dict:
+        """Dataset outcome arrays (``from_arrays`` keywords) of the target ``y``."""
         raise NotImplementedError
 
     def _model_options(self) -> dict:
@@ -225,8 +230,9 @@ class _RisksetEstimator(BaseEstimator):
         else:
             row, col = np.argwhere(~np.isfinite(X))[0]
             value = X[row, col]
-        raise InputError(f"covariate {self._feature_names()[col]!r} has a non-finite value ({value}) at row {row} "
-                         "of X: impute or drop it first")
+        shown = "NaN" if np.isnan(value) else value
+        raise InputError(f"covariate {self._feature_names()[col]!r} is {shown} at row {row} of X: "
+                         "impute or drop it first")
 
     def _feature_names(self) -> list[str]:
         if hasattr(self, "feature_names_in_"):
@@ -262,6 +268,15 @@ class _RisksetEstimator(BaseEstimator):
         tags.input_tags.sparse = True
         tags.target_tags.required = True
         return tags
+
+
+def _sample_weight(sample_weight, n_rows: int) -> np.ndarray:
+    weights = _numeric(column_or_1d(sample_weight), "sample_weight")
+    if weights.shape[0] != n_rows:
+        raise InputError(f"sample_weight has {weights.shape[0]} values for {n_rows} rows of X")
+    if not np.any(weights > 0):
+        raise InputError("sample_weight are all zero (or negative): no row would count in the fit")
+    return weights
 
 
 def _elastic_net(variance: float, l1_ratio, exclude) -> Prior:
@@ -334,7 +349,7 @@ class CoxRegression(_RisksetEstimator):
     def _model_options(self):
         return {"ties": self.ties}
 
-    def _outcome(self, y):
+    def _outcome(self, y, sample_weight):
         time, event = _survival_arrays(y)
         return {"time": time, "status": event.astype(np.int64)}
 
@@ -385,12 +400,17 @@ class LogisticRegression(ClassifierMixin, _GLMEstimator):
                          max_iter=max_iter, backend=backend)
         self.fit_intercept = fit_intercept
 
-    def _outcome(self, y):
+    def _outcome(self, y, sample_weight):
+        y = column_or_1d(y, warn=True)
         check_classification_targets(y)
-        classes, codes = np.unique(np.asarray(y).ravel(), return_inverse=True)
-        if classes.shape[0] != 2:
-            raise InputError(f"logistic regression needs exactly two classes in y; got {classes.shape[0]}: "
-                             f"{classes[:5].tolist()}")
+        classes, codes = np.unique(y, return_inverse=True)
+        if classes.shape[0] > 2:
+            raise InputError(f"Only binary classification is supported: y has {classes.shape[0]} classes "
+                             f"({', '.join(map(repr, classes[:5].tolist()))}{' ...' if classes.shape[0] > 5 else ''})")
+        counted = classes if sample_weight is None else np.unique(y[sample_weight > 0])
+        if counted.shape[0] < 2:
+            extra = "" if sample_weight is None else " among the rows with positive sample_weight"
+            raise InputError(f"y has only one class{extra} ({counted[0]!r}): logistic regression needs two")
         self.classes_ = classes
         return {"y": codes.astype(np.float64)}
 
@@ -405,7 +425,8 @@ class LogisticRegression(ClassifierMixin, _GLMEstimator):
 
     def predict(self, X) -> np.ndarray:
         """The more probable class of each row."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+        positive = self.decision_function(X) > 0
+        return self.classes_[positive.astype(int)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -449,11 +470,8 @@ class PoissonRegression(RegressorMixin, _GLMEstimator):
                          max_iter=max_iter, backend=backend)
         self.fit_intercept = fit_intercept
 
-    def _outcome(self, y):
-        y = np.asarray(y)
-        if y.ndim != 1:
-            raise InputError(f"y must be a 1-D array of counts; got shape {y.shape}")
-        return {"y": _numeric(y, "y")}
+    def _outcome(self, y, sample_weight):
+        return {"y": _numeric(column_or_1d(y, dtype=np.float64, warn=True), "y")}
 
     def predict(self, X) -> np.ndarray:
         """Expected count exp(x beta) of each row."""
