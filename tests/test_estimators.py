@@ -18,8 +18,9 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 import riskset  # noqa: E402
-from riskset.estimators import (CoxRegression, LogisticRegression, NotConvergedError,  # noqa: E402
-                                PoissonRegression, concordance_index, survival_target)
+from riskset.estimators import (CoxRegression, FineGrayRegression, LogisticRegression,  # noqa: E402
+                                NotConvergedError, PoissonRegression, competing_risks_target,
+                                concordance_index, survival_target)
 from riskset.exceptions import InputError  # noqa: E402
 
 
@@ -53,6 +54,33 @@ def test_cox_equals_riskset_fit():
     np.testing.assert_allclose(model.predict(X), direct.predict(data, "link"), rtol=1e-12)
     assert model.score(X, y) == pytest.approx(brute_force_concordance(y["time"], y["event"], model.predict(X)))
     assert model.fit_result_.model_options["ties"] == "efron" and model.n_features_in_ == 3
+
+
+def competing_data(n=150, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    t_event, t_competing = rng.exponential(np.exp(-0.7 * X[:, 0]), n), rng.exponential(1.0, n)
+    status = np.where(t_event < t_competing, 1, 2) * (rng.random(n) < 0.8)
+    return X, competing_risks_target(status, np.round(np.minimum(t_event, t_competing), 1))
+
+
+def test_fine_gray_equals_riskset_fit_and_scores_wolbers_concordance():
+    X, y = competing_data()
+    model = FineGrayRegression(penalty="l2", variance=5.0).fit(X, y)
+    data = riskset.from_arrays(X, time=y["time"], status=y["status"])
+    direct = riskset.fit(data, "fine_gray", riskset.Normal(5.0))
+    np.testing.assert_allclose(model.coef_, direct.coef.to_numpy(), rtol=1e-12)
+    risk = model.predict(X)
+    np.testing.assert_allclose(risk, direct.predict(data, "link"), rtol=1e-12)
+    t, s = y["time"], y["status"]
+    concordant = comparable = 0.0  # Wolbers: a competing event stays comparable with every event of interest
+    for i in np.flatnonzero(s == 1):
+        later = (t[i] < t) | ((t[i] == t) & (s == 0)) | (s == 2)
+        comparable += later.sum()
+        concordant += np.sum(risk[i] > risk[later]) + 0.5 * np.sum(risk[i] == risk[later])
+    assert model.score(X, y) == pytest.approx(concordant / comparable)
+    with pytest.raises(InputError, match="status codes must be integers.*row 1 has 1.5"):
+        model.fit(X[:3], np.array([[1.0, 1.0], [2.0, 1.5], [3.0, 0.0]]))
 
 
 def test_logistic_equals_riskset_fit_with_labels_and_weights():
