@@ -230,6 +230,8 @@ def test_bad_inputs_name_the_problem():
         LogisticRegression().fit(X.fillna(0), [0, 1, 2, 0, 1, 2])
     with pytest.raises(InputError, match="sample_weight has 2 values for 6 rows"):
         LogisticRegression().fit(X.fillna(0), y, sample_weight=[1.0, 2.0])
+    with pytest.raises(InputError, match="X has a column named 'intercept'"):
+        LogisticRegression().fit(X.fillna(0).rename(columns={"age": "intercept"}), y)
     with pytest.raises(InputError, match="give either prior= or penalty="):
         LogisticRegression(penalty="l2", prior=riskset.Normal(1.0)).fit(X.fillna(0), y)
     with pytest.raises(InputError, match="variance must be a positive finite number, got -1"):

@@ -227,6 +227,7 @@ class _RisksetEstimator(BaseEstimator):
         if y is None:
             raise InputError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         X = self._design(X, reset=True)
+        self._check_feature_names(self._feature_names())
         weights = None if sample_weight is None else _sample_weight(sample_weight, X.shape[0])
         outcome = self._outcome(y, weights)
         if weights is not None:
@@ -247,6 +248,9 @@ class _RisksetEstimator(BaseEstimator):
 
     def _model_options(self) -> dict:
         return {}
+
+    def _check_feature_names(self, names: list[str]) -> None:
+        """Raise InputError for covariate names the model cannot take."""
 
     def _linear_predictor(self, X) -> np.ndarray:
         check_is_fitted(self, "coef_")
@@ -338,6 +342,11 @@ class _GLMEstimator(_RisksetEstimator):
 
     def _model_options(self):
         return {"intercept": bool(self.fit_intercept)}
+
+    def _check_feature_names(self, names):
+        if self.fit_intercept and "intercept" in names:
+            raise InputError("X has a column named 'intercept', the name of the model's own intercept: rename the "
+                             "column, or drop it and keep fit_intercept=True")
 
     def fit(self, X, y, sample_weight=None):
         super().fit(X, y, sample_weight)
