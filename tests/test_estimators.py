@@ -236,6 +236,8 @@ def test_bad_inputs_name_the_problem():
         LogisticRegression(penalty="l2", prior=riskset.Normal(1.0)).fit(X.fillna(0), y)
     with pytest.raises(InputError, match="variance must be a positive finite number, got -1"):
         LogisticRegression(penalty="l2", variance=-1).fit(X.fillna(0), y)
+    with pytest.raises(InputError, match="l1_ratio must be a number, got 'half'"):
+        LogisticRegression(penalty="elasticnet", l1_ratio="half").fit(X.fillna(0), y)
 
 
 def test_not_converged_raises_with_the_fit():

@@ -301,7 +301,7 @@ class _RisksetEstimator(BaseEstimator):
             raise InputError(f"penalty must be 'l1', 'l2', 'elasticnet' or None, not {self.penalty!r}")
         if self.penalty is None:
             return NoPrior()
-        variance = float(self.variance)
+        variance = _number(self.variance, "variance")
         if not (np.isfinite(variance) and variance > 0):
             raise InputError(f"variance must be a positive finite number, got {self.variance!r}")
         exclude = (self.exclude,) if isinstance(self.exclude, str) else tuple(self.exclude)
@@ -318,6 +318,13 @@ class _RisksetEstimator(BaseEstimator):
         return tags
 
 
+def _number(value, name: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number, got {value!r}") from None
+
+
 def _sample_weight(sample_weight, n_rows: int) -> np.ndarray:
     weights = _numeric(column_or_1d(sample_weight), "sample_weight")
     if weights.shape[0] != n_rows:
@@ -330,7 +337,7 @@ def _sample_weight(sample_weight, n_rows: int) -> np.ndarray:
 def _elastic_net(variance: float, l1_ratio, exclude) -> Prior:
     """Laplace part of variance ``variance / l1_ratio`` plus Normal part of variance
     ``variance / (1 - l1_ratio)`` (gamma = sqrt(2 / Laplace variance))."""
-    r = float(l1_ratio)
+    r = _number(l1_ratio, "l1_ratio")
     if not 0 <= r <= 1:
         raise InputError(f"l1_ratio must be in [0, 1], got {l1_ratio!r}")
     normal_variance = variance / (1 - r) if r < 1 else np.inf
