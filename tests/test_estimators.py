@@ -167,6 +167,7 @@ def test_pipeline_and_grid_search():
     assert grid.best_estimator_.variance in (0.1, 10.0)
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")  # sklearn's NaN-target check
 @parametrize_with_checks([LogisticRegression(penalty="l2"), PoissonRegression(penalty="l2")])
 def test_sklearn_check_estimator(estimator, check):
     check(estimator)
