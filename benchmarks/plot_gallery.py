@@ -73,11 +73,11 @@ def selection_plots(out, dpi):
 
 
 def fan_plot(out, dpi):
-    """SEIR fan chart over 200 sampled parameter sets."""
+    """SEIR fan chart over 200 parameter sets (R0 between 1.5 and 6)."""
     rng = np.random.default_rng(0)
-    params = np.exp(rng.uniform(np.log([0.1, 0.05, 0.05]), np.log([2.0, 1.0, 1.0]), size=(200, 3)))
+    params = np.exp(rng.uniform(np.log([0.3, 0.15, 0.1]), np.log([0.6, 0.3, 0.2]), size=(200, 3)))
     res = solve_batch("seir", params, [1e6 - 10, 0, 10, 0], np.arange(0, 181.0), rtol=1e-6, atol=1e-6)
-    ax = res.fan_chart("I")
+    ax = res.fan_chart("I", xlabel="days", ylabel="infectious (I), of a population of 1,000,000")
     save(ax.figure, out, "ode_fan.png", dpi)
 
 
