@@ -97,7 +97,7 @@ def _layout(ax, n_rows: int, risk_table: bool):
     return ax.figure, ax, table_ax
 
 
-def _thin_steps(t, *values, n_bins: int = STEP_BINS, span=None):
+def thin_steps(t, *values, n_bins: int = STEP_BINS, span=None):
     """Keep the last knot in each of ``n_bins`` slices of the time axis.
 
     A right-continuous step function drawn through these knots differs from the full
@@ -111,7 +111,7 @@ def _thin_steps(t, *values, n_bins: int = STEP_BINS, span=None):
 
 def _draw_curve(ax, part, color, label, conf_int, span):
     """Survival step curve from (0, 1), with its confidence band."""
-    t, s, lo, hi = _thin_steps(part["time"].to_numpy(), part["survival"].to_numpy(),
+    t, s, lo, hi = thin_steps(part["time"].to_numpy(), part["survival"].to_numpy(),
                                part["lower"].fillna(0.0).to_numpy(), part["upper"].fillna(0.0).to_numpy(),
                                span=span)
     t, s, lo, hi = np.r_[0.0, t], np.r_[1.0, s], np.r_[1.0, lo], np.r_[1.0, hi]
@@ -126,7 +126,7 @@ def _draw_censor_marks(ax, part, color, span, max_marks) -> bool:
     cens = part[part["n_censor"].to_numpy() > 0]
     t, s = cens["time"].to_numpy(), cens["survival"].to_numpy()
     if max_marks is not None and t.size > 0:
-        t_kept, s_kept = _thin_steps(t, s, n_bins=max_marks, span=span)
+        t_kept, s_kept = thin_steps(t, s, n_bins=max_marks, span=span)
     else:
         t_kept, s_kept = t, s
     ax.plot(t_kept, s_kept, "|", color=color, ms=6)
