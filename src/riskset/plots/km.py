@@ -104,7 +104,7 @@ def thin_steps(t, *values, n_bins: int = STEP_BINS, span=None):
     one by less than one slice horizontally, i.e. by less than a pixel.
     """
     lo, hi = span if span is not None else (t[0], t[-1])
-    slice_of = np.floor((t - lo) / max(hi - lo, 1e-300) * n_bins).astype(np.int64)
+    slice_of = np.minimum(np.floor((t - lo) / max(hi - lo, 1e-300) * n_bins), n_bins - 1).astype(np.int64)
     keep = np.r_[slice_of[1:] != slice_of[:-1], True]
     return (t[keep],) + tuple(v[keep] for v in values)
 
