@@ -110,6 +110,11 @@ def test_forest_small_table_keeps_all_rows_in_order_and_maps_labels():
     ax = fig.axes[0]
     assert ytick_texts(ax) == ["drug_0", "drug_1", "statin use", "drug_3", "drug_4"]
     assert ax.get_xscale() == "log"
+    values = [t.get_text() for t in ax.texts]
+    row = table.iloc[0]
+    assert f"{np.exp(row.estimate):.2f} ({np.exp(row.lower):.2f} to {np.exp(row.upper):.2f})" in values
+    fig.canvas.draw()
+    assert "1" in [t.get_text() for t in ax.get_xticklabels()]  # plain ratios, not 10^0
 
 
 def test_bootstrap_plot_shows_top_coefficients_by_default():

@@ -138,7 +138,7 @@ def select_rows(table, top: int | None):
 
 
 def plot_forest(table, path=None, ax=None, title="Intervals", exponentiate: bool = False,
-                top: int | None = 30, labels=None, xlabel: str | None = None):
+                top: int | None = 30, labels=None, xlabel: str | None = None, values: bool = True):
     """Forest plot: one row per coefficient with its estimate and interval.
 
     Parameters
@@ -150,7 +150,8 @@ def plot_forest(table, path=None, ax=None, title="Intervals", exponentiate: bool
         absolute value, sorted by estimate; the subtitle says how many were left out.
         ``top=None`` shows every row.
     labels : mapping from name to the label to print (e.g. covariate id to description).
-    xlabel : axis label; default "coefficient" or "exp(coefficient)".
+    xlabel : axis label; default "coefficient" or "exp(coefficient), log scale".
+    values : print "estimate (lower to upper)" in a column right of the plot.
 
     The height grows by ``ROW_HEIGHT`` inches per row up to ``MAX_HEIGHT``; beyond that
     the row labels shrink (down to ``MIN_FONT`` points).
@@ -166,8 +167,7 @@ def plot_forest(table, path=None, ax=None, title="Intervals", exponentiate: bool
     """
     shown = select_rows(table, top)
     n = len(shown)
-    height = min(FRAME_HEIGHT + ROW_HEIGHT * max(n, 1), MAX_HEIGHT)
-    fig, ax = _axes(ax, figsize=(6.4, height))
+    fig, ax = _axes(ax, figsize=(6.4, min(FRAME_HEIGHT + ROW_HEIGHT * max(n, 1), MAX_HEIGHT)))
     y = np.arange(n)[::-1]
     est, lo, hi = (shown[c].to_numpy(dtype=float) for c in ("estimate", "lower", "upper"))
     if exponentiate:
@@ -175,12 +175,42 @@ def plot_forest(table, path=None, ax=None, title="Intervals", exponentiate: bool
     ax.hlines(y, lo, hi, color="C0")
     ax.plot(est, y, "o", color="C0", ms=4)
     ax.axvline(1.0 if exponentiate else 0.0, color="0.5", lw=0.8, ls=":")
-    row_points = (height - FRAME_HEIGHT) * 72 / max(n, 1)
-    ax.set_yticks(y, _display_names(shown["name"], labels), fontsize=max(MIN_FONT, min(9.0, 0.8 * row_points)))
+    fontsize = _row_font_size(ax, n)
+    ax.set_yticks(y, _display_names(shown["name"], labels), fontsize=fontsize)
     ax.set_ylim(-0.7, n - 0.3)
+    if exponentiate:
+        _ratio_axis(ax)
+    if values:
+        _value_column(ax, y, est, lo, hi, fontsize, "ratio" if exponentiate else "estimate")
     ax.set_xlabel(xlabel or ("exp(coefficient), log scale" if exponentiate else "coefficient"))
     ax.set_title(title if n == len(table) else
-                 f"{title}\nthe {n} largest of {len(table)} coefficients ({(table['estimate'] == 0).sum()} are zero)", fontsize=10)
-    if exponentiate:
-        ax.set_xscale("log")
+                 f"{title}\nthe {n} largest of {len(table)} coefficients ({(table['estimate'] == 0).sum()} are zero)",
+                 fontsize=10)
     return _finish(fig, path)
+
+
+def _ratio_axis(ax):
+    """Log x axis with ticks at 1, 2, 5 times powers of ten, written plainly (0.5, 1, 2; not 10^0)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _row_font_size(ax, n_rows):
+    """Label font (points) that fits one line per row of ``ax``: 9 points, smaller when rows are thin."""
+    ax_points = ax.get_position().height * ax.figure.get_size_inches()[1] * 72
+    return max(MIN_FONT, min(9.0, 0.8 * ax_points / max(n_rows, 1)))
+
+
+def _value_column(ax, y, est, lo, hi, fontsize, what):
+    """"estimate (lower to upper)" right of the axes, one per row, under a header."""
+    import matplotlib.transforms as mtransforms
+
+    right = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)
+    for row, e, a, b in zip(y, est, lo, hi):
+        ax.text(1.03, row, f"{e:.2f} ({a:.2f} to {b:.2f})", transform=right, va="center", fontsize=fontsize)
+    ax.text(1.03, 1.0, f"{what} (interval)", transform=ax.transAxes, va="bottom", fontsize=fontsize,
+            fontweight="bold")
