@@ -142,7 +142,7 @@ def _legend(ax, by_group: bool, has_marks: bool, thinned: bool):
         handles.append(Line2D([], [], color="0.3", marker="|", linestyle="none", ms=6))
         labels.append("censored (marks thinned)" if thinned else "censored")
     if handles:
-        ax.legend(handles, labels, loc="lower left", frameon=False)
+        ax.legend(handles, labels, loc="best", frameon=False)
 
 
 def _at_risk(part, ticks):
