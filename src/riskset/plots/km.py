@@ -28,8 +28,9 @@ def plot_km(time, status, group=None, weights=None, *, conf_int: bool = True, co
     risk_table : add a numbers-at-risk table below the plot, at ``risk_times``
         (default: the x ticks).
     censor_marks : ``"thin"`` (default) marks censoring with at most one tick per
-        ``1 / max_censor_marks`` of the time axis per curve (the legend says when marks
-        were thinned); ``"all"`` marks every censoring time; ``"none"`` draws no marks.
+        ``1 / max_censor_marks`` of the time axis per curve, so at most ``max_censor_marks``
+        per curve (the legend says when marks were thinned); ``"all"`` marks every
+        censoring time; ``"none"`` draws no marks.
     ax : existing axes to draw into (the table is then placed below it).
 
     Returns
@@ -52,13 +53,14 @@ def plot_km(time, status, group=None, weights=None, *, conf_int: bool = True, co
     fig, ax, table_ax = _layout(ax, n_rows=km["group"].nunique() if group is not None else 1,
                                 risk_table=risk_table)
     groups = [None] if group is None else list(km["group"].unique())
+    parts = [km if g is None else km[km["group"] == g] for g in groups]
+    labels = ["all" if g is None else str(g) for g in groups]
     colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+    colors = [colors[i % len(colors)] for i in range(len(groups))]
     span = (0.0, float(time.max()) or 1.0)
     thinned = False
-    for i, g in enumerate(groups):
-        part = km if g is None else km[km["group"] == g]
-        color = colors[i % len(colors)]
-        _draw_curve(ax, part, color, "all" if g is None else str(g), conf_int, span)
+    for part, label, color in zip(parts, labels, colors):
+        _draw_curve(ax, part, color, label, conf_int, span)
         if censor_marks != "none":
             thinned |= _draw_censor_marks(ax, part, color, span, None if censor_marks == "all" else max_censor_marks)
     ax.set_ylim(0, 1.02)
@@ -72,10 +74,7 @@ def plot_km(time, status, group=None, weights=None, *, conf_int: bool = True, co
         ticks = [t for t in ax.get_xticks() if 0 <= t <= span[1]] if risk_times is None else list(risk_times)
         ax.set_xticks(ticks)
         ax.set_xlim(0, span[1] * 1.02)
-        parts = [km if g is None else km[km["group"] == g] for g in groups]
-        at_risk = [_at_risk(part, ticks) for part in parts]
-        labels = ["all" if g is None else str(g) for g in groups]
-        _draw_risk_table(table_ax, ax, labels, at_risk, ticks, colors, xlabel)
+        _draw_risk_table(table_ax, ax, labels, [_at_risk(part, ticks) for part in parts], ticks, colors, xlabel)
     return fig
 
 
@@ -155,14 +154,14 @@ def _at_risk(part, ticks):
 def _draw_risk_table(table_ax, ax, labels, at_risk, ticks, colors, xlabel):
     """Numbers at risk as text centred under the time ticks, one coloured row per group."""
     texts = [[f"{v:,.0f}" if float(v).is_integer() else f"{v:,.1f}" for v in row] for row in at_risk]
-    widest = max(len(x) for row in texts for x in row)
+    widest = max((len(x) for row in texts for x in row), default=1)
     table_ax.set_ylim(len(labels) - 0.5, -0.5)
     table_ax.tick_params(axis="x", labelbottom=False, bottom=False)
     # group names sit left of the first column, which is centred on t = 0: pad by half its width
     table_ax.set_yticks(range(len(labels)), labels)
     table_ax.tick_params(axis="y", length=0, pad=4 + 0.3 * FONT_SIZE * widest)
-    for tick_label, i in zip(table_ax.get_yticklabels(), range(len(labels))):
-        tick_label.set_color(colors[i % len(colors)])
+    for tick_label, color in zip(table_ax.get_yticklabels(), colors):
+        tick_label.set_color(color)
     for side in table_ax.spines.values():
         side.set_visible(False)
     table_ax.set_title("Number at risk", fontsize=9, loc="left")
