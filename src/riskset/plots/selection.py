@@ -68,7 +68,9 @@ def plot_path(path_table, path=None, ax=None, top: int | None = 10, labels=None)
     """Coefficient paths against the prior variance; the ``top`` largest at the widest prior are named.
 
     ``top=None`` names every curve. Names are spread vertically so they never overlap;
-    a thin line joins each name to the end of its curve.
+    a thin line joins each name to the end of its curve. ``labels`` maps names to the
+    text shown; by default ``path_table.attrs['labels']`` (set by
+    :func:`riskset.regularization_path` from the covariate reference table).
 
     Examples
     --------
@@ -79,6 +81,7 @@ def plot_path(path_table, path=None, ax=None, top: int | None = 10, labels=None)
     >>> [t.get_text() for t in fig.axes[0].texts]
     ['a']
     """
+    labels = path_table.attrs.get("labels") if labels is None else labels
     fig, ax = _axes(ax)
     table = path_table.drop(columns=[c for c in ("intercept",) if c in path_table.columns])
     v = table.index.to_numpy()

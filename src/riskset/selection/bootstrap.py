@@ -26,7 +26,8 @@ class BootstrapResult:
     """Replicate estimates (one row per replicate) and the summary table.
 
     table : name, estimate (full data), lower and upper percentile bounds at
-        ``level``, proportion of replicates in which the coefficient is non-zero.
+        ``level``, proportion of replicates in which the coefficient is non-zero; a
+        ``covariate_name`` column after ``name`` when the data have covariate labels.
     """
 
     estimates: pd.DataFrame
@@ -34,12 +35,14 @@ class BootstrapResult:
     fit: FitResult
     level: float
 
-    def plot(self, path=None, ax=None, names=None):
-        """Forest plot of the percentile intervals."""
+    def plot(self, path=None, ax=None, names=None, **options):
+        """Forest plot of the percentile intervals, coefficients shown by their labels
+        (:attr:`FitResult.labels`); ``options`` go to :func:`riskset.plots.selection.plot_forest`."""
         from riskset.plots.selection import plot_forest
 
+        options.setdefault("labels", self.fit.labels)
         return plot_forest(self.table if names is None else self.table[self.table["name"].isin(names)],
-                           path=path, ax=ax, title=f"Bootstrap {self.level:.0%} percentile intervals")
+                           path=path, ax=ax, title=f"Bootstrap {self.level:.0%} percentile intervals", **options)
 
 
 def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: int = 200, seed: int = 0,
@@ -79,6 +82,8 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
                           "lower": estimates.quantile(alpha).reindex(full.coef.index).to_numpy(),
                           "upper": estimates.quantile(1 - alpha).reindex(full.coef.index).to_numpy(),
                           "nonzero_proportion": (estimates != 0).mean().reindex(full.coef.index).to_numpy()})
+    if full.labels:
+        table.insert(1, "covariate_name", full.display_names(table["name"]))
     return BootstrapResult(estimates, table, full, level)
 
 
