@@ -297,3 +297,11 @@ def test_print_fit_is_short_and_names_the_largest_coefficients(named_data):
     assert lines[3].startswith(f"  coef: {largest} ")
     labelled = str(riskset.fit(named_data, "cox"))
     assert "(celecoxib in prior year)" in labelled and "prior: none" in labelled
+
+
+def test_forest_plot_of_a_coefficient_table_shows_names(named_data):
+    from riskset.plots.selection import plot_forest
+
+    table = riskset.fit(named_data, "cox").coef_table()
+    fig = plot_forest(table)
+    assert sorted(t.get_text() for t in fig.axes[0].get_yticklabels()) == sorted(NAMES.values())

@@ -152,7 +152,9 @@ def plot_forest(table, path=None, ax=None, title="Intervals", exponentiate: bool
     top : with more rows than ``top``, show only the ``top`` non-zero estimates largest in
         absolute value, sorted by estimate; the subtitle says how many were left out.
         ``top=None`` shows every row.
-    labels : mapping from name to the label to print (e.g. covariate id to description).
+    labels : mapping from name to the label to print (e.g. covariate id to description);
+        by default the table's ``covariate_name`` column where it has one (coefficient
+        and bootstrap tables of data with a covariate reference table).
     xlabel : axis label; default "coefficient" or "exp(coefficient), log scale".
     values : print "estimate (lower to upper)" in a column right of the plot.
 
@@ -168,6 +170,8 @@ def plot_forest(table, path=None, ax=None, title="Intervals", exponentiate: bool
     >>> [x.get_text() for x in fig.axes[0].get_yticklabels()]
     ['a', 'c']
     """
+    if labels is None and "covariate_name" in table.columns:
+        labels = dict(zip(table["name"], table["covariate_name"]))
     shown = select_rows(table, top)
     n = len(shown)
     fig, ax = _axes(ax, figsize=(6.4, min(FRAME_HEIGHT + ROW_HEIGHT * max(n, 1), MAX_HEIGHT)))

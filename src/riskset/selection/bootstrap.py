@@ -36,11 +36,10 @@ class BootstrapResult:
     level: float
 
     def plot(self, path=None, ax=None, names=None, **options):
-        """Forest plot of the percentile intervals, coefficients shown by their labels
-        (:attr:`FitResult.labels`); ``options`` go to :func:`riskset.plots.selection.plot_forest`."""
+        """Forest plot of the percentile intervals, coefficients shown by their ``covariate_name``
+        where the table has one; ``options`` go to :func:`riskset.plots.selection.plot_forest`."""
         from riskset.plots.selection import plot_forest
 
-        options.setdefault("labels", self.fit.labels)
         return plot_forest(self.table if names is None else self.table[self.table["name"].isin(names)],
                            path=path, ax=ax, title=f"Bootstrap {self.level:.0%} percentile intervals", **options)
 
