@@ -305,3 +305,16 @@ def test_forest_plot_of_a_coefficient_table_shows_names(named_data):
     table = riskset.fit(named_data, "cox").coef_table()
     fig = plot_forest(table)
     assert sorted(t.get_text() for t in fig.axes[0].get_yticklabels()) == sorted(NAMES.values())
+
+
+def test_long_ohdsi_names_are_cut_in_plots_but_not_in_tables(named_data):
+    from riskset.plots.selection import MAX_LABEL, plot_forest
+
+    long_name = ("condition era group during day -365 through 0 days relative to index: "
+                 "type 2 diabetes mellitus with renal complications")
+    data = named_data.with_covariate_labels({"1002": long_name})
+    table = riskset.fit(data, "cox").coef_table()
+    assert table.set_index("name").loc["1002", "covariate_name"] == long_name
+    shown = [t.get_text() for t in plot_forest(table).axes[0].get_yticklabels()]
+    cut = [s for s in shown if s.startswith("condition era")]
+    assert len(cut) == 1 and len(cut[0]) == MAX_LABEL and cut[0].endswith("\u2026")

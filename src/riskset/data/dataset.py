@@ -106,7 +106,7 @@ class Dataset:
         return ", ".join(shown) + (f", ... ({more:,} more)" if more > 0 else "") if shown else "none"
 
     def with_covariate_labels(self, labels) -> "Dataset":
-        """The same data with display names for covariates: a mapping name -> label
+        """The same data with display names for covariates (replacing any it had): a mapping name -> label
         (integer covariate ids name ``str(id)``); names not in the data raise.
 
         >>> import riskset

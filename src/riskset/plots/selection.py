@@ -13,6 +13,8 @@ import numpy as np
 ROW_HEIGHT, FRAME_HEIGHT, MAX_HEIGHT = 0.25, 1.3, 16.0
 #: Smallest label font (points) when a capped forest plot shrinks its rows.
 MIN_FONT = 4.0
+#: Longest coefficient label drawn (characters); longer ones end in an ellipsis.
+MAX_LABEL = 60
 
 
 def _axes(ax, figsize=(6.4, 4.2)):
@@ -34,9 +36,11 @@ def _finish(fig, path):
 
 
 def _display_names(names, labels):
-    """Names to print: ``labels[name]`` where given (a dict or Series), else the name itself."""
+    """Names to print: ``labels[name]`` where given (a dict or Series), else the name itself;
+    longer than ``MAX_LABEL`` characters (OHDSI covariate names can be 150), cut with an ellipsis."""
     mapping = {} if labels is None else dict(labels)
-    return [str(mapping.get(n, n)) for n in names]
+    shown = [str(mapping.get(n, n)) for n in names]
+    return [s if len(s) <= MAX_LABEL else s[:MAX_LABEL - 1].rstrip() + "\u2026" for s in shown]
 
 
 def plot_cv(cv, path=None, ax=None):
