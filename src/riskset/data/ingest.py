@@ -310,7 +310,8 @@ def _first(names, k: int = 5) -> str:
 
 # -- helpers ---------------------------------------------------------------------------
 #: Conventional column names of roles that are used only when asked for: column -> (keyword, role).
-_EXPLICIT_ROLES = {"weight": ("weights", "case weights"), "offset": ("offset", "offset (fixed part of the linear predictor)")}
+_EXPLICIT_ROLES = {"weight": ("weights", "case weights"),
+                   "offset": ("offset", "offset (fixed part of the linear predictor)")}
 
 
 def _warn_unrequested_roles(columns, **requested):
