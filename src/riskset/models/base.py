@@ -141,6 +141,25 @@ class Datafit(ABC):
         cross-validation and the bootstrap are reweighted views of one datafit."""
         return None
 
+    def data_weights(self) -> np.ndarray:
+        """This datafit's case weights in Dataset row order, as :meth:`reweighted` takes them
+        (``reweighted(data_weights())`` is this datafit): one per Dataset row up to the last
+        row the datafit reads, 0 for rows it left out (e.g. strata without events). The
+        points of a profile likelihood are replicates with these weights."""
+        raise NotImplementedError(f"{type(self).__name__} does not report its case weights")
+
+
+def scatter_to_data_rows(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weights of datafit rows placed at their Dataset ``rows`` (0 for the Dataset rows no
+    datafit row comes from); the array ends at the last Dataset row used.
+
+    >>> scatter_to_data_rows(np.array([2, 0, 2]), np.array([3.0, 1.0, 3.0])).tolist()
+    [1.0, 0.0, 3.0]
+    """
+    out = np.zeros(int(np.max(rows, initial=-1)) + 1)
+    out[rows] = weights
+    return out
+
 
 def weight_overflow(state) -> str | None:
     """The problem of a risk-set family's state whose weights w = c exp(eta) overflowed

@@ -38,6 +38,7 @@ from riskset.kernels.cpu import cox as K
 from riskset.kernels.cpu.columns import columns_dot, columns_dot2, columns_times
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates, indicator_columns,
                                  weight_overflow)
+from riskset.models.base import scatter_to_data_rows
 
 TIES = ("breslow", "efron")
 FORMULATIONS = ("sparse", "scan")
@@ -109,6 +110,10 @@ class CoxDatafit(Datafit):
         new.efron = self.ties == "efron" and bool(np.any(slot_m > 1))
         new.gx0 = np.ascontiguousarray(self.X.T @ (cw * self.event), dtype=np.float64)
         return new
+
+    def data_weights(self):
+        """Case weights in Dataset row order (every piece of a split row carries the row's weight)."""
+        return scatter_to_data_rows(self.data_rows, self.cw)
 
     # -- state --------------------------------------------------------------------
     def new_state(self, beta):

@@ -39,6 +39,7 @@ from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
 from riskset.models.base import (Datafit, FitState, Model, drop_constant_covariates, indicator_columns,
                                  weight_overflow)
+from riskset.models.base import scatter_to_data_rows
 
 FORMULATIONS = ("sparse", "scan")
 
@@ -177,6 +178,10 @@ class FineGrayDatafit(Datafit):
         new.__dict__.update(self.__dict__)
         new._set_weights(np.ascontiguousarray(np.asarray(weights, dtype=np.float64)[self.order]))
         return new
+
+    def data_weights(self):
+        """Case weights in input (Dataset) row order."""
+        return scatter_to_data_rows(self.order, self.cw)
 
     # -- state ----------------------------------------------------------------------------
     def new_state(self, beta):

@@ -33,6 +33,7 @@ from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import pooled as kernels
 from riskset.models.base import Datafit, FitState, Model
+from riskset.models.base import scatter_to_data_rows
 
 _BUILTIN = {
     "linear": ("t", lambda k: k),
@@ -81,6 +82,7 @@ class PooledLogisticDatafit(Datafit):
         self.ftab = np.ascontiguousarray(ftab, dtype=np.float64)
         self.nf = self.ftab.shape[0]
         self.wt = np.ones(self.n_rows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+        self.rows = np.arange(self.n_rows)  # Dataset row of each subject row (set by the model)
         # static event sums: sum_i wt d c F_m(K_i)
         self.ysum = np.empty(len(self.src))
         for m in range(self.nf):
@@ -114,6 +116,10 @@ class PooledLogisticDatafit(Datafit):
 
     def linear_predictor(self, beta):
         raise NotImplementedError("pooled logistic rows are virtual; use lin(beta)")
+
+    def data_weights(self):
+        """Case weights in Dataset row order (0 for subjects dropped with follow-up time 0)."""
+        return scatter_to_data_rows(self.rows, self.wt)
 
     def new_state(self, beta):
         lin = np.ascontiguousarray(self.lin(beta))

@@ -296,5 +296,9 @@ class GLMDeviceDatafit(DeviceDatafit):
                                           coords, mask, beta, l1, l2, radius, fixed, out, d["eta"], s["y"],
                                           self._weights_dev(), d["expeta"], d["resid"], d["curv"])
 
+    def _check_weights(self, weights):
+        if weights.shape[1] != self.n_rows:  # the device reads them as the (R, N) row weights
+            raise ValueError(f"replicate weights must have {self.n_rows} columns (one per row), not {weights.shape[1]}")
+
     def _cpu_reweight(self, w):
         return self.cpu.reweighted(w)

@@ -34,15 +34,7 @@ class DeviceReplicates(ReplicateBatch):
     def repeated(cls, device, n: int) -> "DeviceReplicates":
         """n replicates of ``device`` with its own row weights (points of a profile
         likelihood: they differ only in the coefficients held fixed)."""
-        if device.weights is not None:
-            weights = device.weights[0]
-        elif hasattr(device.cpu, "data_rows"):  # Cox: sorted rows; replicate weights are in Dataset order
-            rows = device.cpu.data_rows
-            weights = np.zeros(int(rows.max()) + 1)
-            weights[rows] = device.cpu.cw
-        else:  # GLM: rows in Dataset order
-            weights = device.cpu.w
-        return cls(device.replicates(np.repeat(np.asarray(weights, np.float64)[None, :], n, axis=0)))
+        return cls(device.replicates(np.repeat(device.data_weights()[None, :], n, axis=0)))
 
     def _on_device(self, name, a):
         cached = self._penalties.get(name)
