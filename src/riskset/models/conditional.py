@@ -47,7 +47,6 @@ from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import conditional as kernels
 from riskset.models.base import Datafit, FitState, Model, indicator_columns
-from riskset.models.base import scatter_to_data_rows
 
 # spread of x beta within one stratum beyond which its conditional probabilities are 0 or 1
 _SEPARATION_SPREAD = 30.0
@@ -89,6 +88,10 @@ class ConditionalDatafit(Datafit):
         self.n_s = np.bincount(self.row_stratum, weights=self.y, minlength=self.n_strata).astype(np.float64)
         self.xy = np.ascontiguousarray(self.X.T @ self.y, dtype=np.float64)
 
+    def data_weights(self):
+        """Case weights in Dataset row order: each row carries its stratum's weight c_s."""
+        return self.scatter_to_data_rows(self.rows, self.c_s[self.row_stratum])
+
     def reweighted(self, weights):
         """The same datafit with case weights ``weights`` (Dataset row order; constant within each
         stratum, as for the models' ``weights``), sharing X and the strata; weight 0 removes a stratum."""
@@ -103,10 +106,6 @@ class ConditionalDatafit(Datafit):
         new.__dict__.update(self.__dict__)
         new._set_stratum_weights(c_s)
         return new
-
-    def data_weights(self):
-        """Case weights in Dataset row order: each row carries its stratum's weight c_s."""
-        return scatter_to_data_rows(self.rows, self.c_s[self.row_stratum])
 
     def new_state(self, beta):
         """State at ``beta``. It owns every array a sweep writes (the exact likelihood's

@@ -38,7 +38,6 @@ from riskset.kernels.cpu import cox as K
 from riskset.kernels.cpu.columns import columns_dot, columns_dot2, columns_times
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates, indicator_columns,
                                  weight_overflow)
-from riskset.models.base import scatter_to_data_rows
 
 TIES = ("breslow", "efron")
 FORMULATIONS = ("sparse", "scan")
@@ -94,6 +93,10 @@ class CoxDatafit(Datafit):
             self.codes = column_breakpoints(self.indptr, self.indices, self.ks, self.ke)
         self.data_rows = order  # Dataset row of each datafit row (set by CoxModel.datafit)
 
+    def data_weights(self):
+        """Case weights in Dataset row order (every piece of a split row carries the row's weight)."""
+        return self.scatter_to_data_rows(self.data_rows, self.cw)
+
     def reweighted(self, weights):
         """The same datafit with case weights ``weights`` (Dataset row order), sharing X, the sort
         and every static structure; weight 0 removes a row exactly (also for Efron ties)."""
@@ -110,10 +113,6 @@ class CoxDatafit(Datafit):
         new.efron = self.ties == "efron" and bool(np.any(slot_m > 1))
         new.gx0 = np.ascontiguousarray(self.X.T @ (cw * self.event), dtype=np.float64)
         return new
-
-    def data_weights(self):
-        """Case weights in Dataset row order (every piece of a split row carries the row's weight)."""
-        return scatter_to_data_rows(self.data_rows, self.cw)
 
     # -- state --------------------------------------------------------------------
     def new_state(self, beta):

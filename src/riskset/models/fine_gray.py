@@ -39,7 +39,6 @@ from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
 from riskset.models.base import (Datafit, FitState, Model, drop_constant_covariates, indicator_columns,
                                  weight_overflow)
-from riskset.models.base import scatter_to_data_rows
 
 FORMULATIONS = ("sparse", "scan")
 
@@ -181,7 +180,7 @@ class FineGrayDatafit(Datafit):
 
     def data_weights(self):
         """Case weights in input (Dataset) row order."""
-        return scatter_to_data_rows(self.order, self.cw)
+        return self.scatter_to_data_rows(self.order, self.cw)
 
     # -- state ----------------------------------------------------------------------------
     def new_state(self, beta):

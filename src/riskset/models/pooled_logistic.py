@@ -33,7 +33,6 @@ from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import pooled as kernels
 from riskset.models.base import Datafit, FitState, Model
-from riskset.models.base import scatter_to_data_rows
 
 _BUILTIN = {
     "linear": ("t", lambda k: k),
@@ -119,7 +118,7 @@ class PooledLogisticDatafit(Datafit):
 
     def data_weights(self):
         """Case weights in Dataset row order (0 for subjects dropped with follow-up time 0)."""
-        return scatter_to_data_rows(self.rows, self.wt)
+        return self.scatter_to_data_rows(self.rows, self.wt)
 
     def new_state(self, beta):
         lin = np.ascontiguousarray(self.lin(beta))

@@ -434,7 +434,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
             return np.zeros(1, np.int32), np.zeros(1, stype), np.zeros(1, np.uint8)
         cpu = self.cpu
         indptr = np.asarray(cpu.indptr, np.int64)
-        codes = getattr(cpu, "codes", None)
+        codes = cpu.codes
         if codes is None:  # formulation='scan' builds none
             codes = column_breakpoints(indptr, cpu.indices, cpu.ks, cpu.ke)
         nb = 2 * (indptr[1:] - indptr[:-1])
