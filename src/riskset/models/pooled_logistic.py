@@ -116,10 +116,6 @@ class PooledLogisticDatafit(Datafit):
     def linear_predictor(self, beta):
         raise NotImplementedError("pooled logistic rows are virtual; use lin(beta)")
 
-    def data_weights(self):
-        """Case weights in Dataset row order (0 for subjects dropped with follow-up time 0)."""
-        return self.scatter_to_data_rows(self.rows, self.wt)
-
     def new_state(self, beta):
         lin = np.ascontiguousarray(self.lin(beta))
         state = FitState(lin)
@@ -133,6 +129,10 @@ class PooledLogisticDatafit(Datafit):
 
     def loglik(self, state):
         return kernels.loglik(state.lin, self.K, self.wt, self.d, self.ftab, state.SP)
+
+    def data_weights(self):
+        """Case weights in Dataset row order (0 for subjects dropped with follow-up time 0)."""
+        return self.scatter_to_data_rows(self.rows, self.wt)
 
     def coordinate(self, state, j):
         return kernels.coordinate(self.indptr, self.indices, self.values, self.src[j], self.fidx[j],
