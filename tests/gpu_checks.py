@@ -463,11 +463,11 @@ def _family_data(family, n=60):
 
 
 def _profile_check(family):
-    """backend='gpu' fits each round of the profile searches as one device batch of replicates
-    with the datafit's own case weights; the bounds equal the CPU ones."""
+    """backend='gpu' fits each round of the profile searches (four, in lockstep) as one device
+    batch of replicates with the datafit's own case weights; the bounds equal the CPU ones."""
     model, data, options = _family_data(family)
-    cpu = riskset.fit(data, model, profile=["x0"], **options)
-    gpu = riskset.fit(data, model, profile=["x0"], backend="gpu", **options)
+    cpu = riskset.fit(data, model, profile=["x0", "x1"], **options)
+    gpu = riskset.fit(data, model, profile=["x0", "x1"], backend="gpu", **options)
     bounds = cpu.intervals[["lower", "upper"]].to_numpy()
     assert np.all(np.isfinite(bounds)), f"test data: the CPU profile interval is not finite: {bounds}"
     close(gpu.intervals[["lower", "upper"]].to_numpy(), bounds, 1e-7, f"{family} profile interval")

@@ -360,7 +360,7 @@ class RiskSetDeviceDatafit(DeviceDatafit):
     """What the risk-set families (Cox, Fine-Gray) share on the device: one block per
     replicate (the slot scans of a refresh run within it) and replicate weights given in
     Dataset row order, as for the CPU datafit's ``reweighted``; :meth:`_cpu_reweight` is the
-    CPU view of one weighting, from which the weight-dependent device arrays are taken."""
+    CPU view of one weighting."""
 
     def __init__(self, cpu, dtype="float64", weights=None):
         super().__init__(cpu, dtype, weights)
@@ -450,20 +450,33 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         bhead[2 * indptr[:-1][nb > 0]] = 1  # the first breakpoint of every column
         return bcode, bpos.astype(stype), bhead
 
+    def _sorted_weights(self):
+        """(R, N) case weights in sorted (datafit) row order."""
+        if self.weights is None:
+            return np.asarray(self.cpu.cw, np.float64)[None, :]
+        return self.weights[:, self.cpu.data_rows]
+
     def _rep(self):
-        """Weight-dependent device arrays (R rows each) from the CPU datafit reweighted by each
-        replicate's weights: case weights in sorted order, slot event counts ``d`` and (Efron)
-        counts ``m`` of event rows with positive weight, gx0."""
+        """Weight-dependent device arrays: case weights, slot event counts (and tie counts), gx0.
+
+        As the CPU's ``reweighted``: ``d`` = weighted events per slot, ``m`` = event rows
+        with positive weight per slot."""
         if self._per_rep is None:
-            views = [self._cpu_view(r) for r in range(self.n_rep)]
-
-            def stacked(of, dtype=np.float64):
-                return cuda.to_device(np.ascontiguousarray(np.stack([of(v) for v in views]), dtype=dtype))
-
-            no_ties = cuda.to_device(np.zeros((1, 1)))  # slot_m is read only with Efron ties
-            self._per_rep = dict(cw=stacked(lambda v: v.cw, self.dtype), slot_d=stacked(lambda v: v.rs.slot_d),
-                                 slot_m=stacked(lambda v: v.rs.slot_m) if self.efron else no_ties,
-                                 gx0=stacked(lambda v: v.gx0))
+            cpu = self.cpu
+            cw = self._sorted_weights()
+            ev = np.asarray(cpu.event, bool)
+            ns = cpu.rs.n_slots
+            eslot = np.asarray(cpu.ke, np.int64)[ev] - 1
+            slot_d = np.stack([np.bincount(eslot, weights=c[ev], minlength=ns) for c in cw])
+            if self.efron:
+                slot_m = np.stack([np.bincount(eslot, weights=(c[ev] > 0), minlength=ns) for c in cw])
+            else:
+                slot_m = np.zeros((1, 1))
+            gx0 = np.asarray((cpu.X.T @ (cw * ev[None, :]).T).T)
+            self._per_rep = dict(cw=cuda.to_device(np.ascontiguousarray(cw, dtype=self.dtype)),
+                                 slot_d=cuda.to_device(np.ascontiguousarray(slot_d, dtype=np.float64)),
+                                 slot_m=cuda.to_device(np.ascontiguousarray(slot_m, dtype=np.float64)),
+                                 gx0=cuda.to_device(np.ascontiguousarray(gx0, dtype=np.float64)))
         return self._per_rep
 
     def _allocate(self, state):

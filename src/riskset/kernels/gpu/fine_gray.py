@@ -241,7 +241,7 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
         """Weight-dependent device arrays (R rows each): c, cinv, Gev, d, gx0 from the CPU
         datafit reweighted by each replicate's weights."""
         if self._per_rep is None:
-            views = [self._cpu_view(r) for r in range(self.n_rep)]
+            views = [self.cpu] if self.weights is None else [self.cpu.reweighted(w) for w in self.weights]
             types = dict(cw=self.dtype, cinv=self.dtype, Gev=np.float64, slot_d=np.float64, gx0=np.float64)
             self._per_rep = {name: cuda.to_device(np.ascontiguousarray(np.stack([getattr(v, name) for v in views]),
                                                                        dtype=dt))
