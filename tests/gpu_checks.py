@@ -441,11 +441,11 @@ def replicates_cox_efron_startstop():
 
 # -- profile likelihood, cross-validation and the bootstrap on the device, every family --------------
 #: every family (and Cox variant) with device kernels: (model, data_for options, model options).
-#: Cox gets denser columns so that its profiled coefficient has enough non-zeros.
+#: The GLMs and Cox get denser columns so that the profiled coefficients have finite bounds.
 DEVICE_FAMILIES = {
-    "logistic": ("logistic", {}, {}),
-    "poisson": ("poisson", {}, {}),
-    "least_squares": ("least_squares", {}, {}),
+    "logistic": ("logistic", dict(density=FIT_DENSE), {}),
+    "poisson": ("poisson", dict(density=FIT_DENSE), {}),
+    "least_squares": ("least_squares", dict(density=FIT_DENSE), {}),
     "cox": ("cox", dict(density=FIT_DENSE), {}),
     "cox_efron_strata": ("cox", dict(density=FIT_DENSE, strata=True), dict(ties="efron")),
     "cox_startstop": ("cox", dict(density=FIT_DENSE, start=True), {}),
