@@ -176,9 +176,7 @@ class DeviceDatafit(Datafit):
         return self._cpu_view(0).hessian(self._host_state(state, 0), columns)
 
     def diagnose(self, state, beta):
-        view = self._cpu_view(0)
-        fn = getattr(view, "diagnose", None)
-        return None if fn is None else fn(self._host_state(state, 0), beta)
+        return self._cpu_view(0).diagnose(self._host_state(state, 0), beta)
 
     # -- helpers for replicates ---------------------------------------------------------
     def _cpu_view(self, r):

@@ -70,11 +70,8 @@ class DeviceReplicates(ReplicateBatch):
         state.d, state.beta = fresh.d, fresh.beta
 
     def diagnose(self, state, beta):
-        out = []
-        for r in range(self.n_replicates):
-            fn = getattr(self.device._cpu_view(r), "diagnose", None)
-            out.append(None if fn is None else fn(self.device._host_state(state, r), beta[r]))
-        return out
+        return [self.device._cpu_view(r).diagnose(self.device._host_state(state, r), beta[r])
+                for r in range(self.n_replicates)]
 
 
 def fit_replicates(datafit, weights, l1, l2=None, beta0=None, tol: float = 1e-10, max_iter: int = 1000,
