@@ -129,6 +129,25 @@ class Datafit(ABC):
     def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:
         """Dense block d2l/dbeta_a dbeta_b for a, b in ``columns`` (a small set)."""
 
+    def data_weights(self) -> np.ndarray:
+        """This datafit's case weights in Dataset row order, as :meth:`reweighted` takes them
+        (``reweighted(data_weights())`` is this datafit): one per Dataset row up to the last
+        row the datafit reads, 0 for rows it left out (e.g. strata without events). The
+        points of a profile likelihood on the GPU are replicates with these weights."""
+        raise NotImplementedError(f"{type(self).__name__} does not report its case weights")
+
+    @staticmethod
+    def scatter_to_data_rows(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """Weights of the datafit rows placed at their Dataset ``rows`` (0 at Dataset rows no
+        datafit row comes from), up to the last Dataset row used.
+
+        >>> Datafit.scatter_to_data_rows(np.array([2, 0, 2]), np.array([3.0, 1.0, 3.0])).tolist()
+        [1.0, 0.0, 3.0]
+        """
+        out = np.zeros(int(np.max(rows, initial=-1)) + 1)
+        out[rows] = weights
+        return out
+
     def local_quadratic(self, state: FitState, columns: np.ndarray) -> "LocalQuadratic | None":
         """The log-likelihood's gradient and Hessian on ``columns`` without forming the
         Hessian (matrix-free Newton steps on large active sets), or ``None`` if the family

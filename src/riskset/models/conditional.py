@@ -88,6 +88,10 @@ class ConditionalDatafit(Datafit):
         self.n_s = np.bincount(self.row_stratum, weights=self.y, minlength=self.n_strata).astype(np.float64)
         self.xy = np.ascontiguousarray(self.X.T @ self.y, dtype=np.float64)
 
+    def data_weights(self):
+        """Case weights in Dataset row order: each row carries its stratum's weight c_s."""
+        return self.scatter_to_data_rows(self.rows, self.c_s[self.row_stratum])
+
     def reweighted(self, weights):
         """The same datafit with case weights ``weights`` (Dataset row order; constant within each
         stratum, as for the models' ``weights``), sharing X and the strata; weight 0 removes a stratum."""

@@ -95,6 +95,10 @@ class CoxDatafit(Datafit):
             self.codes = column_breakpoints(self.indptr, self.indices, self.ks, self.ke)
         self.data_rows = order  # Dataset row of each datafit row (set by CoxModel.datafit)
 
+    def data_weights(self):
+        """Case weights in Dataset row order (every piece of a split row carries the row's weight)."""
+        return self.scatter_to_data_rows(self.data_rows, self.cw)
+
     def reweighted(self, weights):
         """The same datafit with case weights ``weights`` (Dataset row order), sharing X, the sort
         and every static structure; weight 0 removes a row exactly (also for Efron ties)."""

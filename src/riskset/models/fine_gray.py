@@ -178,6 +178,10 @@ class FineGrayDatafit(Datafit):
         new._set_weights(np.ascontiguousarray(np.asarray(weights, dtype=np.float64)[self.order]))
         return new
 
+    def data_weights(self):
+        """Case weights in input (Dataset) row order."""
+        return self.scatter_to_data_rows(self.order, self.cw)
+
     # -- state ----------------------------------------------------------------------------
     def new_state(self, beta):
         """State at ``beta``. It owns every array a sweep writes (the scan's work arrays

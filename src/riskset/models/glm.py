@@ -51,6 +51,10 @@ class GLMDatafit(Datafit):
         view.w = np.ascontiguousarray(weights, dtype=np.float64)
         return view
 
+    def data_weights(self):
+        """Case weights (rows are Dataset rows)."""
+        return self.w.copy()
+
     def new_state(self, beta):
         rows = np.empty((self.n_rows, kernels.N_FIELDS))
         rows[:, kernels.ETA] = self.linear_predictor(beta)

@@ -108,6 +108,7 @@ class PooledLogisticDatafit(Datafit):
         self.ftab = np.ascontiguousarray(ftab, dtype=np.float64)
         self.nf = self.ftab.shape[0]
         self.wt = np.ones(self.n_rows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+        self.rows = np.arange(self.n_rows)  # Dataset row of each subject row (set by the model)
         # static event sums: sum_i wt d c F_m(K_i)
         self.ysum = np.empty(len(self.src))
         for m in range(self.nf):
@@ -162,6 +163,10 @@ class PooledLogisticDatafit(Datafit):
 
     def loglik(self, state):
         return kernels.loglik(state.lin, self.K, self.wt, self.d, self.ftab, state.SP)
+
+    def data_weights(self):
+        """Case weights in Dataset row order (0 for subjects dropped with follow-up time 0)."""
+        return self.scatter_to_data_rows(self.rows, self.wt)
 
     def coordinate(self, state, j):
         return kernels.coordinate(self.indptr, self.indices, self.values, self.src[j], self.fidx[j],
