@@ -22,6 +22,10 @@ MAX_SE_COEF = 5000
 #: depend on the covariate's scale.
 ALIAS_TOL = np.finfo(float).eps ** 0.75
 
+#: Relative log-likelihood loss within which a refit without the aliased columns counts as
+#: the same fit (both converge to a relative objective change of 1e-10 by default).
+SAME_LOGLIK = 1e-8
+
 
 def aliased_coefficients(information: np.ndarray, tol: float = ALIAS_TOL) -> np.ndarray:
     """Mask of the aliased coefficients of a positive semi-definite information matrix.
@@ -73,21 +77,29 @@ def refit_without_aliased(datafit, result, l1, l2, options: SolverOptions | None
     """``(result, aliased mask)`` of an unpenalized fit, R-style: the aliased coefficients
     (:func:`aliased_coefficients` of the observed information at ``result``) are held at 0
     and the others refitted, so that they are the estimates of the fit without the aliased
-    columns (their standard errors exist). ``result`` is returned as is when nothing is
-    aliased or the coefficients are too many (more than :data:`MAX_SE_COEF`)."""
+    columns (their standard errors exist).
+
+    An aliased column is redundant, so the refit must reach the log-likelihood of
+    ``result``; where it does not (the information was not a reliable guide, e.g. at
+    diverging coefficients), or nothing is aliased, or the coefficients are more than
+    :data:`MAX_SE_COEF`, ``result`` is returned with no coefficient aliased.
+    """
     p = datafit.n_coef
+    none = np.zeros(p, bool)
     if p == 0 or p > MAX_SE_COEF:
-        return result, np.zeros(p, bool)
+        return result, none
     aliased = aliased_coefficients(-datafit.hessian(result.state, np.arange(p)))
     if not aliased.any():
-        return result, aliased
+        return result, none
+    refit = fit_ccd(datafit, l1, l2, beta0=np.where(aliased, 0.0, result.beta), fixed=aliased, options=options)
+    if not (refit.converged and refit.loglik >= result.loglik - SAME_LOGLIK * (1.0 + abs(result.loglik))):
+        return result, none
     names = [datafit.coef_label(j) for j in np.flatnonzero(aliased)]
     warnings.warn(f"{len(names)} coefficient(s) not defined because of singularities (aliased: a linear "
                   f"combination of earlier columns, e.g. a constant or duplicated covariate): "
                   f"{', '.join(map(repr, names[:10]))}{' ...' if len(names) > 10 else ''}. They are reported as NaN "
                   "and held at 0; the other estimates are those of the fit without them", DataWarning, stacklevel=3)
-    beta0 = np.where(aliased, 0.0, result.beta)
-    return fit_ccd(datafit, l1, l2, beta0=beta0, fixed=aliased, options=options), aliased
+    return refit, aliased
 
 
 def standard_errors(datafit, state, columns: np.ndarray) -> np.ndarray:

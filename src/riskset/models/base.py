@@ -25,7 +25,7 @@ from typing import Callable, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from riskset.exceptions import DataWarning
+from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu.columns import columns_times
 from riskset.kernels.cpu.columns import indicator_columns  # noqa: F401  (re-exported for the families)
 
@@ -134,12 +134,35 @@ class Datafit(ABC):
         has none."""
         return None
 
+    def missing_information(self) -> str | None:
+        """Why the likelihood, with the datafit's case weights, carries no information about
+        the coefficients (no row of positive weight, no event compared with another row ...),
+        or None. Checked when a model builds its datafit (:func:`require_information`) and for
+        every training set and draw of cross-validation and the bootstrap."""
+        return None
+
     def reweighted(self, weights: np.ndarray) -> "Datafit | None":
         """The same datafit with new case weights (given in Dataset row order), sharing X
         and every static structure; ``None`` if the family cannot reweight in place (the
         caller then prepares a new datafit). Weight 0 removes a row: replicates of
         cross-validation and the bootstrap are reweighted views of one datafit."""
         return None
+
+
+def require_information(datafit: Datafit, model: str) -> Datafit:
+    """``datafit``, or InputError if its likelihood carries no information
+    (:meth:`Datafit.missing_information`)."""
+    problem = datafit.missing_information()
+    if problem:
+        raise InputError(f"the {model} model cannot be fitted: {problem}")
+    return datafit
+
+
+def no_weight(weights: np.ndarray, what: str = "row") -> str | None:
+    """The problem of case ``weights`` none of which is positive, or None."""
+    if np.any(weights > 0):
+        return None
+    return f"all {weights.size} {what}(s) have weight 0, so the likelihood carries no information"
 
 
 def weight_overflow(state) -> str | None:

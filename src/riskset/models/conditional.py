@@ -46,7 +46,7 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import conditional as kernels
-from riskset.models.base import Datafit, FitState, Model, indicator_columns
+from riskset.models.base import Datafit, FitState, Model, indicator_columns, require_information
 
 # spread of x beta within one stratum beyond which its conditional probabilities are 0 or 1
 _SEPARATION_SPREAD = 30.0
@@ -102,6 +102,22 @@ class ConditionalDatafit(Datafit):
         new.__dict__.update(self.__dict__)
         new._set_stratum_weights(c_s)
         return new
+
+    def missing_information(self):
+        """None if some stratum of positive weight has an event and more than one row (a
+        conditional likelihood compares rows within a stratum)."""
+        size = np.diff(self.stratum_ptr)
+        weighted = self.c_s > 0
+        with_event = weighted & (self.n_s > 0)
+        if np.any(with_event & (size >= 2)):
+            return None
+        if not weighted.any():
+            return f"all {self.n_strata} strata have weight 0, so the likelihood carries no information"
+        if not with_event.any():
+            return (f"none of the {int(weighted.sum())} strata of positive weight has an event, so the likelihood "
+                    "carries no information")
+        return (f"all {int(with_event.sum())} strata of positive weight with an event have a single row: a "
+                "conditional likelihood compares rows within strata, so it carries no information")
 
     def new_state(self, beta):
         """State at ``beta``. It owns every array a sweep writes (the exact likelihood's
@@ -286,7 +302,7 @@ class ConditionalPoisson(_Conditional):
         df = ConditionalDatafit(data.X[rows].tocsc(), y[rows], codes, offset, c_s)
         df.rows = rows
         df.row_ids = data.row_ids[rows]
-        return df
+        return require_information(df, self.name)
 
 
 class ConditionalLogistic(_Conditional):
@@ -350,7 +366,7 @@ class ConditionalLogistic(_Conditional):
         df = ConditionalDatafit(data.X[rows].tocsc(), y[rows], codes, offset, c_s, exact_m)
         df.rows = rows
         df.row_ids = data.row_ids[rows]
-        return df
+        return require_information(df, self.name)
 
 
 __all__ = ["ConditionalDatafit", "ConditionalLogistic", "ConditionalPoisson"]

@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import pooled as kernels
-from riskset.models.base import Datafit, FitState, Model
+from riskset.models.base import Datafit, FitState, Model, no_weight, require_information
 
 _BUILTIN = {
     "linear": ("t", lambda k: k),
@@ -111,6 +111,9 @@ class PooledLogisticDatafit(Datafit):
                 lin[m] += self.X[:, self.src[cov]] @ beta[cov]
         lin[0] += self.offset
         return lin
+
+    def missing_information(self):
+        return no_weight(self.wt, "subject")
 
     def linear_predictor(self, beta):
         raise NotImplementedError("pooled logistic rows are virtual; use lin(beta)")
@@ -336,7 +339,7 @@ class PooledLogistic(Model):
         off = None if data.offset is None else np.asarray(data.offset)[rows]
         df = PooledLogisticDatafit(Z, K[rows], status[rows], src, fidx, ftab, w, off)
         df.rows = rows
-        return df
+        return require_information(df, self.name)
 
     # -- prediction ----------------------------------------------------------------------
     def _beta(self, fit, data):
