@@ -162,7 +162,7 @@ def no_weight(weights: np.ndarray, what: str = "row") -> str | None:
     """The problem of case ``weights`` none of which is positive, or None."""
     if np.any(weights > 0):
         return None
-    return f"all {weights.size} {what}(s) have weight 0, so the likelihood carries no information"
+    return f"no {what} has a positive weight ({weights.size} {what}s), so the likelihood carries no information"
 
 
 def weight_overflow(state) -> str | None:

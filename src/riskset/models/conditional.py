@@ -112,10 +112,10 @@ class ConditionalDatafit(Datafit):
         if np.any(with_event & (size >= 2)):
             return None
         if not weighted.any():
-            return f"all {self.n_strata} strata have weight 0, so the likelihood carries no information"
+            return f"no stratum has a positive weight ({self.n_strata} strata), so the likelihood carries no information"
         if not with_event.any():
-            return (f"none of the {int(weighted.sum())} strata of positive weight has an event, so the likelihood "
-                    "carries no information")
+            return (f"no stratum of positive weight has an event ({int(weighted.sum())} such strata), so the "
+                    "likelihood carries no information")
         return (f"all {int(with_event.sum())} strata of positive weight with an event have a single row: a "
                 "conditional likelihood compares rows within strata, so it carries no information")
 

@@ -116,7 +116,7 @@ class CoxDatafit(Datafit):
         positive = self.cw > 0
         events = (self.event == 1) & positive
         if not events.any():
-            return (f"none of the {int(np.sum(self.event == 1))} event(s) has a positive weight, so the Cox "
+            return (f"no event has a positive weight ({int(np.sum(self.event == 1))} event(s)), so the Cox "
                     "likelihood carries no information")
         # rows of positive weight at risk at each event slot k: those with ks <= k < ke
         ns = self.rs.n_slots

@@ -177,7 +177,7 @@ class FineGrayDatafit(Datafit):
         positive = self.cw > 0
         events = (self.event == 1) & positive
         if not events.any():
-            return (f"none of the {int(np.sum(self.event == 1))} event(s) of interest has a positive weight, so "
+            return (f"no event of interest has a positive weight ({int(np.sum(self.event == 1))} event(s)), so "
                     "the Fine-Gray likelihood carries no information")
         t = self.time[events]
         later = np.sort(self.time[positive])

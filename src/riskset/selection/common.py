@@ -23,9 +23,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from riskset.exceptions import InputError
 from riskset.models.base import Datafit, Model
 from riskset.models.replicates import ReplicateBatch, ViewReplicates
-from riskset.selection.folds import has_event
+from riskset.selection.folds import has_event, resampling_units
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.prior import Prior
 from riskset.solver.replicates import ReplicateResult, fit_replicates
@@ -78,6 +79,21 @@ class Context:
                 view = self.model.datafit(replace(self.data, weights=weights))
             view.names = self.names
         return view
+
+    def missing_information(self, weights: np.ndarray) -> str | None:
+        """Why the replicate with row ``weights`` carries no information (e.g. a training
+        set or a bootstrap draw without an event), or None
+        (:meth:`~riskset.models.base.Datafit.missing_information`)."""
+        try:
+            view = self.view(weights)
+        except InputError as err:  # a family without in-place reweighting prepares again, and refuses
+            return str(err)
+        return view.missing_information()
+
+    def n_event_units(self) -> int:
+        """Number of resampling units (rows, subjects, strata) holding an event."""
+        units = resampling_units(self.data, self.model.name)
+        return int(np.unique(units[has_event(self.data, self.event_code)]).size)
 
     def batch(self, weights: np.ndarray) -> ReplicateBatch:
         """The replicates with row weights ``weights`` (R, n_rows) on this context's backend."""
