@@ -112,7 +112,8 @@ class ConditionalDatafit(Datafit):
         if np.any(with_event & (size >= 2)):
             return None
         if not weighted.any():
-            return f"no stratum has a positive weight ({self.n_strata} strata), so the likelihood carries no information"
+            return (f"no stratum has a positive weight ({self.n_strata} strata), so the likelihood carries "
+                    "no information")
         if not with_event.any():
             return (f"no stratum of positive weight has an event ({int(weighted.sum())} such strata), so the "
                     "likelihood carries no information")
