@@ -224,3 +224,22 @@ def test_full_rank_fit_has_no_aliased_coefficients():
         warnings.simplefilter("error", DataWarning)
         fit = riskset.fit(riskset.from_arrays(np.c_[a, b], y=y), "logistic")
     assert fit.aliased == [] and not fit.coef_table()["aliased"].any() and fit.se.notna().all()
+
+
+@pytest.mark.parametrize("model", ["conditional_poisson", "conditional_logistic", "cox"])
+def test_covariate_constant_within_every_stratum_is_aliased(model):
+    # before: conditional models gave it an estimate with a standard error of ~4e6 (a rounding residue)
+    rng = np.random.default_rng(0)
+    strata = np.repeat(np.arange(100), 3)
+    a, person = rng.normal(size=300), rng.normal(size=100)[strata]
+    outcome = {"conditional_poisson": dict(y=rng.poisson(np.exp(0.5 * a)).astype(float)),
+               "conditional_logistic": dict(y=np.tile([1.0, 0.0, 0.0], 100)),
+               "cox": dict(time=rng.exponential(1.0, 300), status=rng.binomial(1, 0.8, 300))}[model]
+    data = riskset.from_arrays(np.c_[a, person], strata=strata, covariate_names=["a", "person"], **outcome)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        fit = riskset.fit(data, model)
+        without = riskset.fit(data.select(["a"]), model)
+    assert fit.aliased == ["person"] and np.isnan(fit.se["person"])
+    assert fit.coef["a"] == pytest.approx(without.coef["a"], rel=1e-9)
+    assert fit.se["a"] == pytest.approx(without.se["a"], rel=1e-9)

@@ -27,15 +27,17 @@ ALIAS_TOL = np.finfo(float).eps ** 0.75
 SAME_LOGLIK = 1e-8
 
 
-def aliased_coefficients(information: np.ndarray, tol: float = ALIAS_TOL) -> np.ndarray:
+def aliased_coefficients(information: np.ndarray, scale: np.ndarray | None = None,
+                         tol: float = ALIAS_TOL) -> np.ndarray:
     """Mask of the aliased coefficients of a positive semi-definite information matrix.
 
     Column order decides, as in R's glm and coxph: coefficient j is aliased when its
     information left after the earlier non-aliased coefficients (the pivot of an LDL'
-    factorization in column order) is at most ``tol`` times its own information I_jj,
-    i.e. its column is a linear combination of earlier columns (a constant beside the
-    intercept, a duplicate, a dummy of every level). A coefficient without information
-    (I_jj = 0) is aliased too.
+    factorization in column order) is at most ``tol`` times ``scale[j]`` (default: its own
+    information I_jj), i.e. its column is a linear combination of earlier columns (a
+    constant beside the intercept, a duplicate, a dummy of every level). A coefficient
+    without information (I_jj at most ``tol * scale[j]``: a rounding residue of the
+    :meth:`~riskset.models.base.Datafit.information_scale`) is aliased too.
 
     Examples
     --------
@@ -45,14 +47,15 @@ def aliased_coefficients(information: np.ndarray, tol: float = ALIAS_TOL) -> np.
     """
     info = np.asarray(information, dtype=np.float64)
     diag = np.diag(info).copy()
-    if _well_conditioned(info, diag, tol):
+    scale = diag if scale is None else np.asarray(scale, dtype=np.float64)
+    if np.all(diag > tol * scale) and _well_conditioned(info, diag, tol):
         return np.zeros(diag.size, bool)
     p = diag.size
     L, d = np.zeros((p, p)), np.zeros(p)  # unit lower factor and pivots; aliased columns stay 0
     aliased = np.zeros(p, bool)
     for j in range(p):
         pivot = diag[j] - L[j, :j] ** 2 @ d[:j]
-        if not pivot > tol * diag[j]:
+        if not pivot > tol * scale[j]:
             aliased[j] = True
             continue
         d[j] = pivot
@@ -88,7 +91,9 @@ def refit_without_aliased(datafit, result, l1, l2, options: SolverOptions | None
     none = np.zeros(p, bool)
     if p == 0 or p > MAX_SE_COEF:
         return result, none
-    aliased = aliased_coefficients(-datafit.hessian(result.state, np.arange(p)))
+    columns = np.arange(p)
+    aliased = aliased_coefficients(-datafit.hessian(result.state, columns),
+                                   datafit.information_scale(result.state, columns))
     if not aliased.any():
         return result, none
     refit = fit_ccd(datafit, l1, l2, beta0=np.where(aliased, 0.0, result.beta), fixed=aliased, options=options)

@@ -134,6 +134,16 @@ class Datafit(ABC):
         has none."""
         return None
 
+    def information_scale(self, state: FitState, columns: np.ndarray) -> np.ndarray:
+        """Per column, a bound on the observed information I_jj computed without cancellation
+        (e.g. sum w x^2 over the risk sets, before the squared risk-set mean is subtracted).
+        An I_jj that is a rounding residue of this scale means the coefficient has no
+        information (a covariate constant within every stratum); see
+        :func:`riskset.inference.aliased_coefficients`. Default: the local quadratic's
+        curvature, else the exact diagonal."""
+        quad = self.local_quadratic(state, columns)
+        return quad.curvature if quad is not None else -np.diag(self.hessian(state, columns))
+
     def missing_information(self) -> str | None:
         """Why the likelihood, with the datafit's case weights, carries no information about
         the coefficients (no row of positive weight, no event compared with another row ...),

@@ -181,6 +181,13 @@ class ConditionalDatafit(Datafit):
                 f"{self.coef_label(worst)!r} is diverging ({beta[worst]:.3g}). A covariate separates the "
                 "outcome within strata (perfect prediction): add a prior (penalty) or remove the covariate")
 
+    def information_scale(self, state, columns):
+        """sum_r n_s (w_r / W_s) x_rj^2: the within-stratum second moment, before the squared
+        stratum mean is subtracted (a bound on I_jj without cancellation)."""
+        p = state.w / np.bincount(self.row_stratum, weights=state.w, minlength=self.n_strata)[self.row_stratum]
+        Xc = self.X[:, np.asarray(columns, dtype=np.int64)]
+        return np.asarray(Xc.multiply(Xc).T @ (p * self.n_s[self.row_stratum])).ravel()
+
     def hessian(self, state, columns):
         columns = np.asarray(columns, dtype=np.int64)
         Xc = self.X[:, columns]
