@@ -73,7 +73,7 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     coefs = run_tasks(_replicates, ctx, tasks, executor=executor, n_jobs=n_jobs, progress=progress,
                       desc="bootstrap")
     estimates = pd.DataFrame(np.concatenate([c for c, _ in coefs]), columns=ctx.names)
-    uninformative = _uninformative(estimates, [p for _, problems in coefs for p in problems])
+    uninformative = _uninformative([p for _, problems in coefs for p in problems])
     valid = estimates.drop(index=uninformative)
     alpha = (1 - level) / 2
     table = pd.DataFrame({"name": full.coef.index, "estimate": full.coef.to_numpy(),
@@ -83,7 +83,7 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     return BootstrapResult(estimates, table, full, level, uninformative)
 
 
-def _uninformative(estimates: pd.DataFrame, problems: list) -> np.ndarray:
+def _uninformative(problems: list) -> np.ndarray:
     """Replicates whose draw carried no information (``problems[i]`` not None), with a
     DataWarning; InputError if that is every replicate."""
     bad = np.flatnonzero([p is not None for p in problems])
