@@ -103,6 +103,9 @@ NO_INFORMATION = {
     "sccs, one era per case": (
         "sccs", dict(y=np.ones(N), strata=np.arange(N), offset=np.zeros(N)), {},
         "all 60 strata of positive weight with an event have a single row"),
+    "pooled logistic, zero weight on every event": (
+        "pooled_logistic", dict(time=_time, status=_status, weights=1.0 - _status), dict(interval_width=0.5),
+        r"no subject with an event has a positive weight"),
     "pooled logistic, all weights 0": (
         "pooled_logistic", dict(time=_time, status=_status, weights=np.zeros(N)), dict(interval_width=0.5),
         r"no subject has a positive weight"),

@@ -113,7 +113,13 @@ class PooledLogisticDatafit(Datafit):
         return lin
 
     def missing_information(self):
-        return no_weight(self.wt, "subject")
+        """None if some subject of positive weight has an event (without one every
+        person-period is a non-event and the hazard has no estimate)."""
+        problem = no_weight(self.wt, "subject")
+        if problem or np.any((self.wt > 0) & (self.d > 0)):
+            return problem
+        return (f"no subject with an event has a positive weight ({int(np.sum(self.d > 0))} event(s)), so the "
+                "likelihood carries no information")
 
     def linear_predictor(self, beta):
         raise NotImplementedError("pooled logistic rows are virtual; use lin(beta)")
