@@ -198,13 +198,15 @@ def test_poisson_with_duplicated_column_matches_statsmodels_without_it():
     rng, a, b, eta = _glm_data(seed=2)
     y = rng.poisson(np.exp(eta)).astype(float)
     data = riskset.from_arrays(np.c_[a, b, a], y=y, covariate_names=["a", "b", "a_again"])
-    fit = _fit_quietly(data, "poisson", profile=["a"])
+    fit = _fit_quietly(data, "poisson", profile=["a", "a_again"])
     ref = sm.GLM(y, sm.add_constant(np.c_[a, b]), family=sm.families.Poisson()).fit()
     assert fit.aliased == ["a_again"]
     np.testing.assert_allclose(fit.coef[["intercept", "a", "b"]], ref.params, rtol=1e-7)
     np.testing.assert_allclose(fit.se[["intercept", "a", "b"]], ref.bse, rtol=1e-6)
-    lower, upper = fit.intervals.loc[0, ["lower", "upper"]]  # the profile holds the aliased column at 0
+    intervals = fit.intervals.set_index("name")
+    lower, upper = intervals.loc["a", ["lower", "upper"]]  # the profile holds the aliased column at 0
     assert ref.params[1] - 3 * ref.bse[1] < lower < ref.params[1] < upper < ref.params[1] + 3 * ref.bse[1]
+    assert intervals.loc["a_again", ["lower", "upper"]].isna().all()  # no interval, as R's NA
 
 
 def test_cox_with_a_linear_combination_matches_statsmodels_without_it():

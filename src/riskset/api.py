@@ -98,9 +98,13 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
                        aliased=[n for n, a in zip(names, aliased) if a])
     if profile:
         cols = np.array([names.index(n) if n in names else _unknown(n) for n in profile])
-        result.intervals = profile_intervals(datafit, res.beta, res.objective, l1, l2, cols, names, level,
-                                             options, se=se[cols], n_jobs=n_jobs, progress=progress,
-                                             fixed=aliased if aliased.any() else None)
+        searched = cols[~aliased[cols]]  # an aliased coefficient has no interval (NaN), as R's NA
+        intervals = profile_intervals(datafit, res.beta, res.objective, l1, l2, searched, names, level, options,
+                                      se=se[searched], n_jobs=n_jobs, progress=progress,
+                                      fixed=aliased if aliased.any() else None)
+        unsearched = pd.DataFrame({"name": [names[j] for j in cols[aliased[cols]]], "lower": np.nan,
+                                   "upper": np.nan, "level": level, "evaluations": 0})
+        result.intervals = pd.concat([intervals, unsearched], ignore_index=True) if len(unsearched) else intervals
     result.timings = {"prepare": t_prepare - t0, "solve": t_solve - t_prepare,
                       "total": time.perf_counter() - t0}
     return result
