@@ -248,3 +248,31 @@ def test_covariate_constant_within_every_stratum_is_aliased(model):
     assert fit.aliased == ["person"] and np.isnan(fit.se["person"])
     assert fit.coef["a"] == pytest.approx(without.coef["a"], rel=1e-9)
     assert fit.se["a"] == pytest.approx(without.se["a"], rel=1e-9)
+
+
+def test_unpenalized_bootstrap_reports_aliased_coefficients_as_nan():
+    # before: a duplicated column took arbitrary values on the ridge of equal likelihood in every draw
+    rng, a, b, eta = _glm_data(n=120, seed=5)
+    y = (rng.random(120) < 1 / (1 + np.exp(-eta))).astype(float)
+    data = riskset.from_arrays(np.c_[a, b, a], y=y, covariate_names=["a", "b", "a_again"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        boot = riskset.bootstrap(data, "logistic", n_boot=20, seed=1, progress=False)
+    assert boot.estimates["a_again"].isna().all() and boot.estimates[["intercept", "a", "b"]].notna().all(axis=None)
+    assert boot.table.set_index("name").loc["a_again", ["lower", "upper", "nonzero_proportion"]].isna().all()
+
+
+def test_unpenalized_bootstrap_gives_no_estimate_for_a_covariate_missing_from_a_draw():
+    # before: the covariate kept its warm start (the full-data estimate) in the draws without it
+    rng, a, b, eta = _glm_data(n=120, seed=5)
+    rare = np.zeros(120)
+    rare[:3] = 1.0  # absent from about 5% of the draws
+    y = (rng.random(120) < 1 / (1 + np.exp(-eta))).astype(float)
+    data = riskset.from_arrays(np.c_[a, rare], y=y, covariate_names=["a", "rare"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        boot = riskset.bootstrap(data, "logistic", n_boot=40, seed=1, progress=False)
+    drawn = np.array([np.random.default_rng(s).integers(0, 120, 120) for s in np.random.SeedSequence(1).spawn(40)])
+    missing = ~np.isin(drawn, [0, 1, 2]).any(axis=1)
+    assert missing.any()
+    assert boot.estimates.loc[missing, "rare"].isna().all() and boot.estimates["a"].notna().all()

@@ -76,7 +76,7 @@ def _well_conditioned(info, diag, tol) -> bool:
     return bool(np.all(np.diag(chol) ** 2 > tol))
 
 
-def refit_without_aliased(datafit, result, l1, l2, options: SolverOptions | None = None):
+def refit_without_aliased(datafit, result, l1, l2, options: SolverOptions | None = None, warn: bool = True):
     """``(result, aliased mask)`` of an unpenalized fit, R-style: the aliased coefficients
     (:func:`aliased_coefficients` of the observed information at ``result``) are held at 0
     and the others refitted, so that they are the estimates of the fit without the aliased
@@ -85,7 +85,8 @@ def refit_without_aliased(datafit, result, l1, l2, options: SolverOptions | None
     An aliased column is redundant, so the refit must reach the log-likelihood of
     ``result``; where it does not (the information was not a reliable guide, e.g. at
     diverging coefficients), or nothing is aliased, or the coefficients are more than
-    :data:`MAX_SE_COEF`, ``result`` is returned with no coefficient aliased.
+    :data:`MAX_SE_COEF`, ``result`` is returned with no coefficient aliased. ``warn``: a
+    DataWarning names the aliased coefficients.
     """
     p = datafit.n_coef
     none = np.zeros(p, bool)
@@ -99,12 +100,16 @@ def refit_without_aliased(datafit, result, l1, l2, options: SolverOptions | None
     refit = fit_ccd(datafit, l1, l2, beta0=np.where(aliased, 0.0, result.beta), fixed=aliased, options=options)
     if not (refit.converged and refit.loglik >= result.loglik - SAME_LOGLIK * (1.0 + abs(result.loglik))):
         return result, none
-    names = [datafit.coef_label(j) for j in np.flatnonzero(aliased)]
+    if warn:
+        _warn_aliased([datafit.coef_label(j) for j in np.flatnonzero(aliased)])
+    return refit, aliased
+
+
+def _warn_aliased(names):
     warnings.warn(f"{len(names)} coefficient(s) not defined because of singularities (aliased: a linear "
                   f"combination of earlier columns, e.g. a constant or duplicated covariate): "
                   f"{', '.join(map(repr, names[:10]))}{' ...' if len(names) > 10 else ''}. They are reported as NaN "
-                  "and held at 0; the other estimates are those of the fit without them", DataWarning, stacklevel=3)
-    return refit, aliased
+                  "and held at 0; the other estimates are those of the fit without them", DataWarning, stacklevel=4)
 
 
 def standard_errors(datafit, state, columns: np.ndarray) -> np.ndarray:

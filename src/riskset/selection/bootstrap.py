@@ -29,7 +29,9 @@ class BootstrapResult:
     table : name, estimate (full data), lower and upper percentile bounds at
         ``level``, proportion of replicates in which the coefficient is non-zero.
     uninformative : replicates whose draw carries no information (e.g. no event drawn):
-        their estimates are NaN and they are left out of the table.
+        their estimates are NaN and they are left out of the table. Without a prior, a
+        coefficient aliased in a draw (e.g. its covariate was not drawn) is NaN in that
+        draw, as in :func:`riskset.fit`.
     """
 
     estimates: pd.DataFrame
@@ -79,7 +81,8 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     table = pd.DataFrame({"name": full.coef.index, "estimate": full.coef.to_numpy(),
                           "lower": valid.quantile(alpha).reindex(full.coef.index).to_numpy(),
                           "upper": valid.quantile(1 - alpha).reindex(full.coef.index).to_numpy(),
-                          "nonzero_proportion": (valid != 0).mean().reindex(full.coef.index).to_numpy()})
+                          "nonzero_proportion": (valid != 0).where(valid.notna()).mean()
+                          .reindex(full.coef.index).to_numpy()})
     return BootstrapResult(estimates, table, full, level, uninformative)
 
 
@@ -110,5 +113,8 @@ def _replicates(ctx: Context, task):
     coefs = np.full((len(seeds), len(ctx.names)), np.nan)
     if ok.any():
         start = np.tile(warm.reindex(ctx.names).fillna(0.0).to_numpy(), (int(ok.sum()), 1))
-        coefs[ok] = ctx.fit_batch(ctx.batch(weights[ok]), [ctx.prior] * int(ok.sum()), start).beta
+        batch = ctx.batch(weights[ok])
+        coefs[ok] = ctx.fit_batch(batch, [ctx.prior] * int(ok.sum()), start).beta
+        if ctx.unpenalized:
+            coefs[ok] = ctx.without_aliased(batch, coefs[ok])
     return coefs, problems

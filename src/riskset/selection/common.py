@@ -27,7 +27,7 @@ from riskset.exceptions import InputError
 from riskset.models.base import Datafit, Model
 from riskset.models.replicates import ReplicateBatch, ViewReplicates
 from riskset.selection.folds import has_event, resampling_units
-from riskset.solver.ccd import SolverOptions, fit_ccd
+from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd
 from riskset.solver.prior import Prior
 from riskset.solver.replicates import ReplicateResult, fit_replicates
 
@@ -110,6 +110,31 @@ class Context:
         unpenalized = self.model.unpenalized_names()
         l1, l2 = map(np.array, zip(*(p.penalty_arrays(self.names, unpenalized) for p in priors)))
         return fit_replicates(batch, l1, l2, beta0=warm, options=SolverOptions(tol=self.tol))
+
+    @property
+    def unpenalized(self) -> bool:
+        """No coefficient is penalized by the prior (the fits then have standard errors)."""
+        l1, l2 = self.prior.penalty_arrays(self.names, self.model.unpenalized_names())
+        return not np.any((l1 > 0) | (l2 > 0))
+
+    def without_aliased(self, batch: ReplicateBatch, beta: np.ndarray) -> np.ndarray:
+        """Unpenalized replicates' coefficients ``beta`` (R, P) as :func:`riskset.fit` gives
+        them: where a replicate's information aliases a coefficient (e.g. a covariate absent
+        from a bootstrap draw, which would otherwise keep its warm start), that coefficient
+        is NaN and the others are refitted without it."""
+        from riskset.inference import refit_without_aliased
+
+        zero, options = np.zeros(len(self.names)), SolverOptions(tol=self.tol)
+
+        def one(r):
+            view = batch.view(r)
+            state = view.new_state(beta[r])
+            loglik = view.loglik(state)
+            fitted = SolverResult(beta[r], state, loglik, loglik, True, 0, "")
+            refit, aliased = refit_without_aliased(view, fitted, zero, zero, options, warn=False)
+            return np.where(aliased, np.nan, refit.beta)
+
+        return np.array(batch.map(one, range(beta.shape[0]))).reshape(beta.shape)
 
     def path(self, grid: np.ndarray, progress: bool = False, desc: str = "regularization path") -> np.ndarray:
         """Full-data coefficients (len(grid), P) along ``grid`` (ascending variance: strongest
