@@ -8,12 +8,13 @@ import numpy as np
 import pandas as pd
 
 from riskset.data.dataset import Dataset
-from riskset.exceptions import ConvergenceWarning
+from riskset.exceptions import ConvergenceWarning, InputError
 from riskset.inference import profile_intervals, refit_without_aliased, standard_errors
-from riskset.models.base import Model, get_model
-from riskset.results import FitResult
+from riskset import validation as check
+from riskset.models.base import Model, as_model
+from riskset.results import FitResult, fit_roles
 from riskset.solver.ccd import SolverOptions, fit_ccd
-from riskset.solver.prior import NoPrior, Prior
+from riskset.solver.prior import Prior
 
 
 def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, tol: float = 1e-10,
@@ -34,8 +35,10 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
         penalty by default.
     tol, max_iter : stopping rule (relative objective change per cycle, cycle cap).
     warm_start : FitResult or mapping name -> value, optional
-        Starting coefficients, matched by name.
-    profile : list of str
+        Starting coefficients, matched by name (integer covariate ids name the
+        covariate ``str(id)``); coefficients it does not give start at 0. A mapping
+        naming an unknown coefficient raises; a FitResult's other coefficients are ignored.
+    profile : list of str or int
         Coefficients that get profile-likelihood intervals (at ``level``); their root
         searches run together, one replicate batch per round
         (:func:`riskset.inference.profile_intervals`).
@@ -67,15 +70,19 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     True
     """
     t0 = time.perf_counter()
-    m = model if isinstance(model, Model) else get_model(model, **model_options)
-    prior = prior or NoPrior()
+    check.dataset("data", data)
+    m = as_model(model, **model_options)
+    prior = check.prior(prior)
+    check.solver_settings(tol, max_iter)
+    check.device_settings(backend, dtype, n_jobs)
+    profile = check.coef_names("profile", profile)
+    if profile:
+        check.probability("level", level)
     datafit = m.datafit(data)
     if backend == "gpu":
         from riskset.kernels.gpu import to_device
 
         datafit = to_device(datafit, dtype=dtype)
-    elif backend != "cpu":
-        raise ValueError(f"backend must be 'cpu' or 'gpu', not {backend!r}")
     names = m.coef_names(data)
     datafit.names = names
     l1, l2 = prior.penalty_arrays(names, m.unpenalized_names())
@@ -94,10 +101,10 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     result = FitResult(model_name=m.name, model_options=m.options(), coef=pd.Series(res.beta, index=names),
                        se=pd.Series(se, index=names), loglik=res.loglik, objective=res.objective,
                        converged=res.converged, message=res.message, n_iter=res.n_iter, prior=prior,
-                       n_rows=data.n_rows, gamma_max=res.gamma_max,
+                       n_rows=data.n_rows, gamma_max=res.gamma_max, roles=fit_roles(data, m),
                        aliased=[n for n, a in zip(names, aliased) if a])
     if profile:
-        cols = np.array([names.index(n) if n in names else _unknown(n) for n in profile])
+        cols = np.array([names.index(n) for n in check.known_names("profile", profile, names)])
         searched = cols[~aliased[cols]]  # an aliased coefficient has no interval (NaN), as R's NA
         intervals = profile_intervals(datafit, res.beta, res.objective, l1, l2, searched, names, level, options,
                                       se=se[searched], n_jobs=n_jobs, progress=progress,
@@ -111,11 +118,17 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
 
 
 def _align_start(warm_start, names):
+    """Starting coefficients in the order ``names``; names the start lacks begin at 0."""
     if warm_start is None:
         return None
-    coef = warm_start.coef if isinstance(warm_start, FitResult) else pd.Series(warm_start, dtype=float)
-    return coef.reindex(names).fillna(0.0).to_numpy()
-
-
-def _unknown(name):
-    raise ValueError(f"cannot profile unknown coefficient {name!r}")
+    if isinstance(warm_start, FitResult):  # a previous fit: its other coefficients are ignored
+        return warm_start.coef.reindex(names).fillna(0.0).to_numpy()
+    start = check.coef_mapping("warm_start", warm_start)
+    check.known_names("warm_start", list(start), names)
+    beta = pd.to_numeric(pd.Series(start, dtype=object), errors="coerce").reindex(names).to_numpy(dtype=float)
+    given = np.isin(names, list(start))
+    bad = given & ~np.isfinite(beta)
+    if bad.any():
+        name = names[int(np.flatnonzero(bad)[0])]
+        raise InputError(f"warm_start[{name!r}] must be a finite number, got {start[name]!r}")
+    return np.where(given, beta, 0.0)

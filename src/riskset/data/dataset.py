@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from riskset.exceptions import DataWarning, InputError
+from riskset.validation import coef_names
 
 #: Outcome fields a Dataset may carry; each is an array of length n_rows or None.
 OUTCOME_FIELDS = ("y", "time", "status", "start", "weights", "offset")
@@ -137,7 +138,8 @@ class Dataset:
                        strata_labels=labels, subject=subject, **kw)
 
     def select(self, names) -> "Dataset":
-        """The same rows with only the covariates ``names`` (in that order)."""
+        """The same rows with only the covariates ``names`` (in that order; integer
+        covariate ids name ``str(id)``)."""
         cols = self.covariate_index(names)
         return replace(self, X=self.X[:, cols], covariate_names=[self.covariate_names[j] for j in cols])
 
@@ -156,7 +158,8 @@ class Dataset:
         return replace(self, X=X[:, keep], covariate_names=[self.covariate_names[j] for j in keep])
 
     def covariate_index(self, names) -> np.ndarray:
-        """Column indices of covariates ``names``; unknown names raise."""
+        """Column indices of covariates ``names`` (integer ids name ``str(id)``); unknown names raise."""
+        names = coef_names("covariate names", names)
         pos = {n: i for i, n in enumerate(self.covariate_names)}
         missing = [n for n in names if n not in pos]
         if missing:

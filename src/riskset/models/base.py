@@ -16,6 +16,7 @@ Sign convention everywhere: ``l`` is the log-likelihood, which is *maximized*;
 """
 from __future__ import annotations
 
+import inspect
 import warnings
 import weakref
 from abc import ABC, abstractmethod
@@ -252,9 +253,17 @@ class Model(ABC):
             pass
         return p
 
+    #: Whether the model reads the data's strata (stratified Cox, conditional models, SCCS).
+    uses_strata: ClassVar[bool] = False
+
     def unpenalized_names(self) -> list[str]:
         """Coefficients that are never penalized whatever the prior (e.g. the intercept)."""
         return []
+
+    def covariate_of(self, coef_name: str) -> str | None:
+        """The data covariate that coefficient ``coef_name`` multiplies, or None for the
+        intercept and other terms of no covariate (predictions match covariates by it)."""
+        return None if coef_name in self.unpenalized_names() else coef_name
 
     @classmethod
     def from_spec(cls, spec: dict) -> "Model":
@@ -268,17 +277,38 @@ class Model(ABC):
     def predict(self, fit, data, kind: str = "link") -> np.ndarray:
         """Predictions for ``data`` from ``fit``; ``kind='link'`` is the linear predictor."""
         if kind != "link":
-            raise ValueError(f"{self.name} model supports predict kind 'link' only, not {kind!r}")
+            raise InputError(f"kind: the {self.name} model predicts kind 'link' only, not {kind!r}")
         return fit.linear_predictor(data)
 
 
 def get_model(name: str, **options) -> Model:
-    """The registered model called ``name`` (e.g. 'logistic', 'cox'), with options."""
+    """The registered model called ``name`` (e.g. 'logistic', 'cox'), with options.
+
+    Unknown model names and option names raise an InputError listing the known ones.
+
+    >>> get_model("cox", ties="efron").options()
+    {'ties': 'efron'}
+    """
     import riskset.models  # noqa: F401  (registers the built-in families)
 
-    try:
-        cls = Model.registry[name]
-    except KeyError:
+    if not isinstance(name, str) or name not in Model.registry:
         known = ", ".join(sorted(Model.registry))
-        raise ValueError(f"unknown model {name!r}; known models: {known}") from None
+        raise InputError(f"unknown model {name!r}; known models: {known}")
+    cls = Model.registry[name]
+    known_options = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    unknown = [k for k in options if k not in known_options]
+    if unknown:
+        raise InputError(f"unknown option(s) {', '.join(map(repr, unknown))} for the {name} model; "
+                         f"its options: {', '.join(known_options) or 'none'}")
     return cls(**options)
+
+
+def as_model(model, **options) -> Model:
+    """A configured model instance as is, or the registered model ``model`` with
+    ``options`` (the ``model`` argument of ``riskset.fit`` and the selection tools)."""
+    if isinstance(model, Model):
+        if options:
+            raise InputError(f"option(s) {', '.join(map(repr, options))} given with a configured {model.name} "
+                             f"model instance; pass them to its constructor instead")
+        return model
+    return get_model(model, **options)

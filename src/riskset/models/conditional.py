@@ -246,6 +246,8 @@ def sorted_by_stratum(data: Dataset, keep_strata: np.ndarray | None = None):
 class _Conditional(Model):
     """Shared plumbing: validation, stratum sorting and datafit building."""
 
+    uses_strata = True
+
     def coef_names(self, data):
         return list(data.covariate_names)
 
@@ -259,7 +261,7 @@ class _Conditional(Model):
             st = np.asarray(data.strata)
             e = np.exp(eta - np.max(eta))
             return e / np.bincount(st, weights=e)[st]
-        raise ValueError(f"{self.name} predictions are 'link' or 'probability', not {kind!r}")
+        raise InputError(f"kind: {self.name} predictions are 'link' or 'probability', not {kind!r}")
 
 
 class ConditionalPoisson(_Conditional):
@@ -331,7 +333,7 @@ class ConditionalLogistic(_Conditional):
 
     def __init__(self, ties: str = "exact"):
         if ties not in ("exact", "breslow"):
-            raise ValueError(f"ties must be 'exact' or 'breslow', not {ties!r}")
+            raise InputError(f"ties must be 'exact' or 'breslow', not {ties!r}")
         self.ties = ties
 
     def options(self):

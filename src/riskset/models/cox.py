@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,6 +39,7 @@ from riskset.kernels.cpu import cox as K
 from riskset.kernels.cpu.columns import columns_dot, columns_dot2, columns_times
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates, indicator_columns,
                                  require_information, weight_overflow)
+from riskset.validation import coef_mapping, finite_numbers, one_of
 
 TIES = ("breslow", "efron")
 FORMULATIONS = ("sparse", "scan")
@@ -328,16 +330,13 @@ class CoxModel(Model):
     """
 
     name = "cox"
+    uses_strata = True
 
     def __init__(self, ties: str = "breslow", time_varying: dict | None = None, formulation: str = "sparse"):
-        ties = str(ties).lower()
-        if ties not in TIES:
-            raise ValueError(f"ties must be one of {TIES}, not {ties!r}")
-        if formulation not in FORMULATIONS:
-            raise ValueError(f"formulation must be one of {FORMULATIONS}, not {formulation!r}")
-        self.ties = ties
-        self.formulation = formulation
-        self.time_varying = {str(k): sorted(float(c) for c in np.atleast_1d(v)) for k, v in (time_varying or {}).items()}
+        self.ties = one_of("ties", str(ties).lower(), TIES)
+        self.formulation = one_of("formulation", formulation, FORMULATIONS)
+        self.time_varying = {name: _cut_points(name, cuts)
+                             for name, cuts in coef_mapping("time_varying", time_varying).items()}
 
     @classmethod
     def from_spec(cls, spec):
@@ -415,6 +414,15 @@ class CoxModel(Model):
     def coef_names(self, data):
         return list(self._prepared(data, warn=False).names)
 
+    def covariate_of(self, coef_name):
+        return self._interval_covariates.get(coef_name, coef_name)
+
+    @cached_property
+    def _interval_covariates(self) -> dict:
+        """Coefficient name of each interval of a time-varying covariate -> the covariate."""
+        return {f"{name}{lab}": name for name, cuts in self.time_varying.items()
+                for lab in interval_labels(np.asarray(cuts, dtype=np.float64), lower=0.0)}
+
     def predict(self, fit, data, kind="link"):
         """'link' = x beta + offset, 'risk' = exp(link) (relative hazard), in data order.
 
@@ -422,10 +430,21 @@ class CoxModel(Model):
         row's ``time`` is used. Survival curves: :func:`riskset.survival.predict_survival`.
         """
         if kind not in ("link", "risk"):
-            raise ValueError(f"cox predictions are 'link' or 'risk' (survival curves: "
+            raise InputError(f"kind: cox predictions are 'link' or 'risk' (survival curves: "
                              f"riskset.survival.predict_survival), not {kind!r}")
+        fit.check_covariates(data)
         eta = linear_predictor(self, fit.coef, data)
         return eta if kind == "link" else np.exp(eta)
+
+
+def _cut_points(name: str, cuts) -> list[float]:
+    """Cut points of a time-varying coefficient: finite, > 0 and increasing (follow-up
+    starts at time 0, so a cut at or below 0 would make an empty interval)."""
+    arr = finite_numbers(f"time_varying[{name!r}]", cuts)
+    if np.any(arr <= 0) or np.any(np.diff(arr) <= 0):
+        raise InputError(f"time_varying[{name!r}] cut points must be > 0 and strictly increasing, "
+                         f"got {arr.tolist()}")
+    return arr.tolist()
 
 
 def linear_predictor(model: CoxModel, coef, data) -> np.ndarray:

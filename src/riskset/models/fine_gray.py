@@ -127,7 +127,7 @@ class FineGrayDatafit(Datafit):
 
     def __init__(self, X, time, event, competing, censored, weights=None, offset=None, formulation="sparse"):
         if formulation not in FORMULATIONS:
-            raise ValueError(f"formulation must be one of {FORMULATIONS}, not {formulation!r}")
+            raise InputError(f"formulation must be one of {FORMULATIONS}, not {formulation!r}")
         time = np.asarray(time, dtype=np.float64)
         n = time.shape[0]
         event = np.asarray(event, dtype=np.uint8)
@@ -342,17 +342,17 @@ class FineGrayModel(Model):
     def __init__(self, event_of_interest: int = 1, competing_events=None, censor_code: int = 0,
                  formulation: str = "sparse"):
         if formulation not in FORMULATIONS:
-            raise ValueError(f"formulation must be one of {FORMULATIONS}, not {formulation!r}")
+            raise InputError(f"formulation must be one of {FORMULATIONS}, not {formulation!r}")
         self.event_of_interest = int(event_of_interest)
         if competing_events is not None:
             competing_events = [int(c) for c in np.atleast_1d(competing_events)]
         self.competing_events = competing_events
         self.censor_code = int(censor_code)
         if self.event_of_interest == self.censor_code:
-            raise ValueError("event_of_interest and censor_code must differ")
+            raise InputError("event_of_interest and censor_code must differ")
         if competing_events is not None and (self.event_of_interest in competing_events
                                              or self.censor_code in competing_events):
-            raise ValueError("competing_events must not contain event_of_interest or censor_code")
+            raise InputError("competing_events must not contain event_of_interest or censor_code")
         self.formulation = formulation
 
     @classmethod
@@ -409,7 +409,7 @@ class FineGrayModel(Model):
         Cumulative incidence curves: :func:`riskset.competing_risks.predict_cif`.
         """
         if kind not in ("link", "risk"):
-            raise ValueError(f"fine_gray predictions are 'link' or 'risk' (cumulative incidence: "
+            raise InputError(f"kind: fine_gray predictions are 'link' or 'risk' (cumulative incidence: "
                              f"riskset.competing_risks.predict_cif), not {kind!r}")
         eta = fit.linear_predictor(data)
         return eta if kind == "link" else np.exp(eta)

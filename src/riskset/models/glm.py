@@ -155,7 +155,7 @@ class _GLM(Model):
             return eta
         if kind == self.mean_kind:
             return self.mean(eta)
-        raise ValueError(f"{self.name} predictions are 'link' or {self.mean_kind!r}, not {kind!r}")
+        raise InputError(f"kind: {self.name} predictions are 'link' or {self.mean_kind!r}, not {kind!r}")
 
 
 class LogisticRegression(_GLM):

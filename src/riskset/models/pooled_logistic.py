@@ -33,6 +33,7 @@ from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import pooled as kernels
 from riskset.models.base import Datafit, FitState, Model, no_weight, require_information
+from riskset.validation import coef_mapping
 
 _BUILTIN = {
     "linear": ("t", lambda k: k),
@@ -227,7 +228,7 @@ class PooledLogistic(Model):
             raise InputError(f"interval_width must be a finite number > 0 (intervals of zero or negative width "
                              f"are impossible), got {interval_width!r}")
         self.interval_width = width
-        self.time_effects = dict(time_effects or {})
+        self.time_effects = coef_mapping("time_effects", time_effects)  # integer covariate ids as names
         self.intercept = bool(intercept)
         self.horizon = horizon
         # distinct time functions, in order of first use
@@ -384,14 +385,21 @@ class PooledLogistic(Model):
         """Survival at the end of interval k: S(k) = prod_{l <= k} (1 - h(l))."""
         return np.cumprod(1.0 - self.hazard(fit, data, n_intervals), axis=1)
 
+    def covariate_of(self, coef_name):
+        for term, label in self._terms:
+            if coef_name == f"{term}:{label}":
+                return term
+        return super().covariate_of(coef_name)
+
     def predict(self, fit, data, kind="hazard"):
+        fit.check_covariates(data)
         if kind == "link":
             return self.link(fit, data)
         if kind == "hazard":
             return self.hazard(fit, data)
         if kind == "survival":
             return self.survival(fit, data)
-        raise ValueError(f"pooled_logistic predictions are 'link', 'hazard' or 'survival', not {kind!r}")
+        raise InputError(f"kind: pooled_logistic predictions are 'link', 'hazard' or 'survival', not {kind!r}")
 
 
 def person_period_table(data: Dataset, interval_width: float):

@@ -13,13 +13,14 @@ import numpy as np
 import pandas as pd
 
 from riskset.api import fit
+from riskset import validation as check
 from riskset.exceptions import DataWarning, InputError
-from riskset.models.base import Model, get_model
+from riskset.models.base import Model, as_model
 from riskset.results import FitResult
 from riskset.selection.common import Context
 from riskset.selection.executors import run_tasks
 from riskset.selection.folds import bootstrap_weights
-from riskset.solver.prior import NoPrior, Prior
+from riskset.solver.prior import Prior
 
 
 @dataclass
@@ -65,8 +66,13 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     >>> list(b.table.columns)
     ['name', 'estimate', 'lower', 'upper', 'nonzero_proportion']
     """
-    m = model if isinstance(model, Model) else get_model(model, **model_options)
-    ctx = Context(data, m, prior or NoPrior(), tol, backend, dtype)
+    check.dataset("data", data)
+    m = as_model(model, **model_options)
+    n_boot, seed = check.positive_int("n_boot", n_boot), check.seed("seed", seed)
+    check.probability("level", level)
+    check.positive_number("tol", tol)
+    check.device_settings(backend, dtype, n_jobs)
+    ctx = Context(data, m, check.prior(prior), tol, backend, dtype)
     ctx.check_executor(executor)
     full = fit(data, m, ctx.prior, tol=tol, backend=backend, dtype=dtype)
     seeds = np.random.SeedSequence(seed).spawn(n_boot)

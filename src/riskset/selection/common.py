@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from riskset import validation as check
 from riskset.exceptions import InputError
 from riskset.models.base import Datafit, Model
 from riskset.models.replicates import ReplicateBatch, ViewReplicates
@@ -30,8 +31,6 @@ from riskset.selection.folds import has_event, resampling_units
 from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd
 from riskset.solver.prior import Prior
 from riskset.solver.replicates import ReplicateResult, fit_replicates
-
-BACKENDS = ("cpu", "gpu")
 
 
 @dataclass
@@ -47,8 +46,7 @@ class Context:
     _device: object = field(default=None, repr=False)
 
     def __post_init__(self):
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, not {self.backend!r}")
+        check.one_of("backend", self.backend, check.BACKENDS)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.datafit = self.model.datafit(self.data)
@@ -185,7 +183,25 @@ def prior_with_variance(prior: Prior, variance: float) -> Prior:
         return prior.with_strength(float(np.sqrt(2.0 / variance)))
     if prior.kind == "normal":
         return prior.with_strength(float(variance))
-    raise ValueError(f"cross-validation varies a Laplace or Normal prior, not {prior.kind!r}")
+    raise InputError(f"cross-validation varies a Laplace or Normal prior, not {prior.kind!r}")
+
+
+def varied_prior(prior) -> Prior:
+    """The prior whose variance cross-validation or the path varies: Laplace or Normal."""
+    prior = check.prior(prior)
+    if prior.kind not in ("laplace", "normal"):
+        raise InputError(f"prior must be a Laplace or Normal prior (its variance is varied), got {prior.to_dict()}")
+    return prior
+
+
+def variance_grid(ctx: Context, variances, n_grid: int) -> np.ndarray:
+    """The variances to fit at, ascending: ``variances`` (each > 0) or the default grid of ``n_grid``."""
+    if variances is None:
+        return np.sort(default_variances(ctx, check.positive_int("n_grid", n_grid)))
+    grid = check.finite_numbers("variances", variances)
+    if grid.size == 0 or np.any(grid <= 0):
+        raise InputError(f"variances must be prior variances > 0, got {grid.tolist()}")
+    return np.sort(grid)
 
 
 def default_variances(ctx: Context, n_grid: int) -> np.ndarray:

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from riskset import validation as check
 from riskset.exceptions import InputError
-from riskset.models.base import Model, get_model
+from riskset.models.base import Model, as_model
 from riskset.results import FitResult
 from riskset.api import fit
-from riskset.selection.common import Context, default_variances, prior_with_variance
+from riskset.selection.common import Context, varied_prior, prior_with_variance, variance_grid
 from riskset.selection.executors import run_tasks
 from riskset.selection.folds import assign_folds
 from riskset.solver.prior import Prior
@@ -77,10 +78,15 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     >>> cv.selected_variance in set(cv.summary["variance"])
     True
     """
-    m = model if isinstance(model, Model) else get_model(model, **model_options)
-    ctx = Context(data, m, prior, tol, backend, dtype)
+    check.dataset("data", data)
+    m = as_model(model, **model_options)
+    n_folds, n_repeats = check.positive_int("n_folds", n_folds, minimum=2), check.positive_int("n_repeats", n_repeats)
+    seed, n_refine = check.seed("seed", seed), check.positive_int("n_refine", n_refine, minimum=0)
+    check.positive_number("tol", tol)
+    check.device_settings(backend, dtype, n_jobs)
+    ctx = Context(data, m, varied_prior(prior), tol, backend, dtype)
     ctx.check_executor(executor)
-    grid = np.sort(np.asarray(variances if variances is not None else default_variances(ctx, n_grid), float))
+    grid = variance_grid(ctx, variances, n_grid)
     folds = assign_folds(data, n_folds, n_repeats, seed, m.name, ctx.event_code)
     splits = [(r, k) for r in range(n_repeats) for k in range(n_folds)]
     held_out = np.array([folds[r] == k for r, k in splits])
