@@ -32,6 +32,9 @@ class FitResult:
     loglik : log-likelihood at the estimate; objective: penalized log-likelihood.
     converged, message, n_iter : how the solver ended.
     gamma_max : smallest L1 rate at which every penalized coefficient is zero.
+    aliased : names of the coefficients not defined because of singularities (their
+        column is a linear combination of earlier ones); held at 0 in ``coef`` (so that
+        predictions work), NaN in :meth:`coef_table` (R prints NA).
     prior : the prior used.
     intervals : DataFrame of confidence intervals (profile likelihood), if computed.
     timings : seconds spent, by step.
@@ -56,6 +59,7 @@ class FitResult:
     intervals: pd.DataFrame | None = None
     timings: dict = field(default_factory=dict)
     roles: dict = field(default_factory=dict)
+    aliased: list = field(default_factory=list)
 
     @property
     def model(self):
@@ -68,10 +72,13 @@ class FitResult:
 
         Profile-likelihood intervals, when computed, replace the Wald ones (column
         ``interval`` says which). ``table.attrs['roles']`` says which columns were
-        used as weights, strata and offset (:attr:`roles`).
+        used as weights, strata and offset (:attr:`roles`). Aliased coefficients (column
+        ``aliased``) have NaN estimates, as R's NA.
         """
         z = stats.norm.ppf(0.5 + check.probability("level", level) / 2)
-        t = pd.DataFrame({"name": self.coef.index, "estimate": self.coef.to_numpy(), "se": self.se.to_numpy()})
+        aliased = self.coef.index.isin(self.aliased)
+        t = pd.DataFrame({"name": self.coef.index, "estimate": np.where(aliased, np.nan, self.coef.to_numpy()),
+                          "se": self.se.to_numpy()})
         t["z"] = t["estimate"] / t["se"]
         t["p"] = 2 * stats.norm.sf(np.abs(t["z"]))
         t["lower"] = t["estimate"] - z * t["se"]
@@ -83,6 +90,7 @@ class FitResult:
             t.loc[hit, "lower"] = prof.loc[t.loc[hit, "name"], "lower"].to_numpy()
             t.loc[hit, "upper"] = prof.loc[t.loc[hit, "name"], "upper"].to_numpy()
             t.loc[hit, "interval"] = "profile"
+        t["aliased"] = aliased
         ratio = _RATIO_NAMES.get(self.model_name)
         if ratio:
             t[ratio] = np.exp(t["estimate"])
@@ -100,6 +108,8 @@ class FitResult:
                 f"log-likelihood {self.loglik:.6f}, penalized {self.objective:.6f}")
         if self.gamma_max is not None:
             head += f", gamma_max {self.gamma_max:.6g}"
+        if self.aliased:
+            head += f"\n{len(self.aliased)} coefficient(s) not defined because of singularities (aliased, NaN)"
         with pd.option_context("display.width", 120, "display.max_rows", 60):
             return head + "\n" + self.coef_table().to_string(index=False, float_format=lambda v: f"{v:.5g}")
 
@@ -176,6 +186,7 @@ class FitResult:
             "nonzero": int(np.count_nonzero(self.coef.to_numpy())),
             "timings": self.timings,
             "roles": self.roles,
+            "aliased": list(self.aliased),
         }
         if self.intervals is not None:
             d["intervals"] = self.intervals.to_dict(orient="records")
@@ -205,7 +216,7 @@ class FitResult:
                        objective=d["penalized_loglik"], converged=d["converged"], message=d["message"],
                        n_iter=d["n_iter"], prior=Prior.from_dict(d["prior"]), n_rows=d["n_rows"],
                        gamma_max=d["gamma_max"], intervals=intervals, timings=d.get("timings", {}),
-                       roles=d.get("roles", {}))
+                       roles=d.get("roles", {}), aliased=d.get("aliased", []))
         except json.JSONDecodeError as e:
             raise InputError(f"{where} is not JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
                              f"give a file written by FitResult.to_json or 'riskset fit --out FILE.json'") from None

@@ -154,12 +154,45 @@ class Datafit(ABC):
         has none."""
         return None
 
+    def information_scale(self, state: FitState, columns: np.ndarray) -> np.ndarray:
+        """Per column, a bound on the observed information I_jj computed without cancellation
+        (e.g. sum w x^2 over the risk sets, before the squared risk-set mean is subtracted).
+        An I_jj that is a rounding residue of this scale means the coefficient has no
+        information (a covariate constant within every stratum); see
+        :func:`riskset.inference.aliased_coefficients`. Default: the local quadratic's
+        curvature, else the exact diagonal."""
+        quad = self.local_quadratic(state, columns)
+        return quad.curvature if quad is not None else -np.diag(self.hessian(state, columns))
+
+    def missing_information(self) -> str | None:
+        """Why the likelihood, with the datafit's case weights, carries no information about
+        the coefficients (no row of positive weight, no event compared with another row ...),
+        or None. Checked when a model builds its datafit (:func:`require_information`) and for
+        every training set and draw of cross-validation and the bootstrap."""
+        return None
+
     def reweighted(self, weights: np.ndarray) -> "Datafit | None":
         """The same datafit with new case weights (given in Dataset row order), sharing X
         and every static structure; ``None`` if the family cannot reweight in place (the
         caller then prepares a new datafit). Weight 0 removes a row: replicates of
         cross-validation and the bootstrap are reweighted views of one datafit."""
         return None
+
+
+def require_information(datafit: Datafit, model: str) -> Datafit:
+    """``datafit``, or InputError if its likelihood carries no information
+    (:meth:`Datafit.missing_information`)."""
+    problem = datafit.missing_information()
+    if problem:
+        raise InputError(f"the {model} model cannot be fitted: {problem}")
+    return datafit
+
+
+def no_weight(weights: np.ndarray, what: str = "row") -> str | None:
+    """The problem of case ``weights`` none of which is positive, or None."""
+    if np.any(weights > 0):
+        return None
+    return f"no {what} has a positive weight ({weights.size} {what}s), so the likelihood carries no information"
 
 
 def weight_overflow(state) -> str | None:

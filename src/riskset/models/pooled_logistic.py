@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import pooled as kernels
-from riskset.models.base import Datafit, FitState, Model
+from riskset.models.base import Datafit, FitState, Model, no_weight, require_information
 from riskset.validation import coef_mapping, positive_number
 
 _BUILTIN = {
@@ -146,6 +146,15 @@ class PooledLogisticDatafit(Datafit):
                 lin[m] += self.X[:, self.src[cov]] @ beta[cov]
         lin[0] += self.offset
         return lin
+
+    def missing_information(self):
+        """None if some subject of positive weight has an event (without one every
+        person-period is a non-event and the hazard has no estimate)."""
+        problem = no_weight(self.wt, "subject")
+        if problem or np.any((self.wt > 0) & (self.d > 0)):
+            return problem
+        return (f"no subject with an event has a positive weight ({int(np.sum(self.d > 0))} event(s)), so the "
+                "likelihood carries no information")
 
     def linear_predictor(self, beta):
         raise NotImplementedError("pooled logistic rows are virtual; use lin(beta)")
@@ -398,7 +407,7 @@ class PooledLogistic(Model):
         off = None if data.offset is None else np.asarray(data.offset)[rows]
         df = PooledLogisticDatafit(Z, K[rows], status[rows], src, fidx, ftab, w, off)
         df.rows = rows
-        return df
+        return require_information(df, self.name)
 
     # -- prediction ----------------------------------------------------------------------
     def _beta(self, fit, data):

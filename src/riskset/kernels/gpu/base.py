@@ -175,6 +175,9 @@ class DeviceDatafit(Datafit):
     def hessian(self, state, columns):
         return self._cpu_view(0).hessian(self._host_state(state, 0), columns)
 
+    def information_scale(self, state, columns):
+        return self._cpu_view(0).information_scale(self._host_state(state, 0), columns)
+
     def diagnose(self, state, beta):
         return self._cpu_view(0).diagnose(self._host_state(state, 0), beta)
 
