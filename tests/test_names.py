@@ -318,3 +318,17 @@ def test_long_ohdsi_names_are_cut_in_plots_but_not_in_tables(named_data):
     shown = [t.get_text() for t in plot_forest(table).axes[0].get_yticklabels()]
     cut = [s for s in shown if s.startswith("condition era")]
     assert len(cut) == 1 and len(cut[0]) == MAX_LABEL and cut[0].endswith("\u2026")
+
+
+def test_print_fit_says_how_many_coefficients_are_aliased():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 1))
+    data = riskset.from_arrays(np.hstack([x, x, rng.normal(size=(200, 1))]),
+                               y=(rng.random(200) < 0.4).astype(float))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = riskset.fit(data, "logistic")
+    assert fit.aliased == ["x1"]
+    line = str(fit).splitlines()[2]
+    assert line.startswith("  3 of 4 coefficients non-zero (1 aliased: not defined)")
+    assert "x1" not in str(fit).splitlines()[3]

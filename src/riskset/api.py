@@ -9,7 +9,7 @@ import pandas as pd
 
 from riskset.data.dataset import Dataset
 from riskset.exceptions import ConvergenceWarning, InputError
-from riskset.inference import profile_intervals, standard_errors
+from riskset.inference import profile_intervals, refit_without_aliased, standard_errors
 from riskset import validation as check
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult, coef_labels, fit_roles
@@ -55,8 +55,11 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     Returns
     -------
     FitResult
-        Standard errors are given when no coefficient is penalized. A fit that did
-        not converge says so in ``converged`` and ``message`` and warns.
+        Standard errors are given when no coefficient is penalized. Then, as in R, a
+        coefficient whose column is a linear combination of earlier ones (a constant
+        beside the intercept, a duplicate) is *aliased*: listed in ``aliased``, held at 0
+        (shown as NaN in ``coef_table``), the others being the fit without it. A fit
+        that did not converge says so in ``converged`` and ``message`` and warns.
 
     Examples
     --------
@@ -90,18 +93,26 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     t_solve = time.perf_counter()
     if not res.converged:
         warnings.warn(f"{m.name} fit did not converge: {res.message}", ConvergenceWarning, stacklevel=2)
-    se = np.full(len(names), np.nan)
+    se, aliased = np.full(len(names), np.nan), np.zeros(len(names), bool)
     if res.converged and not np.any((l1 > 0) | (l2 > 0)):
-        se = standard_errors(datafit, res.state, np.arange(len(names)))
+        res, aliased = refit_without_aliased(datafit, res, l1, l2, options)
+        kept = np.flatnonzero(~aliased)
+        se[kept] = standard_errors(datafit, res.state, kept)
     result = FitResult(model_name=m.name, model_options=m.options(), coef=pd.Series(res.beta, index=names),
                        se=pd.Series(se, index=names), loglik=res.loglik, objective=res.objective,
                        converged=res.converged, message=res.message, n_iter=res.n_iter, prior=prior,
                        n_rows=data.n_rows, gamma_max=res.gamma_max, roles=fit_roles(data, m),
+                       aliased=[n for n, a in zip(names, aliased) if a],
                        labels=coef_labels(data, m, names))
     if profile:
         cols = np.array([names.index(n) for n in check.known_names("profile", profile, names)])
-        result.intervals = profile_intervals(datafit, res.beta, res.objective, l1, l2, cols, names, level,
-                                             options, se=se[cols], n_jobs=n_jobs, progress=progress)
+        searched = cols[~aliased[cols]]  # an aliased coefficient has no interval (NaN), as R's NA
+        intervals = profile_intervals(datafit, res.beta, res.objective, l1, l2, searched, names, level, options,
+                                      se=se[searched], n_jobs=n_jobs, progress=progress,
+                                      fixed=aliased if aliased.any() else None)
+        unsearched = pd.DataFrame({"name": [names[j] for j in cols[aliased[cols]]], "lower": np.nan,
+                                   "upper": np.nan, "level": level, "evaluations": 0})
+        result.intervals = pd.concat([intervals, unsearched], ignore_index=True) if len(unsearched) else intervals
     result.timings = {"prepare": t_prepare - t0, "solve": t_solve - t_prepare,
                       "total": time.perf_counter() - t0}
     return result

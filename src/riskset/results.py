@@ -32,6 +32,9 @@ class FitResult:
     loglik : log-likelihood at the estimate; objective: penalized log-likelihood.
     converged, message, n_iter : how the solver ended.
     gamma_max : smallest L1 rate at which every penalized coefficient is zero.
+    aliased : names of the coefficients not defined because of singularities (their
+        column is a linear combination of earlier ones); held at 0 in ``coef`` (so that
+        predictions work), NaN in :meth:`coef_table` (R prints NA).
     prior : the prior used.
     intervals : DataFrame of confidence intervals (profile likelihood), if computed.
     timings : seconds spent, by step.
@@ -71,22 +74,27 @@ class FitResult:
     intervals: pd.DataFrame | None = None
     timings: dict = field(default_factory=dict)
     roles: dict = field(default_factory=dict)
+    aliased: list = field(default_factory=list)
     labels: dict = field(default_factory=dict)
 
     def __repr__(self) -> str:
         """Status, size, prior, fit and the first few coefficients (largest in absolute value)."""
         status = "converged" if self.converged else f"NOT CONVERGED ({self.message})"
-        nonzero = int(np.count_nonzero(self.coef.to_numpy()))
+        nonzero = int(np.count_nonzero(self.coef.drop(self.aliased).to_numpy()))
         return "\n".join([
             f"FitResult: {self.model_name} model, {status} after {self.n_iter} cycles, {self.n_rows:,} rows",
             f"  prior: {_describe_prior(self.prior)}",
-            f"  {nonzero:,} of {len(self.coef):,} coefficients non-zero, log-likelihood {self.loglik:.6g}",
+            f"  {nonzero:,} of {len(self.coef):,} coefficients non-zero{self._aliased_note()}, "
+            f"log-likelihood {self.loglik:.6g}",
             f"  coef: {self._largest_coefficients()}",
             "  fit.summary() for the full table, fit.coef_table() as a DataFrame"])
 
+    def _aliased_note(self) -> str:
+        return f" ({len(self.aliased):,} aliased: not defined)" if self.aliased else ""
+
     def _largest_coefficients(self, k: int = 5) -> str:
         """The ``k`` non-zero coefficients largest in absolute value, 'name (label) value', then how many more."""
-        nonzero = self.coef[self.coef != 0]
+        nonzero = self.coef[(self.coef != 0) & ~self.coef.index.isin(self.aliased)]
         top = nonzero.reindex(nonzero.abs().sort_values(ascending=False, kind="stable").index[:k])
         shown = [f"{name}{f' ({self.labels[name]})' if name in self.labels else ''} {value:.4g}"
                  for name, value in top.items()]
@@ -104,12 +112,15 @@ class FitResult:
 
         Profile-likelihood intervals, when computed, replace the Wald ones (column
         ``interval`` says which). ``table.attrs['roles']`` says which columns were
-        used as weights, strata and offset (:attr:`roles`). When the data came with a
-        covariate reference table, a ``covariate_name`` column follows ``name`` (the
-        coefficient's own name, e.g. the intercept's, where it has no label).
+        used as weights, strata and offset (:attr:`roles`). Aliased coefficients (column
+        ``aliased``) have NaN estimates, as R's NA. When the data came with a covariate
+        reference table, a ``covariate_name`` column follows ``name`` (the coefficient's
+        own name, e.g. the intercept's, where it has no label).
         """
         z = stats.norm.ppf(0.5 + check.probability("level", level) / 2)
-        t = pd.DataFrame({"name": self.coef.index, "estimate": self.coef.to_numpy(), "se": self.se.to_numpy()})
+        aliased = self.coef.index.isin(self.aliased)
+        t = pd.DataFrame({"name": self.coef.index, "estimate": np.where(aliased, np.nan, self.coef.to_numpy()),
+                          "se": self.se.to_numpy()})
         t["z"] = t["estimate"] / t["se"]
         t["p"] = 2 * stats.norm.sf(np.abs(t["z"]))
         t["lower"] = t["estimate"] - z * t["se"]
@@ -123,6 +134,7 @@ class FitResult:
             t.loc[hit, "lower"] = prof.loc[t.loc[hit, "name"], "lower"].to_numpy()
             t.loc[hit, "upper"] = prof.loc[t.loc[hit, "name"], "upper"].to_numpy()
             t.loc[hit, "interval"] = "profile"
+        t["aliased"] = aliased
         ratio = _RATIO_NAMES.get(self.model_name)
         if ratio:
             t[ratio] = np.exp(t["estimate"])
@@ -140,6 +152,8 @@ class FitResult:
                 f"log-likelihood {self.loglik:.6f}, penalized {self.objective:.6f}")
         if self.gamma_max is not None:
             head += f", gamma_max {self.gamma_max:.6g}"
+        if self.aliased:
+            head += f"\n{len(self.aliased)} coefficient(s) not defined because of singularities (aliased, NaN)"
         with pd.option_context("display.width", 120, "display.max_rows", 60):
             return head + "\n" + self.coef_table().to_string(index=False, float_format=lambda v: f"{v:.5g}")
 
@@ -220,6 +234,7 @@ class FitResult:
             "nonzero": int(np.count_nonzero(self.coef.to_numpy())),
             "timings": self.timings,
             "roles": self.roles,
+            "aliased": list(self.aliased),
             "labels": self.labels,
         }
         if self.intervals is not None:
@@ -250,7 +265,8 @@ class FitResult:
                        objective=d["penalized_loglik"], converged=d["converged"], message=d["message"],
                        n_iter=d["n_iter"], prior=Prior.from_dict(d["prior"]), n_rows=d["n_rows"],
                        gamma_max=d["gamma_max"], intervals=intervals, timings=d.get("timings", {}),
-                       roles=d.get("roles", {}), labels=d.get("labels", {}))
+                       roles=d.get("roles", {}), aliased=d.get("aliased", []),
+                       labels=d.get("labels", {}))
         except json.JSONDecodeError as e:
             raise InputError(f"{where} is not JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
                              f"give a file written by FitResult.to_json or 'riskset fit --out FILE.json'") from None

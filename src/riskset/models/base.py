@@ -129,10 +129,46 @@ class Datafit(ABC):
     def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:
         """Dense block d2l/dbeta_a dbeta_b for a, b in ``columns`` (a small set)."""
 
+    def data_weights(self) -> np.ndarray:
+        """This datafit's case weights in Dataset row order, as :meth:`reweighted` takes them
+        (``reweighted(data_weights())`` is this datafit): one per Dataset row up to the last
+        row the datafit reads, 0 for rows it left out (e.g. strata without events). The
+        points of a profile likelihood on the GPU are replicates with these weights."""
+        raise NotImplementedError(f"{type(self).__name__} does not report its case weights")
+
+    @staticmethod
+    def scatter_to_data_rows(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """Weights of the datafit rows placed at their Dataset ``rows`` (0 at Dataset rows no
+        datafit row comes from), up to the last Dataset row used.
+
+        >>> Datafit.scatter_to_data_rows(np.array([2, 0, 2]), np.array([3.0, 1.0, 3.0])).tolist()
+        [1.0, 0.0, 3.0]
+        """
+        out = np.zeros(int(np.max(rows, initial=-1)) + 1)
+        out[rows] = weights
+        return out
+
     def local_quadratic(self, state: FitState, columns: np.ndarray) -> "LocalQuadratic | None":
         """The log-likelihood's gradient and Hessian on ``columns`` without forming the
         Hessian (matrix-free Newton steps on large active sets), or ``None`` if the family
         has none."""
+        return None
+
+    def information_scale(self, state: FitState, columns: np.ndarray) -> np.ndarray:
+        """Per column, a bound on the observed information I_jj computed without cancellation
+        (e.g. sum w x^2 over the risk sets, before the squared risk-set mean is subtracted).
+        An I_jj that is a rounding residue of this scale means the coefficient has no
+        information (a covariate constant within every stratum); see
+        :func:`riskset.inference.aliased_coefficients`. Default: the local quadratic's
+        curvature, else the exact diagonal."""
+        quad = self.local_quadratic(state, columns)
+        return quad.curvature if quad is not None else -np.diag(self.hessian(state, columns))
+
+    def missing_information(self) -> str | None:
+        """Why the likelihood, with the datafit's case weights, carries no information about
+        the coefficients (no row of positive weight, no event compared with another row ...),
+        or None. Checked when a model builds its datafit (:func:`require_information`) and for
+        every training set and draw of cross-validation and the bootstrap."""
         return None
 
     def reweighted(self, weights: np.ndarray) -> "Datafit | None":
@@ -141,6 +177,22 @@ class Datafit(ABC):
         caller then prepares a new datafit). Weight 0 removes a row: replicates of
         cross-validation and the bootstrap are reweighted views of one datafit."""
         return None
+
+
+def require_information(datafit: Datafit, model: str) -> Datafit:
+    """``datafit``, or InputError if its likelihood carries no information
+    (:meth:`Datafit.missing_information`)."""
+    problem = datafit.missing_information()
+    if problem:
+        raise InputError(f"the {model} model cannot be fitted: {problem}")
+    return datafit
+
+
+def no_weight(weights: np.ndarray, what: str = "row") -> str | None:
+    """The problem of case ``weights`` none of which is positive, or None."""
+    if np.any(weights > 0):
+        return None
+    return f"no {what} has a positive weight ({weights.size} {what}s), so the likelihood carries no information"
 
 
 def weight_overflow(state) -> str | None:

@@ -46,7 +46,7 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import conditional as kernels
-from riskset.models.base import Datafit, FitState, Model, indicator_columns
+from riskset.models.base import Datafit, FitState, Model, indicator_columns, require_information
 
 # spread of x beta within one stratum beyond which its conditional probabilities are 0 or 1
 _SEPARATION_SPREAD = 30.0
@@ -88,6 +88,10 @@ class ConditionalDatafit(Datafit):
         self.n_s = np.bincount(self.row_stratum, weights=self.y, minlength=self.n_strata).astype(np.float64)
         self.xy = np.ascontiguousarray(self.X.T @ self.y, dtype=np.float64)
 
+    def data_weights(self):
+        """Case weights in Dataset row order: each row carries its stratum's weight c_s."""
+        return self.scatter_to_data_rows(self.rows, self.c_s[self.row_stratum])
+
     def reweighted(self, weights):
         """The same datafit with case weights ``weights`` (Dataset row order; constant within each
         stratum, as for the models' ``weights``), sharing X and the strata; weight 0 removes a stratum."""
@@ -102,6 +106,23 @@ class ConditionalDatafit(Datafit):
         new.__dict__.update(self.__dict__)
         new._set_stratum_weights(c_s)
         return new
+
+    def missing_information(self):
+        """None if some stratum of positive weight has an event and more than one row (a
+        conditional likelihood compares rows within a stratum)."""
+        size = np.diff(self.stratum_ptr)
+        weighted = self.c_s > 0
+        with_event = weighted & (self.n_s > 0)
+        if np.any(with_event & (size >= 2)):
+            return None
+        if not weighted.any():
+            return (f"no stratum has a positive weight ({self.n_strata} strata), so the likelihood carries "
+                    "no information")
+        if not with_event.any():
+            return (f"no stratum of positive weight has an event ({int(weighted.sum())} such strata), so the "
+                    "likelihood carries no information")
+        return (f"all {int(with_event.sum())} strata of positive weight with an event have a single row: a "
+                "conditional likelihood compares rows within strata, so it carries no information")
 
     def new_state(self, beta):
         """State at ``beta``. It owns every array a sweep writes (the exact likelihood's
@@ -163,6 +184,13 @@ class ConditionalDatafit(Datafit):
                 f"predictor differs by more than {_SEPARATION_SPREAD:g} between rows; coefficient "
                 f"{self.coef_label(worst)!r} is diverging ({beta[worst]:.3g}). A covariate separates the "
                 "outcome within strata (perfect prediction): add a prior (penalty) or remove the covariate")
+
+    def information_scale(self, state, columns):
+        """sum_r n_s (w_r / W_s) x_rj^2: the within-stratum second moment, before the squared
+        stratum mean is subtracted (a bound on I_jj without cancellation)."""
+        p = state.w / np.bincount(self.row_stratum, weights=state.w, minlength=self.n_strata)[self.row_stratum]
+        Xc = self.X[:, np.asarray(columns, dtype=np.int64)]
+        return np.asarray(Xc.multiply(Xc).T @ (p * self.n_s[self.row_stratum])).ravel()
 
     def hessian(self, state, columns):
         columns = np.asarray(columns, dtype=np.int64)
@@ -288,7 +316,7 @@ class ConditionalPoisson(_Conditional):
         df = ConditionalDatafit(data.X[rows].tocsc(), y[rows], codes, offset, c_s)
         df.rows = rows
         df.row_ids = data.row_ids[rows]
-        return df
+        return require_information(df, self.name)
 
 
 class ConditionalLogistic(_Conditional):
@@ -352,7 +380,7 @@ class ConditionalLogistic(_Conditional):
         df = ConditionalDatafit(data.X[rows].tocsc(), y[rows], codes, offset, c_s, exact_m)
         df.rows = rows
         df.row_ids = data.row_ids[rows]
-        return df
+        return require_information(df, self.name)
 
 
 __all__ = ["ConditionalDatafit", "ConditionalLogistic", "ConditionalPoisson"]

@@ -38,7 +38,7 @@ from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
 from riskset.kernels.cpu.columns import columns_dot, columns_dot2, columns_times
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates, indicator_columns,
-                                 weight_overflow)
+                                 require_information, weight_overflow)
 from riskset.validation import coef_mapping, finite_numbers, one_of
 
 TIES = ("breslow", "efron")
@@ -95,6 +95,10 @@ class CoxDatafit(Datafit):
             self.codes = column_breakpoints(self.indptr, self.indices, self.ks, self.ke)
         self.data_rows = order  # Dataset row of each datafit row (set by CoxModel.datafit)
 
+    def data_weights(self):
+        """Case weights in Dataset row order (every piece of a split row carries the row's weight)."""
+        return self.scatter_to_data_rows(self.data_rows, self.cw)
+
     def reweighted(self, weights):
         """The same datafit with case weights ``weights`` (Dataset row order), sharing X, the sort
         and every static structure; weight 0 removes a row exactly (also for Efron ties)."""
@@ -111,6 +115,29 @@ class CoxDatafit(Datafit):
         new.efron = self.ties == "efron" and bool(np.any(slot_m > 1))
         new.gx0 = np.ascontiguousarray(self.X.T @ (cw * self.event), dtype=np.float64)
         return new
+
+    def missing_information(self):
+        """None if some event of positive weight has another row of positive weight in its
+        risk set (the partial likelihood compares each event with the rows at risk)."""
+        positive = self.cw > 0
+        events = (self.event == 1) & positive
+        if not events.any():
+            return (f"no event has a positive weight ({int(np.sum(self.event == 1))} event(s)), so the Cox "
+                    "likelihood carries no information")
+        # rows of positive weight at risk at each event slot k: those with ks <= k < ke
+        ns = self.rs.n_slots
+        change = (np.bincount(self.ks, weights=positive, minlength=ns + 1)
+                  - np.bincount(self.ke, weights=positive, minlength=ns + 1))
+        at_risk = np.cumsum(change)[:ns]
+        if np.any(at_risk[self.ke[events] - 1] >= 2):
+            return None
+        n_strata = int(self.rs.row_stratum.max()) + 1
+        rows = np.bincount(self.rs.row_stratum, weights=positive, minlength=n_strata)
+        if n_strata > 1 and np.all(rows <= 1):
+            return (f"all {n_strata} strata with an event have a single row (of positive weight): a stratified Cox "
+                    "likelihood compares rows within strata, so it carries no information")
+        return ("no event has another row of positive weight in its risk set (in its stratum, at its time): the "
+                "Cox likelihood compares each event with the rows at risk, so it carries no information")
 
     # -- state --------------------------------------------------------------------
     def new_state(self, beta):
@@ -386,7 +413,7 @@ class CoxModel(Model):
         df = CoxDatafit(p.X, p.time, p.status, p.start, p.strata, p.weights, p.offset, ties=self.ties,
                         formulation=self.formulation)
         df.data_rows = np.ascontiguousarray(p.rows[df.order])
-        return df
+        return require_information(df, self.name)
 
     def coef_names(self, data):
         return list(self._prepared(data, warn=False).names)

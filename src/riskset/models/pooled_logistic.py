@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import pooled as kernels
-from riskset.models.base import Datafit, FitState, Model
+from riskset.models.base import Datafit, FitState, Model, no_weight, require_information
 from riskset.validation import coef_mapping, positive_number
 
 _BUILTIN = {
@@ -108,6 +108,7 @@ class PooledLogisticDatafit(Datafit):
         self.ftab = np.ascontiguousarray(ftab, dtype=np.float64)
         self.nf = self.ftab.shape[0]
         self.wt = np.ones(self.n_rows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+        self.rows = np.arange(self.n_rows)  # Dataset row of each subject row (set by the model)
         # static event sums: sum_i wt d c F_m(K_i)
         self.ysum = np.empty(len(self.src))
         for m in range(self.nf):
@@ -146,6 +147,15 @@ class PooledLogisticDatafit(Datafit):
         lin[0] += self.offset
         return lin
 
+    def missing_information(self):
+        """None if some subject of positive weight has an event (without one every
+        person-period is a non-event and the hazard has no estimate)."""
+        problem = no_weight(self.wt, "subject")
+        if problem or np.any((self.wt > 0) & (self.d > 0)):
+            return problem
+        return (f"no subject with an event has a positive weight ({int(np.sum(self.d > 0))} event(s)), so the "
+                "likelihood carries no information")
+
     def linear_predictor(self, beta):
         raise NotImplementedError("pooled logistic rows are virtual; use lin(beta)")
 
@@ -162,6 +172,10 @@ class PooledLogisticDatafit(Datafit):
 
     def loglik(self, state):
         return kernels.loglik(state.lin, self.K, self.wt, self.d, self.ftab, state.SP)
+
+    def data_weights(self):
+        """Case weights in Dataset row order (0 for subjects dropped with follow-up time 0)."""
+        return self.scatter_to_data_rows(self.rows, self.wt)
 
     def coordinate(self, state, j):
         return kernels.coordinate(self.indptr, self.indices, self.values, self.src[j], self.fidx[j],
@@ -393,7 +407,7 @@ class PooledLogistic(Model):
         off = None if data.offset is None else np.asarray(data.offset)[rows]
         df = PooledLogisticDatafit(Z, K[rows], status[rows], src, fidx, ftab, w, off)
         df.rows = rows
-        return df
+        return require_information(df, self.name)
 
     # -- prediction ----------------------------------------------------------------------
     def _beta(self, fit, data):

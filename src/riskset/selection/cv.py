@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from riskset import validation as check
+from riskset.exceptions import InputError
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult
 from riskset.api import fit
@@ -89,6 +90,7 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     folds = assign_folds(data, n_folds, n_repeats, seed, m.name, ctx.event_code)
     splits = [(r, k) for r in range(n_repeats) for k in range(n_folds)]
     held_out = np.array([folds[r] == k for r, k in splits])
+    _require_informative_training(ctx, held_out, splits, n_folds)
     path = ctx.path(grid, progress, desc="full-data path")
     tasks = _batches(ctx, held_out, grid, np.broadcast_to(path, (len(splits),) + path.shape))
     results = run_tasks(_score_task, ctx, tasks, executor=executor, n_jobs=n_jobs, progress=progress,
@@ -106,6 +108,17 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     start = pd.Series(path[np.argmin(np.abs(np.log(grid / best)))], index=ctx.names)
     final = fit(data, m, chosen, tol=tol, backend=backend, dtype=dtype, warm_start=start) if refit else None
     return CVResult(scores, summary, best, chosen, final)
+
+
+def _require_informative_training(ctx: Context, held_out, splits, n_folds):
+    """InputError if the training set of some split carries no information (a fold would
+    silently score a fit of nothing, e.g. when too few units have an event for ``n_folds``)."""
+    for (r, k), out in zip(splits, held_out):
+        problem = ctx.missing_information(np.where(out, 0.0, ctx.base_weights))
+        if problem:
+            raise InputError(f"cross-validation cannot fit the training set without fold {k + 1} of {n_folds} "
+                             f"(repeat {r + 1}): {problem}. The data have {ctx.n_event_units()} resampling unit(s) "
+                             f"with an event for n_folds = {n_folds}: use fewer folds (or more data)")
 
 
 def _batches(ctx, held_out, grid, starts):
