@@ -332,3 +332,10 @@ def test_print_fit_says_how_many_coefficients_are_aliased():
     line = str(fit).splitlines()[2]
     assert line.startswith("  3 of 4 coefficients non-zero (1 aliased: not defined)")
     assert "x1" not in str(fit).splitlines()[3]
+
+
+def test_a_strata_column_asked_for_by_name_must_exist():
+    out, cov = long_tables()
+    with pytest.raises(InputError, match="no column for strata='matched_set'"):
+        riskset.from_long(out, cov, strata="matched_set")
+    assert riskset.from_long(out.drop(columns="stratum_id"), cov).strata is None  # the default is optional

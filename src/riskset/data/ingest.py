@@ -141,7 +141,8 @@ def from_long(outcomes, covariates, *, row_id="row_id", strata="stratum_id", y="
     ids = out[row_id].to_numpy()
     _check_unique_ids(ids)
     _warn_unrequested_roles(out.columns, weights=weights, offset=offset)
-    requested = {"weights": weights, "offset": offset, "exposure": exposure}
+    requested = {"weights": weights, "offset": offset, "exposure": exposure,
+                 "strata": None if strata == "stratum_id" else strata}  # the OHDSI stratum_id is optional
     missing = [f"{role}={col!r}" for role, col in requested.items() if col is not None and col not in out.columns]
     if missing:
         raise InputError(f"the outcomes table has no column for {', '.join(missing)}")
