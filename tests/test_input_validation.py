@@ -242,10 +242,10 @@ def test_integer_covariate_ids_name_coefficients():
 # -- 4. roles only when asked for, and reported ------------------------------------------------
 def test_a_weight_column_is_not_used_unless_asked_for():
     out, cov = long_tables()
-    with pytest.warns(DataWarning, match=r"column 'weight' that is NOT used as case weights.*weight='weight'"):
+    with pytest.warns(DataWarning, match=r"column 'weight' that is NOT used as case weights.*weights='weight'"):
         plain = riskset.from_long(out, cov)
     assert plain.weights is None
-    weighted = riskset.from_long(out, cov, weight="weight")
+    weighted = riskset.from_long(out, cov, weights="weight")
     assert np.allclose(weighted.weights, out["weight"])
     a, b = riskset.fit(plain, "logistic"), riskset.fit(weighted, "logistic")
     assert b.se["1000"] < a.se["1000"] / 5  # body weights as case weights: the SE shrinks
@@ -268,8 +268,8 @@ def test_offset_column_is_explicit_and_reported():
     assert cox.roles == {"strata": "stratum_id", "n_strata": 5, "offset": "offset"}
     assert "stratified by 'stratum_id' (5 strata), offset 'offset'" in cox.summary()
     assert json.loads(cox.to_json())["roles"]["n_strata"] == 5
-    with pytest.raises(InputError, match="no column for weight='w'"):
-        riskset.from_long(out, cov, weight="w", offset="offset")
+    with pytest.raises(InputError, match="no column for weights='w'"):
+        riskset.from_long(out, cov, weights="w", offset="offset")
 
 
 def test_unweighted_fit_says_so(logistic_data):

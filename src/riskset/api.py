@@ -12,7 +12,7 @@ from riskset.exceptions import ConvergenceWarning, InputError
 from riskset.inference import profile_intervals, refit_without_aliased, standard_errors
 from riskset import validation as check
 from riskset.models.base import Model, as_model
-from riskset.results import FitResult, fit_roles
+from riskset.results import FitResult, coef_labels, fit_roles
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.prior import Prior
 
@@ -102,7 +102,8 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
                        se=pd.Series(se, index=names), loglik=res.loglik, objective=res.objective,
                        converged=res.converged, message=res.message, n_iter=res.n_iter, prior=prior,
                        n_rows=data.n_rows, gamma_max=res.gamma_max, roles=fit_roles(data, m),
-                       aliased=[n for n, a in zip(names, aliased) if a])
+                       aliased=[n for n, a in zip(names, aliased) if a],
+                       labels=coef_labels(data, m, names))
     if profile:
         cols = np.array([names.index(n) for n in check.known_names("profile", profile, names)])
         searched = cols[~aliased[cols]]  # an aliased coefficient has no interval (NaN), as R's NA

@@ -161,6 +161,10 @@ def _add_fit(sub):
     src.add_argument("--duckdb", metavar="DB", help="DuckDB database file")
     src.add_argument("--outcomes-sql", metavar="SQL", help="query returning the outcomes table")
     src.add_argument("--covariates-sql", metavar="SQL", help="query returning the covariates table")
+    src.add_argument("--covariate-ref", metavar="FILE", help="covariate reference table, .csv or .parquet "
+                     "(covariate_id, covariate_name, ...): names shown for the covariate ids")
+    src.add_argument("--covariate-ref-sql", metavar="SQL", help="query returning the covariate reference table "
+                     "(with --duckdb)")
     roles = p.add_argument_group("columns (wide tables; long tables use the OHDSI names by default)")
     for role in ROLE_OPTIONS:
         roles.add_argument(f"--{role}", metavar="COLUMN", help=f"column holding the {role}")
@@ -539,16 +543,17 @@ def _load_data(args):
     import riskset
 
     roles = {r: getattr(args, r) for r in ROLE_OPTIONS if getattr(args, r)}
+    if args.covariate_ref_sql and not args.duckdb:
+        raise InputError("--covariate-ref-sql queries the --duckdb database; give --covariate-ref FILE otherwise")
     if args.data:
         from riskset.data.ingest import _read_table
 
-        return riskset.from_frame(_read_table(args.data), covariates=_names(args.covariates) or None, **roles)
-    long_roles = {"y": "y", "time": "time", "status": "status", "start": "start", "strata": "stratum",
-                  "weights": "weight", "offset": "offset", "exposure": "exposure", "subject": "subject"}
-    kw = {long_roles[r]: c for r, c in roles.items()}
+        return riskset.from_frame(_read_table(args.data), covariates=_names(args.covariates) or None,
+                                  covariate_ref=args.covariate_ref, **roles)
     if args.outcomes:
-        return riskset.from_long(args.outcomes, args.covariates_file, **kw)
-    return riskset.from_duckdb(args.duckdb, args.outcomes_sql, args.covariates_sql, **kw)
+        return riskset.from_long(args.outcomes, args.covariates_file, covariate_ref=args.covariate_ref, **roles)
+    return riskset.from_duckdb(args.duckdb, args.outcomes_sql, args.covariates_sql, covariate_ref=args.covariate_ref,
+                               covariate_ref_sql=args.covariate_ref_sql, **roles)
 
 
 def _source(args) -> str:

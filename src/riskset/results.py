@@ -42,6 +42,21 @@ class FitResult:
         covariates: ``weights`` (case weights), ``strata`` (with ``n_strata``, and
         ``strata_ignored_by`` when the model does not use strata), ``offset``; empty
         when the fit was unweighted, unstratified and without offset (see :func:`fit_roles`).
+    labels : display name of each coefficient that has one (from the data's covariate
+        reference table, :func:`coef_labels`); coefficients stay keyed by name (id).
+
+    ``print(fit)`` gives a short summary; :meth:`summary` the full table.
+
+    Examples
+    --------
+    >>> import riskset
+    >>> data = riskset.simulate(n=500, p=8, model="logistic", seed=1)
+    >>> riskset.fit(data, "logistic", riskset.Laplace(gamma=2.0))
+    FitResult: logistic model, converged after 2 cycles, 500 rows
+      prior: laplace, gamma=2
+      4 of 9 coefficients non-zero, log-likelihood -292.13
+      coef: intercept -0.9597, x6 -0.2292, x3 -0.1928, x1 0.1561
+      fit.summary() for the full table, fit.coef_table() as a DataFrame
     """
 
     model_name: str
@@ -60,6 +75,31 @@ class FitResult:
     timings: dict = field(default_factory=dict)
     roles: dict = field(default_factory=dict)
     aliased: list = field(default_factory=list)
+    labels: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        """Status, size, prior, fit and the first few coefficients (largest in absolute value)."""
+        status = "converged" if self.converged else f"NOT CONVERGED ({self.message})"
+        nonzero = int(np.count_nonzero(self.coef.drop(self.aliased).to_numpy()))
+        return "\n".join([
+            f"FitResult: {self.model_name} model, {status} after {self.n_iter} cycles, {self.n_rows:,} rows",
+            f"  prior: {_describe_prior(self.prior)}",
+            f"  {nonzero:,} of {len(self.coef):,} coefficients non-zero{self._aliased_note()}, "
+            f"log-likelihood {self.loglik:.6g}",
+            f"  coef: {self._largest_coefficients()}",
+            "  fit.summary() for the full table, fit.coef_table() as a DataFrame"])
+
+    def _aliased_note(self) -> str:
+        return f" ({len(self.aliased):,} aliased: not defined)" if self.aliased else ""
+
+    def _largest_coefficients(self, k: int = 5) -> str:
+        """The ``k`` non-zero coefficients largest in absolute value, 'name (label) value', then how many more."""
+        nonzero = self.coef[(self.coef != 0) & ~self.coef.index.isin(self.aliased)]
+        top = nonzero.reindex(nonzero.abs().sort_values(ascending=False, kind="stable").index[:k])
+        shown = [f"{name}{f' ({self.labels[name]})' if name in self.labels else ''} {value:.4g}"
+                 for name, value in top.items()]
+        more = len(nonzero) - len(shown)
+        return (", ".join(shown) + (f", ... ({more:,} more)" if more > 0 else "")) if shown else "all zero"
 
     @property
     def model(self):
@@ -73,7 +113,9 @@ class FitResult:
         Profile-likelihood intervals, when computed, replace the Wald ones (column
         ``interval`` says which). ``table.attrs['roles']`` says which columns were
         used as weights, strata and offset (:attr:`roles`). Aliased coefficients (column
-        ``aliased``) have NaN estimates, as R's NA.
+        ``aliased``) have NaN estimates, as R's NA. When the data came with a covariate
+        reference table, a ``covariate_name`` column follows ``name`` (the coefficient's
+        own name, e.g. the intercept's, where it has no label).
         """
         z = stats.norm.ppf(0.5 + check.probability("level", level) / 2)
         aliased = self.coef.index.isin(self.aliased)
@@ -84,6 +126,8 @@ class FitResult:
         t["lower"] = t["estimate"] - z * t["se"]
         t["upper"] = t["estimate"] + z * t["se"]
         t["interval"] = np.where(t["se"].notna(), "wald", "")
+        if self.labels:
+            t.insert(1, "covariate_name", self.display_names(t["name"]))
         if self.intervals is not None:
             prof = self.intervals.set_index("name")
             hit = t["name"].isin(prof.index)
@@ -112,6 +156,10 @@ class FitResult:
             head += f"\n{len(self.aliased)} coefficient(s) not defined because of singularities (aliased, NaN)"
         with pd.option_context("display.width", 120, "display.max_rows", 60):
             return head + "\n" + self.coef_table().to_string(index=False, float_format=lambda v: f"{v:.5g}")
+
+    def display_names(self, names) -> list[str]:
+        """The label of each of coefficient ``names``, the name itself where it has none."""
+        return [self.labels.get(n, n) for n in names]
 
     def linear_predictor(self, data) -> np.ndarray:
         """X beta + offset for a Dataset, matching coefficients to covariates by name
@@ -187,6 +235,7 @@ class FitResult:
             "timings": self.timings,
             "roles": self.roles,
             "aliased": list(self.aliased),
+            "labels": self.labels,
         }
         if self.intervals is not None:
             d["intervals"] = self.intervals.to_dict(orient="records")
@@ -216,7 +265,8 @@ class FitResult:
                        objective=d["penalized_loglik"], converged=d["converged"], message=d["message"],
                        n_iter=d["n_iter"], prior=Prior.from_dict(d["prior"]), n_rows=d["n_rows"],
                        gamma_max=d["gamma_max"], intervals=intervals, timings=d.get("timings", {}),
-                       roles=d.get("roles", {}), aliased=d.get("aliased", []))
+                       roles=d.get("roles", {}), aliased=d.get("aliased", []),
+                       labels=d.get("labels", {}))
         except json.JSONDecodeError as e:
             raise InputError(f"{where} is not JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
                              f"give a file written by FitResult.to_json or 'riskset fit --out FILE.json'") from None
@@ -251,6 +301,26 @@ def fit_roles(data, model) -> dict:
     return roles
 
 
+def coef_labels(data, model, names) -> dict:
+    """Display name of each coefficient in ``names`` whose covariate has a label in
+    ``data.covariate_labels``; a coefficient of part of a covariate (a time-varying
+    interval ``'1002[0,365)'``) keeps its suffix (``'age 20-24[0,365)'``).
+
+    >>> import riskset
+    >>> d = riskset.from_arrays([[1.0], [0.0]], y=[1, 0], covariate_names=["1002"])
+    >>> d = d.with_covariate_labels({"1002": "age 20-24"})
+    >>> coef_labels(d, riskset.models.base.get_model("logistic", intercept=True), ["intercept", "1002"])
+    {'1002': 'age 20-24'}
+    """
+    labels = {}
+    for name in names:
+        covariate = model.covariate_of(name)
+        if covariate in data.covariate_labels:
+            suffix = name[len(covariate):] if name.startswith(covariate) else ""
+            labels[name] = data.covariate_labels[covariate] + suffix
+    return labels
+
+
 def describe_roles(roles: dict) -> str:
     """One line for a summary: 'weighted by ..., stratified by ... (K strata), offset ...'."""
     parts = []
@@ -283,4 +353,11 @@ def _some(names, k: int = 10) -> str:
     return ", ".join(map(repr, names[:k])) + (f" ... ({len(names)} in all)" if len(names) > k else "")
 
 
-__all__ = ["FitResult", "describe_roles", "fit_roles"]
+def _describe_prior(prior: Prior) -> str:
+    """'laplace, gamma=20' from the prior's dictionary."""
+    d = prior.to_dict()
+    return ", ".join([str(d.pop("kind"))] + [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                                             for k, v in d.items()])
+
+
+__all__ = ["FitResult", "coef_labels", "describe_roles", "fit_roles"]

@@ -19,6 +19,7 @@ from scipy import stats
 
 import warnings
 
+from riskset import validation as check
 from riskset.exceptions import DataWarning, InputError
 from riskset.results import FitResult
 
@@ -64,12 +65,14 @@ def time_table(time, group=None, weights=None, **flags) -> TimeTable:
     return TimeTable(labels, ug, ts[new], n_total, n_risk, counts, gend)
 
 
-def kaplan_meier(time, status, group=None, weights=None, conf_level: float = 0.95) -> pd.DataFrame:
+@check.renamed(conf_level="level")
+def kaplan_meier(time, status, group=None, weights=None, level: float = 0.95) -> pd.DataFrame:
     """Kaplan-Meier estimate (one row per group and distinct time, events or censorings).
 
     Returns a DataFrame with columns ``group`` (when given), ``time``, ``n_risk``,
     ``n_event``, ``n_censor``, ``survival``, ``std_err`` (Greenwood, of the survival),
-    ``lower``, ``upper``. Vectorized over groups.
+    ``lower``, ``upper`` (pointwise interval at ``level``, on the log scale; the old
+    keyword ``conf_level`` still works, deprecated). Vectorized over groups.
 
     Examples
     --------
@@ -106,7 +109,7 @@ def kaplan_meier(time, status, group=None, weights=None, conf_level: float = 0.9
     dead = cumsum_by_group(all_dead.astype(np.float64)) > 0
     surv = np.where(dead, 0.0, np.exp(cumsum_by_group(logs)))
     se_log = np.sqrt(np.maximum(cumsum_by_group(green), 0.0))
-    z = stats.norm.ppf(0.5 + conf_level / 2)
+    z = stats.norm.ppf(0.5 + check.probability("level", level) / 2)
     lower = np.clip(surv * np.exp(-z * se_log), 0, 1)
     upper = np.clip(surv * np.exp(z * se_log), 0, 1)
     std_err = np.where(dead, np.nan, surv * se_log)

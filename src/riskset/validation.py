@@ -12,7 +12,9 @@ covariate ids are) names the covariate whose name is its decimal string ``'1000'
 """
 from __future__ import annotations
 
+import functools
 import numbers
+import warnings
 
 import numpy as np
 
@@ -128,6 +130,35 @@ def known_names(name: str, values, known) -> list[str]:
     return names
 
 
+def renamed(**old_to_new):
+    """Decorator: keyword arguments renamed ``old=new`` keep working, with a DeprecationWarning
+    naming the new keyword; giving both the old and the new one raises an InputError.
+
+    >>> @renamed(weight="weights")
+    ... def build(*, weights=None):
+    ...     return weights
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     build(weight="w"), str(caught[0].message)
+    ('w', 'build(weight=...) is deprecated; use build(weights=...) (same meaning)')
+    """
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            for old, new in old_to_new.items():
+                if old not in kwargs:
+                    continue
+                if new in kwargs:
+                    raise InputError(f"{func.__name__}: give {new}= only ({old}= is its old name), not both")
+                warnings.warn(f"{func.__name__}({old}=...) is deprecated; use {func.__name__}({new}=...) "
+                              f"(same meaning)", DeprecationWarning, stacklevel=2)
+                kwargs[new] = kwargs.pop(old)
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
 
 
 def solver_settings(tol, max_iter) -> None:
@@ -166,5 +197,5 @@ def prior(value):
 
 
 __all__ = ["BACKENDS", "DTYPES", "coef_mapping", "coef_name", "coef_names", "dataset", "device_settings", "finite_number", "finite_numbers",
-           "known_names", "one_of", "positive_int", "positive_number", "prior", "probability", "seed",
+           "known_names", "one_of", "positive_int", "positive_number", "prior", "probability", "renamed", "seed",
            "solver_settings"]

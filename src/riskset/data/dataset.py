@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from riskset.exceptions import DataWarning, InputError
-from riskset.validation import coef_names
+from riskset.validation import coef_mapping, coef_names
 
 #: Outcome fields a Dataset may carry; each is an array of length n_rows or None.
 OUTCOME_FIELDS = ("y", "time", "status", "start", "weights", "offset")
@@ -59,6 +59,21 @@ class Dataset:
         Non-negative case weights.
     offset : ndarray, optional
         Fixed part of the linear predictor (already on the log/logit scale).
+    meta : dict
+        What the builders record, e.g. ``meta['roles']``: which column played which role.
+    covariate_labels : dict
+        Display name of covariates that have one (``covariate_name`` of an OHDSI
+        reference table, keyed by covariate name = id); names stay the keys of
+        coefficients, labels are only shown (tables, plots, summaries).
+
+    Examples
+    --------
+    >>> import riskset
+    >>> riskset.from_arrays([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]], y=[1, 0, 1])
+    Dataset: 3 rows, 2 covariates
+      outcome: y
+      covariates: 'x0', 'x1'
+      roles: unweighted, unstratified, no offset
     """
 
     X: sp.csc_matrix
@@ -74,6 +89,44 @@ class Dataset:
     strata_labels: np.ndarray | None = None
     subject: np.ndarray | None = None
     meta: dict = field(default_factory=dict)
+    covariate_labels: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        """A short summary: sizes, outcome fields, the first covariates and the roles."""
+        from riskset.results import describe_roles
+
+        roles = self.meta.get("roles", {})
+        described = {role: roles.get(role, role) for role in ("weights", "offset") if getattr(self, role) is not None}
+        if self.strata is not None:
+            described.update(strata=roles.get("strata", "strata"), n_strata=self.n_strata)
+        outcome = [f for f in OUTCOME_FIELDS if f not in ("weights", "offset") and getattr(self, f) is not None]
+        lines = [f"Dataset: {self.n_rows:,} rows, {self.n_covariates:,} covariates",
+                 f"  outcome: {', '.join(outcome) or 'none'}",
+                 f"  covariates: {self._some_covariates()}",
+                 f"  roles: {describe_roles(described)}"]
+        if self.subject is not None:
+            lines.append(f"  subjects: {int(self.subject.max()) + 1:,}")
+        return "\n".join(lines)
+
+    def _some_covariates(self, k: int = 5) -> str:
+        """The first ``k`` covariate names (with their labels), then how many more."""
+        shown = [repr(n) + (f" ({self.covariate_labels[n]})" if n in self.covariate_labels else "")
+                 for n in self.covariate_names[:k]]
+        more = self.n_covariates - len(shown)
+        return ", ".join(shown) + (f", ... ({more:,} more)" if more > 0 else "") if shown else "none"
+
+    def with_covariate_labels(self, labels) -> "Dataset":
+        """The same data with display names for covariates (replacing any it had): a mapping name -> label
+        (integer covariate ids name ``str(id)``); names not in the data raise.
+
+        >>> import riskset
+        >>> d = riskset.from_arrays([[1.0], [0.0]], y=[1, 0], covariate_names=["1002"])
+        >>> d.with_covariate_labels({1002: "age group: 20-24"}).covariate_labels
+        {'1002': 'age group: 20-24'}
+        """
+        labels = coef_mapping("covariate labels", labels)
+        self.covariate_index(list(labels))
+        return replace(self, covariate_labels={n: str(v) for n, v in labels.items()})
 
     def __post_init__(self):
         n = self.X.shape[0]

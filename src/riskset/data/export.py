@@ -34,7 +34,7 @@ def write_parquet(data: Dataset, directory: str) -> tuple[str, str]:
     Every page carries a CRC checksum, which :func:`riskset.from_long` verifies, so a
     file corrupted on disk or in transfer is refused rather than fitted. Weights and
     offset are written as columns ``weight`` and ``offset``; read them back with
-    ``from_long(..., weight="weight", offset="offset")``.
+    ``from_long(..., weights="weight", offset="offset")``.
     """
     os.makedirs(directory, exist_ok=True)
     out, cov = to_long(data)

@@ -3,11 +3,18 @@
 - :func:`from_frame`: a wide pandas or Arrow table (lifelines style): outcome columns
   plus covariate columns; categorical columns become indicator columns.
 - :func:`from_long`: OHDSI-style long tables: outcomes ``row_id, [stratum_id],
-  y or time/status`` (case weights and offset only when named: ``weight=``,
+  y or time/status`` (case weights and offset only when named: ``weights=``,
   ``offset=``) and covariates ``row_id, covariate_id, [value]``; from pandas,
   Arrow, or Parquet/CSV paths.
 - :func:`from_duckdb`: the same two tables as SQL queries on a DuckDB database.
 - :func:`from_arrays`: a scipy.sparse or NumPy matrix plus outcome vectors.
+
+Every builder names a role by the same keyword (``y, time, status, start, strata,
+subject, weights, offset``; the old ``stratum=`` and ``weight=`` of :func:`from_long`
+still work, with a DeprecationWarning) and takes ``covariate_ref=``: a
+FeatureExtraction-style reference table (``covariate_id, covariate_name[,
+analysis_id, concept_id]``) whose names are shown in tables and plots while the ids
+stay the keys (:func:`covariate_labels`).
 
 All paths are vectorized (no Python loop per row): ten million covariate rows load
 in seconds.
@@ -15,6 +22,7 @@ in seconds.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 
 import numpy as np
@@ -24,10 +32,14 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset, check_finite, plain, row_label
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu.ingest import triplets_to_csc
+from riskset.validation import renamed
+
+#: Old keywords of :func:`from_long` / :func:`from_duckdb` -> the keyword every builder uses.
+_OLD_ROLE_KEYWORDS = {"stratum": "strata", "weight": "weights"}
 
 def from_frame(frame, *, y=None, time=None, status=None, start=None, stop=None, strata=None,
                subject=None, weights=None, offset=None, exposure=None, covariates=None,
-               row_id=None) -> Dataset:
+               row_id=None, covariate_ref=None) -> Dataset:
     """Dataset from a wide table: one row per observation, one column per variable.
 
     Parameters
@@ -43,6 +55,8 @@ def from_frame(frame, *, y=None, time=None, status=None, start=None, stop=None, 
         first (sorted), named ``column[level]``.
     row_id : str, optional
         Column of row identifiers (default: the position).
+    covariate_ref : DataFrame, Arrow table or path, optional
+        Names to show for covariates (:func:`covariate_labels`).
 
     Examples
     --------
@@ -77,12 +91,13 @@ def from_frame(frame, *, y=None, time=None, status=None, start=None, stop=None, 
     ds = Dataset(X=X, covariate_names=names, row_ids=row_ids, strata=strata_codes, strata_labels=labels,
                  subject=subject_codes, meta={"roles": _role_columns(weights, offset, exposure, strata)},
                  **_typed_outcome(outcome))
-    return ds.drop_empty_covariates()
+    return _labelled(ds.drop_empty_covariates(), covariate_ref)
 
 
-def from_long(outcomes, covariates, *, row_id="row_id", stratum="stratum_id", y="y", time="time",
-              status="status", start="start", weight=None, offset=None, exposure=None,
-              covariate_id="covariate_id", value="value", subject=None) -> Dataset:
+@renamed(**_OLD_ROLE_KEYWORDS)
+def from_long(outcomes, covariates, *, row_id="row_id", strata="stratum_id", y="y", time="time",
+              status="status", start="start", weights=None, offset=None, exposure=None,
+              covariate_id="covariate_id", value="value", subject=None, covariate_ref=None) -> Dataset:
     """Dataset from OHDSI-style long tables.
 
     Parameters
@@ -90,18 +105,22 @@ def from_long(outcomes, covariates, *, row_id="row_id", stratum="stratum_id", y=
     outcomes : DataFrame, pyarrow.Table, or path to a Parquet/CSV file
         One row per observation: ``row_id`` and whichever of ``stratum_id``, ``y``,
         ``time``, ``status``, ``start`` are present (column names configurable by the
-        keyword of the same role). A ``stratum_id`` column stratifies the models that
-        use strata (Cox, conditional models, SCCS); the fit reports it in ``roles``.
+        keyword of the same role: ``strata="matched_set"``). A ``stratum_id`` column
+        stratifies the models that use strata (Cox, conditional models, SCCS); the fit
+        reports it in ``roles``.
     covariates : DataFrame, pyarrow.Table, or path
         One row per non-zero covariate value: ``row_id, covariate_id[, value]``;
         without a value column every entry is 1 (indicator covariates). Covariate ids
         may be 64-bit integers or strings; columns are ordered by id, and rows by
         ``row_id``, so results never depend on the order rows arrive in.
-    weight, offset, exposure : str, optional
+    weights, offset, exposure : str, optional
         Columns used as case weights, as offset (fixed part of the linear predictor)
         and as exposure (offset log(exposure)). Never taken from a column name alone:
         a column called ``weight`` or ``offset`` that is not asked for is left unused,
-        with a DataWarning saying how to use it (``weight="weight"``).
+        with a DataWarning saying how to use it (``weights="weight"``).
+    covariate_ref : DataFrame, Arrow table or path, optional
+        OHDSI covariate reference table (``covariate_id, covariate_name, ...``): the
+        names shown for the covariate ids in tables and plots (:func:`covariate_labels`).
 
     Examples
     --------
@@ -121,53 +140,64 @@ def from_long(outcomes, covariates, *, row_id="row_id", stratum="stratum_id", y=
     out = out.sort_values(row_id, kind="stable").reset_index(drop=True)
     ids = out[row_id].to_numpy()
     _check_unique_ids(ids)
-    _warn_unrequested_roles(out.columns, weight=weight, offset=offset)
-    requested = {"weight": weight, "offset": offset, "exposure": exposure}
+    _warn_unrequested_roles(out.columns, weights=weights, offset=offset)
+    requested = {"weights": weights, "offset": offset, "exposure": exposure,
+                 "strata": None if strata == "stratum_id" else strata}  # the OHDSI stratum_id is optional
     missing = [f"{role}={col!r}" for role, col in requested.items() if col is not None and col not in out.columns]
     if missing:
         raise InputError(f"the outcomes table has no column for {', '.join(missing)}")
     present = {"y": y, "time": time, "status": status, "start": start}
     outcome = {role: _numeric_column(out, col, ids) for role, col in present.items() if col in out.columns}
-    outcome.update({role: _numeric_column(out, col, ids) for role, col in (("weights", weight), ("offset", offset))
+    outcome.update({role: _numeric_column(out, col, ids) for role, col in (("weights", weights), ("offset", offset))
                     if col is not None})
     if exposure is not None:
         outcome["offset"] = _log_exposure(_numeric_column(out, exposure, ids), exposure, ids, outcome.get("offset"))
-    strata = stratum if stratum in out.columns else None
+    strata = strata if strata in out.columns else None
     strata_codes, labels = _codes(out[strata]) if strata is not None else (None, None)
     subject_codes = _codes(out[subject])[0] if subject is not None else None
     X, names = _long_covariates(cov, ids, row_id, covariate_id, value)
     ds = Dataset(X=X, covariate_names=names, row_ids=ids, strata=strata_codes, strata_labels=labels,
-                 subject=subject_codes, meta={"roles": _role_columns(weight, offset, exposure, strata)},
+                 subject=subject_codes, meta={"roles": _role_columns(weights, offset, exposure, strata)},
                  **_typed_outcome(outcome))
-    return ds.drop_empty_covariates()
+    return _labelled(ds.drop_empty_covariates(), covariate_ref)
 
 
-def from_duckdb(database: str, outcomes_sql: str, covariates_sql: str, **kwargs) -> Dataset:
+@renamed(**_OLD_ROLE_KEYWORDS)
+def from_duckdb(database: str, outcomes_sql: str, covariates_sql: str, *, covariate_ref_sql: str | None = None,
+                **kwargs) -> Dataset:
     """Dataset from two SQL queries on a DuckDB database (read only).
 
     The queries must return the tables of :func:`from_long`; keyword arguments are
     passed on to it (column names; case weights and offset only when asked for, e.g.
-    ``weight="weight"``).
+    ``weights="weight"``). ``covariate_ref_sql`` queries the covariate reference table
+    (``covariate_id, covariate_name, ...``) whose names are shown for the ids.
 
     Examples
     --------
     >>> ds = from_duckdb("cohort.duckdb",  # doctest: +SKIP
     ...                  "SELECT row_id, time, status FROM outcomes",
-    ...                  "SELECT row_id, covariate_id, value FROM covariates")
+    ...                  "SELECT row_id, covariate_id, value FROM covariates",
+    ...                  covariate_ref_sql="SELECT * FROM covariate_ref")
     """
     import duckdb
 
+    if covariate_ref_sql is not None and kwargs.get("covariate_ref") is not None:
+        raise InputError("give covariate_ref_sql or covariate_ref, not both")
     if not os.path.exists(database):
         raise InputError(f"DuckDB database {database!r} does not exist")
+    queries = {"outcomes_sql": outcomes_sql, "covariates_sql": covariates_sql, "covariate_ref_sql": covariate_ref_sql}
     with duckdb.connect(database, read_only=True) as con:
-        outcomes, covariates = (_query(con, sql, what) for sql, what in ((outcomes_sql, "outcomes_sql"),
-                                                                        (covariates_sql, "covariates_sql")))
-    return from_long(outcomes, covariates, **kwargs)
+        tables = {what: _query(con, sql, what) for what, sql in queries.items() if sql is not None}
+    if covariate_ref_sql is not None:
+        kwargs["covariate_ref"] = tables["covariate_ref_sql"]
+    return from_long(tables["outcomes_sql"], tables["covariates_sql"], **kwargs)
 
 
 def from_arrays(X, *, y=None, time=None, status=None, start=None, weights=None, offset=None,
-                strata=None, subject=None, covariate_names=None, row_ids=None) -> Dataset:
+                strata=None, subject=None, covariate_names=None, row_ids=None, covariate_ref=None) -> Dataset:
     """Dataset from a matrix (scipy.sparse or NumPy, rows = observations) and outcome vectors.
+
+    ``covariate_ref`` gives names to show for the covariates (:func:`covariate_labels`).
 
     >>> import numpy as np
     >>> ds = from_arrays(np.eye(3), y=np.array([0, 1, 1]))
@@ -194,22 +224,104 @@ def from_arrays(X, *, y=None, time=None, status=None, start=None, weights=None, 
              if v is not None}
     ds = Dataset(X=X, covariate_names=names, row_ids=row_ids, strata=strata_codes, strata_labels=labels,
                  subject=subject_codes, meta={"roles": given}, **_typed_outcome(outcome))
-    return ds.drop_empty_covariates()
+    return _labelled(ds.drop_empty_covariates(), covariate_ref)
+
+
+# -- covariate reference tables (OHDSI FeatureExtraction) ----------------------------------
+#: Columns of a covariate reference table that riskset reads (analysis_id, concept_id may be present).
+REF_COLUMNS = ("covariate_id", "covariate_name")
+
+
+def covariate_labels(reference, covariate_names) -> dict:
+    """Display name of each covariate from a FeatureExtraction-style reference table.
+
+    ``reference`` (DataFrame, Arrow table, or Parquet/CSV path) has columns
+    ``covariate_id`` and ``covariate_name`` (also spelled ``covariateId``,
+    ``covariateName``; ``analysis_id`` and ``concept_id`` may be there and are not
+    needed). Ids are matched to covariate names as text (``1002`` names ``'1002'``).
+    Rules: a missing column, a missing id or name, or an id listed twice raises an
+    InputError; ids not in the data are ignored (a reference table covers every
+    covariate of an extraction, a data set often fewer); a reference that names none
+    of the data's covariates raises; covariates without a name keep their id, with a
+    DataWarning naming them.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> ref = pd.DataFrame({"covariate_id": [1002, 8532001], "covariate_name": ["age 20-24", "gender = FEMALE"],
+    ...                     "analysis_id": [2, 1], "concept_id": [0, 8532]})
+    >>> covariate_labels(ref, ["1002", "8532001"])
+    {'1002': 'age 20-24', '8532001': 'gender = FEMALE'}
+    """
+    ref = _ref_columns(_to_pandas(_read_table(reference)))
+    ids = _id_texts(ref["covariate_id"])
+    names = ref["covariate_name"]
+    if names.isna().any():
+        i = int(np.flatnonzero(names.isna().to_numpy())[0])
+        raise InputError(f"the covariate reference table has no covariate_name for covariate_id {ids[i]!r}")
+    dup = pd.Series(ids).duplicated()
+    if dup.any():
+        raise InputError(f"the covariate reference table lists covariate_id {ids[int(np.flatnonzero(dup)[0])]!r} "
+                         f"more than once ({int(dup.sum())} duplicate(s)); give one row per covariate")
+    labels = dict(zip(ids, names.astype(str)))
+    known = [n for n in covariate_names if n in labels]
+    if covariate_names and not known:
+        raise InputError(f"the covariate reference table names none of the data's covariates: it has ids "
+                         f"{_first(list(labels))}, the data {_first(covariate_names)}; is it the reference "
+                         f"table of these covariates?")
+    unnamed = [n for n in covariate_names if n not in labels]
+    if unnamed:
+        warnings.warn(f"{len(unnamed)} covariate(s) have no name in the covariate reference table and are shown "
+                      f"by id: {_first(unnamed)}", DataWarning, stacklevel=3)
+    return {n: labels[n] for n in known}
+
+
+def _ref_columns(ref: pd.DataFrame) -> pd.DataFrame:
+    """The reference table with its columns named in snake case (covariateId -> covariate_id)."""
+    snake = {c: re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", str(c)).lower() for c in ref.columns}
+    ref = ref.rename(columns=snake)
+    missing = [c for c in REF_COLUMNS if c not in ref.columns]
+    if missing:
+        raise InputError(f"the covariate reference table has no {' or '.join(map(repr, missing))} column "
+                         f"(it has {', '.join(map(repr, map(str, ref.columns)))}); it needs covariate_id and "
+                         f"covariate_name, as FeatureExtraction's covariateRef")
+    return ref
+
+
+def _id_texts(ids: pd.Series) -> list[str]:
+    """Covariate ids as the text that names them in a Dataset (whole floats as integers)."""
+    if ids.isna().any():
+        raise InputError(f"the covariate reference table has {int(ids.isna().sum())} row(s) without a covariate_id")
+    if pd.api.types.is_float_dtype(ids) and np.all(ids == np.round(ids)):
+        ids = ids.astype(np.int64)
+    return [str(plain(v)) for v in ids.to_numpy()]
+
+
+def _labelled(ds: Dataset, reference) -> Dataset:
+    """``ds`` with the display names of ``reference`` (a covariate reference table), if given."""
+    if reference is None:
+        return ds
+    return ds.with_covariate_labels(covariate_labels(reference, ds.covariate_names))
+
+
+def _first(names, k: int = 5) -> str:
+    names = list(names)
+    return ", ".join(map(repr, names[:k])) + (f" ... ({len(names)} in all)" if len(names) > k else "")
 
 
 # -- helpers ---------------------------------------------------------------------------
-#: Conventional column names of roles that are used only when asked for: keyword -> column.
-_EXPLICIT_ROLES = {"weight": "case weights", "offset": "offset (fixed part of the linear predictor)"}
+#: Conventional column names of roles that are used only when asked for: column -> (keyword, role).
+_EXPLICIT_ROLES = {"weight": ("weights", "case weights"),
+                   "offset": ("offset", "offset (fixed part of the linear predictor)")}
 
 
 def _warn_unrequested_roles(columns, **requested):
     """A DataWarning for each column named like a role (``weight``, ``offset``) that was not asked for."""
-    for keyword, what in _EXPLICIT_ROLES.items():
-        if requested[keyword] is None and keyword in columns:
-            warnings.warn(f"the outcomes table has a column {keyword!r} that is NOT used as {what}; to use it, "
-                          f"give {keyword}={keyword!r} (command line: --{'weights' if keyword == 'weight' else keyword} "
-                          f"{keyword}); to silence this warning, leave the column out of the outcomes table",
-                          DataWarning, stacklevel=3)
+    for column, (keyword, what) in _EXPLICIT_ROLES.items():
+        if requested[keyword] is None and column in columns:
+            warnings.warn(f"the outcomes table has a column {column!r} that is NOT used as {what}; to use it, "
+                          f"give {keyword}={column!r} (command line: --{keyword} {column}); to silence this "
+                          f"warning, leave the column out of the outcomes table", DataWarning, stacklevel=4)
 
 
 def _role_columns(weights, offset, exposure, strata) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from riskset.survival import kaplan_meier
+from riskset.validation import renamed
 
 #: Knots kept per curve: one per 1/STEP_BINS of the time axis, far below a pixel.
 STEP_BINS = 2000
@@ -16,7 +17,8 @@ STEP_BINS = 2000
 FONT_SIZE = 8
 
 
-def plot_km(time, status, group=None, weights=None, *, conf_int: bool = True, conf_level: float = 0.95,
+@renamed(conf_level="level")
+def plot_km(time, status, group=None, weights=None, *, conf_int: bool = True, level: float = 0.95,
             risk_table: bool = True, risk_times=None, censor_marks: str = "thin", max_censor_marks: int = 40,
             ax=None, xlabel: str = "time", ylabel: str = "survival probability", title: str | None = None):
     """Plot Kaplan-Meier curves (one per group) with confidence bands and an at-risk table.
@@ -24,7 +26,8 @@ def plot_km(time, status, group=None, weights=None, *, conf_int: bool = True, co
     Parameters
     ----------
     time, status, group, weights : arrays as for :func:`riskset.survival.kaplan_meier`.
-    conf_int : draw the pointwise confidence band (log scale, Greenwood).
+    conf_int : draw the pointwise confidence band (log scale, Greenwood) at ``level``
+        (old name ``conf_level``, deprecated).
     risk_table : add a numbers-at-risk table below the plot, at ``risk_times``
         (default: the x ticks).
     censor_marks : ``"thin"`` (default) marks censoring with at most one tick per
@@ -49,7 +52,7 @@ def plot_km(time, status, group=None, weights=None, *, conf_int: bool = True, co
     if censor_marks not in ("thin", "all", "none"):
         raise ValueError(f"censor_marks must be 'thin', 'all' or 'none', got {censor_marks!r}")
     time = np.asarray(time, dtype=np.float64)
-    km = kaplan_meier(time, status, group=group, weights=weights, conf_level=conf_level)
+    km = kaplan_meier(time, status, group=group, weights=weights, level=level)
     fig, ax, table_ax = _layout(ax, n_rows=km["group"].nunique() if group is not None else 1,
                                 risk_table=risk_table)
     groups = [None] if group is None else list(km["group"].unique())

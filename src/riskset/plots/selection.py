@@ -13,6 +13,8 @@ import numpy as np
 ROW_HEIGHT, FRAME_HEIGHT, MAX_HEIGHT = 0.25, 1.3, 16.0
 #: Smallest label font (points) when a capped forest plot shrinks its rows.
 MIN_FONT = 4.0
+#: Longest coefficient label drawn (characters); longer ones end in an ellipsis.
+MAX_LABEL = 60
 
 
 def _axes(ax, figsize=(6.4, 4.2)):
@@ -34,9 +36,11 @@ def _finish(fig, path):
 
 
 def _display_names(names, labels):
-    """Names to print: ``labels[name]`` where given (a dict or Series), else the name itself."""
+    """Names to print: ``labels[name]`` where given (a dict or Series), else the name itself;
+    longer than ``MAX_LABEL`` characters (OHDSI covariate names can be 150), cut with an ellipsis."""
     mapping = {} if labels is None else dict(labels)
-    return [str(mapping.get(n, n)) for n in names]
+    shown = [str(mapping.get(n, n)) for n in names]
+    return [s if len(s) <= MAX_LABEL else s[:MAX_LABEL - 1].rstrip() + "\u2026" for s in shown]
 
 
 def plot_cv(cv, path=None, ax=None):
@@ -68,7 +72,9 @@ def plot_path(path_table, path=None, ax=None, top: int | None = 10, labels=None)
     """Coefficient paths against the prior variance; the ``top`` largest at the widest prior are named.
 
     ``top=None`` names every curve. Names are spread vertically so they never overlap;
-    a thin line joins each name to the end of its curve.
+    a thin line joins each name to the end of its curve. ``labels`` maps names to the
+    text shown; by default ``path_table.attrs['labels']`` (set by
+    :func:`riskset.regularization_path` from the covariate reference table).
 
     Examples
     --------
@@ -79,6 +85,7 @@ def plot_path(path_table, path=None, ax=None, top: int | None = 10, labels=None)
     >>> [t.get_text() for t in fig.axes[0].texts]
     ['a']
     """
+    labels = path_table.attrs.get("labels") if labels is None else labels
     fig, ax = _axes(ax)
     table = path_table.drop(columns=[c for c in ("intercept",) if c in path_table.columns])
     v = table.index.to_numpy()
@@ -149,7 +156,9 @@ def plot_forest(table, path=None, ax=None, title="Intervals", exponentiate: bool
     top : with more rows than ``top``, show only the ``top`` non-zero estimates largest in
         absolute value, sorted by estimate; the subtitle says how many were left out.
         ``top=None`` shows every row.
-    labels : mapping from name to the label to print (e.g. covariate id to description).
+    labels : mapping from name to the label to print (e.g. covariate id to description);
+        by default the table's ``covariate_name`` column where it has one (coefficient
+        and bootstrap tables of data with a covariate reference table).
     xlabel : axis label; default "coefficient" or "exp(coefficient), log scale".
     values : print "estimate (lower to upper)" in a column right of the plot.
 
@@ -165,6 +174,8 @@ def plot_forest(table, path=None, ax=None, title="Intervals", exponentiate: bool
     >>> [x.get_text() for x in fig.axes[0].get_yticklabels()]
     ['a', 'c']
     """
+    if labels is None and "covariate_name" in table.columns:
+        labels = dict(zip(table["name"], table["covariate_name"]))
     shown = select_rows(table, top)
     n = len(shown)
     fig, ax = _axes(ax, figsize=(6.4, min(FRAME_HEIGHT + ROW_HEIGHT * max(n, 1), MAX_HEIGHT)))

@@ -28,7 +28,8 @@ class BootstrapResult:
     """Replicate estimates (one row per replicate) and the summary table.
 
     table : name, estimate (full data), lower and upper percentile bounds at
-        ``level``, proportion of replicates in which the coefficient is non-zero.
+        ``level``, proportion of replicates in which the coefficient is non-zero; a
+        ``covariate_name`` column after ``name`` when the data have covariate labels.
     uninformative : replicates whose draw carries no information (e.g. no event drawn):
         their estimates are NaN and they are left out of the table. Without a prior, a
         coefficient aliased in a draw (e.g. its covariate was not drawn) is NaN in that
@@ -41,12 +42,13 @@ class BootstrapResult:
     level: float
     uninformative: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
-    def plot(self, path=None, ax=None, names=None):
-        """Forest plot of the percentile intervals."""
+    def plot(self, path=None, ax=None, names=None, **options):
+        """Forest plot of the percentile intervals, coefficients shown by their ``covariate_name``
+        where the table has one; ``options`` go to :func:`riskset.plots.selection.plot_forest`."""
         from riskset.plots.selection import plot_forest
 
         return plot_forest(self.table if names is None else self.table[self.table["name"].isin(names)],
-                           path=path, ax=ax, title=f"Bootstrap {self.level:.0%} percentile intervals")
+                           path=path, ax=ax, title=f"Bootstrap {self.level:.0%} percentile intervals", **options)
 
 
 def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: int = 200, seed: int = 0,
@@ -89,6 +91,8 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
                           "upper": valid.quantile(1 - alpha).reindex(full.coef.index).to_numpy(),
                           "nonzero_proportion": (valid != 0).where(valid.notna()).mean()
                           .reindex(full.coef.index).to_numpy()})
+    if full.labels:
+        table.insert(1, "covariate_name", full.display_names(table["name"]))
     return BootstrapResult(estimates, table, full, level, uninformative)
 
 

@@ -6,6 +6,7 @@ import pandas as pd
 
 from riskset import validation as check
 from riskset.models.base import Model, as_model
+from riskset.results import coef_labels
 from riskset.selection.common import Context, varied_prior, variance_grid
 from riskset.solver.prior import Prior
 
@@ -13,6 +14,9 @@ from riskset.solver.prior import Prior
 def regularization_path(data, model: str | Model, prior: Prior, *, variances=None, n_grid: int = 20,
                         tol: float = 1e-8, progress: bool = True, **model_options) -> pd.DataFrame:
     """Coefficients (columns) at each variance (rows, strongest penalty first).
+
+    ``path.attrs['labels']`` holds the coefficients' display names (covariate
+    reference table), which :func:`riskset.plots.selection.plot_path` shows.
 
     >>> import riskset
     >>> d = riskset.simulate(n=1000, p=8, model="logistic", seed=1)
@@ -25,4 +29,6 @@ def regularization_path(data, model: str | Model, prior: Prior, *, variances=Non
     check.positive_number("tol", tol)
     ctx = Context(data, m, varied_prior(prior), tol)
     grid = variance_grid(ctx, variances, n_grid)
-    return pd.DataFrame(ctx.path(grid, progress), index=pd.Index(grid, name="variance"), columns=ctx.names)
+    path = pd.DataFrame(ctx.path(grid, progress), index=pd.Index(grid, name="variance"), columns=ctx.names)
+    path.attrs["labels"] = coef_labels(data, m, ctx.names)
+    return path
