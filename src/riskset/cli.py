@@ -221,8 +221,8 @@ def _add_fit(sub):
     s.add_argument("--out", metavar="FILE", help="write the result: .json (the full fit, its cross-validation and "
                                                  "bootstrap tables inside) or .csv (the coefficient table); other "
                                                  "tables go beside it as FILE_cross_validation.csv, "
-                                                 "FILE_bootstrap.csv (.json for several --spec); the files "
-                                                 "written are listed on stderr. Its folder must exist (checked "
+                                                 "FILE_bootstrap.csv (.json for several --spec); the last line "
+                                                 "lists the files written. Its folder must exist (checked "
                                                  "before the fit)")
     s.add_argument("--quiet", action="store_true", help="print nothing but errors")
     s.add_argument("--progress", action="store_true", help="show a progress bar over the cycles")
@@ -456,7 +456,7 @@ def _plot(plot_dir, analysis) -> list[str]:
 
 def _report_written(written: list[str]) -> None:
     if written:
-        print(f"riskset fit: wrote {', '.join(written)}", file=sys.stderr)
+        print(f"\nwrote {', '.join(written)}")
 
 
 #: Options that say what a specification says (model, columns, prior): refused with --spec.

@@ -155,7 +155,7 @@ def _check_strength(penalty: dict, kind: str, needed: tuple, either: tuple) -> N
     given = [k for k in ("gamma", "variance") if k in penalty]
     missing = [k for k in needed if k not in penalty]
     if missing:
-        raise InputError(f"penalty: type {kind!r} needs {' and '.join(map(repr, missing))}")
+        raise InputError(f"penalty: type {kind!r} lacks the field {' and '.join(map(repr, missing))}")
     if either and len(set(given) & set(either)) != 1:
         raise InputError(f"penalty: type {kind!r} takes one of {' or '.join(map(repr, either))}, got "
                          f"{', '.join(map(repr, given)) or 'neither'}")

@@ -44,19 +44,17 @@ def analyse(data, model, prior, *, cv: dict | None = None, n_boot: int | None = 
     >>> sorted(a.tables())
     ['cross_validation']
     """
-    from riskset.api import fit
-    from riskset.selection.bootstrap import bootstrap
-    from riskset.selection.cv import cross_validate
+    import riskset
 
     common = dict(seed=seed, executor=executor, n_jobs=n_jobs, progress=replicate_progress, backend=backend,
                   dtype=dtype)
     chosen = boot = None
     if cv is not None:
-        chosen = cross_validate(data, model, prior, refit=False, **cv, **common)
+        chosen = riskset.cross_validate(data, model, prior, refit=False, **cv, **common)
         prior = chosen.prior
     if n_boot is not None:
-        boot = bootstrap(data, model, prior, n_boot=n_boot, level=level, **common)
-    result = fit(data, model, prior, backend=backend, dtype=dtype, n_jobs=n_jobs, level=level, **fit_options)
+        boot = riskset.bootstrap(data, model, prior, n_boot=n_boot, level=level, **common)
+    result = riskset.fit(data, model, prior, backend=backend, dtype=dtype, n_jobs=n_jobs, level=level, **fit_options)
     return Analysis(result, chosen, boot)
 
 
