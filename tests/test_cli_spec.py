@@ -27,6 +27,7 @@ def files(tmp_path_factory):
     frame["y"] = (rng.random(n) < 1 / (1 + np.exp(-frame["x1"] - 0.5 * frame["x2"]))).astype(float)
     frame["time"] = np.round(rng.exponential(5, n) + 0.1, 1)  # rounded: ties for Efron
     frame["status"] = (rng.random(n) < 0.7).astype(float)
+    frame["event"] = rng.integers(0, 3, n)  # 0 censored, 1 the event, 2 a competing event
     paths = {"csv": str(d / "data.csv"), "dir": str(d)}
     frame.to_csv(paths["csv"], index=False)
     for analysis in ("a", "b"):
@@ -191,7 +192,10 @@ ROUND_TRIPS = {
     "cox, Efron, strata, Laplace with variances": (
         "cox", {"time": "time", "status": "status", "strata": "site"}, dict(ties="efron"),
         riskset.Laplace(gamma=4.0, exclude=["x2"], variances={"x1": 5.0})),
-    "cox, normal": ("cox", {"time": "time", "status": "status"}, {}, riskset.Normal(0.3)),
+    "cox, time-varying coefficient, normal": (
+        "cox", {"time": "time", "status": "status"}, dict(time_varying={"x1": [3.0]}), riskset.Normal(0.3)),
+    "fine_gray, competing events": (
+        "fine_gray", {"time": "time", "status": "event"}, dict(competing_events=[2]), riskset.Laplace(gamma=1.0)),
 }
 
 
@@ -199,7 +203,7 @@ ROUND_TRIPS = {
 def test_a_spec_written_from_a_fit_fits_the_same_coefficients(files, tmp_path, case):
     model, columns, options, prior = ROUND_TRIPS[case]
     frame = pd.read_csv(files["csv"])
-    data = riskset.from_frame(frame, covariates=["x1", "x2", "x3"], **columns)
+    data = riskset.from_frame(frame, covariates=["x1", "x2", "x3"], **columns)  # not "event" nor "site"
     first = riskset.fit(data, model, prior, tol=1e-12, **options)
     path = tmp_path / "case.json"
     path.write_text(json.dumps(first.to_spec(columns=columns)))
