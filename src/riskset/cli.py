@@ -6,6 +6,13 @@
     riskset info      versions, CPU threads and GPU devices
     riskset ode       integrate a batch of ODE systems (parameter sweeps)
 
+No option is ever ignored: ``riskset fit`` applies each option to a fit from data,
+from one ``--spec`` and from several, or refuses it with an error saying why (a spec
+gives the model, the columns and the prior; ``--seed`` needs ``--cv`` or
+``--bootstrap``; ...). ``--out`` keeps every table: FILE.csv holds the coefficients
+and FILE_cross_validation.csv / FILE_bootstrap.csv go beside it (FILE.json holds the
+whole fit with its tables); the last line of output lists the files written.
+
 No command shows a traceback. Every error is one line on stderr, ``riskset COMMAND:
 error: ...``, and the exit status says which kind it was:
 
