@@ -76,7 +76,7 @@ BAD = {
     "max-iter 0": (WIDE + ["--max-iter", "0"], "--max-iter"),
     "negative seed": (WIDE + ["--seed", "-1"], "--seed"),
     "unknown prior": (WIDE + ["--prior", "lasso"], "invalid choice: 'lasso'"),
-    "gamma with normal": (WIDE + ["--prior", "normal", "--variance", "1", "--gamma", "2"], "--prior laplace, not"),
+    "gamma with normal": (WIDE + ["--prior", "normal", "--variance", "1", "--gamma", "2"], "--prior laplace or elastic_net, not"),
     "gamma and variance": (WIDE + ["--prior", "laplace", "--variance", "1", "--gamma", "2"], "not both"),
     "laplace without rate": (WIDE + ["--prior", "laplace"], "--prior laplace needs --gamma or --variance"),
     "exclude without prior": (WIDE + ["--exclude", "x1"], "--exclude need(s) a prior"),

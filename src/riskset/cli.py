@@ -6,6 +6,13 @@
     riskset info      versions, CPU threads and GPU devices
     riskset ode       integrate a batch of ODE systems (parameter sweeps)
 
+No option is ever ignored: ``riskset fit`` applies each option to a fit from data,
+from one ``--spec`` and from several, or refuses it with an error saying why (a spec
+gives the model, the columns and the prior; ``--seed`` needs ``--cv`` or
+``--bootstrap``; ...). ``--out`` keeps every table: FILE.csv holds the coefficients
+and FILE_cross_validation.csv / FILE_bootstrap.csv go beside it (FILE.json holds the
+whole fit with its tables); the last line of output lists the files written.
+
 No command shows a traceback. Every error is one line on stderr, ``riskset COMMAND:
 error: ...``, and the exit status says which kind it was:
 
@@ -145,13 +152,20 @@ def _add_fit(sub):
                     "  --duckdb DB --outcomes-sql Q --covariates-sql Q\n"
                     "                                   the same two tables as queries on a DuckDB database\n"
                     "  --spec FILE                      a case.json specification (model, columns, covariates,\n"
-                    "                                   penalty); data.csv beside it unless it names another",
+                    "                                   model options, penalty); data.csv beside it unless it\n"
+                    "                                   names another. The format: python -m pydoc riskset.spec\n\n"
+                    "A specification gives the model, the columns and the prior, so the options of those\n"
+                    "groups cannot be used with it; the others (--cv, --bootstrap, --profile, --backend,\n"
+                    "--dtype, --jobs, --dask, --out, ...) apply to it as to any fit. Several --spec are\n"
+                    "fitted into one table (--jobs or --dask spread the analyses over workers).\n"
+                    "An option that would change nothing is refused, never ignored.",
         epilog="Examples:\n"
                "  riskset fit --data cohort.parquet --model cox --time days --status died \\\n"
                "              --prior laplace --gamma 2 --exclude treatment --out fit.json\n"
                "  riskset fit --duckdb cohort.duckdb --outcomes-sql 'SELECT * FROM outcomes' \\\n"
                "              --covariates-sql 'SELECT * FROM covariates' --model logistic --prior normal --variance 1\n"
-               "  riskset fit --spec case.json --out result.json\n\n" + EXIT_STATUS_HELP)
+               "  riskset fit --spec case.json --cv 10 --bootstrap 200 --out result.csv\n"
+               "              (writes result.csv, result_cross_validation.csv, result_bootstrap.csv)\n\n" + EXIT_STATUS_HELP)
     src = p.add_argument_group("data")
     src.add_argument("--spec", metavar="FILE", action="append", help="JSON analysis specification (case.json "
                      "format); repeat it to fit many analyses (with --jobs or --dask) into one table")
@@ -175,11 +189,16 @@ def _add_fit(sub):
     m.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="model option, value as JSON (e.g. ties=\"efron\", intercept=false); repeatable")
     pr = p.add_argument_group("prior")
-    pr.add_argument("--prior", choices=["none", "laplace", "normal"],
-                    help="none (maximum likelihood, the default), laplace (L1) or normal (L2)")
-    pr.add_argument("--gamma", type=NON_NEGATIVE, help="Laplace rate: penalty gamma*|beta| (with --prior laplace)")
+    pr.add_argument("--prior", choices=["none", "laplace", "normal", "elastic_net"],
+                    help="none (maximum likelihood, the default), laplace (L1), normal (L2) or elastic_net "
+                         "(both: --gamma and --variance)")
+    pr.add_argument("--gamma", type=NON_NEGATIVE,
+                    help="L1 rate: penalty gamma*|beta| (with --prior laplace or elastic_net)")
     pr.add_argument("--variance", type=POSITIVE,
-                    help="prior variance (normal; or laplace, gamma = sqrt(2/variance))")
+                    help="prior variance (normal, elastic_net; or laplace, gamma = sqrt(2/variance))")
+    pr.add_argument("--variances", metavar="A=V,B=W", default="",
+                    help="per-coefficient variances overriding --variance for the coefficients named (for "
+                         "laplace the Laplace variance of each)")
     pr.add_argument("--exclude", metavar="A,B", default="", help="coefficients left unpenalized (e.g. treatment)")
     sel = p.add_argument_group("penalty selection and uncertainty")
     sel.add_argument("--cv", type=FOLDS, metavar="K", help="choose the prior variance by K-fold cross-validation "
@@ -189,12 +208,15 @@ def _add_fit(sub):
     sel.add_argument("--cv-auto", action="store_true", help="refine the best grid variance by golden-section search")
     sel.add_argument("--bootstrap", type=COUNT, metavar="B", help="B bootstrap replicates by subject: percentile "
                                                                 "intervals and non-zero proportions")
-    sel.add_argument("--seed", type=SEED, default=0, help="seed of folds and bootstrap samples (default 0)")
-    sel.add_argument("--jobs", type=COUNT, default=1, help="threads for replicate fits: cross-validation, bootstrap, "
-                                                            "profile-likelihood points (default 1)")
-    sel.add_argument("--dask", metavar="ADDRESS", help="run replicate fits on Dask: 'local' for a LocalCluster, "
-                                                       "or a scheduler address tcp://host:port")
-    sel.add_argument("--plot-dir", metavar="DIR", help="write the cross-validation curve and the forest plot here")
+    sel.add_argument("--seed", type=SEED, help="seed of folds and bootstrap samples (default 0)")
+    sel.add_argument("--jobs", type=COUNT, help="threads for replicate fits: cross-validation, bootstrap, "
+                                                "profile-likelihood points; or for the analyses of several "
+                                                "--spec (default 1)")
+    sel.add_argument("--dask", metavar="ADDRESS", help="run replicate fits (or several --spec analyses) on Dask: "
+                                                       "'local' for a LocalCluster, or a scheduler address "
+                                                       "tcp://host:port")
+    sel.add_argument("--plot-dir", metavar="DIR", help="write the cross-validation curve (--cv) and the forest "
+                                                       "plot (--bootstrap) here")
     s = p.add_argument_group("solver and output")
     s.add_argument("--tol", type=POSITIVE, default=None, help="relative objective change that ends the fit "
                                                             "(default 1e-10; 1e-12 with --spec)")
@@ -205,16 +227,21 @@ def _add_fit(sub):
                         "Numba's simulator")
     s.add_argument("--dtype", choices=["float64", "float32"], default="float64", help="GPU state precision")
     s.add_argument("--profile", metavar="A,B", default="", help="coefficients given profile-likelihood intervals")
-    s.add_argument("--level", type=LEVEL, default=0.95, help="confidence level of --profile intervals (default 0.95)")
-    s.add_argument("--out", metavar="FILE", help="write the result: .json (full) or .csv (coefficient table); its "
-                                                 "folder must exist (checked before the fit)")
+    s.add_argument("--level", type=LEVEL, default=0.95, help="confidence level of the intervals: Wald, --profile "
+                                                             "and --bootstrap (default 0.95)")
+    s.add_argument("--out", metavar="FILE", help="write the result: .json (the full fit, its cross-validation and "
+                                                 "bootstrap tables inside) or .csv (the coefficient table); other "
+                                                 "tables go beside it as FILE_cross_validation.csv, "
+                                                 "FILE_bootstrap.csv (.json for several --spec); the last line "
+                                                 "lists the files written. Its folder must exist (checked "
+                                                 "before the fit)")
     s.add_argument("--quiet", action="store_true", help="print nothing but errors")
     s.add_argument("--progress", action="store_true", help="show a progress bar over the cycles")
 
 
 def _add_simulate(sub):
     p = sub.add_parser("simulate", help="write a simulated cohort (the papers' sparse design)",
-                       description="Simulate N x P binary covariates at a given density, 80%% of the true "
+                       description="Simulate N x P binary covariates at a given density, 80% of the true "
                                    "coefficients zero, and an outcome; write them as OHDSI long tables into a "
                                    "DuckDB database (.duckdb) or as outcomes.parquet + covariates.parquet "
                                    "into a folder.")
@@ -321,74 +348,79 @@ def _cmd_fit(args) -> int:
     with warnings.catch_warnings():
         if args.quiet:
             warnings.simplefilter("ignore")
-        fit, extra = _fit_one(args, tol)
-    if args.out:
-        if args.out.endswith(".csv"):
-            fit.coef_table().to_csv(args.out, index=False)
-        else:
-            result = fit.to_dict() | {k: v.to_dict(orient="records") for k, v in extra.items()}
-            with open(args.out, "w") as f:
-                json.dump(result, f, indent=2)
+        analysis = _analyse(args, tol)
+    fit, tables = analysis.fit, analysis.tables()
+    written = _write_fit(args.out, fit, tables, args.level) if args.out else []
+    written += _plot(args.plot_dir, analysis)
     if not args.quiet:
-        print(fit.summary())
-        for name, table in extra.items():
+        print(fit.summary(args.level))
+        for name, table in tables.items():
             print(f"\n{name.replace('_', ' ')}:\n{table.to_string(index=False)}")
+        _report_written(written)
     if not fit.converged:
-        written = f"; the results were written to {args.out} for inspection" if args.out else ""
-        print(f"riskset fit: error: the {fit.model_name} fit did not converge: {_one_line(fit.message)}{written}",
+        inspect = f"; the results were written to {args.out} for inspection" if args.out else ""
+        print(f"riskset fit: error: the {fit.model_name} fit did not converge: {_one_line(fit.message)}{inspect}",
               file=sys.stderr)
         return EXIT_NOT_CONVERGED
     return EXIT_OK
 
 
-def _fit_one(args, tol):
-    """The fit asked for, and the cross-validation / bootstrap tables; (FitResult, {name: table})."""
-    import riskset
-    from riskset.spec import run_spec
+def _analyse(args, tol):
+    """The fit asked for, after cross-validation and bootstrap if asked: an Analysis."""
+    from riskset.selection.analyses import analyse
 
-    profile = _names(args.profile)
+    data, model, prior = _analysis_inputs(args)
+    names = model.coef_names(data)
+    _check_known("--exclude", _names(args.exclude), names)
+    _check_known("--profile", _names(args.profile), names)
+    if args.cv and prior.kind not in ("laplace", "normal"):
+        where = f"the specification's prior is {prior.kind!r}" if args.spec else f"--prior {args.prior}"
+        raise InputError(f"--cv chooses the variance of a laplace or normal prior, and {where}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # reported by _cmd_fit's last line
+        return analyse(data, model, prior, progress=args.progress, replicate_progress=not args.quiet,
+                       executor=_executor(args), **_analysis_options(args, tol))
+
+
+def _analysis_inputs(args):
+    """(dataset, model, prior) from the specification, or from the data and model options."""
     if args.spec:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)  # reported by _cmd_fit's last line
-            return run_spec(args.spec[0], progress=args.progress, **_solver_options(args, tol)), {}
+        from riskset.spec import analysis_from_spec, load_spec
+
+        spec, frame = load_spec(args.spec[0])
+        return analysis_from_spec(spec, frame, args.spec[0])
     try:
         data = _load_data(args)
     except _reader_errors() as err:  # the reader's message does not say which input it was reading
         raise InputError(f"{_source(args)}: {_one_line(err)}") from err
-    model = _model(args.model or "logistic", args.option)
-    names = model.coef_names(data)
-    _check_known("--exclude", _names(args.exclude), names)
-    _check_known("--profile", profile, names)
-    prior, extra = _select(args, data, model, _prior(args))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)  # reported by _cmd_fit's last line
-        fit = riskset.fit(data, model, prior, progress=args.progress, **_solver_options(args, tol))
-    return fit, extra
+    return data, _model(args.model or "logistic", args.option), _prior(args)
 
 
-def _solver_options(args, tol) -> dict:
-    """Keyword arguments of riskset.fit shared by every way of fitting."""
-    return dict(tol=tol, max_iter=args.max_iter, profile=_names(args.profile), level=args.level,
-                backend=args.backend, dtype=args.dtype, n_jobs=args.jobs)
+def _analysis_options(args, tol) -> dict:
+    """Keyword arguments of riskset.selection.analyses.analyse shared by every way of fitting."""
+    cv = dict(n_folds=args.cv, n_repeats=args.cv_repeats, n_grid=args.cv_grid, auto=args.cv_auto) if args.cv else None
+    return dict(cv=cv, n_boot=args.bootstrap, seed=args.seed or 0, n_jobs=args.jobs or 1, tol=tol,
+                max_iter=args.max_iter, profile=_names(args.profile), level=args.level, backend=args.backend,
+                dtype=args.dtype)
 
 
 def _fit_many_specs(args, tol) -> int:
-    """Several specifications: fit each (threads or Dask) and write one table."""
-    import riskset
+    """Several specifications: run each analysis (threads or Dask) and write one table of each kind."""
+    from riskset.selection.analyses import analyse_specs
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        options = _solver_options(args, tol)
-        table = riskset.fit_specs(args.spec, executor=_executor(args), n_jobs=options.pop("n_jobs"),
-                                  progress=not args.quiet, **options)
-    if args.out:
-        if args.out.endswith(".csv"):
-            table.to_csv(args.out, index=False)
-        else:
-            table.to_json(args.out, orient="records", indent=2)
+        options = _analysis_options(args, tol)
+        tables = analyse_specs(args.spec, executor=_executor(args), n_jobs=options.pop("n_jobs"),
+                               progress=not args.quiet, **options)
+    coefficients = tables["coefficients"]
+    written = _write_tables(args.out, tables) if args.out else []
     if not args.quiet:
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.5g}"))
-    failed = table.loc[~table["converged"].astype(bool), "analysis"].unique()
+        for name, table in tables.items():
+            heading = "" if name == "coefficients" else f"\n{name.replace('_', ' ')}:\n"
+            print(heading + table.to_string(index=False, float_format=lambda v: f"{v:.5g}"))
+        _report_written(written)
+    failed = coefficients.loc[~coefficients["converged"].astype(bool), "analysis"].unique()
     if len(failed):
         print(f"riskset fit: error: {len(failed)} of {len(args.spec)} analyses did not converge: "
               f"{', '.join(map(str, failed))} (see the 'converged' column)", file=sys.stderr)
@@ -396,21 +428,59 @@ def _fit_many_specs(args, tol) -> int:
     return EXIT_OK
 
 
+def _write_fit(out: str, fit, tables: dict, level: float) -> list[str]:
+    """Write one fit to ``out``: JSON holds everything, CSV the coefficients with the other tables beside."""
+    if out.endswith(".csv"):
+        return _write_tables(out, {"coefficients": fit.coef_table(level)} | tables)
+    result = fit.to_dict() | {"coef_table": fit.coef_table(level).to_dict(orient="records")}
+    result |= {name: table.to_dict(orient="records") for name, table in tables.items()}
+    with open(out, "w") as f:
+        json.dump(result, f, indent=2)
+    return [f"{out} (the fit{''.join(', ' + n.replace('_', '-') for n in tables)})"]
+
+
+def _write_tables(out: str, tables: dict) -> list[str]:
+    """The 'coefficients' table to ``out``, every other one beside it as STEM_NAME.EXT; the files written."""
+    stem, ext = os.path.splitext(out)
+    written = []
+    for name, table in tables.items():
+        path = out if name == "coefficients" else f"{stem}_{name}{ext}"
+        if ext == ".csv":
+            table.to_csv(path, index=False)
+        else:
+            table.to_json(path, orient="records", indent=2)
+        written.append(f"{path} ({name.replace('_', '-')})")
+    return written
+
+
+def _plot(plot_dir, analysis) -> list[str]:
+    """The cross-validation curve and the bootstrap forest plot, those computed, into ``plot_dir``."""
+    plots = {"cross_validation.png": analysis.cv, "bootstrap_forest.png": analysis.boot}
+    written = []
+    for name, result in plots.items():
+        if plot_dir and result is not None:
+            path = os.path.join(plot_dir, name)
+            result.plot(path)
+            written.append(f"{path} (plot)")
+    return written
+
+
+def _report_written(written: list[str]) -> None:
+    if written:
+        print(f"\nwrote {', '.join(written)}")
+
+
+#: Options that say what a specification says (model, columns, prior): refused with --spec.
+SPEC_GIVES = ("--model", "--option", "--prior", "--gamma", "--variance", "--variances", "--exclude",
+              "--covariates") + tuple(f"--{role}" for role in ROLE_OPTIONS)
+
+
 def _check_fit_options(args) -> None:
-    """Refuse missing, contradictory or unusable options before any data is read or fitted."""
+    """Refuse missing, contradictory, unusable or ineffective options before any data is read or fitted."""
     _check_data_source(args)
-    given = [o for o, v in (("--model", args.model), ("--option", args.option), ("--prior", args.prior),
-                            ("--gamma", args.gamma is not None), ("--variance", args.variance is not None),
-                            ("--exclude", args.exclude), ("--cv", args.cv), ("--bootstrap", args.bootstrap)) if v]
-    if args.spec and given:
-        raise InputError(f"--spec gives the model and the penalty, so {', '.join(given)} cannot be used with it; "
-                         f"use --data, --outcomes or --duckdb instead of --spec")
+    _check_spec_options(args)
     _check_prior_options(args)
-    cv_only = [o for o, v in (("--cv-repeats", args.cv_repeats), ("--cv-grid", args.cv_grid),
-                              ("--cv-auto", args.cv_auto)) if v]
-    if cv_only and not args.cv:
-        raise InputError(f"{', '.join(cv_only)} set(s) up cross-validation: give --cv K too")
-    args.cv_repeats, args.cv_grid = args.cv_repeats or 1, args.cv_grid or 10
+    _check_selection_options(args)
     if args.backend == "gpu":
         _check_gpu()
     elif args.dtype != "float64":
@@ -422,6 +492,46 @@ def _check_fit_options(args) -> None:
         except OSError as err:
             raise InputError(f"--plot-dir {args.plot_dir!r}: cannot create the folder ({err.strerror})") from None
 
+
+def _given(args, option) -> bool:
+    value = _value(args, option)
+    return value is not None and value is not False and value != "" and value != []
+
+
+def _check_spec_options(args) -> None:
+    """With --spec: no option that the specification gives; with several, none that needs one fit."""
+    if args.spec:
+        given = [o for o in SPEC_GIVES if _given(args, o)]
+        if given:
+            raise InputError(f"--spec gives the model, the columns and the prior, so {', '.join(given)} cannot be "
+                             f"used with it: edit the specification (its format: python -m pydoc riskset.spec), "
+                             f"or give the data with --data, --outcomes or --duckdb instead of --spec")
+    if args.covariates and not args.data:
+        raise InputError("--covariates picks the covariate columns of a wide --data table; long tables "
+                         "(--outcomes, --duckdb) use every covariate_id they hold: select them in the file or query")
+    if args.spec and len(args.spec) > 1:
+        one_fit = [o for o in ("--plot-dir", "--progress") if _given(args, o)]
+        if one_fit:
+            raise InputError(f"{', '.join(one_fit)} show(s) one fit; with several --spec run them one at a time")
+
+
+def _check_selection_options(args) -> None:
+    """Options of cross-validation, bootstrap and parallel fits without the step they belong to."""
+    cv_only = [o for o in ("--cv-repeats", "--cv-grid", "--cv-auto") if _given(args, o)]
+    if cv_only and not args.cv:
+        raise InputError(f"{', '.join(cv_only)} set(s) up cross-validation: give --cv K too")
+    args.cv_repeats, args.cv_grid = args.cv_repeats or 1, args.cv_grid or 10
+    replicates = bool(args.cv or args.bootstrap)
+    several = bool(args.spec and len(args.spec) > 1)
+    needs = {"--seed": ("seeds the folds and bootstrap samples", replicates),
+             "--plot-dir": ("plots the cross-validation curve and the bootstrap estimates", replicates),
+             "--dask": ("runs replicate fits or several --spec analyses", replicates or several),
+             "--jobs": ("runs replicate fits, profile-likelihood points or several --spec analyses in parallel",
+                        replicates or several or bool(args.profile))}
+    for option, (role, used) in needs.items():
+        if _given(args, option) and not used:
+            raise InputError(f"{option} {role}, and there is none to run: give --cv K or --bootstrap B"
+                             + (" (or --profile, or several --spec)" if option == "--jobs" else ""))
 
 def _check_data_source(args) -> None:
     sources = {"--spec": args.spec, "--data": args.data,
@@ -452,15 +562,21 @@ def _value(args, option):
 
 def _check_prior_options(args) -> None:
     prior = args.prior or "none"
-    if args.gamma is not None and prior != "laplace":
-        raise InputError(f"--gamma is the rate of the Laplace prior: it needs --prior laplace, not --prior {prior}")
+    if args.gamma is not None and prior not in ("laplace", "elastic_net"):
+        raise InputError(f"--gamma is the rate of the L1 penalty: it needs --prior laplace or elastic_net, "
+                         f"not --prior {prior}")
     if prior == "laplace" and args.gamma is not None and args.variance is not None:
         raise InputError("--prior laplace takes --gamma or --variance, not both")
+    if prior == "elastic_net" and not args.cv and (args.gamma is None or args.variance is None):
+        raise InputError("--prior elastic_net needs both --gamma (the L1 rate) and --variance (the normal variance)")
+    if prior == "elastic_net" and args.cv:
+        raise InputError("--cv chooses the variance of a laplace or normal prior; an elastic_net prior has two "
+                         "strengths: give --gamma and --variance")
     if prior == "none" and not args.spec:
-        penalty_options = [o for o, v in (("--variance", args.variance is not None), ("--exclude", args.exclude),
-                                          ("--cv", args.cv)) if v]
+        penalty_options = [o for o in ("--variance", "--variances", "--exclude", "--cv") if _given(args, o)]
         if penalty_options:
-            raise InputError(f"{', '.join(penalty_options)} need(s) a prior: give --prior laplace or normal")
+            raise InputError(f"{', '.join(penalty_options)} need(s) a prior: give --prior laplace, normal or "
+                             f"elastic_net")
 
 
 def _check_gpu() -> None:
@@ -517,28 +633,6 @@ def _executor(args):
     return None if not args.dask else ("dask" if args.dask == "local" else args.dask)
 
 
-def _select(args, data, model, prior):
-    """Cross-validate the prior and bootstrap the fit as asked; returns (prior, tables)."""
-    import riskset
-
-    common = dict(seed=args.seed, executor=_executor(args), n_jobs=args.jobs, progress=not args.quiet,
-                  backend=args.backend, dtype=args.dtype)
-    tables = {}
-    if args.cv:
-        cv = riskset.cross_validate(data, model, prior, n_folds=args.cv, n_repeats=args.cv_repeats,
-                                    n_grid=args.cv_grid, auto=args.cv_auto, refit=False, **common)
-        prior = cv.prior
-        tables["cross_validation"] = cv.summary
-        if args.plot_dir:
-            cv.plot(os.path.join(args.plot_dir, "cross_validation.png"))
-    if args.bootstrap:
-        boot = riskset.bootstrap(data, model, prior, n_boot=args.bootstrap, **common)
-        tables["bootstrap"] = boot.table
-        if args.plot_dir:
-            boot.plot(os.path.join(args.plot_dir, "bootstrap_forest.png"))
-    return prior, tables
-
-
 def _load_data(args):
     import riskset
 
@@ -587,19 +681,34 @@ def _prior(args):
     import riskset
 
     exclude = _names(args.exclude)
+    variances = dict(_parse_variance(v) for v in _names(args.variances))
     # with --cv the variance is chosen on a grid of its own: any starting value will do
     variance = args.variance if args.variance is not None or not args.cv else 1.0
     if args.prior == "laplace":
         if args.gamma is not None:
-            return riskset.Laplace(gamma=args.gamma, exclude=exclude)
+            return riskset.Laplace(gamma=args.gamma, exclude=exclude, variances=variances)
         if variance is None:
             raise InputError("--prior laplace needs --gamma or --variance (or --cv K to choose it)")
-        return riskset.Laplace(variance=variance, exclude=exclude)
+        return riskset.Laplace(variance=variance, exclude=exclude, variances=variances)
     if args.prior == "normal":
         if variance is None:
             raise InputError("--prior normal needs --variance (or --cv K to choose it)")
-        return riskset.Normal(variance, exclude=exclude)
+        return riskset.Normal(variance, exclude=exclude, variances=variances)
+    if args.prior == "elastic_net":
+        return riskset.Prior("elastic_net", gamma=args.gamma, variance=variance, exclude=exclude,
+                             variances=variances)
     return riskset.NoPrior()
+
+
+def _parse_variance(text):
+    """``NAME=V`` of --variances -> (NAME, V)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise InputError(f"--variances expects NAME=VARIANCE items separated by commas, got {text!r}")
+    try:
+        return name.strip(), POSITIVE(value)
+    except argparse.ArgumentTypeError as err:
+        raise InputError(f"--variances {text!r}: the variance {err}") from None
 
 
 def _parse_option(text):

@@ -143,8 +143,8 @@ class FitResult:
         t.attrs["roles"] = dict(self.roles)
         return t
 
-    def summary(self) -> str:
-        """A printable summary: status line and coefficient table."""
+    def summary(self, level: float = 0.95) -> str:
+        """A printable summary: status line and coefficient table (intervals at ``level``)."""
         status = "converged" if self.converged else "NOT CONVERGED"
         head = (f"{self.model_name} model, {self.n_rows} rows, prior {self.prior.to_dict()}\n"
                 f"{status} after {self.n_iter} cycles ({self.message})\n"
@@ -155,7 +155,7 @@ class FitResult:
         if self.aliased:
             head += f"\n{len(self.aliased)} coefficient(s) not defined because of singularities (aliased, NaN)"
         with pd.option_context("display.width", 120, "display.max_rows", 60):
-            return head + "\n" + self.coef_table().to_string(index=False, float_format=lambda v: f"{v:.5g}")
+            return head + "\n" + self.coef_table(level).to_string(index=False, float_format=lambda v: f"{v:.5g}")
 
     def display_names(self, names) -> list[str]:
         """The label of each of coefficient ``names``, the name itself where it has none."""
@@ -217,6 +217,12 @@ class FitResult:
         return self.model.predict(self, data, kind)
 
     # -- persistence --------------------------------------------------------------
+    def to_spec(self, *, columns: dict, data: str = "data.csv", covariates=None) -> dict:
+        """A case.json specification that fits this model again: :func:`riskset.spec.spec_from_fit`."""
+        from riskset.spec import spec_from_fit
+
+        return spec_from_fit(self, columns=columns, data=data, covariates=covariates)
+
     def to_dict(self) -> dict:
         d = {
             "model": self.model_name,

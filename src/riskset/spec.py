@@ -1,15 +1,62 @@
-"""Analysis specifications in the format of the reference cases (``case.json``).
+"""Analysis specifications (``case.json``): one fit described as a JSON file.
 
-A specification names the model, the role of each data column, the covariates and
-the penalty; the data file is ``data.csv`` beside it unless the spec names another
-(``"data": "file.csv"``). Model options (ties, intercept, competing event codes,
-interval width ...) are read by each model's ``from_spec``.
+A specification names the model, the data file, the role of each data column, the
+covariates, the model's options and the prior. It is what ``riskset fit --spec``
+reads, what :func:`spec_from_fit` (or ``FitResult.to_spec``) writes from a fit, and
+the format of the reference cases in ``tests/reference/``.
+
+The format
+----------
+::
+
+    {
+      "model": "cox",                      # any registered model (required)
+      "data": "data.csv",                  # CSV beside the spec (default data.csv)
+      "columns": {"time": "days", "status": "died", "strata": "site"},
+      "covariates": ["treatment", "age"],  # default: every column without a role
+      "ties": "efron",                     # model options, as top-level fields
+      "penalty": {"type": "elastic_net", "gamma": 2.0, "variance": 0.5,
+                  "unpenalized": ["treatment"], "variances": {"age": 10.0}}
+    }
+
+``columns``
+    role -> column name; the roles are those of :func:`riskset.from_frame`:
+    ``y, time, status, start, stop, strata, offset, exposure, weights, subject``.
+Model options
+    top-level fields read by the model's ``from_spec``, with the names of its
+    constructor arguments: ``ties``, ``time_varying``, ``formulation`` (cox);
+    ``intercept`` (logistic, poisson, least_squares); ``event_of_interest``,
+    ``competing_events``, ``censor_code`` (fine_gray); ``interval_width``,
+    ``time_effects``, ``horizon``, ``max_person_intervals`` (pooled_logistic);
+    ``ties`` (conditional models). Other top-level fields (``title``, ``expected``,
+    ...) are notes for people and are ignored.
+``penalty``
+    ``type`` is one of
+
+    - ``none`` (maximum likelihood, the default when ``penalty`` is absent);
+    - ``l1`` (Laplace, lasso): ``gamma`` (penalty ``gamma |beta|``) or ``variance``
+      (Cyclops' parametrization, ``gamma = sqrt(2 / variance)``), not both;
+    - ``l2`` (normal, ridge): ``variance`` (penalty ``beta^2 / (2 variance)``);
+    - ``elastic_net``: both ``gamma`` and ``variance``.
+
+    ``unpenalized`` lists coefficients left unpenalized (the API's ``exclude``);
+    ``variances`` maps coefficient names to their own variance (the API's
+    ``variances``: for ``l1`` the Laplace variance of that coefficient, otherwise its
+    normal variance). Any other key is an error.
+
+What a spec does not hold
+    Cross-validation, bootstrap, profile intervals and where the fit runs (backend,
+    dtype, jobs, Dask) are steps applied *to* an analysis, so they are command-line
+    options that combine with any spec (``riskset fit --spec case.json --cv 10
+    --bootstrap 200 --backend gpu``). A spec written from a cross-validated fit holds
+    the chosen prior, so fitting it again reproduces the fit without the search.
 """
 from __future__ import annotations
 
 import json
 import os
 
+import numpy as np
 import pandas as pd
 
 from riskset.api import fit
@@ -26,6 +73,11 @@ COLUMN_ROLES = ("y", "time", "status", "start", "stop", "strata", "offset", "exp
 #: Fields a specification must have, and the JSON type of each field it may have.
 REQUIRED_FIELDS = ("model",)
 FIELD_TYPES = {"model": str, "data": str, "columns": dict, "covariates": list, "penalty": dict}
+
+#: penalty type -> (prior kind, strength keys it needs, strength keys it may have).
+PENALTY_TYPES = {"none": ("none", (), ()), "l1": ("laplace", (), ("gamma", "variance")),
+                 "l2": ("normal", ("variance",), ()), "elastic_net": ("elastic_net", ("gamma", "variance"), ())}
+PENALTY_KEYS = ("type", "gamma", "variance", "unpenalized", "variances")
 
 
 def load_spec(path: str) -> tuple[dict, pd.DataFrame]:
@@ -71,6 +123,88 @@ def is_supported(spec: dict) -> bool:
     return spec.get("model") in Model.registry
 
 
+def prior_from_penalty(penalty: dict | None) -> Prior:
+    """The prior of a spec's ``penalty`` entry (see the module docstring).
+
+    >>> prior_from_penalty({"type": "elastic_net", "gamma": 1.0, "variance": 2.0}).to_dict()
+    {'kind': 'elastic_net', 'gamma': 1.0, 'variance': 2.0}
+    >>> prior_from_penalty({"type": "l2", "varaince": 2.0})
+    Traceback (most recent call last):
+    riskset.exceptions.InputError: penalty: unknown key(s) 'varaince'; a penalty has type, gamma, variance, unpenalized, variances
+    """
+    penalty = dict(penalty or {})
+    unknown = [k for k in penalty if k not in PENALTY_KEYS]
+    if unknown:
+        raise InputError(f"penalty: unknown key(s) {', '.join(map(repr, unknown))}; a penalty has "
+                         f"{', '.join(PENALTY_KEYS)}")
+    kind = penalty.get("type", "none")
+    if kind not in PENALTY_TYPES:
+        raise InputError(f"penalty: unknown type {kind!r}; the types are {', '.join(PENALTY_TYPES)}")
+    prior_kind, needed, either = PENALTY_TYPES[kind]
+    _check_strength(penalty, kind, needed, either)
+    if kind == "none":
+        return Prior("none")
+    strength = {k: penalty[k] for k in ("gamma", "variance") if k in penalty}
+    if kind == "l1" and "variance" in strength:  # Cyclops' parametrization: variance = 2 / gamma^2
+        strength = {"gamma": float(np.sqrt(2.0 / _positive("penalty variance", strength["variance"])))}
+    return Prior(prior_kind, **strength, exclude=tuple(penalty.get("unpenalized", ())),
+                 variances=penalty.get("variances") or {})
+
+
+def _check_strength(penalty: dict, kind: str, needed: tuple, either: tuple) -> None:
+    given = [k for k in ("gamma", "variance") if k in penalty]
+    missing = [k for k in needed if k not in penalty]
+    if missing:
+        raise InputError(f"penalty: type {kind!r} lacks the field {' and '.join(map(repr, missing))}")
+    if either and len(set(given) & set(either)) != 1:
+        raise InputError(f"penalty: type {kind!r} takes one of {' or '.join(map(repr, either))}, got "
+                         f"{', '.join(map(repr, given)) or 'neither'}")
+    extra = [k for k in given if k not in needed + either]
+    if extra:
+        raise InputError(f"penalty: type {kind!r} has no {' or '.join(map(repr, extra))}")
+    if kind == "none" and (penalty.get("unpenalized") or penalty.get("variances")):
+        raise InputError("penalty: type 'none' penalizes nothing, so 'unpenalized' and 'variances' do not apply")
+
+
+def _positive(what: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or not np.isfinite(value):
+        raise InputError(f"{what} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def penalty_from_prior(prior: Prior) -> dict:
+    """The spec ``penalty`` entry of a prior (inverse of :func:`prior_from_penalty`).
+
+    >>> penalty_from_prior(Prior("laplace", gamma=2.0, exclude=["treatment"]))
+    {'type': 'l1', 'gamma': 2.0, 'unpenalized': ['treatment']}
+    """
+    kind = {prior_kind: kind for kind, (prior_kind, _, _) in PENALTY_TYPES.items()}[prior.kind]
+    penalty = {"type": kind}
+    if prior.kind in ("laplace", "elastic_net"):
+        penalty["gamma"] = float(prior.gamma)
+    if prior.kind in ("normal", "elastic_net"):
+        penalty["variance"] = float(prior.variance)
+    if prior.exclude:
+        penalty["unpenalized"] = list(prior.exclude)
+    if prior.variances:
+        penalty["variances"] = {k: float(v) for k, v in prior.variances.items()}
+    return penalty
+
+
+def analysis_from_spec(spec: dict, frame: pd.DataFrame, path: str = "specification"):
+    """The (dataset, model, prior) that a specification describes, checked."""
+    check_spec(spec, path)
+    try:
+        model = Model.registry[spec["model"]].from_spec(spec) if is_supported(spec) else get_model(spec["model"])
+        prior = prior_from_penalty(spec.get("penalty"))
+    except KeyError as err:  # a field the model needs
+        raise InputError(f"{path}: the specification lacks the field {err.args[0]!r} (model "
+                         f"{spec['model']!r})") from None
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from None
+    return dataset_from_spec(spec, frame), model, prior
+
+
 def dataset_from_spec(spec: dict, frame: pd.DataFrame):
     columns = spec.get("columns", {})
     unknown = set(columns) - set(COLUMN_ROLES)
@@ -82,18 +216,43 @@ def dataset_from_spec(spec: dict, frame: pd.DataFrame):
 
 def fit_spec(spec: dict, frame: pd.DataFrame, *, tol: float = 1e-12, **fit_options) -> FitResult:
     """Fit the specification's model to ``frame``."""
-    check_spec(spec)
-    try:
-        model = Model.registry[spec["model"]].from_spec(spec) if is_supported(spec) else get_model(spec["model"])
-        prior = Prior.from_spec(spec.get("penalty"))
-    except KeyError as err:  # a field the model or the penalty needs
-        raise InputError(f"the specification lacks the field {err.args[0]!r} (model {spec['model']!r}, "
-                         f"penalty {json.dumps(spec.get('penalty'))})") from None
-    data = dataset_from_spec(spec, frame)
+    data, model, prior = analysis_from_spec(spec, frame)
     return fit(data, model, prior, tol=tol, **fit_options)
 
 
 def run_spec(path: str, **fit_options) -> FitResult:
     """Load and fit the specification at ``path``."""
     spec, frame = load_spec(path)
-    return fit_spec(spec, frame, **fit_options)
+    data, model, prior = analysis_from_spec(spec, frame, path)
+    return fit(data, model, prior, **{"tol": 1e-12} | fit_options)
+
+
+def spec_from_fit(fit_result: FitResult, *, columns: dict, data: str = "data.csv", covariates=None) -> dict:
+    """A specification that fits ``fit_result`` again: its model, options and prior.
+
+    A fit does not know which columns of its table held the outcome, so ``columns``
+    (role -> column, as in the spec) and ``data`` (the CSV beside the spec) are
+    given; ``covariates`` default to the covariates of the fit's coefficients.
+
+    >>> import json, riskset
+    >>> frame = riskset.simulate(n=200, p=3, model="logistic", seed=1).to_frame()  # doctest: +SKIP
+    >>> f = riskset.fit(riskset.from_frame(frame, y="y"), "logistic", riskset.Normal(1.0))  # doctest: +SKIP
+    >>> json.dump(spec_from_fit(f, columns={"y": "y"}), open("case.json", "w"))  # doctest: +SKIP
+    """
+    model = fit_result.model
+    if covariates is None:
+        covariates = [c for c in dict.fromkeys(model.covariate_of(n) for n in fit_result.coef.index) if c is not None]
+    spec = {"model": fit_result.model_name, "data": data, "columns": dict(columns),
+            "covariates": [str(c) for c in covariates]}
+    spec |= _jsonable(model.options())
+    spec["penalty"] = penalty_from_prior(fit_result.prior)
+    return spec
+
+
+def _jsonable(options: dict) -> dict:
+    """Model options as JSON values; a user function (e.g. a pooled-logistic time effect) has none."""
+    try:
+        return json.loads(json.dumps(options))
+    except TypeError as err:
+        raise InputError(f"the model options {options!r} cannot be written to a specification ({err}); "
+                         f"use the built-in names of time effects") from None

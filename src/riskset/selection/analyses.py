@@ -1,22 +1,91 @@
-"""Many independent analyses (specifications) fitted on an executor, gathered into one table."""
+"""One analysis (fit, with cross-validation and bootstrap when asked), and many
+independent analyses (specifications) fitted on an executor, gathered into tables."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import pandas as pd
 
 from riskset.selection.executors import run_tasks
 
 
-def _fit_one(options, path):
-    from riskset.spec import run_spec
+@dataclass
+class Analysis:
+    """A fit and the selection steps that led to it (``cv``, ``boot``: None when not asked for)."""
 
-    fit = run_spec(path, **options)
-    table = fit.coef_table()
-    table.insert(0, "analysis", os.path.basename(os.path.dirname(os.path.abspath(path))) or path)
-    table["loglik"] = fit.loglik
-    table["converged"] = fit.converged
-    return table
+    fit: object
+    cv: object = None
+    boot: object = None
+
+    def tables(self) -> dict:
+        """The tables beside the coefficients: {'cross_validation': ..., 'bootstrap': ...}, those computed."""
+        tables = {}
+        if self.cv is not None:
+            tables["cross_validation"] = self.cv.summary
+        if self.boot is not None:
+            tables["bootstrap"] = self.boot.table
+        return tables
+
+
+def analyse(data, model, prior, *, cv: dict | None = None, n_boot: int | None = None, seed: int = 0,
+            executor=None, n_jobs: int = 1, replicate_progress: bool = False, backend: str = "cpu",
+            dtype: str = "float64", level: float = 0.95, **fit_options) -> Analysis:
+    """Choose the prior by cross-validation (``cv``: keywords of :func:`riskset.cross_validate`,
+    e.g. ``{"n_folds": 10}``), bootstrap ``n_boot`` replicates with it, then fit it.
+
+    ``executor``/``n_jobs`` run the replicate fits (``replicate_progress`` shows their
+    progress bars); ``backend``/``dtype`` apply to every fit; ``fit_options`` go to
+    :func:`riskset.fit` (tol, max_iter, profile, progress, ...).
+
+    >>> import riskset
+    >>> d = riskset.simulate(n=500, p=5, model="logistic", seed=1)
+    >>> a = analyse(d, "logistic", riskset.Normal(1.0), cv={"n_folds": 3, "n_grid": 3})
+    >>> sorted(a.tables())
+    ['cross_validation']
+    """
+    import riskset
+
+    common = dict(seed=seed, executor=executor, n_jobs=n_jobs, progress=replicate_progress, backend=backend,
+                  dtype=dtype)
+    chosen = boot = None
+    if cv is not None:
+        chosen = riskset.cross_validate(data, model, prior, refit=False, **cv, **common)
+        prior = chosen.prior
+    if n_boot is not None:
+        boot = riskset.bootstrap(data, model, prior, n_boot=n_boot, level=level, **common)
+    result = riskset.fit(data, model, prior, backend=backend, dtype=dtype, n_jobs=n_jobs, level=level, **fit_options)
+    return Analysis(result, chosen, boot)
+
+
+def _analyse_one(options, path):
+    from riskset.spec import analysis_from_spec, load_spec
+
+    spec, frame = load_spec(path)
+    analysis = analyse(*analysis_from_spec(spec, frame, path), **{"tol": 1e-12} | options)
+    name = os.path.basename(os.path.dirname(os.path.abspath(path))) or path
+    table = analysis.fit.coef_table(options.get("level", 0.95))
+    table["loglik"] = analysis.fit.loglik
+    table["converged"] = analysis.fit.converged
+    tables = {"coefficients": table} | analysis.tables()
+    for t in tables.values():
+        t.insert(0, "analysis", name)
+    return tables
+
+
+def analyse_specs(paths, *, executor=None, n_jobs: int = 1, progress: bool = True, **options) -> dict:
+    """Run every case.json specification in ``paths``; {table name: table}, one row per analysis and item.
+
+    The tables are ``coefficients`` (with each fit's ``loglik`` and ``converged``) and,
+    when asked for by ``cv``/``n_boot`` (see :func:`analyse`), ``cross_validation``
+    and ``bootstrap``; an ``analysis`` column names the folder of each specification.
+    ``executor``/``n_jobs`` spread the analyses (as in
+    :func:`riskset.selection.executors.run_tasks`, e.g. ``executor="dask"``); the
+    replicate fits within one analysis run in its task.
+    """
+    results = run_tasks(_analyse_one, options, list(paths), executor=executor, n_jobs=n_jobs, progress=progress,
+                        desc="analyses")
+    return {name: pd.concat([r[name] for r in results], ignore_index=True) for name in results[0]}
 
 
 def fit_specs(paths, *, executor=None, n_jobs: int = 1, progress: bool = True, **fit_options) -> pd.DataFrame:
@@ -29,6 +98,4 @@ def fit_specs(paths, *, executor=None, n_jobs: int = 1, progress: bool = True, *
     >>> table = riskset.fit_specs(sorted(glob.glob("tests/reference/*/case.json"))[:1],  # doctest: +SKIP
     ...                           progress=False)
     """
-    tables = run_tasks(_fit_one, fit_options, list(paths), executor=executor, n_jobs=n_jobs, progress=progress,
-                       desc="analyses")
-    return pd.concat(tables, ignore_index=True)
+    return analyse_specs(paths, executor=executor, n_jobs=n_jobs, progress=progress, **fit_options)["coefficients"]
