@@ -114,21 +114,6 @@ class Prior:
         d = dict(d)
         return cls(d.pop("kind"), **d)
 
-    @classmethod
-    def from_spec(cls, penalty: dict | None) -> "Prior":
-        """Prior from a case.json ``penalty`` entry (types none / l1 / l2)."""
-        if not penalty or penalty.get("type", "none") == "none":
-            return NoPrior()
-        kind = penalty["type"]
-        exclude = tuple(penalty.get("unpenalized", ()))
-        if kind == "l1":
-            if "gamma" in penalty:
-                return Laplace(gamma=penalty["gamma"], exclude=exclude)
-            return Laplace(variance=penalty["variance"], exclude=exclude)
-        if kind == "l2":
-            return Normal(variance=penalty["variance"], exclude=exclude)
-        raise InputError(f"unknown penalty type {kind!r} (expected none, l1 or l2)")
-
 
 def NoPrior() -> Prior:
     """No penalty: maximum likelihood."""
