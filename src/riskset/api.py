@@ -53,7 +53,13 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     -------
     FitResult
         Standard errors are given when no coefficient is penalized. A fit that did
-        not converge says so in ``converged`` and ``message`` and warns.
+        not converge says so in ``converged``, ``status`` and ``message`` and warns. A fit
+        whose estimate does not exist (monotone likelihood, separation: the likelihood keeps
+        increasing along unpenalized coefficients) has ``status ==
+        "estimate_does_not_exist"``, ``converged == False`` and names those coefficients in
+        ``diverging`` (name -> +1 / -1); their standard errors are NaN and their profile
+        bound on the diverging side is infinite. :func:`riskset.separability` checks each
+        covariate alone before a fit.
 
     Examples
     --------
@@ -82,21 +88,34 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     res = fit_ccd(datafit, l1, l2, beta0=beta0, options=options)
     t_solve = time.perf_counter()
     if not res.converged:
-        warnings.warn(f"{m.name} fit did not converge: {res.message}", ConvergenceWarning, stacklevel=2)
-    se = np.full(len(names), np.nan)
-    if res.converged and not np.any((l1 > 0) | (l2 > 0)):
-        se = standard_errors(datafit, res.state, np.arange(len(names)))
+        what = "fit" if res.diverging else "fit did not converge"
+        warnings.warn(f"{m.name} {what}: {res.message}", ConvergenceWarning, stacklevel=2)
+    se = _standard_errors(datafit, res, l1, l2)
     result = FitResult(model_name=m.name, model_options=m.options(), coef=pd.Series(res.beta, index=names),
                        se=pd.Series(se, index=names), loglik=res.loglik, objective=res.objective,
                        converged=res.converged, message=res.message, n_iter=res.n_iter, prior=prior,
-                       n_rows=data.n_rows, gamma_max=res.gamma_max)
+                       n_rows=data.n_rows, gamma_max=res.gamma_max, status=res.status,
+                       diverging={names[j]: s for j, s in res.diverging.items()})
     if profile:
         cols = np.array([names.index(n) if n in names else _unknown(n) for n in profile])
         result.intervals = profile_intervals(datafit, res.beta, res.objective, l1, l2, cols, names, level,
-                                             options, se=se[cols], n_jobs=n_jobs, progress=progress)
+                                             options, se=se[cols], n_jobs=n_jobs, progress=progress,
+                                             diverging=res.diverging)
     result.timings = {"prepare": t_prepare - t0, "solve": t_solve - t_prepare,
                       "total": time.perf_counter() - t0}
     return result
+
+
+def _standard_errors(datafit, res, l1, l2):
+    """Standard errors of an unpenalized fit that converged, or whose estimate does not exist
+    only along some coefficients: those get NaN (the information vanishes along them) and the
+    others theirs at the limit (the information of the diverging ones is left out)."""
+    se = np.full(datafit.n_coef, np.nan)
+    if np.any((l1 > 0) | (l2 > 0)) or not (res.converged or res.diverging):
+        return se
+    finite = np.setdiff1d(np.arange(datafit.n_coef), list(res.diverging))
+    se[finite] = standard_errors(datafit, res.state, finite)
+    return se
 
 
 def _align_start(warm_start, names):

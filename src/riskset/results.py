@@ -28,6 +28,10 @@ class FitResult:
         not computed (penalized coefficients).
     loglik : log-likelihood at the estimate; objective: penalized log-likelihood.
     converged, message, n_iter : how the solver ended.
+    status : 'converged', 'not_converged' or 'estimate_does_not_exist' (monotone
+        likelihood: the likelihood keeps increasing along some unpenalized coefficients).
+    diverging : those coefficients, name -> +1 / -1 (the direction); ``coef`` holds the
+        last iterate there, which :meth:`coef_table` shows as +-inf.
     gamma_max : smallest L1 rate at which every penalized coefficient is zero.
     prior : the prior used.
     intervals : DataFrame of confidence intervals (profile likelihood), if computed.
@@ -48,6 +52,13 @@ class FitResult:
     gamma_max: float | None = None
     intervals: pd.DataFrame | None = None
     timings: dict = field(default_factory=dict)
+    status: str = ""
+    diverging: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not self.status:
+            self.status = ("estimate_does_not_exist" if self.diverging else
+                           "converged" if self.converged else "not_converged")
 
     @property
     def model(self):
@@ -59,7 +70,8 @@ class FitResult:
         """Tidy table: name, estimate, se, z, p, Wald interval, exp(estimate) and interval.
 
         Profile-likelihood intervals, when computed, replace the Wald ones (column
-        ``interval`` says which).
+        ``interval`` says which). A coefficient whose estimate does not exist shows estimate
+        +-inf, no standard error, its bound on that side +-inf, and ``note`` says so.
         """
         z = stats.norm.ppf(0.5 + level / 2)
         t = pd.DataFrame({"name": self.coef.index, "estimate": self.coef.to_numpy(), "se": self.se.to_numpy()})
@@ -68,6 +80,7 @@ class FitResult:
         t["lower"] = t["estimate"] - z * t["se"]
         t["upper"] = t["estimate"] + z * t["se"]
         t["interval"] = np.where(t["se"].notna(), "wald", "")
+        self._mark_diverging(t)
         if self.intervals is not None:
             prof = self.intervals.set_index("name")
             hit = t["name"].isin(prof.index)
@@ -81,9 +94,20 @@ class FitResult:
             t[f"{ratio}_upper"] = np.exp(t["upper"])
         return t
 
+    def _mark_diverging(self, table: pd.DataFrame) -> None:
+        """Estimate and bound +-inf, no standard error, and a note for the diverging coefficients."""
+        table["note"] = ""
+        for name, direction in self.diverging.items():
+            row = table["name"] == name
+            table.loc[row, ["se", "z", "p"]] = np.nan
+            table.loc[row, "estimate"] = direction * np.inf
+            table.loc[row, "upper" if direction > 0 else "lower"] = direction * np.inf
+            table.loc[row, "note"] = f"estimate does not exist (-> {'+' if direction > 0 else '-'}inf)"
+
     def summary(self) -> str:
         """A printable summary: status line and coefficient table."""
-        status = "converged" if self.converged else "NOT CONVERGED"
+        status = {"converged": "converged", "not_converged": "NOT CONVERGED",
+                  "estimate_does_not_exist": "ESTIMATE DOES NOT EXIST"}.get(self.status, self.status)
         head = (f"{self.model_name} model, {self.n_rows} rows, prior {self.prior.to_dict()}\n"
                 f"{status} after {self.n_iter} cycles ({self.message})\n"
                 f"log-likelihood {self.loglik:.6f}, penalized {self.objective:.6f}")
@@ -123,6 +147,8 @@ class FitResult:
             "loglik": self.loglik,
             "penalized_loglik": self.objective,
             "converged": bool(self.converged),
+            "status": self.status,
+            "diverging": dict(self.diverging),
             "message": self.message,
             "n_iter": self.n_iter,
             "n_rows": self.n_rows,
@@ -154,7 +180,8 @@ class FitResult:
                    se=pd.Series(se, dtype=float), loglik=d["loglik"], objective=d["penalized_loglik"],
                    converged=d["converged"], message=d["message"], n_iter=d["n_iter"],
                    prior=Prior.from_dict(d["prior"]), n_rows=d["n_rows"], gamma_max=d["gamma_max"],
-                   intervals=intervals, timings=d.get("timings", {}))
+                   intervals=intervals, timings=d.get("timings", {}), status=d.get("status", ""),
+                   diverging=d.get("diverging", {}))
 
 
 __all__ = ["FitResult"]

@@ -134,12 +134,53 @@ class Datafit(ABC):
         has none."""
         return None
 
+    def diagnose(self, state: FitState, beta: np.ndarray) -> str | None:
+        """What is wrong with a state the solver reached (a non-finite linear predictor or
+        family array), or None. The solver ends a fit with this message."""
+        return None if np.all(np.isfinite(state.eta)) else "the linear predictor is not finite"
+
+    def univariable_separation(self, columns: np.ndarray) -> np.ndarray:
+        """Per coefficient of ``columns``: +1 (-1) if its likelihood alone, the others at 0,
+        increases for ever as it goes to +inf (-inf): monotone likelihood, separation; 0 if not.
+
+        Generic rule (every family): the profile g(b) = l(b e_j) is concave, so it increases
+        for ever iff its slope g'(0) is positive and stays >= 0 far out, at |b| max|x_j| =
+        :data:`SEPARABILITY_REACH`, where every row behind the leading value of its risk set
+        has a relative weight below e^-REACH x (its gap). O(rows + nnz_j) per column (one
+        state); families with a direct test (GLMs: O(nnz_j)) override it.
+        """
+        columns = np.asarray(columns, dtype=np.int64)
+        zero = np.zeros(self.n_coef)
+        at_zero = self.new_state(zero)
+        out = np.zeros(columns.size, dtype=np.int64)
+        for a, j in enumerate(columns):
+            slope = self.coordinate(at_zero, j)[0]
+            unit = zero.copy()
+            unit[j] = 1.0
+            reach = np.max(np.abs(self.linear_predictor(unit) - self.linear_predictor(zero)), initial=0.0)
+            if not (reach > 0 and abs(slope) > 0 and np.isfinite(slope)):
+                continue
+            unit[j] = np.sign(slope) * SEPARABILITY_REACH / reach
+            far = self.coordinate(self.new_state(unit), j)[0]
+            if np.isfinite(far) and np.sign(slope) * far >= -1e-7 * abs(slope):
+                out[a] = int(np.sign(slope))
+        return out
+
+    def separation_pattern(self, name: str, direction: int) -> str:
+        """What the data look like when coefficient ``name`` alone separates (for messages)."""
+        extreme = "largest" if direction > 0 else "smallest"
+        return f"every event has the {extreme} value of {name!r} in its risk set"
+
     def reweighted(self, weights: np.ndarray) -> "Datafit | None":
         """The same datafit with new case weights (given in Dataset row order), sharing X
         and every static structure; ``None`` if the family cannot reweight in place (the
         caller then prepares a new datafit). Weight 0 removes a row: replicates of
         cross-validation and the bootstrap are reweighted views of one datafit."""
         return None
+
+
+#: |b| max|x_j| at which :meth:`Datafit.univariable_separation` reads the slope far out.
+SEPARABILITY_REACH = 200.0
 
 
 def weight_overflow(state) -> str | None:

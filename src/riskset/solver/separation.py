@@ -1,0 +1,132 @@
+"""Non-existence of the estimate: monotone likelihood (separation), one test for every family.
+
+Every family's log-likelihood is concave and bounded above, so a positive penalty on a
+coefficient keeps it finite; the maximizer can fail to exist only along directions d of
+*unpenalized* coefficients (no prior, or ``exclude=``) that are directions of recession:
+``l(beta + t d)`` never decreases as t grows (the gain shrinks to a finite supremum) yet
+is not constant (else d would be aliasing, not divergence). Coordinate descent then moves
+along d for ever until its relative gain falls below ``tol``, ending at a "converged" fit
+with huge coefficients and standard errors.
+
+:func:`diverging_coefficients` tests this after the cycles, through the datafit interface
+only (``linear_predictor``, ``new_state``, ``loglik``), so it covers every family and the
+device datafits alike:
+
+1. candidates: unpenalized free coefficients whose contribution ``max_i |x_ij beta_j|``
+   to the linear predictor exceeds :data:`CANDIDATE_ETA` (a clean fit almost never has
+   one; the test costs nothing then);
+2. directions: each candidate alone (towards the sign of its estimate), then all
+   candidates together (complete separation moves the intercept with the covariate),
+   scaled so that ``max_i |x_i d| = 1`` (one unit of linear predictor);
+3. the ray test: ``l(beta + t d) >= l(beta) - eps`` for t in :data:`RAY_STEPS` (a finite
+   maximum loses at least ~ info / 2 per unit step), and ``l`` at the candidates set to zero
+   is clearly lower than ``l(beta)`` (the direction matters: not an aliased column).
+
+A strong but finite effect (beta = 3 on a rare covariate, wide SE) is no candidate, and
+were it one, the first step of the ray would lose likelihood.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from riskset.separability import univariable_directions
+
+#: Contribution to the linear predictor (log-odds, log-hazard ...) beyond which an
+#: unpenalized coefficient is tested for divergence (a ratio of e^5 ~ 150 per unit of x).
+CANDIDATE_ETA = 5.0
+
+#: Steps along the ray, in units of linear predictor, at which the likelihood must not drop.
+RAY_STEPS = (1.0, 8.0, 64.0)
+
+#: Relative tolerance of "does not drop" (rounding of a log-likelihood sum).
+RAY_RTOL = 1e-9
+
+#: Relative loss of likelihood, setting the candidates to zero, that shows the direction
+#: matters (an aliased direction loses nothing).
+MATTERS_RTOL = 1e-8
+
+
+def diverging_coefficients(datafit, beta, l1, l2, free) -> dict[int, int]:
+    """Coefficients along which the likelihood keeps increasing for ever: {index: +1 / -1}.
+
+    Parameters
+    ----------
+    datafit : any :class:`~riskset.models.base.Datafit`.
+    beta : the coefficients where the fit ended.
+    l1, l2, free : penalties and the mask of fitted (not fixed) coefficients.
+
+    Examples
+    --------
+    >>> import numpy as np, riskset
+    >>> from riskset.solver.ccd import fit_ccd
+    >>> x = np.array([0, 0, 0, 0, 1, 1, 1, 1.0])
+    >>> datafit = riskset.models.get_model("logistic").datafit(riskset.from_arrays(x[:, None], y=x))
+    >>> res = fit_ccd(datafit, np.zeros(2), np.zeros(2))
+    >>> diverging_coefficients(datafit, res.beta, np.zeros(2), np.zeros(2), np.ones(2, bool))
+    {1: 1}
+    """
+    candidates = _candidates(datafit, np.asarray(beta, float), l1, l2, free)
+    if not candidates.size:
+        return {}
+    tests = [candidates[[k]] for k in range(candidates.size)]
+    if candidates.size > 1:
+        tests.append(candidates)
+    ll = datafit.loglik(datafit.new_state(beta))
+    if not np.isfinite(ll):
+        return {}
+    for coords in tests:
+        direction = np.zeros_like(beta)
+        direction[coords] = beta[coords]
+        if _is_recession(datafit, beta, direction, ll):
+            return {int(j): int(np.sign(beta[j])) for j in coords}
+    return {}
+
+
+def _candidates(datafit, beta, l1, l2, free) -> np.ndarray:
+    """Unpenalized free non-zero coefficients that each move the linear predictor by more
+    than :data:`CANDIDATE_ETA` somewhere (one product if none can)."""
+    unpenalized = np.flatnonzero(np.asarray(free, bool) & (l1 == 0) & (l2 == 0) & (beta != 0))
+    if not unpenalized.size:
+        return unpenalized
+    base = datafit.linear_predictor(np.zeros_like(beta))
+    part = np.zeros_like(beta)
+    part[unpenalized] = beta[unpenalized]
+    if not np.max(np.abs(datafit.linear_predictor(part) - base), initial=0.0) > CANDIDATE_ETA:
+        return unpenalized[:0]
+    return np.array([j for j in unpenalized if _reach(datafit, beta, [j], base) > CANDIDATE_ETA], dtype=np.int64)
+
+
+def _reach(datafit, beta, coords, base) -> float:
+    """max_i |x_i d| for d = beta on ``coords`` (0 elsewhere)."""
+    d = np.zeros_like(beta)
+    d[coords] = beta[coords]
+    return float(np.max(np.abs(datafit.linear_predictor(d) - base), initial=0.0))
+
+
+def _is_recession(datafit, beta, direction, ll) -> bool:
+    """The ray test of ``direction`` (the estimate on some coordinates) from ``beta``."""
+    base = datafit.linear_predictor(np.zeros_like(beta))
+    unit = direction / float(np.max(np.abs(datafit.linear_predictor(direction) - base)))
+    eps = RAY_RTOL * (abs(ll) + 1.0)
+    for t in RAY_STEPS:
+        ahead = datafit.loglik(datafit.new_state(beta + t * unit))
+        if not (np.isfinite(ahead) and ahead >= ll - eps):
+            return False
+    back = datafit.loglik(datafit.new_state(beta - direction))
+    return bool(ll - back > MATTERS_RTOL * (abs(ll) + 1.0))
+
+
+def nonexistence_message(datafit, diverging: dict[int, int]) -> str:
+    """The message of a fit whose estimate does not exist, naming the diverging
+    coefficients and, where the univariable check confirms it, the pattern in the data."""
+    columns = np.array(sorted(diverging), dtype=np.int64)
+    names = [datafit.coef_label(j) for j in columns]
+    limits = ", ".join(f"{n!r} -> {'+' if diverging[j] > 0 else '-'}inf" for n, j in zip(names, columns))
+    alone = univariable_directions(datafit, columns)
+    reasons = [datafit.separation_pattern(n, diverging[j]) for n, j, s in zip(names, columns, alone)
+               if s == diverging[j]]
+    why = f": {'; '.join(reasons)}" if reasons else ""
+    them = "it" if len(names) == 1 else "them"
+    return (f"the estimate does not exist: the likelihood keeps increasing as {limits} "
+            f"(monotone likelihood, separation{why}). Put a prior on {them} (e.g. riskset.Normal(variance=1), "
+            f"or remove {them} from exclude=) or remove the covariate")
