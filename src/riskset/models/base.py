@@ -103,6 +103,12 @@ class Datafit(ABC):
         """X beta + offset, reading only the columns of non-zero coefficients."""
         return sparse_product(self.X, beta) + self.offset
 
+    def reach(self, direction: np.ndarray) -> float:
+        """max_i |x_i direction|: how far a step ``direction`` moves the linear predictor of
+        any row (the unit of the separation test, :mod:`riskset.solver.separation`)."""
+        moved = self.linear_predictor(direction) - self.linear_predictor(np.zeros_like(direction))
+        return float(np.max(np.abs(moved), initial=0.0))
+
     # -- the solver interface -------------------------------------------------------
     @abstractmethod
     def new_state(self, beta: np.ndarray) -> FitState:
@@ -157,7 +163,7 @@ class Datafit(ABC):
             slope = self.coordinate(at_zero, j)[0]
             unit = zero.copy()
             unit[j] = 1.0
-            reach = np.max(np.abs(self.linear_predictor(unit) - self.linear_predictor(zero)), initial=0.0)
+            reach = self.reach(unit)
             if not (reach > 0 and abs(slope) > 0 and np.isfinite(slope)):
                 continue
             unit[j] = np.sign(slope) * SEPARABILITY_REACH / reach

@@ -9,18 +9,19 @@ along d for ever until its relative gain falls below ``tol``, ending at a "conve
 with huge coefficients and standard errors.
 
 :func:`diverging_coefficients` tests this after the cycles, through the datafit interface
-only (``linear_predictor``, ``new_state``, ``loglik``), so it covers every family and the
+only (``reach``, ``new_state``, ``loglik``), so it covers every family and the
 device datafits alike:
 
 1. candidates: unpenalized free coefficients whose contribution ``max_i |x_ij beta_j|``
    to the linear predictor exceeds :data:`CANDIDATE_ETA` (a clean fit almost never has
    one; the test costs nothing then);
 2. directions: each candidate alone (towards the sign of its estimate), then all
-   candidates together (complete separation moves the intercept with the covariate),
-   scaled so that ``max_i |x_i d| = 1`` (one unit of linear predictor);
+   candidates together (complete separation moves the intercept with the covariate) and
+   their flattest direction (least curvature), scaled so that ``max_i |x_i d| = 1`` (one
+   unit of linear predictor);
 3. the ray test: ``l(beta + t d) >= l(beta) - eps`` for t in :data:`RAY_STEPS` (a finite
-   maximum loses at least ~ info / 2 per unit step), and ``l`` at the candidates set to zero
-   is clearly lower than ``l(beta)`` (the direction matters: not an aliased column).
+   maximum loses at least ~ info / 2 per unit step), and ``l`` with beta's component along
+   d removed is clearly lower than ``l(beta)`` (the direction matters: not an aliased column).
 
 A strong but finite effect (beta = 3 on a rare covariate, wide SE) is no candidate, and
 were it one, the first step of the ray would lose likelihood.
@@ -68,52 +69,62 @@ def diverging_coefficients(datafit, beta, l1, l2, free) -> dict[int, int]:
     candidates = _candidates(datafit, np.asarray(beta, float), l1, l2, free)
     if not candidates.size:
         return {}
-    tests = [candidates[[k]] for k in range(candidates.size)]
-    if candidates.size > 1:
-        tests.append(candidates)
-    ll = datafit.loglik(datafit.new_state(beta))
+    state = datafit.new_state(beta)
+    ll = datafit.loglik(state)
     if not np.isfinite(ll):
         return {}
-    for coords in tests:
-        direction = np.zeros_like(beta)
-        direction[coords] = beta[coords]
+    for direction in _directions(datafit, state, beta, candidates):
         if _is_recession(datafit, beta, direction, ll):
-            return {int(j): int(np.sign(beta[j])) for j in coords}
+            return {int(j): int(np.sign(direction[j])) for j in np.flatnonzero(direction)}
     return {}
+
+
+def _directions(datafit, state, beta, candidates):
+    """The directions to test: each candidate alone (towards its estimate); with several,
+    their estimates together and the flattest direction of the likelihood among them (the
+    eigenvector of the least curvature, oriented with the estimate: e.g. intercept -> -inf
+    while the treatment -> +inf, the treated rows' linear predictor held)."""
+    for j in candidates:
+        yield _on(beta, [j])
+    if candidates.size < 2:
+        return
+    yield _on(beta, candidates)
+    curvature = -datafit.hessian(state, candidates)
+    if not np.all(np.isfinite(curvature)):
+        return
+    flattest = np.linalg.eigh(curvature)[1][:, 0]
+    direction = np.zeros_like(beta)
+    direction[candidates] = flattest * np.sign(flattest @ beta[candidates] or 1.0)
+    direction[np.abs(direction) < 1e-8 * np.max(np.abs(direction))] = 0.0
+    yield direction
 
 
 def _candidates(datafit, beta, l1, l2, free) -> np.ndarray:
     """Unpenalized free non-zero coefficients that each move the linear predictor by more
     than :data:`CANDIDATE_ETA` somewhere (one product if none can)."""
     unpenalized = np.flatnonzero(np.asarray(free, bool) & (l1 == 0) & (l2 == 0) & (beta != 0))
-    if not unpenalized.size:
-        return unpenalized
-    base = datafit.linear_predictor(np.zeros_like(beta))
-    part = np.zeros_like(beta)
-    part[unpenalized] = beta[unpenalized]
-    if not np.max(np.abs(datafit.linear_predictor(part) - base), initial=0.0) > CANDIDATE_ETA:
+    if not unpenalized.size or not datafit.reach(_on(beta, unpenalized)) > CANDIDATE_ETA:
         return unpenalized[:0]
-    return np.array([j for j in unpenalized if _reach(datafit, beta, [j], base) > CANDIDATE_ETA], dtype=np.int64)
+    return np.array([j for j in unpenalized if datafit.reach(_on(beta, [j])) > CANDIDATE_ETA], dtype=np.int64)
 
 
-def _reach(datafit, beta, coords, base) -> float:
-    """max_i |x_i d| for d = beta on ``coords`` (0 elsewhere)."""
+def _on(beta, coords) -> np.ndarray:
+    """``beta`` on ``coords``, 0 elsewhere."""
     d = np.zeros_like(beta)
     d[coords] = beta[coords]
-    return float(np.max(np.abs(datafit.linear_predictor(d) - base), initial=0.0))
+    return d
 
 
 def _is_recession(datafit, beta, direction, ll) -> bool:
-    """The ray test of ``direction`` (the estimate on some coordinates) from ``beta``."""
-    base = datafit.linear_predictor(np.zeros_like(beta))
-    unit = direction / float(np.max(np.abs(datafit.linear_predictor(direction) - base)))
+    """The ray test of ``direction`` from ``beta`` (item 3 of the module docstring)."""
+    unit = direction / datafit.reach(direction)
     eps = RAY_RTOL * (abs(ll) + 1.0)
     for t in RAY_STEPS:
         ahead = datafit.loglik(datafit.new_state(beta + t * unit))
         if not (np.isfinite(ahead) and ahead >= ll - eps):
             return False
-    back = datafit.loglik(datafit.new_state(beta - direction))
-    return bool(ll - back > MATTERS_RTOL * (abs(ll) + 1.0))
+    back = beta - (beta @ direction) / (direction @ direction) * direction  # beta's component along it removed
+    return bool(ll - datafit.loglik(datafit.new_state(back)) > MATTERS_RTOL * (abs(ll) + 1.0))
 
 
 def nonexistence_message(datafit, diverging: dict[int, int]) -> str:

@@ -169,6 +169,9 @@ class DeviceDatafit(Datafit):
     def hessian(self, state, columns):
         return self._cpu_view(0).hessian(self._host_state(state, 0), columns)
 
+    def reach(self, direction):
+        return self.cpu.reach(direction)
+
     def diagnose(self, state, beta):
         view = self._cpu_view(0)
         fn = getattr(view, "diagnose", None)
