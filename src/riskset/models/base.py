@@ -153,7 +153,8 @@ class Datafit(ABC):
         for ever iff its slope g'(0) is positive and stays >= 0 far out, at |b| max|x_j| =
         :data:`SEPARABILITY_REACH`, where every row behind the leading value of its risk set
         has a relative weight below e^-REACH x (its gap). O(rows + nnz_j) per column (one
-        state); families with a direct test (GLMs: O(nnz_j)) override it.
+        state); families with a direct test (GLMs: O(nnz_j)) override it. A covariate whose
+        rows behind the leader are closer than ~1e-7 of its range may go unnoticed (0).
         """
         columns = np.asarray(columns, dtype=np.int64)
         zero = np.zeros(self.n_coef)
@@ -167,7 +168,10 @@ class Datafit(ABC):
             if not (reach > 0 and abs(slope) > 0 and np.isfinite(slope)):
                 continue
             unit[j] = np.sign(slope) * SEPARABILITY_REACH / reach
-            far = self.coordinate(self.new_state(unit), j)[0]
+            try:
+                far = self.coordinate(self.new_state(unit), j)[0]
+            except ArithmeticError:  # a risk sum that rounded to zero far out: no answer
+                continue
             if np.isfinite(far) and np.sign(slope) * far >= -1e-7 * abs(slope):
                 out[a] = int(np.sign(slope))
         return out
@@ -186,7 +190,7 @@ class Datafit(ABC):
 
 
 #: |b| max|x_j| at which :meth:`Datafit.univariable_separation` reads the slope far out.
-SEPARABILITY_REACH = 200.0
+SEPARABILITY_REACH = 50.0
 
 
 def weight_overflow(state) -> str | None:

@@ -25,6 +25,11 @@ linear predictor) methods. Named steps:
    on Hessian-vector products (O(nnz_A) each). From a warm start this replaces the long
    tail of active-set sweeps: typically two full sweeps and one polish end a fit.
    After convergence, small sets are polished once more to machine precision.
+5. ``end`` (:func:`finish`, also per replicate): a non-finite state (checked with the
+   objective after every sweep and by ``Datafit.diagnose`` at the end) stops the fit with
+   a message naming where; otherwise the test that the estimate exists
+   (:mod:`riskset.solver.separation`: no direction of unpenalized coefficients along which
+   the likelihood keeps increasing), which gives the status ``estimate_does_not_exist``.
 """
 from __future__ import annotations
 

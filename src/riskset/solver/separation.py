@@ -15,8 +15,8 @@ device datafits alike:
 1. candidates: unpenalized free coefficients whose contribution ``max_i |x_ij beta_j|``
    to the linear predictor exceeds :data:`CANDIDATE_ETA` (a clean fit almost never has
    one; the test costs nothing then);
-2. directions: each candidate alone (towards the sign of its estimate), then all
-   candidates together (complete separation moves the intercept with the covariate) and
+2. directions: each candidate alone (towards the sign of its estimate: every one that
+   passes is reported), else all candidates together (complete separation moves the intercept with the covariate) and
    their flattest direction (least curvature), scaled so that ``max_i |x_i d| = 1`` (one
    unit of linear predictor);
 3. the ray test: ``l(beta + t d) >= l(beta) - eps`` for t in :data:`RAY_STEPS` (a finite
@@ -37,7 +37,7 @@ from riskset.separability import univariable_directions
 CANDIDATE_ETA = 5.0
 
 #: Steps along the ray, in units of linear predictor, at which the likelihood must not drop.
-RAY_STEPS = (1.0, 8.0, 64.0)
+RAY_STEPS = (1.0, 4.0, 16.0)
 
 #: Relative tolerance of "does not drop" (rounding of a log-likelihood sum).
 RAY_RTOL = 1e-9
@@ -73,21 +73,20 @@ def diverging_coefficients(datafit, beta, l1, l2, free) -> dict[int, int]:
     ll = datafit.loglik(state)
     if not np.isfinite(ll):
         return {}
-    for direction in _directions(datafit, state, beta, candidates):
+    alone = {int(j): int(np.sign(beta[j])) for j in candidates if _is_recession(datafit, beta, _on(beta, [j]), ll)}
+    if alone or candidates.size < 2:
+        return alone
+    for direction in _joint_directions(datafit, state, beta, candidates):
         if _is_recession(datafit, beta, direction, ll):
             return {int(j): int(np.sign(direction[j])) for j in np.flatnonzero(direction)}
     return {}
 
 
-def _directions(datafit, state, beta, candidates):
-    """The directions to test: each candidate alone (towards its estimate); with several,
-    their estimates together and the flattest direction of the likelihood among them (the
-    eigenvector of the least curvature, oriented with the estimate: e.g. intercept -> -inf
-    while the treatment -> +inf, the treated rows' linear predictor held)."""
-    for j in candidates:
-        yield _on(beta, [j])
-    if candidates.size < 2:
-        return
+def _joint_directions(datafit, state, beta, candidates):
+    """Directions of several candidates (none diverges alone): their estimates together and
+    the flattest direction of the likelihood among them (the eigenvector of the least
+    curvature, oriented with the estimate: e.g. intercept -> -inf while the treatment ->
+    +inf, the treated rows' linear predictor held)."""
     yield _on(beta, candidates)
     curvature = -datafit.hessian(state, candidates)
     if not np.all(np.isfinite(curvature)):
@@ -116,15 +115,30 @@ def _on(beta, coords) -> np.ndarray:
 
 
 def _is_recession(datafit, beta, direction, ll) -> bool:
-    """The ray test of ``direction`` from ``beta`` (item 3 of the module docstring)."""
+    """The ray test of ``direction`` from ``beta`` (item 3 of the module docstring). The ray
+    ends early where the datafit's arithmetic fails (far out, e.g. the start-stop Cox risk
+    sums cancel at huge weights); the first step must be computable."""
     unit = direction / datafit.reach(direction)
     eps = RAY_RTOL * (abs(ll) + 1.0)
-    for t in RAY_STEPS:
-        ahead = datafit.loglik(datafit.new_state(beta + t * unit))
-        if not (np.isfinite(ahead) and ahead >= ll - eps):
+    for k, t in enumerate(RAY_STEPS):
+        ahead = _loglik_at(datafit, beta + t * unit)
+        if not np.isfinite(ahead):
+            if k == 0:
+                return False
+            break
+        if ahead < ll - eps:
             return False
     back = beta - (beta @ direction) / (direction @ direction) * direction  # beta's component along it removed
-    return bool(ll - datafit.loglik(datafit.new_state(back)) > MATTERS_RTOL * (abs(ll) + 1.0))
+    return bool(ll - _loglik_at(datafit, back) > MATTERS_RTOL * (abs(ll) + 1.0))
+
+
+def _loglik_at(datafit, beta) -> float:
+    """l(beta), NaN where the datafit's arithmetic fails (a division by a risk sum that
+    rounded to zero raises in a compiled kernel)."""
+    try:
+        return float(datafit.loglik(datafit.new_state(beta)))
+    except ArithmeticError:
+        return np.nan
 
 
 def nonexistence_message(datafit, diverging: dict[int, int]) -> str:
