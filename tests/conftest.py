@@ -12,6 +12,17 @@ HERE = pathlib.Path(__file__).parent
 if os.environ.get("PYTEST_XDIST_WORKER") and "NUMBA_CACHE_DIR" not in os.environ:
     os.environ["NUMBA_CACHE_DIR"] = str(HERE.parent / ".numba_cache" / os.environ["PYTEST_XDIST_WORKER"])
 
+# Property-based tests run the same examples in every run (derandomize: the examples are
+# drawn from a seed fixed per test, not a fresh one) and have no per-example time limit
+# (Hypothesis's default 200 ms deadline fails on a loaded machine or at a first Numba compile).
+try:
+    from hypothesis import settings
+except ImportError:  # pragma: no cover - hypothesis is a test extra
+    settings = None
+if settings is not None:
+    settings.register_profile("riskset", derandomize=True, deadline=None, database=None)
+    settings.load_profile("riskset")
+
 
 def reference_dir() -> pathlib.Path:
     """Reference cases: $RISKSET_REFERENCE_DIR if set, else the copies shipped in tests/reference."""

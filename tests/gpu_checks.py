@@ -1,13 +1,15 @@
 """GPU backend checks, run by tests/test_gpu.py in a subprocess under Numba's CUDA simulator.
 
 ``python tests/gpu_checks.py OUT.json [check ...]`` runs the named checks (all by
-default) and writes {check: "ok" | error text} to OUT.json. NUMBA_ENABLE_CUDASIM=1
+default) and writes {check: "ok" | error text} to OUT.json; ``--list`` prints the
+names of all checks as JSON. NUMBA_ENABLE_CUDASIM=1
 must be set before Python starts (numba.cuda picks simulator mode at import time).
 Inputs are tiny: the simulator runs every GPU thread as a Python thread.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import sys
 import time
@@ -437,53 +439,66 @@ def replicates_cox_efron_startstop():
     _replicates_check("cox", R=2, start=True, ties="efron", density=DENSE)
 
 
-def _resampling_check(model, variances=(0.05, 0.5), **options):
-    """backend='gpu' runs every split (every bootstrap draw) in one device batch; the
-    scores and estimates equal the CPU ones."""
-    data = data_for(model, n=80, p=3, seed=5)
+# -- profile likelihood, cross-validation and the bootstrap on the device, every family --------------
+#: every family (and Cox variant) with device kernels: (model, data_for options, model options).
+#: The GLMs and Cox get denser columns so that the profiled coefficients have finite bounds.
+DEVICE_FAMILIES = {
+    "logistic": ("logistic", dict(density=FIT_DENSE), {}),
+    "poisson": ("poisson", dict(density=FIT_DENSE), {}),
+    "least_squares": ("least_squares", dict(density=FIT_DENSE), {}),
+    "cox": ("cox", dict(density=FIT_DENSE), {}),
+    "cox_efron_strata": ("cox", dict(density=FIT_DENSE, strata=True), dict(ties="efron")),
+    "cox_startstop": ("cox", dict(density=FIT_DENSE, start=True), {}),
+    "fine_gray": ("fine_gray", {}, {}),
+    "conditional_poisson": ("conditional_poisson", {}, {}),
+    "sccs": ("sccs", {}, {}),
+    "conditional_logistic_breslow": ("conditional_logistic", {}, dict(ties="breslow")),
+    "conditional_logistic_exact": ("conditional_logistic", {}, dict(ties="exact")),
+}
+
+
+def _family_data(family, n=60):
+    model, data_options, options = DEVICE_FAMILIES[family]
+    return model, data_for(model, n=n, p=3, seed=5, **data_options), options
+
+
+def _profile_check(family):
+    """backend='gpu' fits each round of the profile searches (four, in lockstep) as one device
+    batch of replicates with the datafit's own case weights; the bounds equal the CPU ones."""
+    model, data, options = _family_data(family)
+    cpu = riskset.fit(data, model, profile=["x0", "x1"], **options)
+    gpu = riskset.fit(data, model, profile=["x0", "x1"], backend="gpu", **options)
+    bounds = cpu.intervals[["lower", "upper"]].to_numpy()
+    assert np.all(np.isfinite(bounds)), f"test data: the CPU profile interval is not finite: {bounds}"
+    close(gpu.intervals[["lower", "upper"]].to_numpy(), bounds, 1e-7, f"{family} profile interval")
+
+
+def _cross_validation_check(family):
+    """backend='gpu' fits every training split in one device batch and scores the held-out
+    weightings there; the scores equal the CPU ones."""
+    model, data, options = _family_data(family)
+    kw = dict(variances=[0.05, 5.0], n_folds=3, progress=False, refit=False, **options)
+    cpu = riskset.cross_validate(data, model, riskset.Laplace(gamma=1.0), **kw)
+    gpu = riskset.cross_validate(data, model, riskset.Laplace(gamma=1.0), backend="gpu", **kw)
+    assert np.ptp(cpu.scores["score"]) > 0, "test data: every split scores the same"
+    close(gpu.scores["score"], cpu.scores["score"], 1e-8, f"{family} cross-validation scores")
+
+
+def _bootstrap_check(family):
+    """backend='gpu' fits every bootstrap draw (counts of rows, or of whole strata) in one
+    device batch; the estimates equal the CPU ones."""
+    model, data, options = _family_data(family)
     prior = riskset.Laplace(gamma=1.0)
-    kw = dict(variances=list(variances), n_folds=3, progress=False, refit=False, **options)
-    gpu = riskset.cross_validate(data, model, prior, backend="gpu", **kw)
-    cpu = riskset.cross_validate(data, model, prior, **kw)
-    close(gpu.scores["score"], cpu.scores["score"], 1e-8, f"{model} cross-validation scores")
-    gpu = riskset.bootstrap(data, model, prior, n_boot=3, progress=False, backend="gpu", **options)
     cpu = riskset.bootstrap(data, model, prior, n_boot=3, progress=False, **options)
-    close(gpu.estimates.to_numpy(), cpu.estimates.to_numpy(), 1e-8, f"{model} bootstrap estimates")
+    gpu = riskset.bootstrap(data, model, prior, n_boot=3, progress=False, backend="gpu", **options)
+    assert np.ptp(cpu.estimates.to_numpy(), axis=0).max() > 0, "test data: every draw gives the same estimates"
+    close(gpu.estimates.to_numpy(), cpu.estimates.to_numpy(), 1e-8, f"{family} bootstrap estimates")
 
 
-@check
-def cross_validation_and_bootstrap_on_device():
-    _resampling_check("logistic")
-
-
-@check
-def cross_validation_and_bootstrap_conditional_on_device():
-    """Folds and draws of whole matched sets (stratum weights) on the device."""
-    _resampling_check("conditional_logistic", variances=(2.0, 20.0), ties="exact")
-
-
-@check
-def cross_validation_fine_gray_on_device():
-    """Fine-Gray cross-validation on the device: each training and held-out weighting gets its own
-    censoring Kaplan-Meier; the held-out scores equal the CPU ones."""
-    data = data_for("fine_gray", n=80, p=3, seed=5)
-    kw = dict(variances=[0.5, 5.0], n_folds=3, progress=False, refit=False)
-    gpu = riskset.cross_validate(data, "fine_gray", riskset.Laplace(gamma=1.0), backend="gpu", **kw)
-    cpu = riskset.cross_validate(data, "fine_gray", riskset.Laplace(gamma=1.0), **kw)
-    assert np.ptp(cpu.scores["score"]) > 0, "test data: every fold scores the same"
-    close(gpu.scores["score"], cpu.scores["score"], 1e-8, "Fine-Gray cross-validation scores")
-
-
-@check
-def profile_intervals_on_device():
-    """backend='gpu' fits each round of the profile searches as one device batch (the
-    coefficient fixed per replicate); the intervals equal the CPU ones."""
-    for model, profile in (("cox", ["x0", "x1"]), ("logistic", ["x0"])):
-        data = data_for(model, n=60, p=3, seed=7)
-        gpu = riskset.fit(data, model, profile=profile, backend="gpu")
-        cpu = riskset.fit(data, model, profile=profile)
-        close(gpu.intervals[["lower", "upper"]].to_numpy(), cpu.intervals[["lower", "upper"]].to_numpy(), 1e-7,
-              f"{model} profile intervals")
+for _family in DEVICE_FAMILIES:
+    for _path, _check in (("profile", _profile_check), ("cross_validation", _cross_validation_check),
+                          ("bootstrap", _bootstrap_check)):
+        CHECKS[f"{_path}_on_device_{_family}"] = functools.partial(_check, _family)
 
 
 # -- unsupported families ----------------------------------------------------------------------
@@ -538,6 +553,9 @@ def conditional_limits():
 
 
 def main(argv):
+    if argv == ["--list"]:
+        print(json.dumps(list(CHECKS)))
+        return 0
     out, names = argv[0], argv[1:] or list(CHECKS)
     results = {}
     for name in names:

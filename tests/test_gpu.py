@@ -25,36 +25,88 @@ CHECKS = ["sweep_logistic", "sweep_poisson", "sweep_least_squares", "sweep_cox",
           "sweep_cox_float32", "sweep_fine_gray", "sweep_fine_gray_float32", "fit_logistic", "fit_poisson",
           "fit_cox", "fit_cox_strata", "fit_logistic_float32", "fit_cox_float32", "fit_fine_gray",
           "fit_fine_gray_float32", "ccd_logistic_no_polish", "ccd_cox_strata_no_polish", "ccd_fine_gray_no_polish",
-          "replicates_logistic", "replicates_cox_strata", "replicates_fine_gray",
-          "cross_validation_and_bootstrap_on_device", "cross_validation_fine_gray_on_device", "unsupported_family",
+          "replicates_logistic", "replicates_cox_strata", "replicates_fine_gray", "unsupported_family",
           "sweep_conditional_poisson", "sweep_conditional_poisson_float32", "sweep_conditional_logistic_exact",
           "sweep_conditional_logistic_breslow", "fit_sccs", "fit_conditional_poisson_float32",
           "fit_conditional_logistic_exact", "fit_conditional_logistic_breslow", "fit_conditional_logistic_float32",
-          "replicates_conditional_poisson", "replicates_conditional_logistic_exact",
-          "cross_validation_and_bootstrap_conditional_on_device", "conditional_limits",
+          "replicates_conditional_poisson", "replicates_conditional_logistic_exact", "conditional_limits",
           "ccd_conditional_logistic_no_polish", "sweep_cox_startstop", "sweep_cox_startstop_strata",
           "sweep_cox_efron", "sweep_cox_efron_startstop_strata", "fit_cox_startstop", "fit_cox_startstop_strata",
           "fit_cox_efron", "fit_cox_efron_startstop", "fit_cox_time_varying", "ccd_cox_efron_startstop_no_polish",
-          "replicates_cox_startstop", "replicates_cox_efron_startstop",
-          "profile_intervals_on_device"]
+          "replicates_cox_startstop", "replicates_cox_efron_startstop"]
+
+#: every family (Cox variant) with device kernels, as ``DEVICE_FAMILIES`` in tests/gpu_checks.py
+DEVICE_FAMILIES = ["logistic", "poisson", "least_squares", "cox", "cox_efron_strata", "cox_startstop", "fine_gray",
+                   "conditional_poisson", "sccs", "conditional_logistic_breslow", "conditional_logistic_exact"]
+#: profile intervals, cross-validation and the bootstrap on the device against the CPU, per family
+REPLICATE_PATH_CHECKS = [f"{path}_on_device_{family}" for family in DEVICE_FAMILIES
+                         for path in ("profile", "cross_validation", "bootstrap")]
 
 
-@pytest.fixture(scope="module")
-def sim_results(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gpu") / "results.json"
-    proc = subprocess.run([sys.executable, str(HERE / "gpu_checks.py"), str(out)], env=SIM_ENV,
+def run_checks(directory, names) -> dict:
+    """{check: "ok" | error} of the named checks, run in one simulator subprocess (each group
+    of checks has its own time limit, far above its run time on a loaded machine)."""
+    out = directory / "results.json"
+    proc = subprocess.run([sys.executable, str(HERE / "gpu_checks.py"), str(out), *names], env=SIM_ENV,
                           capture_output=True, text=True, timeout=600)
     if not out.exists():
         pytest.fail(f"GPU checks crashed (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return json.loads(out.read_text())
 
 
+@pytest.fixture(scope="module")
+def sim_results(tmp_path_factory):
+    return run_checks(tmp_path_factory.mktemp("gpu"), CHECKS)
+
+
+@pytest.fixture(scope="module")
+def replicate_path_results(tmp_path_factory):
+    return run_checks(tmp_path_factory.mktemp("gpu_paths"), REPLICATE_PATH_CHECKS)
+
+
+def assert_ok(results, name):
+    assert name in results, f"check {name} did not run"
+    assert results[name] == "ok", results[name]
+
+
 @pytest.mark.parametrize("name", CHECKS)
 def test_simulator(sim_results, name):
     """Device kernels equal the CPU kernels (sweeps to 1e-12, fits to 1e-8 in float64, 1e-4 in float32),
     Cox also for (start, stop] rows, Efron ties and time-varying coefficients."""
-    assert name in sim_results, f"check {name} did not run"
-    assert sim_results[name] == "ok", sim_results[name]
+    assert_ok(sim_results, name)
+
+
+@pytest.mark.parametrize("name", REPLICATE_PATH_CHECKS)
+def test_replicate_paths_on_simulator(replicate_path_results, name):
+    """Profile bounds (1e-7), cross-validation scores and bootstrap estimates (1e-8) on the device
+    equal the CPU ones for every family with device kernels."""
+    assert_ok(replicate_path_results, name)
+
+
+def test_every_simulator_check_is_asserted():
+    """tests/gpu_checks.py holds no check that no test asserts (it would never run)."""
+    r = subprocess.run([sys.executable, str(HERE / "gpu_checks.py"), "--list"], env=SIM_ENV, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert sorted(json.loads(r.stdout)) == sorted(CHECKS + REPLICATE_PATH_CHECKS)
+
+
+@pytest.mark.parametrize("path", ["fit", "profile", "cross_validation", "bootstrap"])
+def test_pooled_logistic_has_no_device_path(path):
+    """Pooled logistic has no device kernels: every backend='gpu' path says so, naming the way
+    out, before looking for a device (so also on a machine without one)."""
+    import riskset
+    from riskset.models.pooled_logistic import PooledLogistic
+
+    data = riskset.simulate(n=40, p=2, model="cox", seed=1)
+    model, prior = PooledLogistic(1.0), riskset.Laplace(gamma=1.0)
+    run = {"fit": lambda: riskset.fit(data, model, backend="gpu"),
+           "profile": lambda: riskset.fit(data, model, profile=["x0"], backend="gpu"),
+           "cross_validation": lambda: riskset.cross_validate(data, model, prior, variances=[0.1], n_folds=2,
+                                                              progress=False, backend="gpu"),
+           "bootstrap": lambda: riskset.bootstrap(data, model, prior, n_boot=2, progress=False, backend="gpu")}[path]
+    with pytest.raises(NotImplementedError, match="PooledLogistic.*backend='cpu'"):
+        run()
 
 
 def test_no_device_error():

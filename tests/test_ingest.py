@@ -73,9 +73,10 @@ def test_files_and_duckdb_give_the_same_dataset(long_tables, tmp_path):
 def test_export_round_trip(tmp_path):
     data = riskset.simulate(n=500, p=30, model="poisson", seed=2)
     write_duckdb(data, str(tmp_path / "sim.duckdb"))
-    back = riskset.from_duckdb(str(tmp_path / "sim.duckdb"), "SELECT * FROM outcomes", "SELECT * FROM covariates")
+    back = riskset.from_duckdb(str(tmp_path / "sim.duckdb"), "SELECT * FROM outcomes", "SELECT * FROM covariates",
+                               offset="offset")
     o, c = write_parquet(data, str(tmp_path / "pq"))
-    back2 = riskset.from_long(o, c)
+    back2 = riskset.from_long(o, c, offset="offset")
     for b in (back, back2):
         order = np.argsort(b.covariate_names)  # long tables order ids as strings
         names = np.array(data.covariate_names)[np.argsort(data.covariate_names)]

@@ -21,6 +21,17 @@ from riskset.solver.prior import ElasticNet, Laplace, NoPrior, Normal, Prior
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name):
+    """``riskset.estimators`` (scikit-learn estimators) is imported on first use, so that
+    ``import riskset`` does not import scikit-learn, an optional dependency."""
+    if name == "estimators":
+        import importlib
+
+        return importlib.import_module("riskset.estimators")
+    raise AttributeError(f"module 'riskset' has no attribute {name!r}")
+
+
 __all__ = ["baseline_hazard", "kaplan_meier", "numbers_at_risk", "predict_survival", "aalen_johansen", "predict_cif", "robust_se", "fit", "Dataset", "build_sccs", "eras_dataset", "incidence_rate_ratios", "from_arrays", "from_duckdb", "from_frame", "from_long", "ConvergenceWarning",
            "DataWarning", "InputError", "FitResult", "simulate", "ElasticNet", "Laplace", "NoPrior", "Normal",
            "Prior", "bootstrap", "cross_validate", "fit_specs", "regularization_path", "separability", "__version__"]

@@ -8,12 +8,13 @@ import numpy as np
 import pandas as pd
 
 from riskset.data.dataset import Dataset
-from riskset.exceptions import ConvergenceWarning
-from riskset.inference import profile_intervals, standard_errors
-from riskset.models.base import Model, get_model
-from riskset.results import FitResult
+from riskset.exceptions import ConvergenceWarning, InputError
+from riskset.inference import profile_intervals, refit_without_aliased, standard_errors
+from riskset import validation as check
+from riskset.models.base import Model, as_model
+from riskset.results import FitResult, fit_roles
 from riskset.solver.ccd import SolverOptions, fit_ccd
-from riskset.solver.prior import NoPrior, Prior
+from riskset.solver.prior import Prior
 
 
 def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, tol: float = 1e-10,
@@ -34,8 +35,10 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
         penalty by default.
     tol, max_iter : stopping rule (relative objective change per cycle, cycle cap).
     warm_start : FitResult or mapping name -> value, optional
-        Starting coefficients, matched by name.
-    profile : list of str
+        Starting coefficients, matched by name (integer covariate ids name the
+        covariate ``str(id)``); coefficients it does not give start at 0. A mapping
+        naming an unknown coefficient raises; a FitResult's other coefficients are ignored.
+    profile : list of str or int
         Coefficients that get profile-likelihood intervals (at ``level``); their root
         searches run together, one replicate batch per round
         (:func:`riskset.inference.profile_intervals`).
@@ -52,10 +55,13 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     Returns
     -------
     FitResult
-        Standard errors are given when no coefficient is penalized. A fit that did
-        not converge says so in ``converged``, ``status`` and ``message`` and warns. A fit
-        whose estimate does not exist (monotone likelihood, separation: the likelihood keeps
-        increasing along unpenalized coefficients) has ``status ==
+        Standard errors are given when no coefficient is penalized. Then, as in R, a
+        coefficient whose column is a linear combination of earlier ones (a constant
+        beside the intercept, a duplicate) is *aliased*: listed in ``aliased``, held at 0
+        (shown as NaN in ``coef_table``), the others being the fit without it. A fit
+        that did not converge says so in ``converged``, ``status`` and ``message`` and warns.
+        A fit whose estimate does not exist (monotone likelihood, separation: the likelihood
+        keeps increasing along unpenalized coefficients) has ``status ==
         "estimate_does_not_exist"``, ``converged == False`` and names those coefficients in
         ``diverging`` (name -> +1 / -1); their standard errors are NaN and their profile
         bound on the diverging side is infinite. :func:`riskset.separability` checks each
@@ -70,15 +76,19 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     True
     """
     t0 = time.perf_counter()
-    m = model if isinstance(model, Model) else get_model(model, **model_options)
-    prior = prior or NoPrior()
+    check.dataset("data", data)
+    m = as_model(model, **model_options)
+    prior = check.prior(prior)
+    check.solver_settings(tol, max_iter)
+    check.device_settings(backend, dtype, n_jobs)
+    profile = check.coef_names("profile", profile)
+    if profile:
+        check.probability("level", level)
     datafit = m.datafit(data)
     if backend == "gpu":
         from riskset.kernels.gpu import to_device
 
         datafit = to_device(datafit, dtype=dtype)
-    elif backend != "cpu":
-        raise ValueError(f"backend must be 'cpu' or 'gpu', not {backend!r}")
     names = m.coef_names(data)
     datafit.names = names
     l1, l2 = prior.penalty_arrays(names, m.unpenalized_names())
@@ -90,40 +100,45 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     if not res.converged:
         what = "fit" if res.diverging else "fit did not converge"
         warnings.warn(f"{m.name} {what}: {res.message}", ConvergenceWarning, stacklevel=2)
-    se = _standard_errors(datafit, res, l1, l2)
+    se, aliased = np.full(len(names), np.nan), np.zeros(len(names), bool)
+    if (res.converged or res.diverging) and not np.any((l1 > 0) | (l2 > 0)):
+        if res.converged:
+            res, aliased = refit_without_aliased(datafit, res, l1, l2, options)
+        # the information vanishes along diverging coefficients: the others' SEs are those at the limit
+        kept = np.flatnonzero(~aliased & ~np.isin(np.arange(len(names)), list(res.diverging)))
+        se[kept] = standard_errors(datafit, res.state, kept)
     result = FitResult(model_name=m.name, model_options=m.options(), coef=pd.Series(res.beta, index=names),
                        se=pd.Series(se, index=names), loglik=res.loglik, objective=res.objective,
                        converged=res.converged, message=res.message, n_iter=res.n_iter, prior=prior,
-                       n_rows=data.n_rows, gamma_max=res.gamma_max, status=res.status,
+                       n_rows=data.n_rows, gamma_max=res.gamma_max, roles=fit_roles(data, m),
+                       aliased=[n for n, a in zip(names, aliased) if a], status=res.status,
                        diverging={names[j]: s for j, s in res.diverging.items()})
     if profile:
-        cols = np.array([names.index(n) if n in names else _unknown(n) for n in profile])
-        result.intervals = profile_intervals(datafit, res.beta, res.objective, l1, l2, cols, names, level,
-                                             options, se=se[cols], n_jobs=n_jobs, progress=progress,
-                                             diverging=res.diverging)
+        cols = np.array([names.index(n) for n in check.known_names("profile", profile, names)])
+        searched = cols[~aliased[cols]]  # an aliased coefficient has no interval (NaN), as R's NA
+        intervals = profile_intervals(datafit, res.beta, res.objective, l1, l2, searched, names, level, options,
+                                      se=se[searched], n_jobs=n_jobs, progress=progress,
+                                      fixed=aliased if aliased.any() else None, diverging=res.diverging)
+        unsearched = pd.DataFrame({"name": [names[j] for j in cols[aliased[cols]]], "lower": np.nan,
+                                   "upper": np.nan, "level": level, "evaluations": 0, "note": "aliased"})
+        result.intervals = pd.concat([intervals, unsearched], ignore_index=True) if len(unsearched) else intervals
     result.timings = {"prepare": t_prepare - t0, "solve": t_solve - t_prepare,
                       "total": time.perf_counter() - t0}
     return result
 
 
-def _standard_errors(datafit, res, l1, l2):
-    """Standard errors of an unpenalized fit that converged, or whose estimate does not exist
-    only along some coefficients: those get NaN (the information vanishes along them) and the
-    others theirs at the limit (the information of the diverging ones is left out)."""
-    se = np.full(datafit.n_coef, np.nan)
-    if np.any((l1 > 0) | (l2 > 0)) or not (res.converged or res.diverging):
-        return se
-    finite = np.setdiff1d(np.arange(datafit.n_coef), list(res.diverging))
-    se[finite] = standard_errors(datafit, res.state, finite)
-    return se
-
-
 def _align_start(warm_start, names):
+    """Starting coefficients in the order ``names``; names the start lacks begin at 0."""
     if warm_start is None:
         return None
-    coef = warm_start.coef if isinstance(warm_start, FitResult) else pd.Series(warm_start, dtype=float)
-    return coef.reindex(names).fillna(0.0).to_numpy()
-
-
-def _unknown(name):
-    raise ValueError(f"cannot profile unknown coefficient {name!r}")
+    if isinstance(warm_start, FitResult):  # a previous fit: its other coefficients are ignored
+        return warm_start.coef.reindex(names).fillna(0.0).to_numpy()
+    start = check.coef_mapping("warm_start", warm_start)
+    check.known_names("warm_start", list(start), names)
+    beta = pd.to_numeric(pd.Series(start, dtype=object), errors="coerce").reindex(names).to_numpy(dtype=float)
+    given = np.isin(names, list(start))
+    bad = given & ~np.isfinite(beta)
+    if bad.any():
+        name = names[int(np.flatnonzero(bad)[0])]
+        raise InputError(f"warm_start[{name!r}] must be a finite number, got {start[name]!r}")
+    return np.where(given, beta, 0.0)

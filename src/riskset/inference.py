@@ -9,13 +9,107 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from riskset.exceptions import ConvergenceWarning
+from riskset.exceptions import ConvergenceWarning, DataWarning
 from riskset.models.replicates import ViewReplicates
-from riskset.solver.ccd import SolverOptions
+from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.replicates import fit_replicates
 
 #: Largest number of coefficients whose covariance is computed by a dense inverse.
 MAX_SE_COEF = 5000
+
+#: Relative pivot below which a coefficient is aliased: R's coxph tolerance (toler.chol =
+#: eps^0.75), taken relative to the coefficient's own information so that it does not
+#: depend on the covariate's scale.
+ALIAS_TOL = np.finfo(float).eps ** 0.75
+
+#: Relative log-likelihood loss within which a refit without the aliased columns counts as
+#: the same fit (both converge to a relative objective change of 1e-10 by default).
+SAME_LOGLIK = 1e-8
+
+
+def aliased_coefficients(information: np.ndarray, scale: np.ndarray | None = None,
+                         tol: float = ALIAS_TOL) -> np.ndarray:
+    """Mask of the aliased coefficients of a positive semi-definite information matrix.
+
+    Column order decides, as in R's glm and coxph: coefficient j is aliased when its
+    information left after the earlier non-aliased coefficients (the pivot of an LDL'
+    factorization in column order) is at most ``tol`` times ``scale[j]`` (default: its own
+    information I_jj), i.e. its column is a linear combination of earlier columns (a
+    constant beside the intercept, a duplicate, a dummy of every level). A coefficient
+    without information (I_jj at most ``tol * scale[j]``: a rounding residue of the
+    :meth:`~riskset.models.base.Datafit.information_scale`) is aliased too.
+
+    Examples
+    --------
+    >>> info = np.array([[2.0, 1.0, 2.0], [1.0, 1.0, 1.0], [2.0, 1.0, 2.0]])  # column 2 = column 0
+    >>> aliased_coefficients(info).tolist()
+    [False, False, True]
+    """
+    info = np.asarray(information, dtype=np.float64)
+    diag = np.diag(info).copy()
+    scale = diag if scale is None else np.asarray(scale, dtype=np.float64)
+    if np.all(diag > tol * scale) and _well_conditioned(info, diag, tol):
+        return np.zeros(diag.size, bool)
+    p = diag.size
+    L, d = np.zeros((p, p)), np.zeros(p)  # unit lower factor and pivots; aliased columns stay 0
+    aliased = np.zeros(p, bool)
+    for j in range(p):
+        pivot = diag[j] - L[j, :j] ** 2 @ d[:j]
+        if not pivot > tol * scale[j]:
+            aliased[j] = True
+            continue
+        d[j] = pivot
+        L[j + 1:, j] = (info[j + 1:, j] - L[j + 1:, :j] @ (L[j, :j] * d[:j])) / pivot
+    return aliased
+
+
+def _well_conditioned(info, diag, tol) -> bool:
+    """Fast path of :func:`aliased_coefficients`: the Cholesky factor of the information
+    scaled to unit diagonal exists and its every pivot exceeds ``tol``."""
+    if not np.all(diag > 0):
+        return False
+    scale = 1.0 / np.sqrt(diag)
+    try:
+        chol = np.linalg.cholesky(info * scale[:, None] * scale[None, :])
+    except np.linalg.LinAlgError:
+        return False
+    return bool(np.all(np.diag(chol) ** 2 > tol))
+
+
+def refit_without_aliased(datafit, result, l1, l2, options: SolverOptions | None = None, warn: bool = True):
+    """``(result, aliased mask)`` of an unpenalized fit, R-style: the aliased coefficients
+    (:func:`aliased_coefficients` of the observed information at ``result``) are held at 0
+    and the others refitted, so that they are the estimates of the fit without the aliased
+    columns (their standard errors exist).
+
+    An aliased column is redundant, so the refit must reach the log-likelihood of
+    ``result``; where it does not (the information was not a reliable guide, e.g. at
+    diverging coefficients), or nothing is aliased, or the coefficients are more than
+    :data:`MAX_SE_COEF`, ``result`` is returned with no coefficient aliased. ``warn``: a
+    DataWarning names the aliased coefficients.
+    """
+    p = datafit.n_coef
+    none = np.zeros(p, bool)
+    if p == 0 or p > MAX_SE_COEF:
+        return result, none
+    columns = np.arange(p)
+    aliased = aliased_coefficients(-datafit.hessian(result.state, columns),
+                                   datafit.information_scale(result.state, columns))
+    if not aliased.any():
+        return result, none
+    refit = fit_ccd(datafit, l1, l2, beta0=np.where(aliased, 0.0, result.beta), fixed=aliased, options=options)
+    if not (refit.converged and refit.loglik >= result.loglik - SAME_LOGLIK * (1.0 + abs(result.loglik))):
+        return result, none
+    if warn:
+        _warn_aliased([datafit.coef_label(j) for j in np.flatnonzero(aliased)])
+    return refit, aliased
+
+
+def _warn_aliased(names):
+    warnings.warn(f"{len(names)} coefficient(s) not defined because of singularities (aliased: a linear "
+                  f"combination of earlier columns, e.g. a constant or duplicated covariate): "
+                  f"{', '.join(map(repr, names[:10]))}{' ...' if len(names) > 10 else ''}. They are reported as NaN "
+                  "and held at 0; the other estimates are those of the fit without them", DataWarning, stacklevel=4)
 
 
 def standard_errors(datafit, state, columns: np.ndarray) -> np.ndarray:
@@ -42,7 +136,7 @@ MAX_DOUBLINGS = 60
 
 def profile_intervals(datafit, beta_hat, objective_hat, l1, l2, columns, names, level=0.95,
                       options: SolverOptions | None = None, se=None, *, n_jobs: int = 1,
-                      progress: bool = False, diverging: dict | None = None) -> pd.DataFrame:
+                      progress: bool = False, fixed=None, diverging: dict | None = None) -> pd.DataFrame:
     """Profile-likelihood intervals of coefficients ``columns`` (as Cyclops' ``confint``).
 
     The bound b of coefficient j solves ``max_{beta: beta_j = b} f(beta) = f_hat -
@@ -67,7 +161,8 @@ def profile_intervals(datafit, beta_hat, objective_hat, l1, l2, columns, names, 
     True
 
     The table has, as Cyclops' ``confint``, the number of fits (``evaluations``) each
-    interval took.
+    interval took. ``fixed`` (mask) holds coefficients at their ``beta_hat`` value in every
+    fit (aliased coefficients).
 
     A coefficient whose estimate does not exist (``diverging``: {index: +1 / -1}, from the
     fit) has the likelihood increase for ever on one side: that bound is +-inf, not searched
@@ -94,6 +189,8 @@ def profile_intervals(datafit, beta_hat, objective_hat, l1, l2, columns, names, 
             beta0 = warm[todo]
             beta0[rows, coef[todo]] = x
             free = np.ones(beta0.shape, bool)
+            if fixed is not None:
+                free[:, fixed] = False
             free[rows, coef[todo]] = False
             fit = fit_replicates(make_batch(todo.size), l1, l2, beta0=beta0, free=free, options=options)
             warm[todo] = fit.beta

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from riskset import validation as check
+from riskset.exceptions import DataWarning, InputError
 from riskset.solver.prior import Prior
 
 #: Name of exp(coef) in the coefficient table, by model.
@@ -33,9 +36,16 @@ class FitResult:
     diverging : those coefficients, name -> +1 / -1 (the direction); ``coef`` holds the
         last iterate there, which :meth:`coef_table` shows as +-inf.
     gamma_max : smallest L1 rate at which every penalized coefficient is zero.
+    aliased : names of the coefficients not defined because of singularities (their
+        column is a linear combination of earlier ones); held at 0 in ``coef`` (so that
+        predictions work), NaN in :meth:`coef_table` (R prints NA).
     prior : the prior used.
     intervals : DataFrame of confidence intervals (profile likelihood), if computed.
     timings : seconds spent, by step.
+    roles : which data columns played the roles that change a fit besides outcome and
+        covariates: ``weights`` (case weights), ``strata`` (with ``n_strata``, and
+        ``strata_ignored_by`` when the model does not use strata), ``offset``; empty
+        when the fit was unweighted, unstratified and without offset (see :func:`fit_roles`).
     """
 
     model_name: str
@@ -52,6 +62,8 @@ class FitResult:
     gamma_max: float | None = None
     intervals: pd.DataFrame | None = None
     timings: dict = field(default_factory=dict)
+    roles: dict = field(default_factory=dict)
+    aliased: list = field(default_factory=list)
     status: str = ""
     diverging: dict = field(default_factory=dict)
 
@@ -70,11 +82,16 @@ class FitResult:
         """Tidy table: name, estimate, se, z, p, Wald interval, exp(estimate) and interval.
 
         Profile-likelihood intervals, when computed, replace the Wald ones (column
-        ``interval`` says which). A coefficient whose estimate does not exist shows estimate
-        +-inf, no standard error, its bound on that side +-inf, and ``note`` says so.
+        ``interval`` says which). ``table.attrs['roles']`` says which columns were
+        used as weights, strata and offset (:attr:`roles`). Aliased coefficients (column
+        ``aliased``) have NaN estimates, as R's NA.
+        A coefficient whose estimate does not exist shows estimate +-inf, no standard error,
+        its bound on that side +-inf, and ``note`` says so.
         """
-        z = stats.norm.ppf(0.5 + level / 2)
-        t = pd.DataFrame({"name": self.coef.index, "estimate": self.coef.to_numpy(), "se": self.se.to_numpy()})
+        z = stats.norm.ppf(0.5 + check.probability("level", level) / 2)
+        aliased = self.coef.index.isin(self.aliased)
+        t = pd.DataFrame({"name": self.coef.index, "estimate": np.where(aliased, np.nan, self.coef.to_numpy()),
+                          "se": self.se.to_numpy()})
         t["z"] = t["estimate"] / t["se"]
         t["p"] = 2 * stats.norm.sf(np.abs(t["z"]))
         t["lower"] = t["estimate"] - z * t["se"]
@@ -87,11 +104,13 @@ class FitResult:
             t.loc[hit, "lower"] = prof.loc[t.loc[hit, "name"], "lower"].to_numpy()
             t.loc[hit, "upper"] = prof.loc[t.loc[hit, "name"], "upper"].to_numpy()
             t.loc[hit, "interval"] = "profile"
+        t["aliased"] = aliased
         ratio = _RATIO_NAMES.get(self.model_name)
         if ratio:
             t[ratio] = np.exp(t["estimate"])
             t[f"{ratio}_lower"] = np.exp(t["lower"])
             t[f"{ratio}_upper"] = np.exp(t["upper"])
+        t.attrs["roles"] = dict(self.roles)
         return t
 
     def _mark_diverging(self, table: pd.DataFrame) -> None:
@@ -110,19 +129,20 @@ class FitResult:
                   "estimate_does_not_exist": "ESTIMATE DOES NOT EXIST"}.get(self.status, self.status)
         head = (f"{self.model_name} model, {self.n_rows} rows, prior {self.prior.to_dict()}\n"
                 f"{status} after {self.n_iter} cycles ({self.message})\n"
+                f"roles: {describe_roles(self.roles)}\n"
                 f"log-likelihood {self.loglik:.6f}, penalized {self.objective:.6f}")
         if self.gamma_max is not None:
             head += f", gamma_max {self.gamma_max:.6g}"
+        if self.aliased:
+            head += f"\n{len(self.aliased)} coefficient(s) not defined because of singularities (aliased, NaN)"
         with pd.option_context("display.width", 120, "display.max_rows", 60):
             return head + "\n" + self.coef_table().to_string(index=False, float_format=lambda v: f"{v:.5g}")
 
     def linear_predictor(self, data) -> np.ndarray:
-        """X beta + offset for a Dataset, matching coefficients to covariates by name.
-
-        Covariates of ``data`` the fit does not know are ignored; coefficients
-        without a covariate in ``data`` (all-zero columns) contribute nothing;
-        ``intercept`` adds a constant.
+        """X beta + offset for a Dataset, matching coefficients to covariates by name
+        (checked by :meth:`check_covariates`); ``intercept`` adds a constant.
         """
+        self.check_covariates(data)
         pos = {n: i for i, n in enumerate(data.covariate_names)}
         cols = [pos[n] for n in self.coef.index if n in pos]
         beta = np.array([self.coef[n] for n in self.coef.index if n in pos])
@@ -133,8 +153,44 @@ class FitResult:
             eta = eta + data.offset
         return np.asarray(eta)
 
+    def check_covariates(self, data) -> None:
+        """Check that ``data`` has the covariates of this fit, before predicting.
+
+        A sparse (OHDSI) prediction set lists no zero values, so a covariate of the fit
+        may be absent from it; the policy:
+
+        - none of the fit's covariates is in ``data`` (names from other data, e.g.
+          ``'x0'`` against covariate ids): InputError naming both sides;
+        - covariates of ``data`` the fit does not know: ignored, with a DataWarning naming them;
+        - covariates of the fit with a non-zero coefficient missing from ``data``: taken
+          as 0 everywhere, with a DataWarning naming them.
+        """
+        model = self.model
+        covariate = {n: model.covariate_of(n) for n in self.coef.index}
+        fitted = [c for c in dict.fromkeys(covariate.values()) if c is not None]
+        given = set(data.covariate_names)
+        if fitted and given and not given.intersection(fitted):
+            raise InputError(f"none of the fit's covariates is in the data: the fit has {_some(fitted)}, "
+                             f"the data have {_some(data.covariate_names)}; predict from data with the "
+                             f"covariate names of the fitted data")
+        known = set(fitted)
+        unknown = [n for n in data.covariate_names if n not in known]
+        if unknown:
+            warnings.warn(f"{len(unknown)} covariate(s) of the data are not in the fit and are ignored: "
+                          f"{_some(unknown)}", DataWarning, stacklevel=3)
+        missing = list(dict.fromkeys(c for n, c in covariate.items()
+                                     if c is not None and c not in given and self.coef[n] != 0))
+        if missing:
+            warnings.warn(f"{len(missing)} covariate(s) with a non-zero coefficient are not in the data and are "
+                          f"taken as 0 for every row: {_some(missing)}", DataWarning, stacklevel=3)
+
     def predict(self, data, kind: str = "link") -> np.ndarray:
-        """Model predictions for ``data`` (kinds depend on the model: link, probability, rate, ...)."""
+        """Model predictions for ``data`` (kinds depend on the model: link, probability, rate, ...).
+
+        Covariates are matched by name; see :meth:`check_covariates` for missing and
+        unknown ones.
+        """
+        check.dataset("data", data)
         return self.model.predict(self, data, kind)
 
     # -- persistence --------------------------------------------------------------
@@ -156,6 +212,8 @@ class FitResult:
             "prior": self.prior.to_dict(),
             "nonzero": int(np.count_nonzero(self.coef.to_numpy())),
             "timings": self.timings,
+            "roles": self.roles,
+            "aliased": list(self.aliased),
         }
         if self.intervals is not None:
             d["intervals"] = self.intervals.to_dict(orient="records")
@@ -171,17 +229,86 @@ class FitResult:
 
     @classmethod
     def from_json(cls, source) -> "FitResult":
-        """Load a fit saved by :meth:`to_json` (a path or the JSON text)."""
-        text = source if str(source).lstrip().startswith("{") else open(source).read()
-        d = json.loads(text)
-        se = {k: (np.nan if v is None else v) for k, v in d["se"].items()}
-        intervals = pd.DataFrame(d["intervals"]) if "intervals" in d else None
-        return cls(model_name=d["model"], model_options=d["model_options"], coef=pd.Series(d["coef"], dtype=float),
-                   se=pd.Series(se, dtype=float), loglik=d["loglik"], objective=d["penalized_loglik"],
-                   converged=d["converged"], message=d["message"], n_iter=d["n_iter"],
-                   prior=Prior.from_dict(d["prior"]), n_rows=d["n_rows"], gamma_max=d["gamma_max"],
-                   intervals=intervals, timings=d.get("timings", {}), status=d.get("status", ""),
-                   diverging=d.get("diverging", {}))
+        """Load a fit saved by :meth:`to_json` (a path or the JSON text).
+
+        A file that is not a saved fit raises an InputError naming it.
+        """
+        text, where = _json_text(source)
+        try:
+            d = json.loads(text)
+            se = {k: (np.nan if v is None else v) for k, v in d["se"].items()}
+            intervals = pd.DataFrame(d["intervals"]) if "intervals" in d else None
+            return cls(model_name=d["model"], model_options=d["model_options"],
+                       coef=pd.Series(d["coef"], dtype=float), se=pd.Series(se, dtype=float), loglik=d["loglik"],
+                       objective=d["penalized_loglik"], converged=d["converged"], message=d["message"],
+                       n_iter=d["n_iter"], prior=Prior.from_dict(d["prior"]), n_rows=d["n_rows"],
+                       gamma_max=d["gamma_max"], intervals=intervals, timings=d.get("timings", {}),
+                       roles=d.get("roles", {}), aliased=d.get("aliased", []), status=d.get("status", ""),
+                       diverging=d.get("diverging", {}))
+        except json.JSONDecodeError as e:
+            raise InputError(f"{where} is not JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
+                             f"give a file written by FitResult.to_json or 'riskset fit --out FILE.json'") from None
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            raise InputError(f"{where} is not a saved riskset fit ({type(e).__name__}: {e}); give a file "
+                             f"written by FitResult.to_json or 'riskset fit --out FILE.json'") from None
 
 
-__all__ = ["FitResult"]
+def fit_roles(data, model) -> dict:
+    """Which columns of ``data`` played a role in a fit of ``model`` besides outcome and
+    covariates: ``weights``, ``strata`` (and ``n_strata``), ``offset``.
+
+    Column names come from ``data.meta['roles']`` (set by the builders); strata that
+    the model does not use are reported in ``strata_ignored_by``.
+
+    >>> import riskset
+    >>> d = riskset.from_arrays([[1.0], [0.0]], y=[1, 0], weights=[1.0, 2.0])
+    >>> fit_roles(d, riskset.models.base.get_model("logistic"))
+    {'weights': 'array'}
+    """
+    columns = data.meta.get("roles", {})
+    roles = {}
+    if data.weights is not None:
+        roles["weights"] = columns.get("weights", "weights")
+    if data.strata is not None:
+        roles["strata"] = columns.get("strata", "strata")
+        roles["n_strata"] = data.n_strata
+        if not model.uses_strata:
+            roles["strata_ignored_by"] = model.name
+    if data.offset is not None:
+        roles["offset"] = columns.get("offset", "offset")
+    return roles
+
+
+def describe_roles(roles: dict) -> str:
+    """One line for a summary: 'weighted by ..., stratified by ... (K strata), offset ...'."""
+    parts = []
+    if "weights" in roles:
+        parts.append(f"weighted by {roles['weights']!r}")
+    if "strata_ignored_by" in roles:
+        parts.append(f"strata {roles['strata']!r} ({roles.get('n_strata', '?')}) NOT used by the "
+                     f"{roles['strata_ignored_by']} model")
+    elif "strata" in roles:
+        parts.append(f"stratified by {roles['strata']!r} ({roles.get('n_strata', '?')} strata)")
+    if "offset" in roles:
+        parts.append(f"offset {roles['offset']!r}")
+    return ", ".join(parts) if parts else "unweighted, unstratified, no offset"
+
+
+def _json_text(source) -> tuple[str, str]:
+    """(text, how to name it in messages) of JSON text or a path."""
+    if isinstance(source, str) and source.lstrip().startswith("{"):
+        return source, "the JSON text"
+    try:
+        with open(source) as f:
+            return f.read(), f"file {str(source)!r}"
+    except (OSError, TypeError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read a saved fit from {source!r}: {e}") from None
+
+
+def _some(names, k: int = 10) -> str:
+    """The first ``k`` of ``names``, quoted, for messages."""
+    names = list(names)
+    return ", ".join(map(repr, names[:k])) + (f" ... ({len(names)} in all)" if len(names) > k else "")
+
+
+__all__ = ["FitResult", "describe_roles", "fit_roles"]

@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from riskset import validation as check
 from riskset.data.dataset import Dataset
+from riskset.exceptions import InputError
 
 MODELS = ("logistic", "poisson", "least_squares", "cox")
 
@@ -51,10 +53,15 @@ def simulate(n: int = 10_000, p: int = 100, density: float = 0.05, model: str = 
     >>> ds.n_rows, ds.n_covariates, sorted(ds.meta)
     (1000, 10, ['density', 'model', 'true_coef'])
     """
-    if model not in MODELS:
-        raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODELS)}")
-    if not (0 < density <= 1):
-        raise ValueError(f"density must be in (0, 1], got {density}")
+    check.one_of("model", model, MODELS)
+    n, p = check.positive_int("n", n), check.positive_int("p", p, minimum=0)
+    _share("density", density, zero=False)
+    _share("fraction_nonzero", fraction_nonzero, zero=True)
+    check.positive_number("effect_sd", effect_sd, allow_zero=True)
+    if not (check.positive_number("censoring", censoring, allow_zero=True) < 1):
+        raise InputError(f"censoring must be a share of rows in [0, 1), got {censoring!r}")
+    if seed is not None:
+        check.seed("seed", seed)
     rng = np.random.default_rng(seed)
     X = sparse_binary_design(n, p, density, rng)
     beta = np.where(rng.random(p) < fraction_nonzero, rng.normal(0.0, effect_sd, p), 0.0)
@@ -71,8 +78,8 @@ def simulate(n: int = 10_000, p: int = 100, density: float = 0.05, model: str = 
         out["y"] = eta + rng.normal(size=n)
     else:
         event = rng.exponential(1.0 / np.exp(eta))
-        rate_c = censoring / (1 - censoring) if censoring < 1 else 1e6
-        cens = rng.exponential(1.0 / rate_c, n)
+        rate_c = censoring / (1 - censoring)  # P(censoring time < event time) when the event rate is 1
+        cens = rng.exponential(1.0 / rate_c, n) if rate_c > 0 else np.full(n, np.inf)
         out["time"] = np.minimum(event, cens)
         out["status"] = (event <= cens).astype(np.int64)
     meta = {"true_coef": dict(zip(names, beta)), "model": model, "density": density}
@@ -92,6 +99,14 @@ def simulate_cohort(n: int = 20_000, p: int = 200, *, hazard_ratio: float = 0.7,
     >>> ds.covariate_names[:2], ds.meta["true_hazard_ratio"]
     (['treatment', 'x0'], 0.7)
     """
+    n, p = check.positive_int("n", n), check.positive_int("p", p, minimum=0)
+    _share("density", density, zero=False)
+    check.positive_number("hazard_ratio", hazard_ratio)
+    check.positive_number("follow_up", follow_up)
+    if not 0 <= check.positive_int("n_confounders", n_confounders, minimum=0) <= p:
+        raise InputError(f"n_confounders must be at most p = {p}, got {n_confounders!r}")
+    if seed is not None:
+        check.seed("seed", seed)
     rng = np.random.default_rng(seed)
     Z = sparse_binary_design(n, p, density, rng)
     conf = np.zeros(p)
@@ -107,3 +122,10 @@ def simulate_cohort(n: int = 20_000, p: int = 200, *, hazard_ratio: float = 0.7,
     meta = {"true_hazard_ratio": hazard_ratio, "confounders": names[1:n_confounders + 1]}
     return Dataset(X=X, covariate_names=names, row_ids=np.arange(n), time=np.minimum(event, censor),
                    status=(event <= censor).astype(np.int64), meta=meta)
+
+
+def _share(name, value, zero: bool) -> float:
+    """A proportion in (0, 1] (in [0, 1] with ``zero``)."""
+    if not (check.positive_number(name, value, allow_zero=zero) <= 1):
+        raise InputError(f"{name} must be a proportion in {'[' if zero else '('}0, 1], got {value!r}")
+    return float(value)

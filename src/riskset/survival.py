@@ -20,6 +20,7 @@ from scipy import stats
 import warnings
 
 from riskset.exceptions import DataWarning, InputError
+from riskset.results import FitResult
 
 
 @dataclass
@@ -196,6 +197,8 @@ def predict_survival(fit, data, times, newdata=None, model=None) -> np.ndarray:
     from riskset.models.cox import linear_predictor
 
     newdata = data if newdata is None else newdata
+    if isinstance(fit, FitResult):
+        fit.check_covariates(newdata)
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     base = baseline_hazard(coef, data, model)
     eta = linear_predictor(model, coef, newdata)

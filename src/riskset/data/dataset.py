@@ -14,9 +14,20 @@ import numpy as np
 import scipy.sparse as sp
 
 from riskset.exceptions import DataWarning, InputError
+from riskset.validation import coef_names
 
 #: Outcome fields a Dataset may carry; each is an array of length n_rows or None.
 OUTCOME_FIELDS = ("y", "time", "status", "start", "weights", "offset")
+
+#: Largest |covariate value| accepted, and smallest largest-|value| of a covariate column.
+#: The fits square covariate values (x^2 w in every Hessian): measured, a column scaled
+#: by 1e150 or 1e-150 fits exactly as the unscaled one, but from 1e155 (x^2 overflows) a
+#: "converged" fit sets the coefficient to 0, and from 1e-160 (x^2 underflows) the
+#: standard error is infinite. These bounds leave 50 orders of magnitude for sums over
+#: rows, weights and products of two columns; values beyond them are refused
+#: (:func:`check_covariate_scale`), never fitted wrongly.
+COVARIATE_MAX = 1e100
+COVARIATE_MIN = 1e-100
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,7 @@ class Dataset:
                 f"covariate {self.covariate_names[col]!r} has a non-finite value "
                 f"({self.X.data[bad]}) at {row_label(self.row_ids, row)}"
             )
+        check_covariate_scale(self.X, self.covariate_names, self.row_ids)
         if self.weights is not None and np.any(self.weights < 0):
             i = int(np.flatnonzero(self.weights < 0)[0])
             raise InputError(f"negative weight {self.weights[i]} at {row_label(self.row_ids, i)}")
@@ -126,7 +138,8 @@ class Dataset:
                        strata_labels=labels, subject=subject, **kw)
 
     def select(self, names) -> "Dataset":
-        """The same rows with only the covariates ``names`` (in that order)."""
+        """The same rows with only the covariates ``names`` (in that order; integer
+        covariate ids name ``str(id)``)."""
         cols = self.covariate_index(names)
         return replace(self, X=self.X[:, cols], covariate_names=[self.covariate_names[j] for j in cols])
 
@@ -145,7 +158,8 @@ class Dataset:
         return replace(self, X=X[:, keep], covariate_names=[self.covariate_names[j] for j in keep])
 
     def covariate_index(self, names) -> np.ndarray:
-        """Column indices of covariates ``names``; unknown names raise."""
+        """Column indices of covariates ``names`` (integer ids name ``str(id)``); unknown names raise."""
+        names = coef_names("covariate names", names)
         pos = {n: i for i, n in enumerate(self.covariate_names)}
         missing = [n for n in names if n not in pos]
         if missing:
@@ -164,6 +178,34 @@ def check_finite(values: np.ndarray, name: str, row_ids: np.ndarray | None = Non
             i = int(np.flatnonzero(bad)[0])
             raise InputError(f"column {name!r} has {int(bad.sum())} non-finite value(s), "
                              f"first at {row_label(row_ids, i)}: {values[i]}")
+
+
+def check_covariate_scale(X: sp.csc_matrix, names, row_ids) -> None:
+    """Raise InputError for a covariate value beyond :data:`COVARIATE_MAX` in magnitude, or a
+    covariate whose every value is below :data:`COVARIATE_MIN` (but not all zero): the
+    message names the covariate, the row and the value, and says how to rescale."""
+    size = np.abs(X.data)
+    big = np.flatnonzero(size > COVARIATE_MAX)
+    if big.size:
+        e = big[0]
+        col = int(np.searchsorted(X.indptr, e, side="right") - 1)
+        raise InputError(
+            f"covariate {names[col]!r} has the value {X.data[e]:g} at {row_label(row_ids, X.indices[e])} "
+            f"({big.size} value(s) beyond +-{COVARIATE_MAX:g}): values this large cannot be fitted in double "
+            "precision. Rescale the covariate (e.g. divide it by a power of ten, or take its log) or fix the value")
+    nonempty = np.flatnonzero(np.diff(X.indptr) > 0)
+    if nonempty.size == 0:
+        return
+    col_max = np.maximum.reduceat(size, X.indptr[nonempty])
+    tiny = nonempty[(col_max < COVARIATE_MIN) & (col_max > 0)]
+    if tiny.size:
+        col = int(tiny[0])
+        a, b = X.indptr[col], X.indptr[col + 1]
+        e = a + int(np.argmax(size[a:b]))
+        raise InputError(
+            f"covariate {names[col]!r} has no value larger than {COVARIATE_MIN:g} in magnitude (largest "
+            f"{X.data[e]:g} at {row_label(row_ids, X.indices[e])}): values this small cannot be fitted in double "
+            "precision. Rescale the covariate (e.g. multiply it by a power of ten)")
 
 
 def plain(x):

@@ -29,12 +29,18 @@ def to_long(data: Dataset) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def write_parquet(data: Dataset, directory: str) -> tuple[str, str]:
-    """Write ``outcomes.parquet`` and ``covariates.parquet`` into ``directory``."""
+    """Write ``outcomes.parquet`` and ``covariates.parquet`` into ``directory``.
+
+    Every page carries a CRC checksum, which :func:`riskset.from_long` verifies, so a
+    file corrupted on disk or in transfer is refused rather than fitted. Weights and
+    offset are written as columns ``weight`` and ``offset``; read them back with
+    ``from_long(..., weight="weight", offset="offset")``.
+    """
     os.makedirs(directory, exist_ok=True)
     out, cov = to_long(data)
     paths = os.path.join(directory, "outcomes.parquet"), os.path.join(directory, "covariates.parquet")
-    out.to_parquet(paths[0], index=False)
-    cov.to_parquet(paths[1], index=False)
+    out.to_parquet(paths[0], index=False, write_page_checksum=True)
+    cov.to_parquet(paths[1], index=False, write_page_checksum=True)
     return paths
 
 

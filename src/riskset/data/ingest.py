@@ -3,8 +3,9 @@
 - :func:`from_frame`: a wide pandas or Arrow table (lifelines style): outcome columns
   plus covariate columns; categorical columns become indicator columns.
 - :func:`from_long`: OHDSI-style long tables: outcomes ``row_id, [stratum_id],
-  y or time/status, [weight], [offset]`` and covariates ``row_id, covariate_id,
-  [value]``; from pandas, Arrow, or Parquet/CSV paths.
+  y or time/status`` (case weights and offset only when named: ``weight=``,
+  ``offset=``) and covariates ``row_id, covariate_id, [value]``; from pandas,
+  Arrow, or Parquet/CSV paths.
 - :func:`from_duckdb`: the same two tables as SQL queries on a DuckDB database.
 - :func:`from_arrays`: a scipy.sparse or NumPy matrix plus outcome vectors.
 
@@ -14,18 +15,15 @@ in seconds.
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
 from riskset.data.dataset import Dataset, check_finite, plain, row_label
-from riskset.exceptions import InputError
+from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu.ingest import triplets_to_csc
-
-#: Outcome roles accepted by the builders, mapped to Dataset fields.
-_ROLES = ("y", "time", "status", "start", "weights", "offset")
-
 
 def from_frame(frame, *, y=None, time=None, status=None, start=None, stop=None, strata=None,
                subject=None, weights=None, offset=None, exposure=None, covariates=None,
@@ -77,12 +75,13 @@ def from_frame(frame, *, y=None, time=None, status=None, start=None, stop=None, 
     strata_codes, labels = _codes(df[strata]) if strata is not None else (None, None)
     subject_codes = _codes(df[subject])[0] if subject is not None else None
     ds = Dataset(X=X, covariate_names=names, row_ids=row_ids, strata=strata_codes, strata_labels=labels,
-                 subject=subject_codes, **_typed_outcome(outcome))
+                 subject=subject_codes, meta={"roles": _role_columns(weights, offset, exposure, strata)},
+                 **_typed_outcome(outcome))
     return ds.drop_empty_covariates()
 
 
 def from_long(outcomes, covariates, *, row_id="row_id", stratum="stratum_id", y="y", time="time",
-              status="status", start="start", weight="weight", offset="offset", exposure=None,
+              status="status", start="start", weight=None, offset=None, exposure=None,
               covariate_id="covariate_id", value="value", subject=None) -> Dataset:
     """Dataset from OHDSI-style long tables.
 
@@ -90,13 +89,19 @@ def from_long(outcomes, covariates, *, row_id="row_id", stratum="stratum_id", y=
     ----------
     outcomes : DataFrame, pyarrow.Table, or path to a Parquet/CSV file
         One row per observation: ``row_id`` and whichever of ``stratum_id``, ``y``,
-        ``time``, ``status``, ``start``, ``weight``, ``offset`` are present (column
-        names configurable by the keyword of the same role).
+        ``time``, ``status``, ``start`` are present (column names configurable by the
+        keyword of the same role). A ``stratum_id`` column stratifies the models that
+        use strata (Cox, conditional models, SCCS); the fit reports it in ``roles``.
     covariates : DataFrame, pyarrow.Table, or path
         One row per non-zero covariate value: ``row_id, covariate_id[, value]``;
         without a value column every entry is 1 (indicator covariates). Covariate ids
         may be 64-bit integers or strings; columns are ordered by id, and rows by
         ``row_id``, so results never depend on the order rows arrive in.
+    weight, offset, exposure : str, optional
+        Columns used as case weights, as offset (fixed part of the linear predictor)
+        and as exposure (offset log(exposure)). Never taken from a column name alone:
+        a column called ``weight`` or ``offset`` that is not asked for is left unused,
+        with a DataWarning saying how to use it (``weight="weight"``).
 
     Examples
     --------
@@ -116,17 +121,24 @@ def from_long(outcomes, covariates, *, row_id="row_id", stratum="stratum_id", y=
     out = out.sort_values(row_id, kind="stable").reset_index(drop=True)
     ids = out[row_id].to_numpy()
     _check_unique_ids(ids)
-    present = {"y": y, "time": time, "status": status, "start": start, "weights": weight, "offset": offset}
+    _warn_unrequested_roles(out.columns, weight=weight, offset=offset)
+    requested = {"weight": weight, "offset": offset, "exposure": exposure}
+    missing = [f"{role}={col!r}" for role, col in requested.items() if col is not None and col not in out.columns]
+    if missing:
+        raise InputError(f"the outcomes table has no column for {', '.join(missing)}")
+    present = {"y": y, "time": time, "status": status, "start": start}
     outcome = {role: _numeric_column(out, col, ids) for role, col in present.items() if col in out.columns}
+    outcome.update({role: _numeric_column(out, col, ids) for role, col in (("weights", weight), ("offset", offset))
+                    if col is not None})
     if exposure is not None:
-        if exposure not in out.columns:
-            raise InputError(f"the outcomes table has no {exposure!r} column")
         outcome["offset"] = _log_exposure(_numeric_column(out, exposure, ids), exposure, ids, outcome.get("offset"))
-    strata_codes, labels = _codes(out[stratum]) if stratum in out.columns else (None, None)
+    strata = stratum if stratum in out.columns else None
+    strata_codes, labels = _codes(out[strata]) if strata is not None else (None, None)
     subject_codes = _codes(out[subject])[0] if subject is not None else None
     X, names = _long_covariates(cov, ids, row_id, covariate_id, value)
     ds = Dataset(X=X, covariate_names=names, row_ids=ids, strata=strata_codes, strata_labels=labels,
-                 subject=subject_codes, **_typed_outcome(outcome))
+                 subject=subject_codes, meta={"roles": _role_columns(weight, offset, exposure, strata)},
+                 **_typed_outcome(outcome))
     return ds.drop_empty_covariates()
 
 
@@ -134,7 +146,8 @@ def from_duckdb(database: str, outcomes_sql: str, covariates_sql: str, **kwargs)
     """Dataset from two SQL queries on a DuckDB database (read only).
 
     The queries must return the tables of :func:`from_long`; keyword arguments are
-    passed on to it (column names).
+    passed on to it (column names; case weights and offset only when asked for, e.g.
+    ``weight="weight"``).
 
     Examples
     --------
@@ -147,7 +160,8 @@ def from_duckdb(database: str, outcomes_sql: str, covariates_sql: str, **kwargs)
     if not os.path.exists(database):
         raise InputError(f"DuckDB database {database!r} does not exist")
     with duckdb.connect(database, read_only=True) as con:
-        outcomes, covariates = _arrow(con.sql(outcomes_sql)), _arrow(con.sql(covariates_sql))
+        outcomes, covariates = (_query(con, sql, what) for sql, what in ((outcomes_sql, "outcomes_sql"),
+                                                                        (covariates_sql, "covariates_sql")))
     return from_long(outcomes, covariates, **kwargs)
 
 
@@ -160,7 +174,10 @@ def from_arrays(X, *, y=None, time=None, status=None, start=None, weights=None, 
     >>> ds.covariate_names
     ['x0', 'x1', 'x2']
     """
-    X = sp.csc_matrix(X, dtype=np.float64)
+    try:
+        X = sp.csc_matrix(X, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise InputError(f"X must be a numeric matrix (scipy.sparse or NumPy, rows = observations): {e}") from None
     n, p = X.shape
     names = list(covariate_names) if covariate_names is not None else [f"x{j}" for j in range(p)]
     row_ids = np.arange(n) if row_ids is None else np.asarray(row_ids)
@@ -168,36 +185,83 @@ def from_arrays(X, *, y=None, time=None, status=None, start=None, weights=None, 
     outcome = {k: np.asarray(v) for k, v in dict(y=y, time=time, status=status, start=start,
                                                   weights=weights, offset=offset).items() if v is not None}
     for k, v in outcome.items():
+        if v.ndim != 1 or len(v) != n:
+            raise InputError(f"{k} must be a vector of {n} values (one per row of X), got shape {v.shape}")
         check_finite(v, k, row_ids)
     strata_codes, labels = _codes(pd.Series(strata)) if strata is not None else (None, None)
     subject_codes = _codes(pd.Series(subject))[0] if subject is not None else None
+    given = {role: "array" for role, v in (("weights", weights), ("offset", offset), ("strata", strata))
+             if v is not None}
     ds = Dataset(X=X, covariate_names=names, row_ids=row_ids, strata=strata_codes, strata_labels=labels,
-                 subject=subject_codes, **_typed_outcome(outcome))
+                 subject=subject_codes, meta={"roles": given}, **_typed_outcome(outcome))
     return ds.drop_empty_covariates()
 
 
 # -- helpers ---------------------------------------------------------------------------
+#: Conventional column names of roles that are used only when asked for: keyword -> column.
+_EXPLICIT_ROLES = {"weight": "case weights", "offset": "offset (fixed part of the linear predictor)"}
+
+
+def _warn_unrequested_roles(columns, **requested):
+    """A DataWarning for each column named like a role (``weight``, ``offset``) that was not asked for."""
+    for keyword, what in _EXPLICIT_ROLES.items():
+        if requested[keyword] is None and keyword in columns:
+            warnings.warn(f"the outcomes table has a column {keyword!r} that is NOT used as {what}; to use it, "
+                          f"give {keyword}={keyword!r} (command line: --{'weights' if keyword == 'weight' else keyword} "
+                          f"{keyword}); to silence this warning, leave the column out of the outcomes table",
+                          DataWarning, stacklevel=3)
+
+
+def _role_columns(weights, offset, exposure, strata) -> dict:
+    """Which column played which role, for ``Dataset.meta['roles']`` and the fit's report."""
+    roles = {"weights": weights, "strata": strata}
+    if exposure is not None:
+        roles["offset"] = f"log({exposure})" if offset is None else f"{offset} + log({exposure})"
+    else:
+        roles["offset"] = offset
+    return {role: str(col) for role, col in roles.items() if col is not None}
+
+
+def _query(con, sql, what):
+    """The result of query ``sql`` as an Arrow table; a failing query names itself."""
+    import duckdb
+
+    try:
+        return _arrow(con.sql(sql))
+    except duckdb.Error as e:
+        raise InputError(f"{what} failed: {sql!r}: {e}") from None
+
+
 def _arrow(relation):
     """A DuckDB relation as an Arrow table (``to_arrow_table`` from DuckDB 1.4 on)."""
     return relation.to_arrow_table() if hasattr(relation, "to_arrow_table") else relation.fetch_arrow_table()
 
 
 def _read_table(source):
-    """A DataFrame or Arrow table as is; a path read by pyarrow (Parquet or CSV)."""
-    if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        if not os.path.exists(path):
-            raise InputError(f"file {path!r} does not exist")
+    """A DataFrame or Arrow table as is; a path read by pyarrow (Parquet or CSV).
+
+    Parquet page checksums, when the file has them (riskset writes them), are verified:
+    a corrupt file raises an InputError naming it instead of giving different numbers.
+    """
+    if not isinstance(source, (str, os.PathLike)):
+        return source
+    import pyarrow as pa
+
+    path = os.fspath(source)
+    if not os.path.exists(path):
+        raise InputError(f"file {path!r} does not exist")
+    try:
         if path.endswith((".parquet", ".pq")):
             import pyarrow.parquet as pq
 
-            return pq.read_table(path)
+            return pq.read_table(path, page_checksum_verification=True)
         if path.endswith((".csv", ".csv.gz")):
             import pyarrow.csv as pacsv
 
             return pacsv.read_csv(path)
-        raise InputError(f"unsupported file type {path!r}: use .parquet or .csv")
-    return source
+    except (OSError, pa.ArrowException) as e:
+        raise InputError(f"cannot read file {path!r}, it is corrupt or not in its format: {e}") from None
+    raise InputError(f"unsupported file type {path!r}: use .parquet or .csv")
 
 
 def _to_pandas(frame) -> pd.DataFrame:
@@ -226,7 +290,7 @@ def _long_covariates(cov, ids, row_id, covariate_id, value):
         bad = cov_rows[rows < 0]
         raise InputError(f"covariates for {bad.size} row(s) not in the outcomes table, first row_id {plain(bad[0])!r}")
     col, names = _sorted_codes(cov.column(covariate_id) if not isinstance(cov, pd.DataFrame) else cov[covariate_id])
-    vals = np.ones(len(rows)) if value not in cols else np.asarray(_column_array(cov, value), dtype=np.float64)
+    vals = np.ones(len(rows)) if value not in cols else _numeric_values(_column_array(cov, value), value, cov_rows)
     if vals.size and not np.all(np.isfinite(vals)):
         i = int(np.flatnonzero(~np.isfinite(vals))[0])
         raise InputError(f"covariate {plain(names[col[i]])!r} has a non-finite value ({vals[i]}) "
@@ -238,6 +302,17 @@ def _long_covariates(cov, ids, row_id, covariate_id, value):
     X = sp.csc_matrix((data, indices, indptr), shape=(len(ids), len(names)))
     X.eliminate_zeros()
     return X, [str(c) for c in names]
+
+
+def _numeric_values(values, column, row_ids) -> np.ndarray:
+    """``values`` of the covariates table's column ``column`` as floats; text raises naming the row."""
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        numbers = pd.to_numeric(pd.Series(values), errors="coerce")
+        i = int(np.flatnonzero(numbers.isna() & pd.Series(values).notna())[0])
+        raise InputError(f"column {column!r} of the covariates table is not numeric: {values[i]!r} at "
+                         f"row_id {plain(row_ids[i])!r}") from None
 
 
 def _positions(sorted_ids, wanted):
@@ -300,7 +375,9 @@ def _covariate_matrix(df, covariates, row_ids):
 def _numeric_column(df, col, row_ids):
     s = df[col]
     if not pd.api.types.is_numeric_dtype(s) and s.dtype != bool:
-        raise InputError(f"column {col!r} is not numeric (dtype {s.dtype})")
+        text = pd.to_numeric(s, errors="coerce").isna() & s.notna()
+        first = f": {s[text].iloc[0]!r} at {row_label(row_ids, int(np.flatnonzero(text)[0]))}" if text.any() else ""
+        raise InputError(f"column {col!r} is not numeric (dtype {s.dtype}){first}")
     v = s.to_numpy(dtype=np.float64, na_value=np.nan)
     check_finite(v, col, row_ids)
     return v

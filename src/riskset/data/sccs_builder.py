@@ -39,6 +39,7 @@ import scipy.sparse as sp
 
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
+from riskset.validation import finite_number, finite_numbers, one_of
 
 
 def _col(df, name, what):
@@ -98,8 +99,7 @@ def build_sccs(observation: pd.DataFrame, exposures: pd.DataFrame, outcomes: pd.
     >>> ds.X.toarray().ravel().tolist()
     [0.0, 1.0, 0.0]
     """
-    if risk_window_anchor not in ("start", "end"):
-        raise InputError(f"risk_window_anchor must be 'start' or 'end', not {risk_window_anchor!r}")
+    _check_risk_window(risk_window_start, risk_window_end, risk_window_anchor)
     shift = 1.0 if inclusive_end else 0.0
     counts = {}
 
@@ -155,6 +155,10 @@ def build_sccs(observation: pd.DataFrame, exposures: pd.DataFrame, outcomes: pd.
     ws = e_start + risk_window_start
     we = anchor + risk_window_end + shift
     drugs_all = _col(exposures, drug, "exposures").to_numpy()
+    if e_start.size and not np.any(we > ws):
+        raise InputError(f"every risk window is empty: [exposure start + {risk_window_start:g}, exposure "
+                         f"{risk_window_anchor} + {risk_window_end:g}) ends before it starts for every exposure; "
+                         f"check risk_window_start, risk_window_end and risk_window_anchor")
     sel = (e_case >= 0) & (we > ws)
     e_case, ws, we, drugs_all = e_case[sel], ws[sel], we[sel], drugs_all[sel]
     lo, hi = c_start[e_case], c_end[e_case]
@@ -172,8 +176,8 @@ def build_sccs(observation: pd.DataFrame, exposures: pd.DataFrame, outcomes: pd.
 
     # -- age and calendar cut-points ----------------------------------------------------
     split_case, split_time = [], []
-    age_cuts = np.sort(np.asarray(age_cuts, dtype=np.float64)) if age_cuts is not None else None
-    cal_cuts = np.sort(np.asarray(calendar_cuts, dtype=np.float64)) if calendar_cuts is not None else None
+    age_cuts = np.sort(finite_numbers("age_cuts", age_cuts)) if age_cuts is not None else None
+    cal_cuts = np.sort(finite_numbers("calendar_cuts", calendar_cuts)) if calendar_cuts is not None else None
     if age_cuts is not None:
         b = _times(observation, birth, "observation")[case_obs]
         t = (b[:, None] + age_cuts[None, :]).ravel()
@@ -270,7 +274,19 @@ def build_sccs(observation: pd.DataFrame, exposures: pd.DataFrame, outcomes: pd.
     counts["eras"] = int(n_eras)
     counts["events"] = float(events.sum())
     return Dataset(X=X, covariate_names=names, row_ids=np.arange(n_eras), y=events, offset=np.log(length),
-                   strata=era_case, strata_labels=labels, meta={"eras": eras, "sccs": counts})
+                   strata=era_case, strata_labels=labels,
+                   meta={"eras": eras, "sccs": counts, "roles": {"strata": f"{person} (case)",
+                                                                 "offset": "log(era length)"}})
+
+
+def _check_risk_window(start, end, anchor):
+    """The risk window [exposure start + start, anchor + end): finite offsets, and an
+    end after the start when both count from the exposure start."""
+    one_of("risk_window_anchor", anchor, ("start", "end"))
+    start, end = finite_number("risk_window_start", start), finite_number("risk_window_end", end)
+    if anchor == "start" and end < start:
+        raise InputError(f"risk_window_end ({end:g}) is before risk_window_start ({start:g}) with "
+                         f"risk_window_anchor='start': every risk window would be empty")
 
 
 def eras_dataset(frame: pd.DataFrame, *, person: str = "person_id", length: str = "length",
@@ -294,10 +310,12 @@ def eras_dataset(frame: pd.DataFrame, *, person: str = "person_id", length: str 
                          f"{frame.index[i]!r} ({y[i]:g})")
     covariates = list(covariates) if covariates is not None else [
         c for c in frame.columns if c not in (person, length, events)]
-    X = sp.csc_matrix(frame[covariates].to_numpy(dtype=np.float64))
+    X = sp.csc_matrix(np.column_stack([_times(frame, c, "era") for c in covariates]) if covariates
+                      else np.zeros((len(frame), 0)))
     codes, labels = pd.factorize(_col(frame, person, "era"))
     return Dataset(X=X, covariate_names=[str(c) for c in covariates], row_ids=np.asarray(frame.index),
-                   y=y, offset=np.log(L), strata=codes.astype(np.int64), strata_labels=np.asarray(labels))
+                   y=y, offset=np.log(L), strata=codes.astype(np.int64), strata_labels=np.asarray(labels),
+                   meta={"roles": {"strata": str(person), "offset": f"log({length})"}})
 
 
 __all__ = ["build_sccs", "eras_dataset"]

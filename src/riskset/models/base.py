@@ -16,6 +16,7 @@ Sign convention everywhere: ``l`` is the log-likelihood, which is *maximized*;
 """
 from __future__ import annotations
 
+import inspect
 import warnings
 import weakref
 from abc import ABC, abstractmethod
@@ -25,7 +26,7 @@ from typing import Callable, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from riskset.exceptions import DataWarning
+from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu.columns import columns_times
 from riskset.kernels.cpu.columns import indicator_columns  # noqa: F401  (re-exported for the families)
 
@@ -134,6 +135,25 @@ class Datafit(ABC):
     def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:
         """Dense block d2l/dbeta_a dbeta_b for a, b in ``columns`` (a small set)."""
 
+    def data_weights(self) -> np.ndarray:
+        """This datafit's case weights in Dataset row order, as :meth:`reweighted` takes them
+        (``reweighted(data_weights())`` is this datafit): one per Dataset row up to the last
+        row the datafit reads, 0 for rows it left out (e.g. strata without events). The
+        points of a profile likelihood on the GPU are replicates with these weights."""
+        raise NotImplementedError(f"{type(self).__name__} does not report its case weights")
+
+    @staticmethod
+    def scatter_to_data_rows(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """Weights of the datafit rows placed at their Dataset ``rows`` (0 at Dataset rows no
+        datafit row comes from), up to the last Dataset row used.
+
+        >>> Datafit.scatter_to_data_rows(np.array([2, 0, 2]), np.array([3.0, 1.0, 3.0])).tolist()
+        [1.0, 0.0, 3.0]
+        """
+        out = np.zeros(int(np.max(rows, initial=-1)) + 1)
+        out[rows] = weights
+        return out
+
     def local_quadratic(self, state: FitState, columns: np.ndarray) -> "LocalQuadratic | None":
         """The log-likelihood's gradient and Hessian on ``columns`` without forming the
         Hessian (matrix-free Newton steps on large active sets), or ``None`` if the family
@@ -181,6 +201,23 @@ class Datafit(ABC):
         extreme = "largest" if direction > 0 else "smallest"
         return f"every event has the {extreme} value of {name!r} in its risk set"
 
+    def information_scale(self, state: FitState, columns: np.ndarray) -> np.ndarray:
+        """Per column, a bound on the observed information I_jj computed without cancellation
+        (e.g. sum w x^2 over the risk sets, before the squared risk-set mean is subtracted).
+        An I_jj that is a rounding residue of this scale means the coefficient has no
+        information (a covariate constant within every stratum); see
+        :func:`riskset.inference.aliased_coefficients`. Default: the local quadratic's
+        curvature, else the exact diagonal."""
+        quad = self.local_quadratic(state, columns)
+        return quad.curvature if quad is not None else -np.diag(self.hessian(state, columns))
+
+    def missing_information(self) -> str | None:
+        """Why the likelihood, with the datafit's case weights, carries no information about
+        the coefficients (no row of positive weight, no event compared with another row ...),
+        or None. Checked when a model builds its datafit (:func:`require_information`) and for
+        every training set and draw of cross-validation and the bootstrap."""
+        return None
+
     def reweighted(self, weights: np.ndarray) -> "Datafit | None":
         """The same datafit with new case weights (given in Dataset row order), sharing X
         and every static structure; ``None`` if the family cannot reweight in place (the
@@ -191,6 +228,22 @@ class Datafit(ABC):
 
 #: |b| max|x_j| at which :meth:`Datafit.univariable_separation` reads the slope far out.
 SEPARABILITY_REACH = 50.0
+
+
+def require_information(datafit: Datafit, model: str) -> Datafit:
+    """``datafit``, or InputError if its likelihood carries no information
+    (:meth:`Datafit.missing_information`)."""
+    problem = datafit.missing_information()
+    if problem:
+        raise InputError(f"the {model} model cannot be fitted: {problem}")
+    return datafit
+
+
+def no_weight(weights: np.ndarray, what: str = "row") -> str | None:
+    """The problem of case ``weights`` none of which is positive, or None."""
+    if np.any(weights > 0):
+        return None
+    return f"no {what} has a positive weight ({weights.size} {what}s), so the likelihood carries no information"
 
 
 def weight_overflow(state) -> str | None:
@@ -270,9 +323,17 @@ class Model(ABC):
             pass
         return p
 
+    #: Whether the model reads the data's strata (stratified Cox, conditional models, SCCS).
+    uses_strata: ClassVar[bool] = False
+
     def unpenalized_names(self) -> list[str]:
         """Coefficients that are never penalized whatever the prior (e.g. the intercept)."""
         return []
+
+    def covariate_of(self, coef_name: str) -> str | None:
+        """The data covariate that coefficient ``coef_name`` multiplies, or None for the
+        intercept and other terms of no covariate (predictions match covariates by it)."""
+        return None if coef_name in self.unpenalized_names() else coef_name
 
     @classmethod
     def from_spec(cls, spec: dict) -> "Model":
@@ -286,17 +347,38 @@ class Model(ABC):
     def predict(self, fit, data, kind: str = "link") -> np.ndarray:
         """Predictions for ``data`` from ``fit``; ``kind='link'`` is the linear predictor."""
         if kind != "link":
-            raise ValueError(f"{self.name} model supports predict kind 'link' only, not {kind!r}")
+            raise InputError(f"kind: the {self.name} model predicts kind 'link' only, not {kind!r}")
         return fit.linear_predictor(data)
 
 
 def get_model(name: str, **options) -> Model:
-    """The registered model called ``name`` (e.g. 'logistic', 'cox'), with options."""
+    """The registered model called ``name`` (e.g. 'logistic', 'cox'), with options.
+
+    Unknown model names and option names raise an InputError listing the known ones.
+
+    >>> get_model("cox", ties="efron").options()
+    {'ties': 'efron'}
+    """
     import riskset.models  # noqa: F401  (registers the built-in families)
 
-    try:
-        cls = Model.registry[name]
-    except KeyError:
+    if not isinstance(name, str) or name not in Model.registry:
         known = ", ".join(sorted(Model.registry))
-        raise ValueError(f"unknown model {name!r}; known models: {known}") from None
+        raise InputError(f"unknown model {name!r}; known models: {known}")
+    cls = Model.registry[name]
+    known_options = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    unknown = [k for k in options if k not in known_options]
+    if unknown:
+        raise InputError(f"unknown option(s) {', '.join(map(repr, unknown))} for the {name} model; "
+                         f"its options: {', '.join(known_options) or 'none'}")
     return cls(**options)
+
+
+def as_model(model, **options) -> Model:
+    """A configured model instance as is, or the registered model ``model`` with
+    ``options`` (the ``model`` argument of ``riskset.fit`` and the selection tools)."""
+    if isinstance(model, Model):
+        if options:
+            raise InputError(f"option(s) {', '.join(map(repr, options))} given with a configured {model.name} "
+                             f"model instance; pass them to its constructor instead")
+        return model
+    return get_model(model, **options)

@@ -46,7 +46,8 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import conditional as kernels
-from riskset.models.base import Datafit, FitState, Model, indicator_columns, weight_overflow
+from riskset.models.base import Datafit, FitState, Model, indicator_columns, require_information, weight_overflow
+
 
 class ConditionalDatafit(Datafit):
     """Stratified multinomial / exact conditional log-likelihood.
@@ -84,6 +85,10 @@ class ConditionalDatafit(Datafit):
         self.n_s = np.bincount(self.row_stratum, weights=self.y, minlength=self.n_strata).astype(np.float64)
         self.xy = np.ascontiguousarray(self.X.T @ self.y, dtype=np.float64)
 
+    def data_weights(self):
+        """Case weights in Dataset row order: each row carries its stratum's weight c_s."""
+        return self.scatter_to_data_rows(self.rows, self.c_s[self.row_stratum])
+
     def reweighted(self, weights):
         """The same datafit with case weights ``weights`` (Dataset row order; constant within each
         stratum, as for the models' ``weights``), sharing X and the strata; weight 0 removes a stratum."""
@@ -98,6 +103,23 @@ class ConditionalDatafit(Datafit):
         new.__dict__.update(self.__dict__)
         new._set_stratum_weights(c_s)
         return new
+
+    def missing_information(self):
+        """None if some stratum of positive weight has an event and more than one row (a
+        conditional likelihood compares rows within a stratum)."""
+        size = np.diff(self.stratum_ptr)
+        weighted = self.c_s > 0
+        with_event = weighted & (self.n_s > 0)
+        if np.any(with_event & (size >= 2)):
+            return None
+        if not weighted.any():
+            return (f"no stratum has a positive weight ({self.n_strata} strata), so the likelihood carries "
+                    "no information")
+        if not with_event.any():
+            return (f"no stratum of positive weight has an event ({int(weighted.sum())} such strata), so the "
+                    "likelihood carries no information")
+        return (f"all {int(with_event.sum())} strata of positive weight with an event have a single row: a "
+                "conditional likelihood compares rows within strata, so it carries no information")
 
     def new_state(self, beta):
         """State at ``beta``. It owns every array a sweep writes (the exact likelihood's
@@ -143,6 +165,13 @@ class ConditionalDatafit(Datafit):
     def separation_pattern(self, name, direction):
         extreme = "largest" if direction > 0 else "smallest"
         return f"{name!r} separates the outcome within strata: every case has the {extreme} value in its stratum"
+
+    def information_scale(self, state, columns):
+        """sum_r n_s (w_r / W_s) x_rj^2: the within-stratum second moment, before the squared
+        stratum mean is subtracted (a bound on I_jj without cancellation)."""
+        p = state.w / np.bincount(self.row_stratum, weights=state.w, minlength=self.n_strata)[self.row_stratum]
+        Xc = self.X[:, np.asarray(columns, dtype=np.int64)]
+        return np.asarray(Xc.multiply(Xc).T @ (p * self.n_s[self.row_stratum])).ravel()
 
     def hessian(self, state, columns):
         columns = np.asarray(columns, dtype=np.int64)
@@ -202,6 +231,8 @@ def sorted_by_stratum(data: Dataset, keep_strata: np.ndarray | None = None):
 class _Conditional(Model):
     """Shared plumbing: validation, stratum sorting and datafit building."""
 
+    uses_strata = True
+
     def coef_names(self, data):
         return list(data.covariate_names)
 
@@ -215,7 +246,7 @@ class _Conditional(Model):
             st = np.asarray(data.strata)
             e = np.exp(eta - np.max(eta))
             return e / np.bincount(st, weights=e)[st]
-        raise ValueError(f"{self.name} predictions are 'link' or 'probability', not {kind!r}")
+        raise InputError(f"kind: {self.name} predictions are 'link' or 'probability', not {kind!r}")
 
 
 class ConditionalPoisson(_Conditional):
@@ -266,7 +297,7 @@ class ConditionalPoisson(_Conditional):
         df = ConditionalDatafit(data.X[rows].tocsc(), y[rows], codes, offset, c_s)
         df.rows = rows
         df.row_ids = data.row_ids[rows]
-        return df
+        return require_information(df, self.name)
 
 
 class ConditionalLogistic(_Conditional):
@@ -287,7 +318,7 @@ class ConditionalLogistic(_Conditional):
 
     def __init__(self, ties: str = "exact"):
         if ties not in ("exact", "breslow"):
-            raise ValueError(f"ties must be 'exact' or 'breslow', not {ties!r}")
+            raise InputError(f"ties must be 'exact' or 'breslow', not {ties!r}")
         self.ties = ties
 
     def options(self):
@@ -330,7 +361,7 @@ class ConditionalLogistic(_Conditional):
         df = ConditionalDatafit(data.X[rows].tocsc(), y[rows], codes, offset, c_s, exact_m)
         df.rows = rows
         df.row_ids = data.row_ids[rows]
-        return df
+        return require_information(df, self.name)
 
 
 __all__ = ["ConditionalDatafit", "ConditionalLogistic", "ConditionalPoisson"]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -37,7 +38,8 @@ from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
 from riskset.kernels.cpu.columns import columns_dot, columns_dot2, columns_times
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates, indicator_columns,
-                                 weight_overflow)
+                                 require_information, weight_overflow)
+from riskset.validation import coef_mapping, finite_numbers, one_of
 
 TIES = ("breslow", "efron")
 FORMULATIONS = ("sparse", "scan")
@@ -93,6 +95,10 @@ class CoxDatafit(Datafit):
             self.codes = column_breakpoints(self.indptr, self.indices, self.ks, self.ke)
         self.data_rows = order  # Dataset row of each datafit row (set by CoxModel.datafit)
 
+    def data_weights(self):
+        """Case weights in Dataset row order (every piece of a split row carries the row's weight)."""
+        return self.scatter_to_data_rows(self.data_rows, self.cw)
+
     def reweighted(self, weights):
         """The same datafit with case weights ``weights`` (Dataset row order), sharing X, the sort
         and every static structure; weight 0 removes a row exactly (also for Efron ties)."""
@@ -109,6 +115,29 @@ class CoxDatafit(Datafit):
         new.efron = self.ties == "efron" and bool(np.any(slot_m > 1))
         new.gx0 = np.ascontiguousarray(self.X.T @ (cw * self.event), dtype=np.float64)
         return new
+
+    def missing_information(self):
+        """None if some event of positive weight has another row of positive weight in its
+        risk set (the partial likelihood compares each event with the rows at risk)."""
+        positive = self.cw > 0
+        events = (self.event == 1) & positive
+        if not events.any():
+            return (f"no event has a positive weight ({int(np.sum(self.event == 1))} event(s)), so the Cox "
+                    "likelihood carries no information")
+        # rows of positive weight at risk at each event slot k: those with ks <= k < ke
+        ns = self.rs.n_slots
+        change = (np.bincount(self.ks, weights=positive, minlength=ns + 1)
+                  - np.bincount(self.ke, weights=positive, minlength=ns + 1))
+        at_risk = np.cumsum(change)[:ns]
+        if np.any(at_risk[self.ke[events] - 1] >= 2):
+            return None
+        n_strata = int(self.rs.row_stratum.max()) + 1
+        rows = np.bincount(self.rs.row_stratum, weights=positive, minlength=n_strata)
+        if n_strata > 1 and np.all(rows <= 1):
+            return (f"all {n_strata} strata with an event have a single row (of positive weight): a stratified Cox "
+                    "likelihood compares rows within strata, so it carries no information")
+        return ("no event has another row of positive weight in its risk set (in its stratum, at its time): the "
+                "Cox likelihood compares each event with the rows at risk, so it carries no information")
 
     # -- state --------------------------------------------------------------------
     def new_state(self, beta):
@@ -305,16 +334,13 @@ class CoxModel(Model):
     """
 
     name = "cox"
+    uses_strata = True
 
     def __init__(self, ties: str = "breslow", time_varying: dict | None = None, formulation: str = "sparse"):
-        ties = str(ties).lower()
-        if ties not in TIES:
-            raise ValueError(f"ties must be one of {TIES}, not {ties!r}")
-        if formulation not in FORMULATIONS:
-            raise ValueError(f"formulation must be one of {FORMULATIONS}, not {formulation!r}")
-        self.ties = ties
-        self.formulation = formulation
-        self.time_varying = {str(k): sorted(float(c) for c in np.atleast_1d(v)) for k, v in (time_varying or {}).items()}
+        self.ties = one_of("ties", str(ties).lower(), TIES)
+        self.formulation = one_of("formulation", formulation, FORMULATIONS)
+        self.time_varying = {name: _cut_points(name, cuts)
+                             for name, cuts in coef_mapping("time_varying", time_varying).items()}
 
     @classmethod
     def from_spec(cls, spec):
@@ -387,10 +413,19 @@ class CoxModel(Model):
         df = CoxDatafit(p.X, p.time, p.status, p.start, p.strata, p.weights, p.offset, ties=self.ties,
                         formulation=self.formulation)
         df.data_rows = np.ascontiguousarray(p.rows[df.order])
-        return df
+        return require_information(df, self.name)
 
     def coef_names(self, data):
         return list(self._prepared(data, warn=False).names)
+
+    def covariate_of(self, coef_name):
+        return self._interval_covariates.get(coef_name, coef_name)
+
+    @cached_property
+    def _interval_covariates(self) -> dict:
+        """Coefficient name of each interval of a time-varying covariate -> the covariate."""
+        return {f"{name}{lab}": name for name, cuts in self.time_varying.items()
+                for lab in interval_labels(np.asarray(cuts, dtype=np.float64), lower=0.0)}
 
     def predict(self, fit, data, kind="link"):
         """'link' = x beta + offset, 'risk' = exp(link) (relative hazard), in data order.
@@ -399,10 +434,21 @@ class CoxModel(Model):
         row's ``time`` is used. Survival curves: :func:`riskset.survival.predict_survival`.
         """
         if kind not in ("link", "risk"):
-            raise ValueError(f"cox predictions are 'link' or 'risk' (survival curves: "
+            raise InputError(f"kind: cox predictions are 'link' or 'risk' (survival curves: "
                              f"riskset.survival.predict_survival), not {kind!r}")
+        fit.check_covariates(data)
         eta = linear_predictor(self, fit.coef, data)
         return eta if kind == "link" else np.exp(eta)
+
+
+def _cut_points(name: str, cuts) -> list[float]:
+    """Cut points of a time-varying coefficient: finite, > 0 and increasing (follow-up
+    starts at time 0, so a cut at or below 0 would make an empty interval)."""
+    arr = finite_numbers(f"time_varying[{name!r}]", cuts)
+    if np.any(arr <= 0) or np.any(np.diff(arr) <= 0):
+        raise InputError(f"time_varying[{name!r}] cut points must be > 0 and strictly increasing, "
+                         f"got {arr.tolist()}")
+    return arr.tolist()
 
 
 def linear_predictor(model: CoxModel, coef, data) -> np.ndarray:

@@ -38,7 +38,7 @@ from riskset.data.dataset import row_label
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
 from riskset.models.base import (Datafit, FitState, Model, drop_constant_covariates, indicator_columns,
-                                 weight_overflow)
+                                 require_information, weight_overflow)
 
 FORMULATIONS = ("sparse", "scan")
 
@@ -127,7 +127,7 @@ class FineGrayDatafit(Datafit):
 
     def __init__(self, X, time, event, competing, censored, weights=None, offset=None, formulation="sparse"):
         if formulation not in FORMULATIONS:
-            raise ValueError(f"formulation must be one of {FORMULATIONS}, not {formulation!r}")
+            raise InputError(f"formulation must be one of {FORMULATIONS}, not {formulation!r}")
         time = np.asarray(time, dtype=np.float64)
         n = time.shape[0]
         event = np.asarray(event, dtype=np.uint8)
@@ -171,12 +171,33 @@ class FineGrayDatafit(Datafit):
                                   minlength=self.n_slots).astype(np.float64)[:self.n_slots]
         self.gx0 = np.ascontiguousarray(self.X.T @ (cw * self.event), dtype=np.float64)
 
+    def missing_information(self):
+        """None if some event of interest of positive weight has another row of positive
+        weight in its risk set (rows still at risk, and competing events before it)."""
+        positive = self.cw > 0
+        events = (self.event == 1) & positive
+        if not events.any():
+            return (f"no event of interest has a positive weight ({int(np.sum(self.event == 1))} event(s)), so "
+                    "the Fine-Gray likelihood carries no information")
+        t = self.time[events]
+        later = np.sort(self.time[positive])
+        competing_before = np.sort(self.time[positive & (self.comp == 1)])
+        at_risk = later.size - np.searchsorted(later, t, side="left") + np.searchsorted(competing_before, t)
+        if np.any(at_risk >= 2):
+            return None
+        return ("no event of interest has another row of positive weight in its risk set: the Fine-Gray "
+                "likelihood compares each event with the rows at risk, so it carries no information")
+
     def reweighted(self, weights):
         """The same datafit with case weights ``weights`` (input order): G, event counts recomputed."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new._set_weights(np.ascontiguousarray(np.asarray(weights, dtype=np.float64)[self.order]))
         return new
+
+    def data_weights(self):
+        """Case weights in input (Dataset) row order."""
+        return self.scatter_to_data_rows(self.order, self.cw)
 
     # -- state ----------------------------------------------------------------------------
     def new_state(self, beta):
@@ -325,17 +346,17 @@ class FineGrayModel(Model):
     def __init__(self, event_of_interest: int = 1, competing_events=None, censor_code: int = 0,
                  formulation: str = "sparse"):
         if formulation not in FORMULATIONS:
-            raise ValueError(f"formulation must be one of {FORMULATIONS}, not {formulation!r}")
+            raise InputError(f"formulation must be one of {FORMULATIONS}, not {formulation!r}")
         self.event_of_interest = int(event_of_interest)
         if competing_events is not None:
             competing_events = [int(c) for c in np.atleast_1d(competing_events)]
         self.competing_events = competing_events
         self.censor_code = int(censor_code)
         if self.event_of_interest == self.censor_code:
-            raise ValueError("event_of_interest and censor_code must differ")
+            raise InputError("event_of_interest and censor_code must differ")
         if competing_events is not None and (self.event_of_interest in competing_events
                                              or self.censor_code in competing_events):
-            raise ValueError("competing_events must not contain event_of_interest or censor_code")
+            raise InputError("competing_events must not contain event_of_interest or censor_code")
         self.formulation = formulation
 
     @classmethod
@@ -379,8 +400,9 @@ class FineGrayModel(Model):
     def datafit(self, data) -> FineGrayDatafit:
         self._cache = None
         p = self._prepared(data, warn=True)
-        return FineGrayDatafit(p.X, p.time, p.outcome.event, p.outcome.competing, p.outcome.censored,
-                               p.weights, p.offset, formulation=self.formulation)
+        return require_information(FineGrayDatafit(p.X, p.time, p.outcome.event, p.outcome.competing,
+                                                   p.outcome.censored, p.weights, p.offset,
+                                                   formulation=self.formulation), self.name)
 
     def coef_names(self, data):
         return list(self._prepared(data, warn=False).names)
@@ -391,7 +413,7 @@ class FineGrayModel(Model):
         Cumulative incidence curves: :func:`riskset.competing_risks.predict_cif`.
         """
         if kind not in ("link", "risk"):
-            raise ValueError(f"fine_gray predictions are 'link' or 'risk' (cumulative incidence: "
+            raise InputError(f"kind: fine_gray predictions are 'link' or 'risk' (cumulative incidence: "
                              f"riskset.competing_risks.predict_cif), not {kind!r}")
         eta = fit.linear_predictor(data)
         return eta if kind == "link" else np.exp(eta)

@@ -17,7 +17,8 @@ from riskset.data.dataset import Dataset, row_label
 from riskset.exceptions import InputError
 from riskset.kernels.cpu import glm as kernels
 from riskset.kernels.cpu import separability as separability_kernels
-from riskset.models.base import Datafit, FitState, LocalQuadratic, Model, indicator_columns, sparse_product
+from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, indicator_columns, no_weight,
+                                 require_information, sparse_product)
 
 class GLMDatafit(Datafit):
     """Datafit of a GLM family with canonical link (kernels in ``kernels.cpu.glm``).
@@ -43,10 +44,17 @@ class GLMDatafit(Datafit):
         eta = sparse_product(self.X, beta[self.first:]) + self.offset
         return eta + beta[0] if self.first else eta
 
+    def missing_information(self):
+        return no_weight(self.w)
+
     def reweighted(self, weights):
         view = copy.copy(self)
         view.w = np.ascontiguousarray(weights, dtype=np.float64)
         return view
+
+    def data_weights(self):
+        """Case weights (rows are Dataset rows)."""
+        return self.w.copy()
 
     def new_state(self, beta):
         rows = np.empty((self.n_rows, kernels.N_FIELDS))
@@ -172,7 +180,8 @@ class _GLM(Model):
     def datafit(self, data: Dataset) -> GLMDatafit:
         data.require("y", model=self.name)
         self.validate_response(data.y, data.row_ids)
-        return GLMDatafit(self.family, data.X, data.y, data.weights, data.offset, intercept=self.intercept)
+        return require_information(GLMDatafit(self.family, data.X, data.y, data.weights, data.offset,
+                                              intercept=self.intercept), self.name)
 
     def validate_response(self, y, row_ids):
         """Raise InputError for responses outside the family's support."""
@@ -183,7 +192,7 @@ class _GLM(Model):
             return eta
         if kind == self.mean_kind:
             return self.mean(eta)
-        raise ValueError(f"{self.name} predictions are 'link' or {self.mean_kind!r}, not {kind!r}")
+        raise InputError(f"kind: {self.name} predictions are 'link' or {self.mean_kind!r}, not {kind!r}")
 
 
 class LogisticRegression(_GLM):

@@ -32,7 +32,8 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import pooled as kernels
-from riskset.models.base import Datafit, FitState, Model
+from riskset.models.base import Datafit, FitState, Model, no_weight, require_information
+from riskset.validation import coef_mapping, positive_number
 
 _BUILTIN = {
     "linear": ("t", lambda k: k),
@@ -56,9 +57,35 @@ def _time_function(spec):
                      f"got {spec!r}")
 
 
+#: Largest interval index K = ceil(time / interval_width) that float64 counts exactly (2^53).
+MAX_INTERVAL_INDEX = 2 ** 53
+#: With time effects the fit visits every person-interval on each update of the intercept or a time
+#: term (some 3e7 per second and thread): the default ``max_person_intervals`` beyond which it refuses
+#: (1e8 is already minutes per cycle), and the count beyond which it warns that the fit will be slow.
+MAX_PERSON_INTERVALS = 10 ** 8
+SLOW_PERSON_INTERVALS = 10 ** 7
+#: With time effects the table of f_m(k), k = 1..K, is stored: the largest K allowed.
+MAX_TIME_TABLE = 10 ** 7
+#: ``predict`` returns an (n_rows, n_intervals) matrix: the most values it builds.
+MAX_PREDICTION_VALUES = 10 ** 8
+
+
 def n_intervals(time, width) -> np.ndarray:
-    """K = ceil(time / width), robust to floating-point round-off at exact multiples."""
+    """K = ceil(time / width), robust to floating-point round-off at exact multiples.
+
+    Raises InputError when a K would exceed :data:`MAX_INTERVAL_INDEX` (or is not finite).
+
+    >>> n_intervals([0.5, 1.0, 2.5], 0.5)
+    array([1, 2, 5])
+    """
     r = np.asarray(time, dtype=np.float64) / width
+    too_many = r > MAX_INTERVAL_INDEX
+    if too_many.any():
+        i = int(np.flatnonzero(too_many)[0])
+        t = np.ravel(time)[i]
+        raise InputError(f"pooled_logistic: time {t:g} with interval_width={width:g} makes {r.flat[i]:.3g} "
+                         f"intervals, more than can be counted ({MAX_INTERVAL_INDEX:.2g}): use a wider "
+                         f"interval_width (or check the time unit)")
     k = np.ceil(r)
     near = np.abs(r - np.round(r)) <= 1e-9 * np.maximum(1.0, np.abs(r))
     return np.where(near, np.round(r), k).astype(np.int64)
@@ -81,14 +108,22 @@ class PooledLogisticDatafit(Datafit):
         self.ftab = np.ascontiguousarray(ftab, dtype=np.float64)
         self.nf = self.ftab.shape[0]
         self.wt = np.ones(self.n_rows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+        self.rows = np.arange(self.n_rows)  # Dataset row of each subject row (set by the model)
         # static event sums: sum_i wt d c F_m(K_i)
         self.ysum = np.empty(len(self.src))
         for m in range(self.nf):
-            e = self.wt * self.d * self.ftab[m, self.K]
-            sel = self.fidx == m
-            zsum = self.X.T @ e
-            tot = e.sum()
-            self.ysum[sel] = np.where(self.src[sel] < 0, tot, zsum[np.maximum(self.src[sel], 0)])
+            at_event = self.wt * self.d * (self.ftab[m, self.K] if m else 1.0)  # F_0 = 1 (one-column ftab)
+            sel, sums = self._column_sums(m, at_event)
+            self.ysum[sel] = sums
+
+    def _column_sums(self, m, per_subject):
+        """(columns, sum_i c_i v_i) of the virtual columns c_i F_m(k) (c = 1 where src < 0)."""
+        sel = np.flatnonzero(self.fidx == m)
+        src = self.src[sel]
+        sums = np.full(sel.size, per_subject.sum())
+        cov = src >= 0
+        sums[cov] = self.X[:, src[cov]].T @ per_subject
+        return sel, sums
 
     @property
     def n_coef(self) -> int:
@@ -96,7 +131,7 @@ class PooledLogisticDatafit(Datafit):
 
     @property
     def n_person_periods(self) -> int:
-        return int(self.K.sum())
+        return int(self.K.sum(dtype=np.float64))  # float: K_i may be up to 2^53 each
 
     def lin(self, beta):
         """Per-subject coefficient of each time function, shape (nf, N)."""
@@ -112,13 +147,24 @@ class PooledLogisticDatafit(Datafit):
         lin[0] += self.offset
         return lin
 
+    def missing_information(self):
+        """None if some subject of positive weight has an event (without one every
+        person-period is a non-event and the hazard has no estimate)."""
+        problem = no_weight(self.wt, "subject")
+        if problem or np.any((self.wt > 0) & (self.d > 0)):
+            return problem
+        return (f"no subject with an event has a positive weight ({int(np.sum(self.d > 0))} event(s)), so the "
+                "likelihood carries no information")
+
     def linear_predictor(self, beta):
         raise NotImplementedError("pooled logistic rows are virtual; use lin(beta)")
 
     def reach(self, direction):
         """A bound on max |x d| over the person-period rows: sum_m max_i |lin_m,i| max_k |f_m(k)|."""
         lin = self.lin(direction) - self.lin(np.zeros_like(direction))
-        return float(np.sum(np.max(np.abs(lin), axis=1, initial=0.0) * np.max(np.abs(self.ftab[:, 1:]), axis=1)))
+        f_max = np.max(np.abs(self.ftab[:, 1:]), axis=1, initial=0.0)
+        f_max[0] = 1.0  # F_0 = 1
+        return float(np.sum(np.max(np.abs(lin), axis=1, initial=0.0) * f_max))
 
     def new_state(self, beta):
         lin = np.ascontiguousarray(self.lin(beta))
@@ -133,6 +179,10 @@ class PooledLogisticDatafit(Datafit):
 
     def loglik(self, state):
         return kernels.loglik(state.lin, self.K, self.wt, self.d, self.ftab, state.SP)
+
+    def data_weights(self):
+        """Case weights in Dataset row order (0 for subjects dropped with follow-up time 0)."""
+        return self.scatter_to_data_rows(self.rows, self.wt)
 
     def coordinate(self, state, j):
         return kernels.coordinate(self.indptr, self.indices, self.values, self.src[j], self.fidx[j],
@@ -149,12 +199,8 @@ class PooledLogisticDatafit(Datafit):
     def gradient(self, state):
         g = self.ysum.copy()
         for m in range(self.nf):
-            sel = np.flatnonzero(self.fidx == m)
-            if sel.size == 0:
-                continue
-            zg = self.X.T @ state.G[m]
-            tot = state.G[m].sum()
-            g[sel] -= np.where(self.src[sel] < 0, tot, zg[np.maximum(self.src[sel], 0)])
+            sel, sums = self._column_sums(m, state.G[m])
+            g[sel] -= sums
         return g
 
     def _columns(self, columns):
@@ -202,6 +248,11 @@ class PooledLogistic(Model):
         Include the intercept beta0 (default True).
     horizon : int, optional
         Number of intervals returned by ``predict`` when the data have no ``time``.
+    max_person_intervals : float
+        With ``time_effects``, the most person-intervals a fit accepts (default
+        :data:`MAX_PERSON_INTERVALS`, 1e8): each update of the intercept or a time term visits
+        them all, so more is refused up front; raise it knowingly for a long fit. Without time
+        effects the count does not matter (closed-form sums).
 
     The intercept and its time terms are never penalized.
 
@@ -214,18 +265,13 @@ class PooledLogistic(Model):
 
     name = "pooled_logistic"
 
-    def __init__(self, interval_width, time_effects=None, intercept: bool = True, horizon: int | None = None):
-        try:
-            width = float(interval_width)
-        except (TypeError, ValueError):
-            raise InputError(f"interval_width must be a number, got {interval_width!r}") from None
-        if not (np.isfinite(width) and width > 0):
-            raise InputError(f"interval_width must be a finite number > 0 (intervals of zero or negative width "
-                             f"are impossible), got {interval_width!r}")
-        self.interval_width = width
-        self.time_effects = dict(time_effects or {})
+    def __init__(self, interval_width, time_effects=None, intercept: bool = True, horizon: int | None = None,
+                 max_person_intervals: float = MAX_PERSON_INTERVALS):
+        self.interval_width = positive_number("interval_width", interval_width)
+        self.time_effects = coef_mapping("time_effects", time_effects)  # integer covariate ids as names
         self.intercept = bool(intercept)
         self.horizon = horizon
+        self.max_person_intervals = positive_number("max_person_intervals", max_person_intervals)
         # distinct time functions, in order of first use
         self._functions = []  # (label, func)
         self._terms = []  # (term, label)
@@ -240,14 +286,15 @@ class PooledLogistic(Model):
         # user functions stay callables here (fit.model rebuilds the model in this session); only
         # the built-in names survive a JSON round trip of the fit
         return {"interval_width": self.interval_width, "time_effects": dict(self.time_effects),
-                "intercept": self.intercept, "horizon": self.horizon}
+                "intercept": self.intercept, "horizon": self.horizon,
+                "max_person_intervals": self.max_person_intervals}
 
     @classmethod
     def from_spec(cls, spec):
         if "interval_width" not in spec:
             raise InputError("the pooled_logistic model needs 'interval_width'")
         return cls(spec["interval_width"], spec.get("time_effects"), spec.get("intercept", True),
-                   spec.get("horizon"))
+                   spec.get("horizon"), spec.get("max_person_intervals", MAX_PERSON_INTERVALS))
 
     # -- names and structure -----------------------------------------------------------
     def time_terms(self, covariate_names):
@@ -309,6 +356,32 @@ class PooledLogistic(Model):
     def intervals(self, time) -> np.ndarray:
         return n_intervals(time, self.interval_width)
 
+    def _fit_function_table(self, K, time) -> np.ndarray:
+        """The table the fit's kernels read, after refusing work that grows too large.
+
+        Without time functions the kernels sum each subject's intervals in closed form and
+        need only the constant (one column): the cost is then independent of the width.
+        With time functions every person-interval is visited and the table has K columns.
+        """
+        if not self._functions:
+            return np.ones((1, 1))
+        kmax = int(K.max())
+        total = float(K.sum(dtype=np.float64))
+        counts = (f"interval_width={self.interval_width:g} makes {total:.3g} person-intervals (largest time "
+                  f"{float(time.max()):g} -> {kmax:.3g} intervals)")
+        if kmax > MAX_TIME_TABLE:
+            raise InputError(f"{self.name}: {counts}; with time_effects the values of the time functions are stored "
+                             f"for every interval, and the limit is {MAX_TIME_TABLE:.0e}: use a wider interval_width")
+        if total > self.max_person_intervals:
+            raise InputError(f"{self.name}: {counts}; with time_effects every person-interval is visited on each "
+                             f"update, and the limit is max_person_intervals={self.max_person_intervals:.3g}: use a "
+                             f"wider interval_width (or raise max_person_intervals for a fit of hours)")
+        if total > SLOW_PERSON_INTERVALS:
+            warnings.warn(f"{self.name}: {counts}; with time_effects every person-interval is visited on each "
+                          f"update, so the fit may take minutes (a wider interval_width is faster)", DataWarning,
+                          stacklevel=4)
+        return self.function_table(kmax)
+
     # -- datafit -------------------------------------------------------------------------
     def datafit(self, data: Dataset) -> PooledLogisticDatafit:
         data.require("time", model=self.name)
@@ -335,13 +408,13 @@ class PooledLogistic(Model):
             if rows.size == 0:
                 raise InputError(f"{self.name}: every subject has follow-up time 0")
         src, fidx = self._structure(data)
-        ftab = self.function_table(int(K[rows].max()))
+        ftab = self._fit_function_table(K[rows], time[rows])
         Z = data.X if not zero.any() else data.X[rows].tocsc()
         w = None if data.weights is None else np.asarray(data.weights)[rows]
         off = None if data.offset is None else np.asarray(data.offset)[rows]
         df = PooledLogisticDatafit(Z, K[rows], status[rows], src, fidx, ftab, w, off)
         df.rows = rows
-        return df
+        return require_information(df, self.name)
 
     # -- prediction ----------------------------------------------------------------------
     def _beta(self, fit, data):
@@ -361,6 +434,10 @@ class PooledLogistic(Model):
                 n_intervals = int(self.intervals(data.time).max())
             else:
                 raise InputError("give n_intervals (or the model's horizon) to predict without a time column")
+        if data.n_rows * float(n_intervals) > MAX_PREDICTION_VALUES:
+            raise InputError(f"{self.name} predictions for {data.n_rows} rows x {n_intervals:.3g} intervals would be "
+                             f"more than {MAX_PREDICTION_VALUES:.0e} values: give a smaller n_intervals (or horizon), "
+                             f"or predict for fewer rows")
         src, fidx = self._structure(data)
         ftab = self.function_table(n_intervals)
         Z = data.X
@@ -380,14 +457,21 @@ class PooledLogistic(Model):
         """Survival at the end of interval k: S(k) = prod_{l <= k} (1 - h(l))."""
         return np.cumprod(1.0 - self.hazard(fit, data, n_intervals), axis=1)
 
+    def covariate_of(self, coef_name):
+        for term, label in self._terms:
+            if coef_name == f"{term}:{label}":
+                return term
+        return super().covariate_of(coef_name)
+
     def predict(self, fit, data, kind="hazard"):
+        fit.check_covariates(data)
         if kind == "link":
             return self.link(fit, data)
         if kind == "hazard":
             return self.hazard(fit, data)
         if kind == "survival":
             return self.survival(fit, data)
-        raise ValueError(f"pooled_logistic predictions are 'link', 'hazard' or 'survival', not {kind!r}")
+        raise InputError(f"kind: pooled_logistic predictions are 'link', 'hazard' or 'survival', not {kind!r}")
 
 
 def person_period_table(data: Dataset, interval_width: float):

@@ -17,6 +17,8 @@ import textwrap
 
 import numpy as np
 
+from riskset.cli import COUNT, POSITIVE, Parser
+
 DESCRIPTION = """\
 Integrate one small ODE model for many parameter sets at once
 (Dormand-Prince 5(4) with scipy RK45's error control and dense output; all
@@ -53,7 +55,9 @@ examples:
       --out pk.parquet
 
 exit status: 0 all tasks succeeded; 1 some tasks failed (their rows are
-NaN after the failure; see the per-task summary); 2 bad input.
+NaN after the failure; see the per-task summary); 2 bad usage or input
+(one line 'riskset ode: error: ...'); 3 internal error (a bug: rerun
+with --debug for the traceback).
 Task status codes: 0 success, 1 max steps reached, 2 step size underflow,
 3 non-finite parameters or initial state.
 """
@@ -84,14 +88,14 @@ def _add_arguments(p):
                      help="JSON specification (system, parameter_sets, "
                      "times, solver); replaces --model/--params/--times")
     sol = p.add_argument_group("solver")
-    sol.add_argument("--rtol", type=float, default=None,
+    sol.add_argument("--rtol", type=POSITIVE, default=None,
                      help="relative tolerance (default 1e-6, or the spec's)")
-    sol.add_argument("--atol", type=float, default=None,
+    sol.add_argument("--atol", type=POSITIVE, default=None,
                      help="absolute tolerance (default 1e-6, or the spec's)")
     sol.add_argument("--backend", choices=["cpu", "gpu"], default="cpu",
                      help="cpu: numba prange over all cores (default); "
                      "gpu: numba-CUDA, one task per thread")
-    sol.add_argument("--max-steps", type=int, default=100_000,
+    sol.add_argument("--max-steps", type=COUNT, default=100_000,
                      help="max attempted steps per task (default 100000)")
     sol.add_argument("--bundle", dest="bundle", action="store_true",
                      default=None, help="sort tasks by predicted step "
@@ -112,7 +116,7 @@ def _add_arguments(p):
 
 def build_parser():
     """Stand-alone parser (``python -m riskset.ode.cli``)."""
-    parser = argparse.ArgumentParser(prog="riskset")
+    parser = Parser(prog="riskset")
     sub = parser.add_subparsers(dest="command", required=True)
     add_parser(sub)
     return parser
@@ -135,6 +139,8 @@ def parse_times(text):
             a, b, step = parts
             return seq_times(a, b, step)
         return np.array([float(x) for x in text.split(",") if x.strip()])
+    except InputError as err:  # a well-formed but impossible range: keep its reason
+        raise InputError(f"--times {text!r}: {err}") from None
     except ValueError:
         raise InputError(
             f"--times: cannot parse {text!r}; use A:B:STEP (e.g. 0:365:1) "
@@ -287,5 +293,6 @@ def main(args):
 
 
 if __name__ == "__main__":  # pragma: no cover
-    a = build_parser().parse_args()
-    sys.exit(a.func(a))
+    from riskset.cli import main as riskset_main  # one-line errors, exit status, --debug
+
+    sys.exit(riskset_main(["ode", *sys.argv[1:]]))

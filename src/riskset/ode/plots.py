@@ -20,13 +20,15 @@ def fan_quantiles(values, quantiles=DEFAULT_QUANTILES):
 
 
 def fan_chart(result, state, quantiles=DEFAULT_QUANTILES, ax=None,
-              color="C0", title=None, path=None, only_success=True):
+              color="C0", title=None, path=None, only_success=True,
+              xlabel="time", ylabel=None):
     """Plot quantile bands of ``state`` over the tasks of ``result``.
 
     Bands are drawn between symmetric pairs of ``quantiles`` (outer pairs
     lighter) and the median (if 0.5 is among them) as a line. Uses the
     matplotlib object API only (safe with the Agg backend / no display).
-    Returns the Axes; with ``path`` the figure is also saved there.
+    ``ylabel`` defaults to the state's name; the y ticks carry thousands
+    separators. Returns the Axes; with ``path`` the figure is also saved there.
     """
     if ax is None:
         from matplotlib.figure import Figure
@@ -52,11 +54,15 @@ def fan_chart(result, state, quantiles=DEFAULT_QUANTILES, ax=None,
         ax.plot(t, Q[npairs], color=color, lw=1.5,
                 label=f"{qs[npairs]:.0%} (median)" if qs[npairs] == 0.5
                 else f"{qs[npairs]:.0%}")
-    ax.set_xlabel("t")
-    ax.set_ylabel(state)
+    from matplotlib.ticker import FuncFormatter
+
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel or state)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.6g}"))
     ax.set_title(title or f"{result.model_name}: {state} over "
                  f"{vals.shape[0]} parameter sets")
-    ax.legend(loc="best", fontsize="small")
+    ax.legend(loc="best", fontsize="small", title="quantile over parameter sets",
+              title_fontsize="small", frameon=False)
     if path is not None:
         fig.savefig(path, dpi=120, bbox_inches="tight")
     return ax

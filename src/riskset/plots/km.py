@@ -1,14 +1,24 @@
-"""Kaplan-Meier curves by group with a numbers-at-risk table below (matplotlib)."""
+"""Kaplan-Meier curves by group with a numbers-at-risk table below (matplotlib).
+
+Readable at any cohort size: the step curves and bands are reduced to at most a few
+thousand knots (below a pixel), censoring marks are thinned to one per slice of the
+time axis, and the at-risk table is drawn as text aligned on the time ticks.
+"""
 from __future__ import annotations
 
 import numpy as np
 
-from riskset.survival import kaplan_meier, numbers_at_risk
+from riskset.survival import kaplan_meier
+
+#: Knots kept per curve: one per 1/STEP_BINS of the time axis, far below a pixel.
+STEP_BINS = 2000
+#: Font size (points) of the numbers-at-risk table.
+FONT_SIZE = 8
 
 
 def plot_km(time, status, group=None, weights=None, *, conf_int: bool = True, conf_level: float = 0.95,
-            risk_table: bool = True, risk_times=None, ax=None, xlabel: str = "time",
-            ylabel: str = "survival probability", title: str | None = None):
+            risk_table: bool = True, risk_times=None, censor_marks: str = "thin", max_censor_marks: int = 40,
+            ax=None, xlabel: str = "time", ylabel: str = "survival probability", title: str | None = None):
     """Plot Kaplan-Meier curves (one per group) with confidence bands and an at-risk table.
 
     Parameters
@@ -17,60 +27,146 @@ def plot_km(time, status, group=None, weights=None, *, conf_int: bool = True, co
     conf_int : draw the pointwise confidence band (log scale, Greenwood).
     risk_table : add a numbers-at-risk table below the plot, at ``risk_times``
         (default: the x ticks).
+    censor_marks : ``"thin"`` (default) marks censoring with at most one tick per
+        ``1 / max_censor_marks`` of the time axis per curve, so at most ``max_censor_marks``
+        per curve (the legend says when marks were thinned); ``"all"`` marks every
+        censoring time; ``"none"`` draws no marks.
     ax : existing axes to draw into (the table is then placed below it).
 
     Returns
     -------
     matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> fig = plot_km([1, 2, 2, 3, 4], [1, 1, 0, 1, 0], xlabel="years")
+    >>> fig.axes[0].get_xlabel()
+    'years'
     """
     import matplotlib.pyplot as plt
 
+    if censor_marks not in ("thin", "all", "none"):
+        raise ValueError(f"censor_marks must be 'thin', 'all' or 'none', got {censor_marks!r}")
     time = np.asarray(time, dtype=np.float64)
     km = kaplan_meier(time, status, group=group, weights=weights, conf_level=conf_level)
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(7, 5 if risk_table else 4))
-    else:
-        fig = ax.figure
+    fig, ax, table_ax = _layout(ax, n_rows=km["group"].nunique() if group is not None else 1,
+                                risk_table=risk_table)
     groups = [None] if group is None else list(km["group"].unique())
+    parts = [km if g is None else km[km["group"] == g] for g in groups]
+    labels = ["all" if g is None else str(g) for g in groups]
     colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
-    for i, g in enumerate(groups):
-        part = km if g is None else km[km["group"] == g]
-        t = np.r_[0.0, part["time"].to_numpy()]
-        s = np.r_[1.0, part["survival"].to_numpy()]
-        color = colors[i % len(colors)]
-        ax.step(t, s, where="post", color=color, label="all" if g is None else str(g))
-        cens = part["n_censor"].to_numpy() > 0
-        ax.plot(part["time"].to_numpy()[cens], part["survival"].to_numpy()[cens], "|", color=color, ms=6)
-        if conf_int:
-            lo = np.r_[1.0, part["lower"].fillna(0.0).to_numpy()]
-            hi = np.r_[1.0, part["upper"].fillna(0.0).to_numpy()]
-            ax.fill_between(t, lo, hi, step="post", color=color, alpha=0.15, linewidth=0)
+    colors = [colors[i % len(colors)] for i in range(len(groups))]
+    span = (0.0, float(time.max()) or 1.0)
+    thinned = False
+    for part, label, color in zip(parts, labels, colors):
+        _draw_curve(ax, part, color, label, conf_int, span)
+        if censor_marks != "none":
+            thinned |= _draw_censor_marks(ax, part, color, span, None if censor_marks == "all" else max_censor_marks)
     ax.set_ylim(0, 1.02)
-    ax.set_xlim(left=0)
+    ax.set_xlim(0, span[1] * 1.02)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    if group is not None:
-        ax.legend(loc="best", frameon=False)
+    _legend(ax, group is not None, censor_marks != "none" and (km["n_censor"] > 0).any(), thinned)
     if risk_table:
-        ticks = [t for t in ax.get_xticks() if 0 <= t <= time.max()] if risk_times is None else list(risk_times)
+        ticks = [t for t in ax.get_xticks() if 0 <= t <= span[1]] if risk_times is None else list(risk_times)
         ax.set_xticks(ticks)
-        nar = numbers_at_risk(time, ticks, group=group, weights=weights)
-        rows = [str(g) for g in nar.index]
-        cells = [[f"{v:.0f}" if float(v).is_integer() else f"{v:.1f}" for v in r] for r in nar.to_numpy()]
-        fig.subplots_adjust(bottom=0.12 + 0.05 * len(rows))
-        tab = ax.table(cellText=cells, rowLabels=rows, colLabels=None, cellLoc="center",
-                       bbox=[0.0, -0.18 - 0.07 * len(rows), 1.0, 0.07 * len(rows)], edges="open")
-        tab.auto_set_font_size(False)
-        tab.set_fontsize(8)
-        ax.text(0.0, -0.16, "Number at risk", transform=ax.transAxes, fontsize=8, ha="left", va="bottom")
-        # align table columns with the ticks
-        lo, hi = ax.get_xlim()
-        width = 1.0 / max(len(ticks), 1)
-        for (r, c), cell in tab.get_celld().items():
-            if c >= 0:
-                x = (ticks[c] - lo) / (hi - lo)
-                cell.set_x(x - width / 2)
-                cell.set_width(width)
+        ax.set_xlim(0, span[1] * 1.02)
+        _draw_risk_table(table_ax, ax, labels, [_at_risk(part, ticks) for part in parts], ticks, colors, xlabel)
     return fig
+
+
+def _layout(ax, n_rows: int, risk_table: bool):
+    """(figure, curve axes, table axes or None); a new figure gives the table its own row."""
+    import matplotlib.pyplot as plt
+
+    if not risk_table:
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(7, 4))
+        return ax.figure, ax, None
+    table_height = 0.45 + 0.22 * n_rows  # inches: header line plus one line per group
+    if ax is None:
+        fig, (ax, table_ax) = plt.subplots(2, 1, figsize=(7, 4.5 + table_height), sharex=True,
+                                           gridspec_kw={"height_ratios": [4.5, table_height], "hspace": 0.35})
+        return fig, ax, table_ax
+    fraction = table_height / ax.figure.get_size_inches()[1] / ax.get_position().height
+    table_ax = ax.inset_axes([0.0, -0.25 - fraction, 1.0, fraction], sharex=ax)
+    return ax.figure, ax, table_ax
+
+
+def thin_steps(t, *values, n_bins: int = STEP_BINS, span=None):
+    """Keep the last knot in each of ``n_bins`` slices of the time axis.
+
+    A right-continuous step function drawn through these knots differs from the full
+    one by less than one slice horizontally, i.e. by less than a pixel.
+    """
+    lo, hi = span if span is not None else (t[0], t[-1])
+    slice_of = np.minimum(np.floor((t - lo) / max(hi - lo, 1e-300) * n_bins), n_bins - 1).astype(np.int64)
+    keep = np.r_[slice_of[1:] != slice_of[:-1], True]
+    return (t[keep],) + tuple(v[keep] for v in values)
+
+
+def _draw_curve(ax, part, color, label, conf_int, span):
+    """Survival step curve from (0, 1), with its confidence band."""
+    t, s, lo, hi = thin_steps(part["time"].to_numpy(), part["survival"].to_numpy(),
+                               part["lower"].fillna(0.0).to_numpy(), part["upper"].fillna(0.0).to_numpy(),
+                               span=span)
+    t, s, lo, hi = np.r_[0.0, t], np.r_[1.0, s], np.r_[1.0, lo], np.r_[1.0, hi]
+    ax.step(t, s, where="post", color=color, label=label)
+    if conf_int:
+        ax.fill_between(t, lo, hi, step="post", color=color, alpha=0.15, linewidth=0)
+
+
+def _draw_censor_marks(ax, part, color, span, max_marks) -> bool:
+    """Tick marks at censoring times on the curve; with ``max_marks``, at most one per
+    ``1 / max_marks`` of the time axis. Returns whether any mark was dropped."""
+    cens = part[part["n_censor"].to_numpy() > 0]
+    t, s = cens["time"].to_numpy(), cens["survival"].to_numpy()
+    if max_marks is not None and t.size > 0:
+        t_kept, s_kept = thin_steps(t, s, n_bins=max_marks, span=span)
+    else:
+        t_kept, s_kept = t, s
+    ax.plot(t_kept, s_kept, "|", color=color, ms=6)
+    return t_kept.size < t.size
+
+
+def _legend(ax, by_group: bool, has_marks: bool, thinned: bool):
+    """Group colours, and what the tick marks mean (and that they were thinned)."""
+    from matplotlib.lines import Line2D
+
+    handles, labels = ax.get_legend_handles_labels() if by_group else ([], [])
+    if has_marks:
+        handles.append(Line2D([], [], color="0.3", marker="|", linestyle="none", ms=6))
+        labels.append("censored (marks thinned)" if thinned else "censored")
+    if handles:
+        ax.legend(handles, labels, loc="best", frameon=False)
+
+
+def _at_risk(part, ticks):
+    """Number (weight) at risk at each tick: ``n_risk`` at the first distinct time >= the tick."""
+    first = np.searchsorted(part["time"].to_numpy(), ticks, side="left")
+    n_risk = np.r_[part["n_risk"].to_numpy(), 0.0]
+    return n_risk[first]
+
+
+def _draw_risk_table(table_ax, ax, labels, at_risk, ticks, colors, xlabel):
+    """Numbers at risk as text centred under the time ticks, one coloured row per group."""
+    texts = [[f"{v:,.0f}" if float(v).is_integer() else f"{v:,.1f}" for v in row] for row in at_risk]
+    widest = max((len(x) for row in texts for x in row), default=1)
+    table_ax.set_ylim(len(labels) - 0.5, -0.5)
+    table_ax.tick_params(axis="x", labelbottom=False, bottom=False)
+    # group names sit left of the first column, which is centred on t = 0: pad by half its width
+    table_ax.set_yticks(range(len(labels)), labels)
+    table_ax.tick_params(axis="y", length=0, pad=4 + 0.3 * FONT_SIZE * widest)
+    for tick_label, color in zip(table_ax.get_yticklabels(), colors):
+        tick_label.set_color(color)
+    for side in table_ax.spines.values():
+        side.set_visible(False)
+    table_ax.set_title("Number at risk", fontsize=9, loc="left")
+    for r, row in enumerate(texts):
+        for t, text in zip(ticks, row):
+            table_ax.text(t, r, text, ha="center", va="center", fontsize=FONT_SIZE)
+    ax.tick_params(axis="x", labelbottom=True)
+    ax.set_xlabel(xlabel)

@@ -23,14 +23,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from riskset import validation as check
+from riskset.exceptions import InputError
 from riskset.models.base import Datafit, Model
 from riskset.models.replicates import ReplicateBatch, ViewReplicates
-from riskset.selection.folds import has_event
-from riskset.solver.ccd import SolverOptions, fit_ccd
+from riskset.selection.folds import has_event, resampling_units
+from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd
 from riskset.solver.prior import Prior
 from riskset.solver.replicates import ReplicateResult, fit_replicates
-
-BACKENDS = ("cpu", "gpu")
 
 
 @dataclass
@@ -46,8 +46,7 @@ class Context:
     _device: object = field(default=None, repr=False)
 
     def __post_init__(self):
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, not {self.backend!r}")
+        check.one_of("backend", self.backend, check.BACKENDS)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.datafit = self.model.datafit(self.data)
@@ -79,6 +78,21 @@ class Context:
             view.names = self.names
         return view
 
+    def missing_information(self, weights: np.ndarray) -> str | None:
+        """Why the replicate with row ``weights`` carries no information (e.g. a training
+        set or a bootstrap draw without an event), or None
+        (:meth:`~riskset.models.base.Datafit.missing_information`)."""
+        try:
+            view = self.view(weights)
+        except InputError as err:  # a family without in-place reweighting prepares again, and refuses
+            return str(err)
+        return view.missing_information()
+
+    def n_event_units(self) -> int:
+        """Number of resampling units (rows, subjects, strata) holding an event."""
+        units = resampling_units(self.data, self.model.name)
+        return int(np.unique(units[has_event(self.data, self.event_code)]).size)
+
     def batch(self, weights: np.ndarray) -> ReplicateBatch:
         """The replicates with row weights ``weights`` (R, n_rows) on this context's backend."""
         weights = np.atleast_2d(weights)
@@ -94,6 +108,31 @@ class Context:
         unpenalized = self.model.unpenalized_names()
         l1, l2 = map(np.array, zip(*(p.penalty_arrays(self.names, unpenalized) for p in priors)))
         return fit_replicates(batch, l1, l2, beta0=warm, options=SolverOptions(tol=self.tol))
+
+    @property
+    def unpenalized(self) -> bool:
+        """No coefficient is penalized by the prior (the fits then have standard errors)."""
+        l1, l2 = self.prior.penalty_arrays(self.names, self.model.unpenalized_names())
+        return not np.any((l1 > 0) | (l2 > 0))
+
+    def without_aliased(self, batch: ReplicateBatch, beta: np.ndarray) -> np.ndarray:
+        """Unpenalized replicates' coefficients ``beta`` (R, P) as :func:`riskset.fit` gives
+        them: where a replicate's information aliases a coefficient (e.g. a covariate absent
+        from a bootstrap draw, which would otherwise keep its warm start), that coefficient
+        is NaN and the others are refitted without it."""
+        from riskset.inference import refit_without_aliased
+
+        zero, options = np.zeros(len(self.names)), SolverOptions(tol=self.tol)
+
+        def one(r):
+            view = batch.view(r)
+            state = view.new_state(beta[r])
+            loglik = view.loglik(state)
+            fitted = SolverResult(beta[r], state, loglik, loglik, True, 0, "")
+            refit, aliased = refit_without_aliased(view, fitted, zero, zero, options, warn=False)
+            return np.where(aliased, np.nan, refit.beta)
+
+        return np.array(batch.map(one, range(beta.shape[0]))).reshape(beta.shape)
 
     def path(self, grid: np.ndarray, progress: bool = False, desc: str = "regularization path") -> np.ndarray:
         """Full-data coefficients (len(grid), P) along ``grid`` (ascending variance: strongest
@@ -144,7 +183,25 @@ def prior_with_variance(prior: Prior, variance: float) -> Prior:
         return prior.with_strength(float(np.sqrt(2.0 / variance)))
     if prior.kind == "normal":
         return prior.with_strength(float(variance))
-    raise ValueError(f"cross-validation varies a Laplace or Normal prior, not {prior.kind!r}")
+    raise InputError(f"cross-validation varies a Laplace or Normal prior, not {prior.kind!r}")
+
+
+def varied_prior(prior) -> Prior:
+    """The prior whose variance cross-validation or the path varies: Laplace or Normal."""
+    prior = check.prior(prior)
+    if prior.kind not in ("laplace", "normal"):
+        raise InputError(f"prior must be a Laplace or Normal prior (its variance is varied), got {prior.to_dict()}")
+    return prior
+
+
+def variance_grid(ctx: Context, variances, n_grid: int) -> np.ndarray:
+    """The variances to fit at, ascending: ``variances`` (each > 0) or the default grid of ``n_grid``."""
+    if variances is None:
+        return np.sort(default_variances(ctx, check.positive_int("n_grid", n_grid)))
+    grid = check.finite_numbers("variances", variances)
+    if grid.size == 0 or np.any(grid <= 0):
+        raise InputError(f"variances must be prior variances > 0, got {grid.tolist()}")
+    return np.sort(grid)
 
 
 def default_variances(ctx: Context, n_grid: int) -> np.ndarray:

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from riskset.models.base import Model, get_model
+from riskset import validation as check
+from riskset.exceptions import InputError
+from riskset.models.base import Model, as_model
 from riskset.results import FitResult
 from riskset.api import fit
-from riskset.selection.common import Context, default_variances, prior_with_variance
+from riskset.selection.common import Context, varied_prior, prior_with_variance, variance_grid
 from riskset.selection.executors import run_tasks
 from riskset.selection.folds import assign_folds
 from riskset.solver.prior import Prior
@@ -76,13 +78,19 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     >>> cv.selected_variance in set(cv.summary["variance"])
     True
     """
-    m = model if isinstance(model, Model) else get_model(model, **model_options)
-    ctx = Context(data, m, prior, tol, backend, dtype)
+    check.dataset("data", data)
+    m = as_model(model, **model_options)
+    n_folds, n_repeats = check.positive_int("n_folds", n_folds, minimum=2), check.positive_int("n_repeats", n_repeats)
+    seed, n_refine = check.seed("seed", seed), check.positive_int("n_refine", n_refine, minimum=0)
+    check.positive_number("tol", tol)
+    check.device_settings(backend, dtype, n_jobs)
+    ctx = Context(data, m, varied_prior(prior), tol, backend, dtype)
     ctx.check_executor(executor)
-    grid = np.sort(np.asarray(variances if variances is not None else default_variances(ctx, n_grid), float))
+    grid = variance_grid(ctx, variances, n_grid)
     folds = assign_folds(data, n_folds, n_repeats, seed, m.name, ctx.event_code)
     splits = [(r, k) for r in range(n_repeats) for k in range(n_folds)]
     held_out = np.array([folds[r] == k for r, k in splits])
+    _require_informative_training(ctx, held_out, splits, n_folds)
     path = ctx.path(grid, progress, desc="full-data path")
     tasks = _batches(ctx, held_out, grid, np.broadcast_to(path, (len(splits),) + path.shape))
     results = run_tasks(_score_task, ctx, tasks, executor=executor, n_jobs=n_jobs, progress=progress,
@@ -100,6 +108,17 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     start = pd.Series(path[np.argmin(np.abs(np.log(grid / best)))], index=ctx.names)
     final = fit(data, m, chosen, tol=tol, backend=backend, dtype=dtype, warm_start=start) if refit else None
     return CVResult(scores, summary, best, chosen, final)
+
+
+def _require_informative_training(ctx: Context, held_out, splits, n_folds):
+    """InputError if the training set of some split carries no information (a fold would
+    silently score a fit of nothing, e.g. when too few units have an event for ``n_folds``)."""
+    for (r, k), out in zip(splits, held_out):
+        problem = ctx.missing_information(np.where(out, 0.0, ctx.base_weights))
+        if problem:
+            raise InputError(f"cross-validation cannot fit the training set without fold {k + 1} of {n_folds} "
+                             f"(repeat {r + 1}): {problem}. The data have {ctx.n_event_units()} resampling unit(s) "
+                             f"with an event for n_folds = {n_folds}: use fewer folds (or more data)")
 
 
 def _batches(ctx, held_out, grid, starts):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from riskset.data.dataset import Dataset
+from riskset.exceptions import InputError
 
 #: Models whose likelihood is conditional on the stratum: strata are resampled whole.
 CONDITIONAL_MODELS = ("conditional_logistic", "conditional_poisson", "sccs")
@@ -46,7 +47,7 @@ def assign_folds(data: Dataset, n_folds: int = 10, n_repeats: int = 1, seed: int
     units = resampling_units(data, model_name)
     n_units = int(units.max()) + 1
     if n_folds < 2 or n_folds > n_units:
-        raise ValueError(f"n_folds must be between 2 and the number of units ({n_units}), got {n_folds}")
+        raise InputError(f"n_folds must be between 2 and the number of units ({n_units}), got {n_folds}")
     unit_event = np.zeros(n_units, bool)
     np.logical_or.at(unit_event, units, has_event(data, event_code))
     rng = np.random.default_rng(seed)

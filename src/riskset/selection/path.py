@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from riskset.models.base import Model, get_model
-from riskset.selection.common import Context, default_variances
+from riskset import validation as check
+from riskset.models.base import Model, as_model
+from riskset.selection.common import Context, varied_prior, variance_grid
 from riskset.solver.prior import Prior
 
 
@@ -19,7 +20,9 @@ def regularization_path(data, model: str | Model, prior: Prior, *, variances=Non
     >>> path.shape
     (5, 9)
     """
-    m = model if isinstance(model, Model) else get_model(model, **model_options)
-    ctx = Context(data, m, prior, tol)
-    grid = np.sort(np.asarray(variances if variances is not None else default_variances(ctx, n_grid), float))
+    check.dataset("data", data)
+    m = as_model(model, **model_options)
+    check.positive_number("tol", tol)
+    ctx = Context(data, m, varied_prior(prior), tol)
+    grid = variance_grid(ctx, variances, n_grid)
     return pd.DataFrame(ctx.path(grid, progress), index=pd.Index(grid, name="variance"), columns=ctx.names)

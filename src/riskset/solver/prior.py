@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from riskset.exceptions import InputError
+from riskset.validation import coef_mapping, coef_names, known_names, one_of, positive_number
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,9 @@ class Prior:
         L1 rate (Laplace): penalty ``gamma * |beta_j|``.
     variance : float
         Normal variance: penalty ``beta_j^2 / (2 variance)``.
-    exclude : sequence of str
-        Coefficients left unpenalized (in addition to the model's own, e.g. intercept).
+    exclude : sequence of str or int
+        Coefficients left unpenalized (an integer covariate id names the covariate
+        ``str(id)``) (in addition to the model's own, e.g. intercept).
     variances : dict, optional
         Per-coefficient variance overriding ``variance`` (normal) or the Laplace
         variance ``2 / gamma^2`` (laplace) for the named coefficients.
@@ -50,16 +52,14 @@ class Prior:
     variances: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        if self.kind not in ("none", "laplace", "normal", "elastic_net"):
-            raise ValueError(f"unknown prior kind {self.kind!r}")
-        if not (self.gamma >= 0 and np.isfinite(self.gamma)):
-            raise ValueError(f"L1 rate gamma must be finite and >= 0, got {self.gamma}")
-        if not self.variance > 0:
-            raise ValueError(f"prior variance must be > 0, got {self.variance}")
-        for name, v in self.variances.items():
-            if not v > 0:
-                raise ValueError(f"prior variance of {name!r} must be > 0, got {v}")
-        object.__setattr__(self, "exclude", tuple(self.exclude))
+        one_of("prior kind", self.kind, ("none", "laplace", "normal", "elastic_net"))
+        object.__setattr__(self, "gamma", positive_number("gamma", self.gamma, allow_zero=True))
+        object.__setattr__(self, "variance", positive_number("variance", self.variance, allow_inf=True))
+        variances = coef_mapping("variances", self.variances)
+        for name, v in variances.items():
+            positive_number(f"variances[{name!r}]", v, allow_inf=True)
+        object.__setattr__(self, "variances", variances)
+        object.__setattr__(self, "exclude", tuple(coef_names("exclude", self.exclude)))
 
     @property
     def is_penalized(self) -> bool:
@@ -71,14 +71,13 @@ class Prior:
             return Prior("laplace", gamma=value, exclude=self.exclude, variances=self.variances)
         if self.kind == "normal":
             return Prior("normal", variance=value, exclude=self.exclude, variances=self.variances)
-        raise ValueError(f"a {self.kind!r} prior has no single strength to vary")
+        raise InputError(f"a {self.kind!r} prior has no single strength to vary")
 
     def penalty_arrays(self, names, always_unpenalized=()) -> tuple[np.ndarray, np.ndarray]:
         """Per-coordinate (l1, l2) for coefficients ``names``."""
         names = list(names)
-        unknown = [n for n in list(self.exclude) + list(self.variances) if n not in names]
-        if unknown:
-            raise InputError(f"prior names unknown coefficient(s): {', '.join(map(repr, unknown))}")
+        known_names("the prior's exclude", self.exclude, names)
+        known_names("the prior's variances", list(self.variances), names)
         p = len(names)
         l1 = np.zeros(p)
         l2 = np.zeros(p)
@@ -145,19 +144,18 @@ def Laplace(gamma: float | None = None, *, variance: float | None = None, exclud
     1.0
     """
     if (gamma is None) == (variance is None):
-        raise ValueError("give exactly one of gamma or variance for a Laplace prior")
+        raise InputError(f"give exactly one of gamma or variance for a Laplace prior, got gamma={gamma!r}, "
+                         f"variance={variance!r}")
     if gamma is None:
-        if not variance > 0:
-            raise ValueError(f"prior variance must be > 0, got {variance}")
-        gamma = float(np.sqrt(2.0 / variance))
-    return Prior("laplace", gamma=float(gamma), exclude=tuple(exclude), variances=dict(variances or {}))
+        gamma = np.sqrt(2.0 / positive_number("variance", variance))
+    return Prior("laplace", gamma=gamma, exclude=exclude, variances=variances or {})
 
 
 def Normal(variance: float, *, exclude=(), variances=None) -> Prior:
     """Normal (L2, ridge) prior with the given variance: penalty ``beta_j^2 / (2 variance)``."""
-    return Prior("normal", variance=float(variance), exclude=tuple(exclude), variances=dict(variances or {}))
+    return Prior("normal", variance=variance, exclude=exclude, variances=variances or {})
 
 
 def ElasticNet(gamma: float, variance: float, *, exclude=()) -> Prior:
     """Both penalties: ``gamma |beta_j| + beta_j^2 / (2 variance)``."""
-    return Prior("elastic_net", gamma=float(gamma), variance=float(variance), exclude=tuple(exclude))
+    return Prior("elastic_net", gamma=gamma, variance=variance, exclude=exclude)

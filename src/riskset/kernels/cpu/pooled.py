@@ -21,6 +21,10 @@ so a coefficient whose virtual column is c_i F_m(k) (c = a subject-level covaria
 (O(nnz) per coordinate; ``ysum = sum_i wt_i d_i c_i F_m(K_i)`` is static because the
 only event row of subject i is its last interval), and a move refreshes the sums of
 the subjects touched: O(sum of their K_i). Memory is O(N (M + 1)), never O(N K).
+
+Without time functions (M = 0) eta_ik = lin[0, i] is the same in all of subject i's
+intervals, so the sums are closed-form, K_i p_i, K_i p_i (1 - p_i) and K_i softplus:
+O(1) per subject whatever the interval width (``ftab`` then has a single column).
 """
 import math
 
@@ -41,6 +45,13 @@ def _expit_softplus(e):
 @njit(cache=True, nogil=True)
 def _refresh_subject(i, lin, K, wt, ftab, G, H, SP):
     nf = lin.shape[0]
+    if nf == 1:  # eta constant over the intervals: the sums are K_i times one term
+        p, s = _expit_softplus(lin[0, i])
+        c = wt[i] * K[i]
+        G[0, i] = c * p
+        H[0, i] = c * p * (1.0 - p)
+        SP[i] = c * s
+        return
     for m in range(nf):
         G[m, i] = 0.0
         H[m, i] = 0.0
@@ -136,6 +147,11 @@ def cross_moments(lin, K, wt, ftab, ma, mb, out):
     nf = lin.shape[0]
     nq = ma.shape[0]
     for i in range(K.shape[0]):
+        if nf == 1:  # only the pair (0, 0): closed form, as in _refresh_subject
+            p, _ = _expit_softplus(lin[0, i])
+            for q in range(nq):
+                out[q, i] = wt[i] * K[i] * p * (1.0 - p)
+            continue
         for q in range(nq):
             out[q, i] = 0.0
         for k in range(1, K[i] + 1):

@@ -92,8 +92,14 @@ class DeviceDatafit(Datafit):
         return view
 
     def _check_weights(self, weights):
-        if weights.shape[1] != self.n_rows:
-            raise ValueError(f"weights must have {self.n_rows} columns (one per row), not {weights.shape[1]}")
+        """Replicate weights are in Dataset row order: one per Dataset row the datafit reads."""
+        n = self.cpu.data_weights().shape[0]
+        if weights.shape[1] < n:
+            raise ValueError(f"replicate weights have {weights.shape[1]} columns; the data set has at least {n} rows")
+
+    def data_weights(self):
+        """Case weights of replicate 0 (the one the solver interface fits) in Dataset row order."""
+        return self.cpu.data_weights() if self.weights is None else self.weights[0].copy()
 
     def reweighted(self, weights):
         if self._cpu_reweight(np.asarray(weights, dtype=np.float64)) is None:
@@ -179,10 +185,11 @@ class DeviceDatafit(Datafit):
     def separation_pattern(self, name, direction):
         return self.cpu.separation_pattern(name, direction)
 
+    def information_scale(self, state, columns):
+        return self._cpu_view(0).information_scale(self._host_state(state, 0), columns)
+
     def diagnose(self, state, beta):
-        view = self._cpu_view(0)
-        fn = getattr(view, "diagnose", None)
-        return None if fn is None else fn(self._host_state(state, 0), beta)
+        return self._cpu_view(0).diagnose(self._host_state(state, 0), beta)
 
     # -- helpers for replicates ---------------------------------------------------------
     def _cpu_view(self, r):

@@ -232,9 +232,5 @@ class ConditionalDeviceDatafit(DeviceDatafit):
                                           mask, beta, l1, l2, radius, fixed, out, p["xy"], p["c_s"], p["n_s"],
                                           d["eta"], d["w"], d["W"])
 
-    def _check_weights(self, weights):
-        if weights.shape[1] <= int(np.max(self.cpu.rows, initial=-1)):
-            raise ValueError(f"weights have {weights.shape[1]} columns; the data set has more rows")
-
     def _cpu_reweight(self, w):
         return self.cpu.reweighted(w)

@@ -359,8 +359,8 @@ def sweep_kernel(mode, has_start, efron, indptr, indices, values, indicator, ksn
 class RiskSetDeviceDatafit(DeviceDatafit):
     """What the risk-set families (Cox, Fine-Gray) share on the device: one block per
     replicate (the slot scans of a refresh run within it) and replicate weights given in
-    Dataset row order, as for the CPU datafit's ``reweighted``, mapped through
-    ``data_rows``; :meth:`_cpu_reweight` is the CPU view of one weighting."""
+    Dataset row order, as for the CPU datafit's ``reweighted``; :meth:`_cpu_reweight` is the
+    CPU view of one weighting."""
 
     def __init__(self, cpu, dtype="float64", weights=None):
         super().__init__(cpu, dtype, weights)
@@ -381,15 +381,6 @@ class RiskSetDeviceDatafit(DeviceDatafit):
     def _loglik_all(self, state):
         self._refresh(state)  # exact recomputation from eta, as the CPU datafit does
         return state.d["ll"].copy_to_host()
-
-    def _data_rows(self):
-        """Dataset row of each sorted datafit row (``order`` for datafits without ``data_rows``)."""
-        rows = getattr(self.cpu, "data_rows", None)
-        return self.cpu.order if rows is None else rows
-
-    def _check_weights(self, weights):
-        if weights.shape[1] <= int(np.max(self._data_rows(), initial=-1)):
-            raise ValueError(f"weights have {weights.shape[1]} columns; the data set has more rows")
 
     def _cpu_reweight(self, w):
         """The CPU datafit with case weights ``w`` (Dataset row order), sharing X and the sort."""
@@ -443,7 +434,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
             return np.zeros(1, np.int32), np.zeros(1, stype), np.zeros(1, np.uint8)
         cpu = self.cpu
         indptr = np.asarray(cpu.indptr, np.int64)
-        codes = getattr(cpu, "codes", None)
+        codes = cpu.codes
         if codes is None:  # formulation='scan' builds none
             codes = column_breakpoints(indptr, cpu.indices, cpu.ks, cpu.ke)
         nb = 2 * (indptr[1:] - indptr[:-1])
@@ -463,7 +454,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         """(R, N) case weights in sorted (datafit) row order."""
         if self.weights is None:
             return np.asarray(self.cpu.cw, np.float64)[None, :]
-        return self.weights[:, self._data_rows()]
+        return self.weights[:, self.cpu.data_rows]
 
     def _rep(self):
         """Weight-dependent device arrays: case weights, slot event counts (and tie counts), gx0.

@@ -240,7 +240,7 @@ class GLMDeviceDatafit(DeviceDatafit):
         cpu = self.cpu
         indptr, indices, values = cpu.indptr.astype(np.int64), cpu.indices, cpu.values
         indicator = np.asarray(cpu.indicator, np.uint8)
-        if getattr(cpu, "first", 0):  # implicit intercept: an explicit column of ones on the device
+        if cpu.first:  # implicit intercept: an explicit column of ones on the device
             n = self.n_rows
             indptr = np.r_[0, indptr + n]
             indices = np.r_[np.arange(n), indices]
@@ -252,7 +252,7 @@ class GLMDeviceDatafit(DeviceDatafit):
 
     def _weights_dev(self):
         if self._per_rep is None:
-            w = self.cpu.w[None, :] if self.weights is None else self.weights
+            w = self.cpu.data_weights()[None, :] if self.weights is None else self.weights
             self._per_rep = cuda.to_device(np.ascontiguousarray(w, dtype=self.dtype))
         return self._per_rep
 
@@ -295,6 +295,10 @@ class GLMDeviceDatafit(DeviceDatafit):
         sweep_kernel[self.n_rep, self.nt](mode, self.family, s["indptr"], s["indices"], s["values"], s["indicator"],
                                           coords, mask, beta, l1, l2, radius, fixed, out, d["eta"], s["y"],
                                           self._weights_dev(), d["expeta"], d["resid"], d["curv"])
+
+    def _check_weights(self, weights):
+        if weights.shape[1] != self.n_rows:  # the device reads them as the (R, N) row weights
+            raise ValueError(f"replicate weights must have {self.n_rows} columns (one per row), not {weights.shape[1]}")
 
     def _cpu_reweight(self, w):
         return self.cpu.reweighted(w)

@@ -34,15 +34,7 @@ class DeviceReplicates(ReplicateBatch):
     def repeated(cls, device, n: int) -> "DeviceReplicates":
         """n replicates of ``device`` with its own row weights (points of a profile
         likelihood: they differ only in the coefficients held fixed)."""
-        if device.weights is not None:
-            weights = device.weights[0]
-        elif hasattr(device.cpu, "data_rows"):  # Cox: sorted rows; replicate weights are in Dataset order
-            rows = device.cpu.data_rows
-            weights = np.zeros(int(rows.max()) + 1)
-            weights[rows] = device.cpu.cw
-        else:  # GLM: rows in Dataset order
-            weights = device.cpu.w
-        return cls(device.replicates(np.repeat(np.asarray(weights, np.float64)[None, :], n, axis=0)))
+        return cls(device.replicates(np.repeat(device.data_weights()[None, :], n, axis=0)))
 
     def _on_device(self, name, a):
         cached = self._penalties.get(name)
@@ -78,11 +70,8 @@ class DeviceReplicates(ReplicateBatch):
         state.d, state.beta = fresh.d, fresh.beta
 
     def diagnose(self, state, beta):
-        out = []
-        for r in range(self.n_replicates):
-            fn = getattr(self.device._cpu_view(r), "diagnose", None)
-            out.append(None if fn is None else fn(self.device._host_state(state, r), beta[r]))
-        return out
+        return [self.device._cpu_view(r).diagnose(self.device._host_state(state, r), beta[r])
+                for r in range(self.n_replicates)]
 
 
 def fit_replicates(datafit, weights, l1, l2=None, beta0=None, tol: float = 1e-10, max_iter: int = 1000,
