@@ -13,6 +13,7 @@ from riskset.data import Dataset, build_sccs, eras_dataset, from_arrays, from_du
 from riskset.exceptions import ConvergenceWarning, DataWarning, InputError
 from riskset.models.sccs import incidence_rate_ratios
 from riskset.results import FitResult
+from riskset.separability import separability
 from riskset.selection import bootstrap, cross_validate, fit_specs, regularization_path
 from riskset.simulate import simulate
 from riskset.survival import baseline_hazard, kaplan_meier, numbers_at_risk, predict_survival
@@ -33,4 +34,4 @@ def __getattr__(name):
 
 __all__ = ["baseline_hazard", "kaplan_meier", "numbers_at_risk", "predict_survival", "aalen_johansen", "predict_cif", "robust_se", "fit", "Dataset", "build_sccs", "eras_dataset", "incidence_rate_ratios", "from_arrays", "from_duckdb", "from_frame", "from_long", "ConvergenceWarning",
            "DataWarning", "InputError", "FitResult", "simulate", "ElasticNet", "Laplace", "NoPrior", "Normal",
-           "Prior", "bootstrap", "cross_validate", "fit_specs", "regularization_path", "__version__"]
+           "Prior", "bootstrap", "cross_validate", "fit_specs", "regularization_path", "separability", "__version__"]

@@ -59,7 +59,13 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
         coefficient whose column is a linear combination of earlier ones (a constant
         beside the intercept, a duplicate) is *aliased*: listed in ``aliased``, held at 0
         (shown as NaN in ``coef_table``), the others being the fit without it. A fit
-        that did not converge says so in ``converged`` and ``message`` and warns.
+        that did not converge says so in ``converged``, ``status`` and ``message`` and warns.
+        A fit whose estimate does not exist (monotone likelihood, separation: the likelihood
+        keeps increasing along unpenalized coefficients) has ``status ==
+        "estimate_does_not_exist"``, ``converged == False`` and names those coefficients in
+        ``diverging`` (name -> +1 / -1); their standard errors are NaN and their profile
+        bound on the diverging side is infinite. :func:`riskset.separability` checks each
+        covariate alone before a fit.
 
     Examples
     --------
@@ -92,26 +98,30 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     res = fit_ccd(datafit, l1, l2, beta0=beta0, options=options)
     t_solve = time.perf_counter()
     if not res.converged:
-        warnings.warn(f"{m.name} fit did not converge: {res.message}", ConvergenceWarning, stacklevel=2)
+        what = "fit" if res.diverging else "fit did not converge"
+        warnings.warn(f"{m.name} {what}: {res.message}", ConvergenceWarning, stacklevel=2)
     se, aliased = np.full(len(names), np.nan), np.zeros(len(names), bool)
-    if res.converged and not np.any((l1 > 0) | (l2 > 0)):
-        res, aliased = refit_without_aliased(datafit, res, l1, l2, options)
-        kept = np.flatnonzero(~aliased)
+    if (res.converged or res.diverging) and not np.any((l1 > 0) | (l2 > 0)):
+        if res.converged:
+            res, aliased = refit_without_aliased(datafit, res, l1, l2, options)
+        # the information vanishes along diverging coefficients: the others' SEs are those at the limit
+        kept = np.flatnonzero(~aliased & ~np.isin(np.arange(len(names)), list(res.diverging)))
         se[kept] = standard_errors(datafit, res.state, kept)
     result = FitResult(model_name=m.name, model_options=m.options(), coef=pd.Series(res.beta, index=names),
                        se=pd.Series(se, index=names), loglik=res.loglik, objective=res.objective,
                        converged=res.converged, message=res.message, n_iter=res.n_iter, prior=prior,
                        n_rows=data.n_rows, gamma_max=res.gamma_max, roles=fit_roles(data, m),
-                       aliased=[n for n, a in zip(names, aliased) if a],
+                       aliased=[n for n, a in zip(names, aliased) if a], status=res.status,
+                       diverging={names[j]: s for j, s in res.diverging.items()},
                        labels=coef_labels(data, m, names))
     if profile:
         cols = np.array([names.index(n) for n in check.known_names("profile", profile, names)])
         searched = cols[~aliased[cols]]  # an aliased coefficient has no interval (NaN), as R's NA
         intervals = profile_intervals(datafit, res.beta, res.objective, l1, l2, searched, names, level, options,
                                       se=se[searched], n_jobs=n_jobs, progress=progress,
-                                      fixed=aliased if aliased.any() else None)
+                                      fixed=aliased if aliased.any() else None, diverging=res.diverging)
         unsearched = pd.DataFrame({"name": [names[j] for j in cols[aliased[cols]]], "lower": np.nan,
-                                   "upper": np.nan, "level": level, "evaluations": 0})
+                                   "upper": np.nan, "level": level, "evaluations": 0, "note": "aliased"})
         result.intervals = pd.concat([intervals, unsearched], ignore_index=True) if len(unsearched) else intervals
     result.timings = {"prepare": t_prepare - t0, "solve": t_solve - t_prepare,
                       "total": time.perf_counter() - t0}

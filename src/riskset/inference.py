@@ -136,7 +136,7 @@ MAX_DOUBLINGS = 60
 
 def profile_intervals(datafit, beta_hat, objective_hat, l1, l2, columns, names, level=0.95,
                       options: SolverOptions | None = None, se=None, *, n_jobs: int = 1,
-                      progress: bool = False, fixed=None) -> pd.DataFrame:
+                      progress: bool = False, fixed=None, diverging: dict | None = None) -> pd.DataFrame:
     """Profile-likelihood intervals of coefficients ``columns`` (as Cyclops' ``confint``).
 
     The bound b of coefficient j solves ``max_{beta: beta_j = b} f(beta) = f_hat -
@@ -163,6 +163,11 @@ def profile_intervals(datafit, beta_hat, objective_hat, l1, l2, columns, names, 
     The table has, as Cyclops' ``confint``, the number of fits (``evaluations``) each
     interval took. ``fixed`` (mask) holds coefficients at their ``beta_hat`` value in every
     fit (aliased coefficients).
+
+    A coefficient whose estimate does not exist (``diverging``: {index: +1 / -1}, from the
+    fit) has the likelihood increase for ever on one side: that bound is +-inf, not searched
+    (``objective_hat`` is then the supremum the fit approached, which the other bound is
+    relative to), and the column ``note`` says so.
     """
     options = options or SolverOptions()
     cut = np.sqrt(stats.chi2.ppf(level, 1))  # r at the bounds: 2 (f_hat - f_b) = chi2_1(level)
@@ -172,6 +177,8 @@ def profile_intervals(datafit, beta_hat, objective_hat, l1, l2, columns, names, 
     se = np.full(columns.size, np.nan) if se is None else np.asarray(se, dtype=np.float64)
     scale = np.where(np.isfinite(se) & (se > 0), se, 0.1 * np.maximum(1.0, np.abs(beta_hat[columns])))
     searches = ProfileSearches(beta_hat[coef], side * 2.0 * np.repeat(scale, 2), f_center=-cut)
+    diverging = diverging or {}
+    searches.unbounded(np.flatnonzero([diverging.get(int(j), 0) == s for j, s in zip(coef, side)]))
     warm = np.tile(np.asarray(beta_hat, dtype=np.float64), (coef.size, 1))
     bar = _bar(progress, coef.size)
     with ThreadPoolExecutor(n_jobs) if n_jobs > 1 else nullcontext() as pool:
@@ -194,8 +201,12 @@ def profile_intervals(datafit, beta_hat, objective_hat, l1, l2, columns, names, 
     if bar is not None:
         bar.close()
     bounds = searches.root.reshape(-1, 2)
+    notes = [f"the estimate does not exist: {names[j]!r} -> {'+' if diverging[j] > 0 else '-'}inf, "
+             f"{'upper' if diverging[j] > 0 else 'lower'} bound infinite" if j in diverging else ""
+             for j in columns.tolist()]
     return pd.DataFrame({"name": [names[j] for j in columns], "lower": bounds[:, 0], "upper": bounds[:, 1],
-                         "level": level, "evaluations": searches.evaluations.reshape(-1, 2).sum(axis=1)})
+                         "level": level, "evaluations": searches.evaluations.reshape(-1, 2).sum(axis=1),
+                         "note": notes})
 
 
 class ProfileSearches:
@@ -265,8 +276,11 @@ class ProfileSearches:
         s, x, f = s[~crossed], x[~crossed], f[~crossed]
         self.x1[s], self.f1[s] = x, f
         self.k[s] += 1
-        gave_up = s[self.k[s] >= MAX_DOUBLINGS]
-        self.root[gave_up], self.done[gave_up] = np.sign(self.step[gave_up]) * np.inf, True
+        self.unbounded(s[self.k[s] >= MAX_DOUBLINGS])
+
+    def unbounded(self, s):
+        """End searches ``s``: their function never crosses zero, the root is at +-inf."""
+        self.root[s], self.done[s] = np.sign(self.step[s]) * np.inf, True
 
     def _start(self, s, x, f):
         """Searches ``s`` found d(x) > 0: bracket [previous point, x], first step by the secant."""

@@ -19,6 +19,11 @@ _RATIO_NAMES = {"cox": "hazard_ratio", "fine_gray": "subdistribution_hazard_rati
                 "conditional_poisson": "rate_ratio", "sccs": "incidence_rate_ratio"}
 
 
+#: How ``FitResult.status`` reads in a summary.
+_STATUS_TEXT = {"converged": "converged", "not_converged": "NOT CONVERGED",
+                "estimate_does_not_exist": "ESTIMATE DOES NOT EXIST"}
+
+
 @dataclass
 class FitResult:
     """A fitted model.
@@ -31,6 +36,10 @@ class FitResult:
         not computed (penalized coefficients).
     loglik : log-likelihood at the estimate; objective: penalized log-likelihood.
     converged, message, n_iter : how the solver ended.
+    status : 'converged', 'not_converged' or 'estimate_does_not_exist' (monotone
+        likelihood: the likelihood keeps increasing along some unpenalized coefficients).
+    diverging : those coefficients, name -> +1 / -1 (the direction); ``coef`` holds the
+        last iterate there, which :meth:`coef_table` shows as +-inf.
     gamma_max : smallest L1 rate at which every penalized coefficient is zero.
     aliased : names of the coefficients not defined because of singularities (their
         column is a linear combination of earlier ones); held at 0 in ``coef`` (so that
@@ -76,10 +85,18 @@ class FitResult:
     roles: dict = field(default_factory=dict)
     aliased: list = field(default_factory=list)
     labels: dict = field(default_factory=dict)
+    status: str = ""
+    diverging: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not self.status:
+            self.status = ("estimate_does_not_exist" if self.diverging else
+                           "converged" if self.converged else "not_converged")
 
     def __repr__(self) -> str:
         """Status, size, prior, fit and the first few coefficients (largest in absolute value)."""
-        status = "converged" if self.converged else f"NOT CONVERGED ({self.message})"
+        status = _STATUS_TEXT.get(self.status, self.status)
+        status = status if self.converged else f"{status} ({self.message})"
         nonzero = int(np.count_nonzero(self.coef.drop(self.aliased).to_numpy()))
         return "\n".join([
             f"FitResult: {self.model_name} model, {status} after {self.n_iter} cycles, {self.n_rows:,} rows",
@@ -116,6 +133,8 @@ class FitResult:
         ``aliased``) have NaN estimates, as R's NA. When the data came with a covariate
         reference table, a ``covariate_name`` column follows ``name`` (the coefficient's
         own name, e.g. the intercept's, where it has no label).
+        A coefficient whose estimate does not exist shows estimate +-inf, no standard error,
+        its bound on that side +-inf, and ``note`` says so.
         """
         z = stats.norm.ppf(0.5 + check.probability("level", level) / 2)
         aliased = self.coef.index.isin(self.aliased)
@@ -128,6 +147,7 @@ class FitResult:
         t["interval"] = np.where(t["se"].notna(), "wald", "")
         if self.labels:
             t.insert(1, "covariate_name", self.display_names(t["name"]))
+        self._mark_diverging(t)
         if self.intervals is not None:
             prof = self.intervals.set_index("name")
             hit = t["name"].isin(prof.index)
@@ -143,9 +163,19 @@ class FitResult:
         t.attrs["roles"] = dict(self.roles)
         return t
 
+    def _mark_diverging(self, table: pd.DataFrame) -> None:
+        """Estimate and bound +-inf, no standard error, and a note for the diverging coefficients."""
+        table["note"] = ""
+        for name, direction in self.diverging.items():
+            row = table["name"] == name
+            table.loc[row, ["se", "z", "p"]] = np.nan
+            table.loc[row, "estimate"] = direction * np.inf
+            table.loc[row, "upper" if direction > 0 else "lower"] = direction * np.inf
+            table.loc[row, "note"] = f"estimate does not exist (-> {'+' if direction > 0 else '-'}inf)"
+
     def summary(self, level: float = 0.95) -> str:
         """A printable summary: status line and coefficient table (intervals at ``level``)."""
-        status = "converged" if self.converged else "NOT CONVERGED"
+        status = _STATUS_TEXT.get(self.status, self.status)
         head = (f"{self.model_name} model, {self.n_rows} rows, prior {self.prior.to_dict()}\n"
                 f"{status} after {self.n_iter} cycles ({self.message})\n"
                 f"roles: {describe_roles(self.roles)}\n"
@@ -232,6 +262,8 @@ class FitResult:
             "loglik": self.loglik,
             "penalized_loglik": self.objective,
             "converged": bool(self.converged),
+            "status": self.status,
+            "diverging": dict(self.diverging),
             "message": self.message,
             "n_iter": self.n_iter,
             "n_rows": self.n_rows,
@@ -272,7 +304,8 @@ class FitResult:
                        n_iter=d["n_iter"], prior=Prior.from_dict(d["prior"]), n_rows=d["n_rows"],
                        gamma_max=d["gamma_max"], intervals=intervals, timings=d.get("timings", {}),
                        roles=d.get("roles", {}), aliased=d.get("aliased", []),
-                       labels=d.get("labels", {}))
+                       labels=d.get("labels", {}), status=d.get("status", ""),
+                       diverging=d.get("diverging", {}))
         except json.JSONDecodeError as e:
             raise InputError(f"{where} is not JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
                              f"give a file written by FitResult.to_json or 'riskset fit --out FILE.json'") from None

@@ -46,10 +46,7 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import conditional as kernels
-from riskset.models.base import Datafit, FitState, Model, indicator_columns, require_information
-
-# spread of x beta within one stratum beyond which its conditional probabilities are 0 or 1
-_SEPARATION_SPREAD = 30.0
+from riskset.models.base import Datafit, FitState, Model, indicator_columns, require_information, weight_overflow
 
 
 class ConditionalDatafit(Datafit):
@@ -163,27 +160,11 @@ class ConditionalDatafit(Datafit):
         return np.asarray(self.X.T @ self.residuals(state)).ravel()
 
     def diagnose(self, state, beta):
-        """Report separation: within some stratum the covariates alone decide the outcome.
+        return weight_overflow(state)
 
-        Then the fitted within-stratum shares reach 0 or 1 (spread of X beta inside a
-        stratum beyond 30 on the log scale) while some coefficient diverges.
-        """
-        if self.n_coef == 0 or not np.all(np.isfinite(beta)):
-            return None
-        xb = state.eta - self.offset
-        lo = np.full(self.n_strata, np.inf)
-        hi = np.full(self.n_strata, -np.inf)
-        np.minimum.at(lo, self.row_stratum, xb)
-        np.maximum.at(hi, self.row_stratum, xb)
-        spread = hi - lo
-        if not np.any(spread > _SEPARATION_SPREAD):
-            return None
-        scale = abs(self.X).max(axis=0).toarray().ravel()
-        worst = int(np.argmax(np.abs(beta) * scale))
-        return (f"did not converge: in {int(np.sum(spread > _SEPARATION_SPREAD))} stratum/strata the linear "
-                f"predictor differs by more than {_SEPARATION_SPREAD:g} between rows; coefficient "
-                f"{self.coef_label(worst)!r} is diverging ({beta[worst]:.3g}). A covariate separates the "
-                "outcome within strata (perfect prediction): add a prior (penalty) or remove the covariate")
+    def separation_pattern(self, name, direction):
+        extreme = "largest" if direction > 0 else "smallest"
+        return f"{name!r} separates the outcome within strata: every case has the {extreme} value in its stratum"
 
     def information_scale(self, state, columns):
         """sum_r n_s (w_r / W_s) x_rj^2: the within-stratum second moment, before the squared

@@ -16,12 +16,9 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset, row_label
 from riskset.exceptions import InputError
 from riskset.kernels.cpu import glm as kernels
+from riskset.kernels.cpu import separability as separability_kernels
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, indicator_columns, no_weight,
                                  require_information, sparse_product)
-
-# |linear predictor| beyond which a fitted mean is 0 or 1 to double precision.
-_SEPARATION_ETA = 25.0
-
 
 class GLMDatafit(Datafit):
     """Datafit of a GLM family with canonical link (kernels in ``kernels.cpu.glm``).
@@ -106,22 +103,58 @@ class GLMDatafit(Datafit):
         return LocalQuadratic(grad, Xc.multiply(Xc).T @ curv, lambda b: -(Xc.T @ (curv * (Xc @ b))))
 
     def diagnose(self, state, beta):
-        """Report separation: fitted means of exactly 0 or 1 with diverging coefficients."""
-        if self.family == kernels.GAUSSIAN:
-            return None
+        """A non-finite linear predictor, fitted mean or weight, or None."""
+        return None if np.all(np.isfinite(state.rows)) else "the linear predictor or a fitted mean is not finite"
+
+    def univariable_separation(self, columns):
+        """Exact O(nnz) check (:func:`riskset.kernels.cpu.separability.class_ranges`).
+
+        A row may have its linear predictor pushed to +inf (logistic y = 1), to -inf
+        (logistic y = 0, Poisson y = 0) or neither (Poisson y > 0, least squares). Covariate
+        x with the intercept separates towards +inf iff some threshold c has every row
+        with x > c able to go up and every row with x < c able to go down, i.e.
+        ``max(x | cannot go up) <= min(x | cannot go down)`` with x not constant
+        (eta = b (x - c), b -> inf); without an intercept c = 0. The intercept alone
+        diverges iff every row can go the same way (e.g. no event at all).
+        """
+        columns = np.asarray(columns, dtype=np.int64)
+        row_class = np.where(self.w > 0, self._row_classes(), -1).astype(np.int64)
+        sizes = np.bincount(row_class[row_class >= 0], minlength=3).astype(np.int64)
+        ranges = np.empty((columns.size, 3, 2))
+        is_x = columns >= self.first
+        x_ranges = np.empty((int(is_x.sum()), 3, 2))
+        separability_kernels.class_ranges(self.indptr, self.indices, self.values, columns[is_x] - self.first,
+                                          row_class, sizes, x_ranges)
+        ranges[is_x] = x_ranges
+        ranges[~is_x, :, 0] = np.where(sizes > 0, 1.0, np.inf)  # the intercept: x = 1
+        ranges[~is_x, :, 1] = np.where(sizes > 0, 1.0, -np.inf)
+        lo, hi = ranges[:, :, 0], ranges[:, :, 1]
+        not_up_lo, not_up_hi = np.minimum(lo[:, 1], lo[:, 2]), np.maximum(hi[:, 1], hi[:, 2])
+        not_down_lo, not_down_hi = np.minimum(lo[:, 0], lo[:, 2]), np.maximum(hi[:, 0], hi[:, 2])
+        varies = lo.min(axis=1) < hi.max(axis=1)
+        moves = (lo.min(axis=1) < 0) | (hi.max(axis=1) > 0)
+        free_threshold = is_x & bool(self.first)  # the intercept shifts the threshold c
+        up = np.where(free_threshold, varies & (not_up_hi <= not_down_lo),
+                      moves & (not_up_hi <= 0) & (not_down_lo >= 0))
+        down = np.where(free_threshold, varies & (not_down_hi <= not_up_lo),
+                        moves & (not_down_hi <= 0) & (not_up_lo >= 0))
+        return up.astype(np.int64) - down.astype(np.int64)
+
+    def _row_classes(self) -> np.ndarray:
+        """0: the row's eta may go to +inf only, 1: to -inf only, 2: neither (see
+        :meth:`univariable_separation`)."""
+        if self.family == kernels.LOGISTIC:
+            return np.where(self.y > 0, 0, 1)
         if self.family == kernels.POISSON:
-            extreme = state.eta < -_SEPARATION_ETA
-        else:
-            extreme = np.abs(state.eta) > _SEPARATION_ETA
-        if not np.any(extreme & (self.w > 0)):
-            return None
-        scale = abs(self.X).max(axis=0).toarray().ravel()
-        worst = int(np.argmax(np.abs(beta) * np.r_[np.ones(self.first), scale]))
-        what = "0 or 1" if self.family == kernels.LOGISTIC else "0"
-        return (f"did not converge: fitted means of {what} at {int(extreme.sum())} row(s) "
-                f"(|linear predictor| > {_SEPARATION_ETA:g}); coefficient {self.coef_label(worst)!r} is diverging "
-                f"({beta[worst]:.3g}). A covariate separates the outcome (perfect prediction): "
-                "add a prior (penalty) or remove the covariate")
+            return np.where(self.y > 0, 2, 1)
+        return np.full(self.n_rows, 2)
+
+    def separation_pattern(self, name, direction):
+        if self.family == kernels.LOGISTIC:
+            order = ">=" if direction > 0 else "<="
+            return f"{name!r} separates the outcome: every row with y = 1 has {name} {order} every row with y = 0"
+        extreme = "largest" if direction > 0 else "smallest"
+        return f"every event occurs at the {extreme} value of {name!r}"
 
 
 class _GLM(Model):

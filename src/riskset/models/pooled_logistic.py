@@ -159,6 +159,13 @@ class PooledLogisticDatafit(Datafit):
     def linear_predictor(self, beta):
         raise NotImplementedError("pooled logistic rows are virtual; use lin(beta)")
 
+    def reach(self, direction):
+        """A bound on max |x d| over the person-period rows: sum_m max_i |lin_m,i| max_k |f_m(k)|."""
+        lin = self.lin(direction) - self.lin(np.zeros_like(direction))
+        f_max = np.max(np.abs(self.ftab[:, 1:]), axis=1, initial=0.0)
+        f_max[0] = 1.0  # F_0 = 1
+        return float(np.sum(np.max(np.abs(lin), axis=1, initial=0.0) * f_max))
+
     def new_state(self, beta):
         lin = np.ascontiguousarray(self.lin(beta))
         state = FitState(lin)

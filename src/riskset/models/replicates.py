@@ -58,7 +58,7 @@ class ReplicateBatch(ABC):
         """Recompute the state of replicates ``rows`` at ``beta[rows]``."""
 
     def diagnose(self, state, beta: np.ndarray) -> list:
-        """Per replicate: a message if the fit is degenerate (e.g. separation), else None."""
+        """Per replicate: what is wrong with its state (:meth:`Datafit.diagnose`: not finite), or None."""
         return [None] * self.n_replicates
 
     def map(self, fn, rows) -> list:
@@ -134,4 +134,4 @@ class ViewReplicates(ReplicateBatch):
             state[r] = fresh
 
     def diagnose(self, state, beta):
-        return [getattr(v, "diagnose", lambda s, b: None)(s, b) for v, s, b in zip(self.views, state, beta)]
+        return [v.diagnose(s, b) for v, s, b in zip(self.views, state, beta)]

@@ -25,15 +25,21 @@ linear predictor) methods. Named steps:
    on Hessian-vector products (O(nnz_A) each). From a warm start this replaces the long
    tail of active-set sweeps: typically two full sweeps and one polish end a fit.
    After convergence, small sets are polished once more to machine precision.
+5. ``end`` (:func:`finish`, also per replicate): a non-finite state (checked with the
+   objective after every sweep and by ``Datafit.diagnose`` at the end) stops the fit with
+   a message naming where; otherwise the test that the estimate exists
+   (:mod:`riskset.solver.separation`: no direction of unpenalized coefficients along which
+   the likelihood keeps increasing), which gives the status ``estimate_does_not_exist``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.sparse.linalg import LinearOperator, cg
 
 from riskset.models.base import Datafit, FitState
+from riskset.solver.separation import diverging_coefficients, nonexistence_message
 from riskset.solver.step import bounded_step
 
 
@@ -78,8 +84,15 @@ class SolverOptions:
         return min(self.polish_max_active, DENSE_NEWTON_MAX)
 
 
+#: How a fit ended (``SolverResult.status``, ``FitResult.status``).
+CONVERGED, NOT_CONVERGED, DOES_NOT_EXIST = "converged", "not_converged", "estimate_does_not_exist"
+
+
 @dataclass
 class SolverResult:
+    """How a fit ended. ``diverging`` maps the index of each coefficient whose estimate
+    does not exist (the likelihood keeps increasing along it) to its direction, +1 / -1."""
+
     beta: np.ndarray
     state: FitState
     loglik: float
@@ -88,6 +101,13 @@ class SolverResult:
     n_iter: int
     message: str
     gamma_max: float | None = None
+    diverging: dict = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        if self.diverging:
+            return DOES_NOT_EXIST
+        return CONVERGED if self.converged else NOT_CONVERGED
 
 
 def penalty_value(beta, l1, l2) -> float:
@@ -103,6 +123,10 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
     l1, l2 : per-coordinate penalty weights (see :mod:`riskset.solver.prior`).
     beta0 : warm start (zeros by default).
     fixed : boolean mask of coordinates held at their ``beta0`` value (profile likelihood).
+
+    A non-finite state ends the fit (``converged=False``, the message says where); a fit
+    whose estimate does not exist (:func:`riskset.solver.separation.diverging_coefficients`)
+    ends with ``status == "estimate_does_not_exist"`` and names the diverging coefficients.
     """
     opts = options or SolverOptions()
     p = datafit.n_coef
@@ -110,26 +134,56 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
     fixed = np.zeros(p, bool) if fixed is None else np.asarray(fixed, bool)
     free = ~fixed
     state = datafit.new_state(beta)
+    problem = state_problem(datafit, beta, datafit.diagnose(state, beta), "at the start")
+    if problem:
+        ll = datafit.loglik(state)
+        return SolverResult(beta, state, ll, ll - penalty_value(beta, l1, l2), False, 0, problem)
 
     gamma_max = None
     if np.any(l1[free] > 0):
-        beta, state, gamma_max, done = _restricted_start(datafit, beta, state, l1, l2, free, opts)
-        if done:
-            ll = datafit.loglik(state)
-            return SolverResult(beta, state, ll, ll - penalty_value(beta, l1, l2), True, 0,
-                                AT_GAMMA_MAX, gamma_max)
+        beta, state, gamma_max, start = _restricted_start(datafit, beta, state, l1, l2, free, opts)
+        if start is not None:
+            start.gamma_max = gamma_max
+            return finish(datafit, start, l1, l2, free)
 
     beta, state, result = _cycles(datafit, beta, state, l1, l2, np.flatnonzero(free), opts)
     if result.converged and opts.polish_max_active > 0:
         beta, state = polish(datafit, beta, state, l1, l2, free, opts.final_polish_max_active)
         result.loglik = datafit.loglik(state)
         result.objective = result.loglik - penalty_value(beta, l1, l2)
-    problem = getattr(datafit, "diagnose", lambda s, b: None)(state, beta)
-    if problem:
-        result.converged = False
-        result.message = problem
     result.beta, result.state, result.gamma_max = beta, state, gamma_max
+    return finish(datafit, result, l1, l2, free)
+
+
+def finish(datafit, result: SolverResult, l1, l2, free) -> SolverResult:
+    """The end of a fit: fail it on a non-finite state, else test that the estimate exists."""
+    problem = state_problem(datafit, result.beta, datafit.diagnose(result.state, result.beta),
+                            f"after cycle {result.n_iter}")
+    message, result.diverging = end_of_fit(datafit, result.beta, result.objective, problem, l1, l2, free)
+    if message:
+        result.converged, result.message = False, message
     return result
+
+
+def end_of_fit(datafit, beta, objective, problem, l1, l2, free) -> tuple[str | None, dict]:
+    """(the message that fails the fit, or None; the diverging coefficients) of a fit that
+    ended at ``beta`` with ``objective`` and state ``problem`` (:func:`state_problem`).
+    Single fits and every replicate (:mod:`riskset.solver.replicates`) end here."""
+    if problem or not np.isfinite(objective):  # a non-finite objective ended the sweeps: already said
+        return problem, {}
+    diverging = diverging_coefficients(datafit, beta, l1, l2, free)
+    return (nonexistence_message(datafit, diverging) if diverging else None), diverging
+
+
+def state_problem(datafit, beta, problem: str | None, where: str) -> str | None:
+    """The message of a fit that reached non-finite coefficients or a state with ``problem``
+    (from ``datafit.diagnose``), naming ``where`` (e.g. the cycle) and the first non-finite
+    coefficient; None if all is finite."""
+    bad = np.flatnonzero(~np.isfinite(beta))
+    if bad.size:
+        return (f"the fit stopped {where}: coefficient {datafit.coef_label(int(bad[0]))!r} became "
+                f"{beta[bad[0]]} (a numerical overflow; check the covariate's scale or put a prior on it)")
+    return f"the fit stopped {where}: {problem}" if problem else None
 
 
 class CycleControl:
@@ -144,7 +198,7 @@ class CycleControl:
         self.objective = objective
         self.tol, self.max_iter = options.tol, options.max_iter
         self.k, self.full, self.after_full, self.change = 0, True, False, np.inf
-        self.done, self.converged = options.max_iter <= 0, False
+        self.done, self.converged, self.failed = options.max_iter <= 0, False, False
         self.message = f"reached max_iter = {self.max_iter} cycles" if self.done else ""
 
     def coords(self, coords, beta, l1):
@@ -155,8 +209,8 @@ class CycleControl:
         """Account for one sweep that ended at ``objective``."""
         self.k += 1
         if not np.isfinite(objective):
-            self.done, self.change = True, np.nan
-            self.message = f"the objective became non-finite ({objective}) at cycle {self.k}"
+            self.done, self.change, self.failed = True, np.nan, True
+            self.message = f"the fit stopped at cycle {self.k}: the objective became {objective}"
             return
         self.change = abs(objective - self.objective) / (abs(objective) + 1.0)
         self.objective = objective
@@ -196,6 +250,8 @@ def _cycles(datafit, beta, state, l1, l2, coords, opts):
     while not ctl.done:
         sweep(state, ctl.coords(coords, beta, l1), beta, l1, l2, radius)
         ctl.record(datafit.loglik(state) - penalty_value(beta, l1, l2))
+        if ctl.failed:
+            ctl.message = state_problem(datafit, beta, datafit.diagnose(state, beta), f"at cycle {ctl.k}") or ctl.message
         if ctl.polish_due:  # never makes the fit worse
             beta, state = polish(datafit, beta, state, l1, l2, np.isin(np.arange(datafit.n_coef), coords),
                                  opts.polish_max_active, opts.tol)
@@ -231,18 +287,34 @@ def sweep_function(datafit):
 def _restricted_start(datafit, beta, state, l1, l2, free, opts):
     """Fit the unpenalized free coordinates with penalized ones at zero; test if zero is optimal.
 
-    Returns (beta, state, gamma_max, done): ``gamma_max`` is the smallest common L1
-    rate at which every penalized coordinate stays at zero.
+    Returns (beta, state, gamma_max, result): ``gamma_max`` is the smallest common L1
+    rate at which every penalized coordinate stays at zero; ``result`` is the fit's end
+    if the restricted fit is the answer (zero optimal) or failed (a non-finite state), else None.
     """
     penalized = free & (l1 > 0)
     if np.any(beta[penalized] != 0):  # warm start away from zero: nothing to test cheaply
-        return beta, state, None, False
+        return beta, state, None, None
     unpen = np.flatnonzero(free & (l1 == 0))
     if unpen.size:
-        beta, state, _ = _cycles(datafit, beta, state, l1, l2, unpen, opts)
+        beta, state, start = _cycles(datafit, beta, state, l1, l2, unpen, opts)
+        if not np.isfinite(start.objective):
+            return beta, state, None, start
         beta, state = polish(datafit, beta, state, l1, l2, free & (l1 == 0), opts.final_polish_max_active)
-    gamma_max, done = zero_test(datafit.gradient(state), l1, penalized)
-    return beta, state, gamma_max, done
+    grad = datafit.gradient(state)
+    if not np.all(np.isfinite(grad)):
+        j = int(np.flatnonzero(~np.isfinite(grad))[0])
+        message = (f"the fit stopped after the restricted start: the gradient of {datafit.coef_label(j)!r} "
+                   f"is {grad[j]}")
+        return beta, state, None, _ended(datafit, beta, state, l1, l2, False, message)
+    gamma_max, done = zero_test(grad, l1, penalized)
+    if not done:
+        return beta, state, gamma_max, None
+    return beta, state, gamma_max, _ended(datafit, beta, state, l1, l2, True, AT_GAMMA_MAX)
+
+
+def _ended(datafit, beta, state, l1, l2, converged, message) -> SolverResult:
+    ll = datafit.loglik(state)
+    return SolverResult(beta, state, ll, ll - penalty_value(beta, l1, l2), converged, 0, message)
 
 
 def zero_test(grad, l1, penalized):

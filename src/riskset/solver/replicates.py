@@ -15,12 +15,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from riskset.models.replicates import ReplicateBatch
-from riskset.solver.ccd import AT_GAMMA_MAX, CycleControl, SolverOptions, polish, polish_set, zero_test
+from riskset.solver.ccd import (AT_GAMMA_MAX, CONVERGED, DOES_NOT_EXIST, NOT_CONVERGED, CycleControl, SolverOptions,
+                                end_of_fit, polish, polish_set, state_problem, zero_test)
 
 
 @dataclass
 class ReplicateResult:
-    """Per replicate: coefficients (R, P), log-likelihood, penalized objective, convergence."""
+    """Per replicate: coefficients (R, P), log-likelihood, penalized objective, convergence,
+    and the coefficients whose estimate does not exist ({index: +1 / -1}, as
+    :attr:`riskset.solver.ccd.SolverResult.diverging`)."""
 
     beta: np.ndarray
     loglik: np.ndarray
@@ -29,6 +32,13 @@ class ReplicateResult:
     n_iter: np.ndarray
     messages: list
     gamma_max: np.ndarray
+    diverging: list
+
+    @property
+    def status(self) -> list[str]:
+        """Per replicate: 'converged', 'not_converged' or 'estimate_does_not_exist'."""
+        return [DOES_NOT_EXIST if d else (CONVERGED if c else NOT_CONVERGED)
+                for c, d in zip(self.converged, self.diverging)]
 
 
 def penalties(beta, l1, l2) -> np.ndarray:
@@ -84,12 +94,16 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
         converged[todo], n_iter[todo] = conv[todo], k[todo]
         for r in np.flatnonzero(todo):
             messages[r] = msg[r]
-    problems = batch.diagnose(state, beta)
-    for r, problem in enumerate(problems):
-        if problem:
-            converged[r], messages[r] = False, problem
+    # 4. the end of each fit, as fit_ccd's: a non-finite state fails it, else the existence test
     ll = batch.loglik(state)
-    return ReplicateResult(beta, ll, ll - penalties(beta, l1, l2), converged, n_iter, messages, gamma_max)
+    objective = ll - penalties(beta, l1, l2)
+    diverging = [{} for _ in range(R)]
+    for r, problem in enumerate(batch.diagnose(state, beta)):
+        problem = state_problem(batch.view(r), beta[r], problem, f"after cycle {n_iter[r]}")
+        message, diverging[r] = end_of_fit(batch.view(r), beta[r], objective[r], problem, l1[r], l2[r], free[r])
+        if message:
+            converged[r], messages[r] = False, message
+    return ReplicateResult(beta, ll, objective, converged, n_iter, messages, gamma_max, diverging)
 
 
 def _cycles(batch, state, beta, l1, l2, base, opts):

@@ -175,6 +175,16 @@ class DeviceDatafit(Datafit):
     def hessian(self, state, columns):
         return self._cpu_view(0).hessian(self._host_state(state, 0), columns)
 
+    # the separation test's host-side questions (riskset.solver.separation): the CPU datafit's answers
+    def reach(self, direction):
+        return self.cpu.reach(direction)
+
+    def univariable_separation(self, columns):
+        return self.cpu.univariable_separation(columns)
+
+    def separation_pattern(self, name, direction):
+        return self.cpu.separation_pattern(name, direction)
+
     def information_scale(self, state, columns):
         return self._cpu_view(0).information_scale(self._host_state(state, 0), columns)
 

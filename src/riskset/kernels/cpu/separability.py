@@ -1,0 +1,32 @@
+"""Numba kernel of the univariable separability check of the GLM families."""
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def class_ranges(indptr, indices, values, columns, row_class, class_size, out):
+    """Per column c of ``columns``: the smallest and largest value of x_c within each row class.
+
+    ``row_class[i]`` in {0, 1, 2} (-1: row ignored); ``class_size[k]`` rows are in class k,
+    so a class with fewer stored entries than rows also holds an implicit 0.
+    ``out[a, k] = (min, max)`` of class k for column ``columns[a]`` (+inf, -inf if empty). O(nnz).
+    """
+    n_class = class_size.shape[0]
+    seen = np.zeros(n_class, np.int64)
+    for a in range(columns.shape[0]):
+        j = columns[a]
+        for k in range(n_class):
+            out[a, k, 0], out[a, k, 1] = np.inf, -np.inf
+            seen[k] = 0
+        for p in range(indptr[j], indptr[j + 1]):
+            k = row_class[indices[p]]
+            if k < 0:
+                continue
+            v = values[p]
+            seen[k] += 1
+            out[a, k, 0] = min(out[a, k, 0], v)
+            out[a, k, 1] = max(out[a, k, 1], v)
+        for k in range(n_class):
+            if seen[k] < class_size[k]:
+                out[a, k, 0] = min(out[a, k, 0], 0.0)
+                out[a, k, 1] = max(out[a, k, 1], 0.0)
