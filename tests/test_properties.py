@@ -1,0 +1,143 @@
+"""Property-based tests of ingestion and fitting on awkward tables (issue #13).
+
+Hypothesis draws small wide tables whose cells may be NaN, infinite, huge, tiny, negative
+or duplicated, with zero or negative weights and strata of one row. Whatever it draws,
+``from_frame`` + ``fit`` either raises :class:`~riskset.exceptions.InputError` or returns
+a fit, and a fit that says "converged" is at a finite optimum: no coefficient diverges
+(the estimate exists) and no single-coordinate move improves the log-likelihood.
+Examples are derandomized: every run tries the same tables.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import riskset
+from riskset.exceptions import InputError
+from riskset.models.base import get_model
+
+SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -1.0, 1e200, -1e200, 1e-300, 1e12]
+MODELS = ["cox", "fine_gray", "logistic", "poisson", "conditional_logistic"]
+PROPERTY = settings(derandomize=True, max_examples=40, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@st.composite
+def tables(draw):
+    """A valid small table, then up to two cells replaced by awkward values (NaN, inf, huge,
+    tiny, negative, zero), sometimes a duplicated covariate and strata of one row."""
+    n = draw(st.integers(2, 30))
+    col = lambda strategy: draw(st.lists(strategy, min_size=n, max_size=n))  # noqa: E731
+    frame = pd.DataFrame({
+        "time": col(st.floats(0.01, 10.0)),
+        "status": col(st.sampled_from([0, 1, 1, 2])),
+        "x1": col(st.one_of(st.sampled_from([0.0, 1.0]), st.floats(-3.0, 3.0))),
+        "x2": col(st.sampled_from([0.0, 1.0])),
+        "w": col(st.sampled_from([1.0, 1.0, 1.0, 2.0, 0.0])),
+        "s": col(st.integers(0, draw(st.integers(0, n)))),
+    })
+    for _ in range(draw(st.integers(0, 2))):
+        column = draw(st.sampled_from(["time", "x1", "x2", "w"]))
+        frame.loc[draw(st.integers(0, n - 1)), column] = draw(st.sampled_from(SPECIAL))
+    if draw(st.booleans()):
+        frame["x3"] = frame["x1"]  # an exact duplicate column
+    return frame
+
+
+def invalid(frame: pd.DataFrame, model: str) -> str | None:
+    """What makes the table unusable for ``model`` whatever the implementation, or None."""
+    covs = frame.drop(columns=["time", "status", "w", "s"])
+    if not np.isfinite(covs.to_numpy(float)).all():
+        return "non-finite covariate"
+    if model != "conditional_logistic" and (not np.isfinite(frame["w"]).all() or (frame["w"] < 0).any()):
+        return "bad weight"
+    if model in ("cox", "fine_gray") and (~np.isfinite(frame["time"]) | (frame["time"] < 0)).any():
+        return "bad time"
+    return None
+
+
+def build(frame: pd.DataFrame, model: str):
+    roles = {"weights": "w"}
+    if model in ("cox", "fine_gray"):
+        roles.update(time="time", status="status")
+        if model == "cox":
+            frame = frame.assign(status=(frame["status"] == 1).astype(int))
+    else:
+        frame = frame.assign(y=(frame["status"] == 1).astype(int))
+        roles["y"] = "y"
+    if model == "conditional_logistic":  # weights must be constant within a matched set: none here
+        roles = {"y": "y", "strata": "s"}
+    drop = [c for c in ("time", "status", "s", "w") if c not in roles.values()]
+    return riskset.from_frame(frame.drop(columns=drop), **roles)
+
+
+def loglik_at(data, model, beta):
+    datafit = get_model(model).datafit(data)
+    return datafit.loglik(datafit.new_state(np.asarray(beta, dtype=float)))
+
+
+def assert_honest(data, model, fit):
+    """A converged, unpenalized fit: finite estimates at a local maximum that exists."""
+    if not fit.converged:
+        assert fit.message, "a fit that did not converge says why"
+        return
+    beta = fit.coef.to_numpy()
+    assert np.all(np.isfinite(beta)) and np.isfinite(fit.loglik)
+    base = loglik_at(data, model, beta)
+    assert base == pytest.approx(fit.loglik, rel=1e-9, abs=1e-9)
+    for j in range(beta.size):
+        for h in (1e-3, -1e-3, 1.0, -1.0):
+            moved = beta.copy()
+            moved[j] += h
+            assert loglik_at(data, model, moved) <= base + 1e-7 * (1 + abs(base)), (
+                f"moving {fit.coef.index[j]} by {h} improves a 'converged' fit")
+    # An estimate that exists leaves no coefficient shifting the linear predictor by e^30 or more.
+    X = data.X.tocsc()
+    scale = np.abs(X).max(axis=0).toarray().ravel()
+    names = list(data.covariate_names)
+    contribution = [abs(fit.coef[n]) * scale[i] for i, n in enumerate(names) if n in fit.coef.index]
+    assert max(contribution, default=0.0) < 30, "a diverging coefficient reported as converged"
+
+
+@pytest.mark.parametrize("model", MODELS)
+@PROPERTY
+@given(frame=tables())
+def test_awkward_tables_give_an_error_or_an_honest_fit(model, frame):
+    problem = invalid(frame, model)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            data = build(frame, model)
+            fit = riskset.fit(data, model, max_iter=200)
+    except InputError as err:
+        assert str(err)
+        return
+    assert problem is None, f"{problem} was accepted"
+    assert_honest(data, model, fit)
+
+
+@PROPERTY
+@given(frame=tables(), order=st.randoms(use_true_random=False))
+def test_row_order_does_not_change_a_cox_fit(frame, order):
+    """Shuffling rows changes nothing (ties broken by the data, not by their order)."""
+    if invalid(frame, "cox"):
+        return
+    perm = list(range(len(frame)))
+    order.shuffle(perm)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            a = riskset.fit(build(frame, "cox"), "cox", riskset.Normal(variance=1.0))
+        except InputError:
+            with pytest.raises(InputError):
+                riskset.fit(build(frame.iloc[perm], "cox"), "cox", riskset.Normal(variance=1.0))
+            return
+        b = riskset.fit(build(frame.iloc[perm].reset_index(drop=True), "cox"), "cox", riskset.Normal(variance=1.0))
+    assert a.converged == b.converged
+    assert a.loglik == pytest.approx(b.loglik, rel=1e-8, abs=1e-8)
+    np.testing.assert_allclose(a.coef.to_numpy(), b.coef.reindex(a.coef.index).to_numpy(), rtol=1e-6, atol=1e-6)
