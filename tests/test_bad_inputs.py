@@ -202,6 +202,29 @@ def test_huge_covariate_value_is_fitted_right_or_refused():
     assert fit_big.loglik == pytest.approx(fit_scaled.loglik, rel=1e-9, abs=1e-9)
 
 
+@pytest.mark.parametrize("model", ["cox", "fine_gray"])
+def test_a_weight_1e12_times_the_others_is_fitted_right_or_fails_honestly(model):
+    """One row of weight 1e12 makes the risk-set sums cancel: the fit once climbed to a worse
+    likelihood, the aliasing refit zeroed the coefficient, and 'converged' was reported."""
+    n = 20
+    status = np.zeros(n, int)
+    status[18:] = 1
+    x = np.zeros(n)
+    x[[0, 19]] = 1.0
+    w = np.ones(n)
+    w[0] = 1e12
+    data = riskset.from_frame(pd.DataFrame({"time": np.ones(n), "status": status, "x": x, "w": w}),
+                              time="time", status="status", weights="w")
+    try:
+        fit = riskset.fit(data, model)
+    except InputError as err:
+        assert "weight" in str(err)
+        return
+    datafit = riskset.models.get_model(model).datafit(data)
+    gradient = datafit.gradient(datafit.new_state(fit.coef.to_numpy()))
+    assert not fit.converged or abs(gradient[0]) < 1e-6, fit.message
+
+
 def test_constant_column_marks_only_the_aliased_coefficient():
     data = logistic_data()
     X = np.c_[data.X.toarray(), np.ones(data.n_rows)]

@@ -72,6 +72,12 @@ class Datafit(ABC):
     #: Coefficient names, set by the caller that builds the datafit (for messages).
     names: list[str] | None = None
 
+    #: Whether :meth:`univariable_separation` is an exact test (a family's direct check)
+    #: rather than the generic reading of the slope far out, which rows of very large weight
+    #: (e.g. pooled logistic's 1e9 virtual intervals of one subject) can mislead; only an
+    #: exact answer may declare a divergence the ray test cannot resolve.
+    exact_separability: bool = False
+
     def __init__(self, X: sp.csc_matrix, offset: np.ndarray | None = None):
         X = sp.csc_matrix(X, dtype=np.float64)
         X.sum_duplicates()

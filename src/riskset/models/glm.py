@@ -106,6 +106,8 @@ class GLMDatafit(Datafit):
         """A non-finite linear predictor, fitted mean or weight, or None."""
         return None if np.all(np.isfinite(state.rows)) else "the linear predictor or a fitted mean is not finite"
 
+    exact_separability = True
+
     def univariable_separation(self, columns):
         """Exact O(nnz) check (:func:`riskset.kernels.cpu.separability.class_ranges`).
 

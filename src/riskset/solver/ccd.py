@@ -124,8 +124,9 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
     beta0 : warm start (zeros by default).
     fixed : boolean mask of coordinates held at their ``beta0`` value (profile likelihood).
 
-    A non-finite state ends the fit (``converged=False``, the message says where); a fit
-    whose estimate does not exist (:func:`riskset.solver.separation.diverging_coefficients`)
+    A non-finite state ends the fit (``converged=False``, the message says where), and so
+    does an objective that, recomputed from scratch, ended below where it started
+    (:func:`lost_ground`); a fit whose estimate does not exist (:func:`riskset.solver.separation.diverging_coefficients`)
     ends with ``status == "estimate_does_not_exist"`` and names the diverging coefficients.
     """
     opts = options or SolverOptions()
@@ -146,33 +147,56 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
             start.gamma_max = gamma_max
             return finish(datafit, start, l1, l2, free)
 
+    start_objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
     beta, state, result = _cycles(datafit, beta, state, l1, l2, np.flatnonzero(free), opts)
     if result.converged and opts.polish_max_active > 0:
         beta, state = polish(datafit, beta, state, l1, l2, free, opts.final_polish_max_active)
         result.loglik = datafit.loglik(state)
         result.objective = result.loglik - penalty_value(beta, l1, l2)
     result.beta, result.state, result.gamma_max = beta, state, gamma_max
-    return finish(datafit, result, l1, l2, free)
+    return finish(datafit, result, l1, l2, free, start_objective)
 
 
-def finish(datafit, result: SolverResult, l1, l2, free) -> SolverResult:
-    """The end of a fit: fail it on a non-finite state, else test that the estimate exists."""
+def finish(datafit, result: SolverResult, l1, l2, free, start_objective: float | None = None) -> SolverResult:
+    """The end of a fit: fail it on a non-finite state or on lost ground (from
+    ``start_objective``), else test that the estimate exists."""
     problem = state_problem(datafit, result.beta, datafit.diagnose(result.state, result.beta),
                             f"after cycle {result.n_iter}")
-    message, result.diverging = end_of_fit(datafit, result.beta, result.objective, problem, l1, l2, free)
+    if problem is None and start_objective is not None and np.isfinite(result.objective):
+        problem = lost_ground(datafit, result.beta, start_objective, l1, l2)
+    message, result.diverging = end_of_fit(datafit, result.beta, result.objective, problem, l1, l2, free,
+                                           result.converged)
     if message:
         result.converged, result.message = False, message
     return result
 
 
-def end_of_fit(datafit, beta, objective, problem, l1, l2, free) -> tuple[str | None, dict]:
+def end_of_fit(datafit, beta, objective, problem, l1, l2, free, converged) -> tuple[str | None, dict]:
     """(the message that fails the fit, or None; the diverging coefficients) of a fit that
-    ended at ``beta`` with ``objective`` and state ``problem`` (:func:`state_problem`).
-    Single fits and every replicate (:mod:`riskset.solver.replicates`) end here."""
-    if problem or not np.isfinite(objective):  # a non-finite objective ended the sweeps: already said
+    ended at ``beta`` with ``objective``, state ``problem`` (:func:`state_problem`) and
+    ``converged`` as the cycles left it. Single fits and every replicate
+    (:mod:`riskset.solver.replicates`) end here."""
+    if problem:
         return problem, {}
+    if not np.isfinite(objective):  # the cycles that met it have said where; a converged fit has not
+        return (f"the fit stopped: the objective became {objective} (a numerical overflow)" if converged
+                else None), {}
     diverging = diverging_coefficients(datafit, beta, l1, l2, free)
     return (nonexistence_message(datafit, diverging) if diverging else None), diverging
+
+
+def lost_ground(datafit, beta, start_objective: float, l1, l2) -> str | None:
+    """Coordinate descent only climbs: the message of a fit whose penalized log-likelihood,
+    recomputed from scratch at ``beta``, ended below ``start_objective`` (its value at the
+    start), or None. It happens when the sums a sweep updates in place (risk-set or stratum
+    sums of w exp(eta)) lose their precision to cancellation: one row's weight 1e12 times
+    the others', or linear predictors spanning many orders of magnitude."""
+    end = datafit.loglik(datafit.new_state(beta)) - penalty_value(beta, l1, l2)
+    if end >= start_objective - 1e-9 * (abs(start_objective) + 1.0):
+        return None
+    return (f"the fit lost its numerical precision: the penalized log-likelihood fell from {start_objective:.8g} "
+            f"at the start to {end:.8g}; case weights or covariate values spanning many orders of magnitude "
+            "make the sums cancel: rescale them (e.g. bound the weights' ratio) or put a prior on the coefficients")
 
 
 def state_problem(datafit, beta, problem: str | None, where: str) -> str | None:
@@ -330,7 +354,7 @@ def polish(datafit, beta, state, l1, l2, free, max_active, tol=0.0, max_steps=25
     """Newton steps on the active set (from :func:`newton_step`), projected on its orthant:
     an L1 coordinate that would cross zero stops at zero and leaves the active set.
 
-    A step is accepted only if it increases the objective (else it is halved, at most
+    A step is accepted only if the objective stays finite and increases (else it is halved, at most
     :data:`BACKTRACKS` times); polishing can therefore never make a fit worse. Steps stop
     when one gains less than ``tol / 10`` (relative; ``tol = 0``: machine precision).
     """
@@ -349,7 +373,7 @@ def polish(datafit, beta, state, l1, l2, free, max_active, tol=0.0, max_steps=25
             trial[active[crossed]] = 0.0
             trial_state = datafit.new_state(trial)
             trial_objective = datafit.loglik(trial_state) - penalty_value(trial, l1, l2)
-            if trial_objective >= objective - 1e-12 * (abs(objective) + 1):
+            if np.isfinite(trial_objective) and trial_objective >= objective - 1e-12 * (abs(objective) + 1):
                 break
             step = step / 2
         else:

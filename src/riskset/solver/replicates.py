@@ -100,7 +100,8 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
     diverging = [{} for _ in range(R)]
     for r, problem in enumerate(batch.diagnose(state, beta)):
         problem = state_problem(batch.view(r), beta[r], problem, f"after cycle {n_iter[r]}")
-        message, diverging[r] = end_of_fit(batch.view(r), beta[r], objective[r], problem, l1[r], l2[r], free[r])
+        message, diverging[r] = end_of_fit(batch.view(r), beta[r], objective[r], problem, l1[r], l2[r], free[r],
+                                           converged[r])
         if message:
             converged[r], messages[r] = False, message
     return ReplicateResult(beta, ll, objective, converged, n_iter, messages, gamma_max, diverging)

@@ -22,6 +22,12 @@ device datafits alike:
 3. the ray test: ``l(beta + t d) >= l(beta) - eps`` for t in :data:`RAY_STEPS` (a finite
    maximum loses at least ~ info / 2 per unit step), and ``l`` with beta's component along
    d removed is clearly lower than ``l(beta)`` (the direction matters: not an aliased column).
+4. a candidate that alone separates the outcome (the univariable check,
+   :meth:`~riskset.models.base.Datafit.univariable_separation`, where it is exact: the GLMs;
+   towards the sign of its estimate) diverges even where the ray's changes are below rounding (e.g. one row of
+   weight 1e12 holds the intercept near -28, so the other rows' terms are ~1e-12): its
+   direction, with the intercept or baseline, is a recession direction of the whole
+   likelihood (Albert & Anderson 1984), so the estimate cannot exist.
 
 A strong but finite effect (beta = 3 on a rare covariate, wide SE) is no candidate, and
 were it one, the first step of the ray would lose likelihood.
@@ -74,6 +80,10 @@ def diverging_coefficients(datafit, beta, l1, l2, free) -> dict[int, int]:
     if not np.isfinite(ll):
         return {}
     alone = {int(j): int(np.sign(beta[j])) for j in candidates if _is_recession(datafit, beta, _on(beta, [j]), ll)}
+    if datafit.exact_separability:
+        for j, separates in zip(candidates, univariable_directions(datafit, candidates)):
+            if separates != 0 and separates == np.sign(beta[j]):
+                alone.setdefault(int(j), int(separates))
     if alone or candidates.size < 2:
         return alone
     for direction in _joint_directions(datafit, state, beta, candidates):

@@ -7,7 +7,7 @@ trust region (half-width r becomes max(2|step|, r/2)).
 from numba import njit
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def newton_step(g, h, b, l1, l2):
     """Step for coordinate value ``b`` given dl/db = g and d2l/db2 = h."""
     curv = l2 - h  # curvature of the negated objective; > 0 unless degenerate
@@ -29,7 +29,7 @@ def newton_step(g, h, b, l1, l2):
     return step
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def bounded_step(g, h, b, l1, l2, radius, j):
     """Newton step clipped to the trust region of coordinate j; updates radius[j]."""
     step = newton_step(g, h, b, l1, l2)

@@ -3,7 +3,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def indicator_columns(indptr, values):
     """Boolean per column: every stored value is 1 (kernels then skip multiplications)."""
     n_cols = indptr.shape[0] - 1
@@ -16,7 +16,7 @@ def indicator_columns(indptr, values):
     return out
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def columns_times(indptr, indices, values, cols, b, out):
     """out = X[:, cols] @ b without slicing X (O(nnz of the columns))."""
     out[:] = 0.0
@@ -28,7 +28,7 @@ def columns_times(indptr, indices, values, cols, b, out):
                 out[indices[k]] += values[k] * ba
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def columns_dot(indptr, indices, values, cols, z, out):
     """out = X[:, cols]' @ z without slicing X (O(nnz of the columns))."""
     for a in range(cols.shape[0]):
@@ -39,7 +39,7 @@ def columns_dot(indptr, indices, values, cols, z, out):
         out[a] = s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def columns_dot2(indptr, indices, values, cols, z, out, out2):
     """out = X[:, cols]' @ z and out2 = (X[:, cols] ** 2)' @ z in one pass."""
     for a in range(cols.shape[0]):

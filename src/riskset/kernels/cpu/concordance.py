@@ -4,7 +4,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _fenwick_add(tree, i):
     i += 1
     while i < tree.shape[0]:
@@ -12,7 +12,7 @@ def _fenwick_add(tree, i):
         i += i & -i
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _fenwick_count_below(tree, i):
     """Number of inserted ranks < i."""
     total = 0
@@ -22,7 +22,7 @@ def _fenwick_count_below(tree, i):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def concordance_counts(time, event, rank, order, n_ranks):
     """(concordant, tied_risk, comparable) pair counts of Harrell's C.
 

@@ -39,7 +39,7 @@ from riskset.solver.step import bounded_step
 # -- exact (elementary symmetric polynomial) strata --------------------------------
 # _log_esp and _exact_stratum_derivs call no other compiled function and no ``min`` (the
 # caller passes the scale): the GPU backend compiles their source as CUDA device functions.
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _stratum_scale(w, a, b):
     big = 0.0
     for r in range(a, b):
@@ -48,7 +48,7 @@ def _stratum_scale(w, a, b):
     return big
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _log_esp(w, a, b, m, big, B):
     """log e_m(w[a:b]) using workspace B (length >= m + 1); ``big`` = :func:`_stratum_scale`."""
     for k in range(m + 1):
@@ -62,7 +62,7 @@ def _log_esp(w, a, b, m, big, B):
     return math.log(B[m]) + m * math.log(big)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _exact_stratum_derivs(w, a, b, m, big, idx, val, p, q, B, dB, d2B):
     """First and second derivative of log e_m(w[a:b]) along a direction x.
 
@@ -96,7 +96,7 @@ def _exact_stratum_derivs(w, a, b, m, big, idx, val, p, q, B, dB, d2B):
     return d1, d2B[m] / B[m] - d1 * d1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _exact_inclusion(w, a, b, m, pi):
     """pi[r] = P(row r is among the m selected | stratum) = d log e_m / d eta_r.
 
@@ -129,7 +129,7 @@ def _exact_inclusion(w, a, b, m, pi):
 
 
 # -- the solver interface ------------------------------------------------------------
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def refresh(eta, w, W, stratum_ptr):
     """w = exp(eta) and the per-stratum sums W (one O(N) pass)."""
     for s in range(stratum_ptr.shape[0] - 1):
@@ -141,7 +141,7 @@ def refresh(eta, w, W, stratum_ptr):
         W[s] = tot
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def loglik(eta, w, W, y, n_s, stratum_ptr, exact_m, c_s, B):
     """Conditional log-likelihood; recomputes w = exp(eta) and W (removes drift of the moves)."""
     total = 0.0
@@ -163,7 +163,7 @@ def loglik(eta, w, W, y, n_s, stratum_ptr, exact_m, c_s, B):
     return total
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def coordinate(indptr, indices, values, j, xy_j, row_stratum, stratum_ptr, w, W, n_s, exact_m, c_s,
                B, dB, d2B):
     """(dl/dbeta_j, d2l/dbeta_j^2), visiting only the strata of column j's non-zeros."""
@@ -198,7 +198,7 @@ def coordinate(indptr, indices, values, j, xy_j, row_stratum, stratum_ptr, w, W,
     return g, h
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def move(indptr, indices, values, indicator, j, delta, row_stratum, eta, w, W):
     """beta_j += delta: eta, w at the non-zeros of column j and W of their strata.
 
@@ -214,7 +214,7 @@ def move(indptr, indices, values, indicator, j, delta, row_stratum, eta, w, W):
         w[r] = e
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def cycle(indptr, indices, values, indicator, coords, beta, l1, l2, radius, xy, row_stratum, stratum_ptr,
           eta, w, W, n_s, exact_m, c_s, B, dB, d2B):
     """One CCD sweep over ``coords`` (see riskset.solver.step), entirely compiled."""
@@ -227,7 +227,7 @@ def cycle(indptr, indices, values, indicator, coords, beta, l1, l2, radius, xy, 
             beta[j] += step
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def residuals(w, W, y, n_s, stratum_ptr, exact_m, c_s, out):
     """out[r] = dl/deta_r: y_r - n_s w_r / W_s (multinomial) or c_s (y_r - pi_r) (exact)."""
     for s in range(stratum_ptr.shape[0] - 1):
@@ -246,7 +246,7 @@ def residuals(w, W, y, n_s, stratum_ptr, exact_m, c_s, out):
                 out[r] = y[r] - (n_s[s] * w[r] / tot if n_s[s] > 0 else 0.0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def exact_hessian_block(sub_ptr, sub_idx, sub_val, k, w, stratum_ptr, exact_m, c_s, out):
     """Add the exact strata's part of d2l/dbeta_a dbeta_b (a, b < k) to ``out``.
 

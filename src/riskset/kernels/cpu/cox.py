@@ -34,7 +34,7 @@ from numba import njit
 from riskset.solver.step import bounded_step
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def new_state(eta, cw, w, ks, ke, event, ex, en, ev):
     """w = c exp(eta) and the slot sums ex (w by exit slot), en (w by entry slot), ev (events)."""
     ex[:] = 0.0
@@ -49,7 +49,7 @@ def new_state(eta, cw, w, ks, ke, event, ex, en, ev):
             ev[ke[r] - 1] += wr
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, evn, has_start, ex, en, ev):
     """beta_j += delta: eta, w and the slot sums at the non-zeros of column j.
 
@@ -74,7 +74,7 @@ def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, 
             ev[ken[i] - 1] += dw
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def move_scan(indptr, indices, values, j, delta, eta, cw, w):
     """beta_j += delta for the scan formulation: eta and w only."""
     for i in range(indptr[j], indptr[j + 1]):
@@ -83,7 +83,7 @@ def move_scan(indptr, indices, values, j, delta, eta, cw, w):
         w[r] = cw[r] * math.exp(eta[r])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def refresh(ex, en, ev, slot_d, slot_m, slot_ptr, has_start, efron, full, D, Q1, Q2, R1, R2, T2, A1c, A2c):
     """Per-slot denominators and the cumulative aggregates, O(n_slots (+ tied events for Efron)).
 
@@ -166,7 +166,7 @@ def refresh(ex, en, ev, slot_d, slot_m, slot_ptr, has_start, efron, full, D, Q1,
             T2[p] = t2
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def loglik_terms(eta, cw, event, D, ev, slot_d, slot_m, efron):
     """sum_events c eta - sum_p wbar sum_l log Z_l (D and ev must be current)."""
     ll = 0.0
@@ -186,7 +186,7 @@ def loglik_terms(eta, cw, event, D, ev, slot_d, slot_m, efron):
     return ll
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def coordinate_sorted(indptr, indices, values, j, gx0, w, ksn, ken, evn,
                       A1c, A2c, R1, R2, T2, efron):
     """(g_j, h_j) in O(nnz_j) for right-censored rows (sorted order = descending exit slot).
@@ -235,7 +235,7 @@ def coordinate_sorted(indptr, indices, values, j, gx0, w, ksn, ken, evn,
     return g, h + S
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def coordinate_breakpoints(indptr, indices, values, j, gx0, w, ksn, ken, evn, slot_stratum, codes,
                            A1c, A2c, R1, R2, T2, efron):
     """(g_j, h_j) in O(nnz_j) for (start, stop] rows, walking the column's sorted breakpoints."""
@@ -296,7 +296,7 @@ def coordinate_breakpoints(indptr, indices, values, j, gx0, w, ksn, ken, evn, sl
     return g, h + S
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def coordinate_scan(indptr, indices, values, j, xd, w, cw, ks, ke, event, slot_d, slot_m, slot_last, efron):
     """(g_j, h_j) by full O(N + n_slots) scans (the papers' formulation); independent of the
     cached aggregates. ``xd`` is a zero work vector of length N (restored on return)."""
@@ -368,7 +368,7 @@ def coordinate_scan(indptr, indices, values, j, xd, w, cw, ks, ke, event, slot_d
     return g, h
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def gradient_column(indptr, indices, values, j, gx0, w, ksn, ken, evn, A1c, R1, efron):
     """dl/dbeta_j alone in O(nnz_j) (the g of :func:`coordinate_sorted`, bit for bit)."""
     g = gx0
@@ -380,14 +380,14 @@ def gradient_column(indptr, indices, values, j, gx0, w, ksn, ken, evn, A1c, R1, 
     return g
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def gradient_all(indptr, indices, values, gx0, w, ksn, ken, evn, A1c, R1, efron, out):
     """dl/dbeta for every column in O(nnz) (aggregates must be current; per-non-zero slots)."""
     for j in range(indptr.shape[0] - 1):
         out[j] = gradient_column(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, R1, efron)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def numerators(cols, indptr, indices, values, w, ks, ke, event, slot_last, efron, N1, E1):
     """Risk-set sums N1[p, a] = sum_{at risk at p} w x_a and event sums E1[p, a] for columns ``cols``."""
     ns = slot_last.shape[0]
@@ -415,7 +415,7 @@ def numerators(cols, indptr, indices, values, w, ks, ke, event, slot_last, efron
             sn += en[p]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def row_hazard_terms(w, ks, ke, event, A1c, R1, efron, out):
     """Per-row weight of the first Hessian term: w (A1c[ke] - A1c[ks]) - event w R1[ke-1]."""
     for r in range(w.shape[0]):
@@ -425,7 +425,7 @@ def row_hazard_terms(w, ks, ke, event, A1c, R1, efron, out):
         out[r] = v
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def hessian_vector_rows(u, w, v, ks, ke, event, slot_ptr, efron, Q2, R2, T2, U1, E1u, C, z):
     """Row weights z with ``H_AA b = X_A' z`` for ``u = X_A b`` (the dense block of
     ``CoxDatafit.hessian`` applied to b, O(N + n_slots)); ``v`` from :func:`row_hazard_terms`.
@@ -469,7 +469,7 @@ def hessian_vector_rows(u, w, v, ks, ke, event, slot_ptr, efron, Q2, R2, T2, U1,
         z[r] = zr
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def cycle_sparse(indptr, indices, values, indicator, coords, beta, l1, l2, radius, gx0, eta, w, ksn, ken, evn,
                  slot_stratum, codes, use_codes, ex, en, ev, slot_d, slot_m, slot_ptr,
                  efron, D, Q1, Q2, R1, R2, T2, A1c, A2c, dirty):
@@ -500,7 +500,7 @@ def cycle_sparse(indptr, indices, values, indicator, coords, beta, l1, l2, radiu
             dirty[0] = True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def cycle_scan(indptr, indices, values, coords, beta, l1, l2, radius, xd, eta, cw, w, ks, ke, event,
                slot_d, slot_m, slot_last, efron):
     """One CCD sweep over ``coords`` with the O(N) scan formulation, entirely compiled."""
@@ -513,7 +513,7 @@ def cycle_scan(indptr, indices, values, coords, beta, l1, l2, radius, xd, eta, c
             beta[j] += step
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def weighted_cross(A, q, B, out):
     """out[a, b] += sum_p q[p] A[p, a] B[p, b] for slot-major A (ns x ma) and B (ns x mb).
 

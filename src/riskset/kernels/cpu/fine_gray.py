@@ -48,7 +48,7 @@ from riskset.kernels.cpu.cox import move_scan  # noqa: F401  (the same update of
 from riskset.solver.step import bounded_step
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def sync(eta, cw, slot, cinv, w, W, Wc):
     """w = c exp(eta) and the slot sums W, Wc from scratch (O(N))."""
     W[:] = 0.0
@@ -63,7 +63,7 @@ def sync(eta, cw, slot, cinv, w, W, Wc):
             Wc[s] += wr * ig
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def refresh(W, Wc, slot_d, Gev, D, A1, SB, A2, A2G, A2GG):
     """Denominators and cumulative aggregates from the slot sums, O(K) in two passes.
 
@@ -113,7 +113,7 @@ def refresh(W, Wc, slot_d, Gev, D, A1, SB, A2, A2G, A2GG):
         A2GG[k] = a2gg
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def loglik_terms(eta, cw, event, slot_d, D):
     """sum_events c eta - sum_k d_k log D_k (D must be current)."""
     ll = 0.0
@@ -127,7 +127,7 @@ def loglik_terms(eta, cw, event, slot_d, D):
     return ll
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def coordinate_sparse(indptr, indices, values, j, gx0, w, slot, cinv, A1, B1, A2, A2G, A2GG):
     """(g_j, h_j) in O(nnz_j) (aggregates must be current)."""
     a = indptr[j]
@@ -166,7 +166,7 @@ def coordinate_sparse(indptr, indices, values, j, gx0, w, slot, cinv, A1, B1, A2
     return g, h + S
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, slot, cinv, W, Wc):
     """beta_j += delta: eta, w and the slot sums at the non-zeros of column j (O(nnz_j))."""
     ind = indicator[j]
@@ -186,7 +186,7 @@ def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, slot, cinv
             Wc[s] += dw * ig
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work):
     """(g_j, h_j) by full O(N + K) scans, independent of any cached aggregate.
 
@@ -251,7 +251,7 @@ def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, sl
     return g, h
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def gradient_column(indptr, indices, values, j, gx0, w, slot, cinv, A1, B1):
     """dl/dbeta_j alone in O(nnz_j) (the g of :func:`coordinate_sparse`, bit for bit)."""
     sb0 = B1[0]
@@ -268,14 +268,14 @@ def gradient_column(indptr, indices, values, j, gx0, w, slot, cinv, A1, B1):
     return g
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def gradient_all(indptr, indices, values, gx0, w, slot, cinv, A1, B1, out):
     """dl/dbeta for every column in O(nnz) (aggregates must be current)."""
     for j in range(indptr.shape[0] - 1):
         out[j] = gradient_column(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, B1)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def row_terms(w, slot, cinv, A1, B1, out):
     """Per-row weight of the first Hessian term: w [A1[s] + cinv B1[s]]."""
     sb0 = B1[0]
@@ -288,7 +288,7 @@ def row_terms(w, slot, cinv, A1, B1, out):
         out[r] = w[r] * br
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def numerators(cols, indptr, indices, values, w, slot, cinv, Gev, N1):
     """N1[k, a] = sum over the risk set of slot k of (weighted) w x_a, for columns ``cols``."""
     K = Gev.shape[0]
@@ -316,7 +316,7 @@ def numerators(cols, indptr, indices, values, w, slot, cinv, Gev, N1):
             N1[k, a] += pre
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def cycle_sparse(indptr, indices, values, indicator, coords, beta, l1, l2, radius, gx0, eta, w, slot,
                  cinv, W, Wc, slot_d, Gev, D, A1, B1, A2, A2G, A2GG, dirty):
     """One CCD sweep over ``coords`` with the O(nnz_j) formulation, entirely compiled.
@@ -340,7 +340,7 @@ def cycle_sparse(indptr, indices, values, indicator, coords, beta, l1, l2, radiu
             dirty[0] = True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def cycle_scan(indptr, indices, values, coords, beta, l1, l2, radius, xd, eta, cw, w, event, slot, cinv,
                slot_d, Gev, work):
     """One CCD sweep over ``coords`` with the O(N) scan formulation, entirely compiled."""

@@ -22,7 +22,7 @@ ETA, EXPETA, RESID, CURV, Y, W = 0, 1, 2, 3, 4, 5
 N_FIELDS = 6
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _mean_and_curvature(family, eta, expeta):
     if family == LOGISTIC:
         mu = 1.0 / (1.0 + 1.0 / expeta) if expeta > 1.0 else expeta / (1.0 + expeta)
@@ -32,7 +32,7 @@ def _mean_and_curvature(family, eta, expeta):
     return eta, 1.0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def refresh_rows(family, rows):
     """Fill exp(eta), resid and curv of every row from its eta, y and w."""
     for i in range(rows.shape[0]):
@@ -40,14 +40,14 @@ def refresh_rows(family, rows):
         _set_mean(family, rows, i)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _set_mean(family, rows, i):
     mu, v = _mean_and_curvature(family, rows[i, ETA], rows[i, EXPETA])
     rows[i, RESID] = rows[i, W] * (rows[i, Y] - mu)
     rows[i, CURV] = rows[i, W] * v
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def coordinate(indptr, indices, values, c, rows):
     """(dl/dbeta, d2l/dbeta^2) of CSC column ``c``, or of the implicit intercept if c < 0."""
     g = 0.0
@@ -65,14 +65,14 @@ def coordinate(indptr, indices, values, c, rows):
     return g, h
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _update_row(family, rows, i, dx, factor):
     rows[i, ETA] += dx
     rows[i, EXPETA] *= factor
     _set_mean(family, rows, i)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def move(family, indptr, indices, values, indicator, c, delta, rows):
     """beta += delta for CSC column ``c`` (the implicit intercept if c < 0): update the
     state of the column's non-zero rows."""
@@ -86,7 +86,7 @@ def move(family, indptr, indices, values, indicator, c, delta, rows):
         _update_row(family, rows, indices[k], dx, factor if indicator[c] else math.exp(dx))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def loglik(family, rows):
     """Weighted log-likelihood; Poisson includes -log(y!), Gaussian is -RSS/2."""
     total = 0.0
@@ -103,7 +103,7 @@ def loglik(family, rows):
     return total
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def cycle(family, first, indptr, indices, values, indicator, coords, beta, l1, l2, radius, rows):
     """One CCD sweep over coefficients ``coords`` (see riskset.solver.step), entirely
     compiled; coefficient j is CSC column j - first (the intercept when negative)."""

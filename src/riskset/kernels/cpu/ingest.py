@@ -3,7 +3,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def triplets_to_csc(rows, cols, vals, n_cols):
     """Counting sort by column, rows sorted within each column (kept if already sorted).
 

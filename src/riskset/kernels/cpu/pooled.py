@@ -33,7 +33,7 @@ from numba import njit
 from riskset.solver.step import bounded_step
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _expit_softplus(e):
     if e >= 0:
         z = math.exp(-e)
@@ -42,7 +42,7 @@ def _expit_softplus(e):
     return z / (1.0 + z), math.log1p(z)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _refresh_subject(i, lin, K, wt, ftab, G, H, SP):
     nf = lin.shape[0]
     if nf == 1:  # eta constant over the intervals: the sums are K_i times one term
@@ -76,14 +76,14 @@ def _refresh_subject(i, lin, K, wt, ftab, G, H, SP):
     SP[i] = c * sp_
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def refresh_all(lin, K, wt, ftab, G, H, SP):
     """Recompute every subject's interval sums (O(sum K_i))."""
     for i in range(K.shape[0]):
         _refresh_subject(i, lin, K, wt, ftab, G, H, SP)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def coordinate(indptr, indices, values, src, m, ysum, G, H):
     """(g, h) of the virtual column c_i F_m(k); src < 0 means c = 1 (all subjects)."""
     g = ysum
@@ -101,7 +101,7 @@ def coordinate(indptr, indices, values, src, m, ysum, G, H):
     return g, h
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def move(indptr, indices, values, src, m, delta, lin, K, wt, ftab, G, H, SP):
     """beta_v += delta for the virtual column c_i F_m(k): refresh the touched subjects."""
     if src < 0:
@@ -115,7 +115,7 @@ def move(indptr, indices, values, src, m, delta, lin, K, wt, ftab, G, H, SP):
             _refresh_subject(i, lin, K, wt, ftab, G, H, SP)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def cycle(indptr, indices, values, src, fidx, ysum, coords, beta, l1, l2, radius, lin, K, wt, ftab, G, H, SP):
     """One CCD sweep over ``coords`` (see riskset.solver.step), entirely compiled."""
     for j in coords:
@@ -126,7 +126,7 @@ def cycle(indptr, indices, values, src, fidx, ysum, coords, beta, l1, l2, radius
             beta[j] += step
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def loglik(lin, K, wt, d, ftab, SP):
     """Bernoulli log-likelihood over all virtual rows: sum_i wt_i d_i eta_{i,K_i} - SP_i."""
     total = 0.0
@@ -141,7 +141,7 @@ def loglik(lin, K, wt, d, ftab, SP):
     return total
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def cross_moments(lin, K, wt, ftab, ma, mb, out):
     """out[q, i] = wt_i sum_k F_ma[q](k) F_mb[q](k) p_ik (1 - p_ik) for each pair q."""
     nf = lin.shape[0]

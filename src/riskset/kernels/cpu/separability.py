@@ -3,7 +3,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def class_ranges(indptr, indices, values, columns, row_class, class_size, out):
     """Per column c of ``columns``: the smallest and largest value of x_c within each row class.
 

@@ -182,6 +182,10 @@ class DeviceDatafit(Datafit):
     def univariable_separation(self, columns):
         return self.cpu.univariable_separation(columns)
 
+    @property
+    def exact_separability(self):
+        return self.cpu.exact_separability
+
     def separation_pattern(self, name, direction):
         return self.cpu.separation_pattern(name, direction)
 
