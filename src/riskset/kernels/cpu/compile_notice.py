@@ -8,7 +8,10 @@ tens of seconds on the first fit, which would otherwise pass without a word.
 
 Numba fires its ``numba:compile`` event only when it actually compiles, never when it
 loads a signature from the cache, so the note appears exactly when there is a wait.
-It is not a warning (nothing is wrong, and ``-W error`` must not turn it into one).
+It is for a person waiting: it is written only when stderr is a terminal or in a
+Jupyter kernel, so scripts, logs and the command line's one-line-error contract see
+nothing. It is not a warning (nothing is wrong, and ``-W error`` must not turn it into
+one).
 
 >>> from riskset.kernels.cpu.compile_notice import is_riskset_kernel
 >>> from riskset.solver.step import newton_step
@@ -34,14 +37,20 @@ def is_riskset_kernel(dispatcher) -> bool:
     return dispatcher.py_func.__module__.startswith(KERNEL_MODULES)
 
 
+def someone_is_watching() -> bool:
+    """Whether stderr reaches a person: a terminal, or a Jupyter notebook's output."""
+    return sys.stderr.isatty() or "ipykernel" in sys.modules
+
+
 class CompileNotice(event.Listener):
-    """Writes :data:`NOTE` to ``sys.stderr`` at the first kernel compilation, then never."""
+    """Writes :data:`NOTE` to ``sys.stderr`` at the first kernel compilation someone
+    watches, then never."""
 
     def __init__(self):
         self.said = False
 
     def on_start(self, ev):
-        if not self.said and is_riskset_kernel(ev.data["dispatcher"]):
+        if not self.said and is_riskset_kernel(ev.data["dispatcher"]) and someone_is_watching():
             self.said = True
             print(NOTE, file=sys.stderr, flush=True)
 
