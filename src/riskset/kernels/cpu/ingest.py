@@ -29,9 +29,7 @@ def triplets_to_csc(rows, cols, vals, n_cols):
         a, b = indptr[c], indptr[c + 1]
         for k in range(a + 1, b):
             if indices[k] < indices[k - 1]:
-                # distinct keys (a repeated row is an error), so any sort gives the same
-                # order; Numba compiles its quicksort in a third of mergesort's ~3 s
-                order = np.argsort(indices[a:b])
+                order = np.argsort(indices[a:b], kind="mergesort")
                 indices[a:b] = indices[a:b][order]
                 data[a:b] = data[a:b][order]
                 break
