@@ -58,8 +58,13 @@ class CompileNotice(event.Listener):
         pass
 
 
+_installed: list[CompileNotice] = []
+
+
 def install() -> CompileNotice:
-    """Register the notice for this process (``import riskset`` does it once)."""
-    notice = CompileNotice()
-    event.register("numba:compile", notice)
-    return notice
+    """Register the notice for this process (``import riskset`` does it); once, however
+    often it is called (e.g. a reloaded module)."""
+    if not _installed:
+        _installed.append(CompileNotice())
+        event.register("numba:compile", _installed[0])
+    return _installed[0]
