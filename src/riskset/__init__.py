@@ -18,6 +18,9 @@ from riskset.selection import bootstrap, cross_validate, fit_specs, regularizati
 from riskset.simulate import simulate
 from riskset.survival import baseline_hazard, kaplan_meier, numbers_at_risk, predict_survival
 from riskset.solver.prior import ElasticNet, Laplace, NoPrior, Normal, Prior
+from riskset.kernels.cpu import compile_notice as _compile_notice
+
+_compile_notice.install()  # "compiling kernels, first run only" on stderr, when Numba compiles
 
 __version__ = "0.1.0"
 

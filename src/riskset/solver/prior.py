@@ -37,6 +37,12 @@ class Prior:
         Per-coefficient variance overriding ``variance`` (normal) or the Laplace
         variance ``2 / gamma^2`` (laplace) for the named coefficients.
 
+    A Laplace prior without ``gamma`` (``Laplace()``) or a Normal prior without
+    ``variance`` (``Normal()``) leaves its strength to be chosen:
+    :func:`riskset.cross_validate` and :func:`riskset.regularization_path` choose it on
+    a grid of their own (Laplace: from gamma_max down) and need no starting value;
+    :func:`riskset.fit` refuses it.
+
     Examples
     --------
     >>> Laplace(gamma=2.0, exclude=["treatment"]).penalty_arrays(["treatment", "age"])
@@ -53,8 +59,10 @@ class Prior:
 
     def __post_init__(self):
         one_of("prior kind", self.kind, ("none", "laplace", "normal", "elastic_net"))
-        object.__setattr__(self, "gamma", positive_number("gamma", self.gamma, allow_zero=True))
-        object.__setattr__(self, "variance", positive_number("variance", self.variance, allow_inf=True))
+        if not (self.gamma is None and self.kind == "laplace"):
+            object.__setattr__(self, "gamma", positive_number("gamma", self.gamma, allow_zero=True))
+        if not (self.variance is None and self.kind == "normal"):
+            object.__setattr__(self, "variance", positive_number("variance", self.variance, allow_inf=True))
         variances = coef_mapping("variances", self.variances)
         for name, v in variances.items():
             positive_number(f"variances[{name!r}]", v, allow_inf=True)
@@ -73,8 +81,17 @@ class Prior:
             return Prior("normal", variance=value, exclude=self.exclude, variances=self.variances)
         raise InputError(f"a {self.kind!r} prior has no single strength to vary")
 
+    @property
+    def strength_is_set(self) -> bool:
+        """False for ``Laplace()`` / ``Normal()``: a strength still to be chosen (cross-validation)."""
+        return self.gamma is not None and self.variance is not None
+
     def penalty_arrays(self, names, always_unpenalized=()) -> tuple[np.ndarray, np.ndarray]:
         """Per-coordinate (l1, l2) for coefficients ``names``."""
+        if not self.strength_is_set:
+            what = "gamma=... or variance=..." if self.kind == "laplace" else "variance=..."
+            raise InputError(f"the {self.kind} prior has no strength: give {what}, or choose it with "
+                             f"riskset.cross_validate")
         names = list(names)
         known_names("the prior's exclude", self.exclude, names)
         known_names("the prior's variances", list(self.variances), names)
@@ -123,21 +140,26 @@ def NoPrior() -> Prior:
 def Laplace(gamma: float | None = None, *, variance: float | None = None, exclude=(), variances=None) -> Prior:
     """Laplace (L1, lasso) prior: penalty ``gamma * |beta_j|``; ``variance = 2 / gamma**2``.
 
-    Give either ``gamma`` or ``variance`` (Cyclops' parametrization).
+    Give either ``gamma`` or ``variance`` (Cyclops' parametrization), or neither for
+    cross-validation and regularization paths, which choose it.
 
     >>> Laplace(variance=2.0).gamma
     1.0
+    >>> Laplace().strength_is_set
+    False
     """
-    if (gamma is None) == (variance is None):
+    if gamma is not None and variance is not None:
         raise InputError(f"give exactly one of gamma or variance for a Laplace prior, got gamma={gamma!r}, "
                          f"variance={variance!r}")
-    if gamma is None:
+    if variance is not None:
         gamma = np.sqrt(2.0 / positive_number("variance", variance))
     return Prior("laplace", gamma=gamma, exclude=exclude, variances=variances or {})
 
 
-def Normal(variance: float, *, exclude=(), variances=None) -> Prior:
-    """Normal (L2, ridge) prior with the given variance: penalty ``beta_j^2 / (2 variance)``."""
+def Normal(variance: float | None = None, *, exclude=(), variances=None) -> Prior:
+    """Normal (L2, ridge) prior with the given variance: penalty ``beta_j^2 / (2 variance)``.
+
+    Without ``variance``, for cross-validation and regularization paths, which choose it."""
     return Prior("normal", variance=variance, exclude=exclude, variances=variances or {})
 
 

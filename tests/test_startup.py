@@ -1,0 +1,61 @@
+"""First run: the one-line note while Numba compiles riskset's kernels, and the disk cache.
+
+Each test runs a fresh Python with an empty ``NUMBA_CACHE_DIR`` of its own, compiling one
+small kernel (``riskset.solver.step.newton_step``) so that it stays fast. The note is for
+a person at a terminal, so stderr is a pseudo-terminal here.
+"""
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+from riskset.kernels.cpu.compile_notice import NOTE
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+CALL_KERNEL = "import riskset; from riskset.solver.step import newton_step; newton_step(1.0, -1.0, 0.0, 0.0, 0.0)"
+USER_KERNEL = ("import riskset, numba; f = numba.njit(lambda x: x + 1); f(1.0); "
+               "from riskset.kernels.cpu.compile_notice import is_riskset_kernel; assert not is_riskset_kernel(f)")
+
+
+def run_python(code: str, cache_dir: Path, terminal: bool = True) -> str:
+    """stderr of ``python -c code`` (riskset from this checkout, the given kernel cache),
+    written to a pseudo-terminal or, if not ``terminal``, to a pipe."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=str(SRC))
+    if not terminal:
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+    reader, writer = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL, stderr=writer)
+    os.close(writer)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(reader, 4096)
+        except OSError:  # the terminal closed: the process has exited
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(reader)
+    assert proc.wait(timeout=300) == 0, b"".join(chunks).decode()
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_note_on_a_cold_cache_and_silence_once_the_kernels_are_cached(tmp_path):
+    cold = run_python(CALL_KERNEL, tmp_path)
+    assert cold.count(NOTE) == 1
+    assert any(tmp_path.rglob("*.nbi")), "the compiled kernel was not written to the cache"
+    warm = run_python(CALL_KERNEL, tmp_path)
+    assert NOTE not in warm
+
+
+def test_no_note_when_stderr_is_not_a_terminal(tmp_path):
+    """Scripts, logs and the CLI's one-line errors stay as they are."""
+    assert run_python(CALL_KERNEL, tmp_path, terminal=False) == ""
+
+
+def test_no_note_for_numba_code_that_is_not_a_riskset_kernel(tmp_path):
+    assert NOTE not in run_python(USER_KERNEL, tmp_path)
