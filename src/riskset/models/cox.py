@@ -13,11 +13,11 @@ without start), within the row's stratum.
 Two formulations of the per-coordinate gradient and Hessian (``formulation=``):
 
 * ``"sparse"`` (default): O(nnz_j) per coordinate from cumulative per-event-time
-  aggregates (DESIGN.md section 3, generalized to Efron ties and to start-stop rows
+  aggregates (docs/math.md section 3, generalized to Efron ties and to start-stop rows
   through entry/exit slots, see :mod:`riskset.kernels.cpu.cox`). ``move`` keeps the
   per-slot weight sums current in O(nnz_j) and marks the state dirty; the next
   ``coordinate`` refreshes the aggregates in O(number of event times + strata), not
-  O(N) (deviation from DESIGN.md, which refreshes in one O(N) pass).
+  O(N) (rather than one O(N) refresh per move).
 * ``"scan"``: the papers' O(N) scans per coordinate, kept to compare and test against.
 
 Efron ties use the same sparse trick exactly (the extra terms are per-event-row sums

@@ -15,7 +15,7 @@ the Breslow Cox model.
 
 Two formulations of the per-coordinate gradient and Hessian (``formulation=``):
 
-* ``"sparse"`` (default): O(nnz_j) per coordinate (DESIGN.md section 3); ``move``
+* ``"sparse"`` (default): O(nnz_j) per coordinate (docs/math.md section 3); ``move``
   keeps per-slot weight sums current in O(nnz_j) and the aggregates are refreshed in
   O(K) (K = distinct event-of-interest times) rather than O(N) -- the DESIGN tie
   groups over all rows are compressed to event slots, the same deviation as the Cox

@@ -1,4 +1,4 @@
-"""Replicates: R row weightings of one prepared datafit, fitted as a batch (DESIGN.md section 4).
+"""Replicates: R row weightings of one prepared datafit, fitted as a batch (docs/architecture.md, "Replicates").
 
 Cross-validation folds, bootstrap draws and the points of a grid or of a profile
 likelihood share X, the outcome and the family's row order; they differ only in case

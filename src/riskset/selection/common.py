@@ -1,4 +1,4 @@
-"""What every replicate of cross-validation, the bootstrap or a path shares (DESIGN.md section 4).
+"""What every replicate of cross-validation, the bootstrap or a path shares (docs/architecture.md, "Replicates").
 
 Cross-validation folds, bootstrap samples and grid points share X, the outcome and
 the model's row order; they differ only in row weights (0 for held-out rows, draw

@@ -148,7 +148,7 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
             return finish(datafit, start, l1, l2, free)
 
     start_objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
-    beta, state, result = _cycles(datafit, beta, state, l1, l2, np.flatnonzero(free), opts)
+    beta, state, result = _cycles(datafit, beta, state, l1, l2, np.flatnonzero(free), opts, start_objective)
     if result.converged and opts.polish_max_active > 0:
         beta, state = polish(datafit, beta, state, l1, l2, free, opts.final_polish_max_active)
         result.loglik = datafit.loglik(state)
@@ -158,11 +158,11 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
 
 
 def finish(datafit, result: SolverResult, l1, l2, free, start_objective: float | None = None) -> SolverResult:
-    """The end of a fit: fail it on a non-finite state or on lost ground (from
-    ``start_objective``), else test that the estimate exists."""
+    """The end of a fit: fail it on a non-finite state or, if it converged, on lost ground
+    (from ``start_objective``), else test that the estimate exists."""
     problem = state_problem(datafit, result.beta, datafit.diagnose(result.state, result.beta),
                             f"after cycle {result.n_iter}")
-    if problem is None and start_objective is not None and np.isfinite(result.objective):
+    if problem is None and start_objective is not None and result.converged:
         problem = lost_ground(datafit, result.beta, start_objective, l1, l2)
     message, result.diverging = end_of_fit(datafit, result.beta, result.objective, problem, l1, l2, free,
                                            result.converged)
@@ -265,10 +265,13 @@ class CycleControl:
         self.full = True
 
 
-def _cycles(datafit, beta, state, l1, l2, coords, opts):
-    """Sweeps over ``coords`` and their active set until :class:`CycleControl` says done."""
+def _cycles(datafit, beta, state, l1, l2, coords, opts, objective=None):
+    """Sweeps over ``coords`` and their active set until :class:`CycleControl` says done
+    (``objective``: the penalized log-likelihood at the start, if known)."""
     radius = np.ones(datafit.n_coef)
-    ctl = CycleControl(datafit.loglik(state) - penalty_value(beta, l1, l2), opts)
+    if objective is None:
+        objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
+    ctl = CycleControl(objective, opts)
     bar = _progress_bar(opts.progress, opts.max_iter)
     sweep = sweep_function(datafit)
     while not ctl.done:

@@ -23,7 +23,7 @@ papers' forward + backward scans, but over event slots instead of rows)::
 
 (the state array named ``B1`` holds the suffix sums ``SB``).
 
-Coordinate j in O(nnz_j) (DESIGN.md section 3, with tie groups replaced by event slots)::
+Coordinate j in O(nnz_j) (docs/math.md section 3, with tie groups replaced by event slots)::
 
     g_j = sum_events c x - sum_nz w x [A1[s] + cinv B1[s]]
     h_j = - sum_nz w x^2 [A1[s] + cinv B1[s]] + S_j

@@ -25,7 +25,7 @@ with ``|g| <= l1`` stops there (it cannot move, as in the CPU sweep). The second
 scans ``c = cumsum(wx)`` and ``cumsum(wx cinv)`` together (one two-value block scan;
 ``e = E -`` the latter) and adds, at the end of each run of equal slots, ``c^2 dA2 +
 2 c e dA2G + e^2 dA2GG``, plus the head term ``E^2 (A2GG[0] - A2GG[s_first])``
-(DESIGN.md section 3). Thread 0 takes the bounded Newton step, every thread moves its
+(docs/math.md section 3). Thread 0 takes the bounded Newton step, every thread moves its
 non-zeros, and the aggregates are marked stale until the next coordinate needs them
 (exactly when the CPU kernel refreshes).
 """

@@ -1,4 +1,4 @@
-"""Batched replicate fits on the device (DESIGN.md section 4).
+"""Batched replicate fits on the device (docs/architecture.md, "Replicates").
 
 R weightings of one X (cross-validation folds, bootstrap draws, grid points) are fitted
 at once: the state is (R, N) on the device and each sweep is one launch of the
