@@ -321,3 +321,41 @@ def test_cli_monotone_fit_exits_non_zero(tmp_path, capsys):
     assert code not in (0, 2)
     assert (tmp_path / "fit.json").exists()
     assert json.loads((tmp_path / "fit.json").read_text())["converged"] is False
+
+
+def test_fit_progress_bar_forecasts_nothing_it_cannot_know(capsys):
+    """Issue #14: the cycle bar's total was max_iter, so a 3-cycle fit forecast minutes."""
+    riskset.fit(logistic_data(), "logistic", riskset.Laplace(gamma=1.0), progress=True)
+    err = capsys.readouterr().err
+    assert "CCD cycles" in err and "/1000" not in err and "tol 1e-10" in err
+
+
+def separated_logistic():
+    """Every row with the rare covariate 'rare' has the outcome: its estimate does not exist
+    without a penalty on it."""
+    rng = np.random.default_rng(4)
+    n = 300
+    x = rng.binomial(1, 0.5, n)
+    rare = np.zeros(n)
+    rare[:6] = 1
+    y = (rng.random(n) < 1 / (1 + np.exp(-(x - 0.5)))).astype(float)
+    y[:6] = 1  # every row with 'rare' has the outcome: separation
+    return riskset.from_frame(pd.DataFrame({"y": y, "x": x, "rare": rare}), y="y")
+
+
+def test_bootstrap_of_a_coefficient_that_does_not_exist_is_infinite():
+    """A draw in which the estimate does not exist counts as +-inf, not as its last iterate."""
+    data = separated_logistic()
+    with pytest.warns(riskset.ConvergenceWarning, match="rare"):
+        boot = riskset.bootstrap(data, "logistic", riskset.Normal(variance=1.0, exclude=["rare"]), n_boot=20,
+                                 progress=False)
+    table = boot.table.set_index("name")
+    assert np.isinf(table.loc["rare", ["estimate", "lower", "upper"]].astype(float)).all()
+    assert np.isfinite(table.loc["x", ["estimate", "lower", "upper"]].astype(float)).all()
+
+
+def test_cross_validation_says_which_fold_fits_did_not_converge():
+    with pytest.warns(riskset.DataWarning, match="cross-validation fits did not converge"):
+        cv = riskset.cross_validate(separated_logistic(), "logistic", riskset.Laplace(exclude=["rare"]), n_folds=3,
+                                    n_grid=3, progress=False, refit=False)
+    assert not cv.scores["converged"].any()

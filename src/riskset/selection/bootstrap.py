@@ -34,6 +34,10 @@ class BootstrapResult:
         their estimates are NaN and they are left out of the table. Without a prior, a
         coefficient aliased in a draw (e.g. its covariate was not drawn) is NaN in that
         draw, as in :func:`riskset.fit`.
+    not_converged : replicates whose fit did not converge (``max_iter``, a numerical
+        failure): NaN, left out of the table, with a warning. A coefficient whose estimate
+        does not exist in a draw (separation within the draw) is +-inf there, its true
+        value, so that the percentile bounds say when such draws are frequent.
     """
 
     estimates: pd.DataFrame
@@ -41,6 +45,7 @@ class BootstrapResult:
     fit: FitResult
     level: float
     uninformative: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    not_converged: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def plot(self, path=None, ax=None, names=None, **options):
         """Forest plot of the percentile intervals, coefficients shown by their ``covariate_name``
@@ -82,18 +87,22 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     tasks = [(seeds[a:a + size], full.coef) for a in range(0, n_boot, size)]
     coefs = run_tasks(_replicates, ctx, tasks, executor=executor, n_jobs=n_jobs, progress=progress,
                       desc="bootstrap")
-    estimates = pd.DataFrame(np.concatenate([c for c, _ in coefs]), columns=ctx.names)
-    uninformative = _uninformative([p for _, problems in coefs for p in problems])
-    valid = estimates.drop(index=uninformative)
+    estimates = pd.DataFrame(np.concatenate([c for c, _, _ in coefs]), columns=ctx.names)
+    uninformative = _uninformative([p for _, problems, _ in coefs for p in problems])
+    not_converged = _not_converged([m for _, _, messages in coefs for m in messages])
+    valid = estimates.drop(index=np.union1d(uninformative, not_converged))
     alpha = (1 - level) / 2
-    table = pd.DataFrame({"name": full.coef.index, "estimate": full.coef.to_numpy(),
-                          "lower": valid.quantile(alpha).reindex(full.coef.index).to_numpy(),
-                          "upper": valid.quantile(1 - alpha).reindex(full.coef.index).to_numpy(),
+    estimate = full.coef.copy()
+    for name, direction in full.diverging.items():
+        estimate[name] = direction * np.inf
+    table = pd.DataFrame({"name": full.coef.index, "estimate": estimate.to_numpy(),
+                          "lower": _quantile(valid, alpha).reindex(full.coef.index).to_numpy(),
+                          "upper": _quantile(valid, 1 - alpha).reindex(full.coef.index).to_numpy(),
                           "nonzero_proportion": (valid != 0).where(valid.notna()).mean()
                           .reindex(full.coef.index).to_numpy()})
     if full.labels:
         table.insert(1, "covariate_name", full.display_names(table["name"]))
-    return BootstrapResult(estimates, table, full, level, uninformative)
+    return BootstrapResult(estimates, table, full, level, uninformative, not_converged)
 
 
 def _uninformative(problems: list) -> np.ndarray:
@@ -112,19 +121,54 @@ def _uninformative(problems: list) -> np.ndarray:
     return bad
 
 
+#: Stand-in for +-inf while interpolating quantiles (inf - inf is NaN); larger results are infinite.
+_HUGE = 1e300
+
+
+def _quantile(estimates: pd.DataFrame, q: float) -> pd.Series:
+    """Column quantiles (linear interpolation, as pandas) that keep +-inf estimates
+    (coefficients whose estimate does not exist in a draw) infinite instead of NaN."""
+    qs = estimates.clip(-_HUGE, _HUGE).quantile(q)
+    return qs.mask(qs >= _HUGE / 10, np.inf).mask(qs <= -_HUGE / 10, -np.inf)
+
+
+def _not_converged(messages: list) -> np.ndarray:
+    """Replicates whose fit did not converge (``messages[i]`` not None), with a DataWarning;
+    InputError if that is every replicate."""
+    bad = np.flatnonzero([m is not None for m in messages])
+    if bad.size == 0:
+        return bad
+    first = messages[bad[0]]
+    if bad.size == len(messages):
+        raise InputError(f"none of the {len(messages)} bootstrap fits converged (first: {first})")
+    warnings.warn(f"{bad.size} of {len(messages)} bootstrap fits did not converge (first, replicate {bad[0]}: "
+                  f"{first}); their estimates are NaN and left out of the intervals and proportions",
+                  DataWarning, stacklevel=3)
+    return bad
+
+
 def _replicates(ctx: Context, task):
     """Coefficients (replicates, P) of a batch of bootstrap replicates, warm-started at the full
-    fit, and per replicate why its draw carries no information (its row NaN), or None."""
+    fit; per replicate why its draw carries no information (its row NaN), or None; and per
+    replicate why its fit did not converge (its row NaN), or None. A coefficient whose
+    estimate does not exist in a draw is +-inf there."""
     seeds, warm = task
     weights = np.array([bootstrap_weights(ctx.data, np.random.default_rng(s), ctx.model.name) * ctx.base_weights
                         for s in seeds])
     problems = [ctx.missing_information(w) for w in weights]
     ok = np.array([p is None for p in problems])
     coefs = np.full((len(seeds), len(ctx.names)), np.nan)
+    failed = [None] * len(seeds)
     if ok.any():
         start = np.tile(warm.reindex(ctx.names).fillna(0.0).to_numpy(), (int(ok.sum()), 1))
         batch = ctx.batch(weights[ok])
-        coefs[ok] = ctx.fit_batch(batch, [ctx.prior] * int(ok.sum()), start).beta
+        res = ctx.fit_batch(batch, [ctx.prior] * int(ok.sum()), start)
+        coefs[ok] = res.beta
         if ctx.unpenalized:
             coefs[ok] = ctx.without_aliased(batch, coefs[ok])
-    return coefs, problems
+        for r, converged, diverging, message in zip(np.flatnonzero(ok), res.converged, res.diverging, res.messages):
+            for j, direction in diverging.items():
+                coefs[r, j] = direction * np.inf
+            if not converged and not diverging:
+                coefs[r], failed[r] = np.nan, message
+    return coefs, problems, failed

@@ -11,13 +11,14 @@ splits; the refit on all data starts from the path.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from riskset import validation as check
-from riskset.exceptions import InputError
+from riskset.exceptions import DataWarning, InputError
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult
 from riskset.api import fit
@@ -33,7 +34,8 @@ _GOLDEN = (np.sqrt(5) - 1) / 2
 class CVResult:
     """Scores by variance, the selected variance and the refitted model.
 
-    scores : one row per (variance, repeat, fold) with the held-out log-likelihood.
+    scores : one row per (variance, repeat, fold) with the held-out log-likelihood and
+        whether that fold's fit converged (a DataWarning counts those that did not).
     summary : per variance: mean score over tasks, its standard deviation and error.
     """
 
@@ -95,13 +97,15 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     tasks = _batches(ctx, held_out, grid, np.broadcast_to(path, (len(splits),) + path.shape))
     results = run_tasks(_score_task, ctx, tasks, executor=executor, n_jobs=n_jobs, progress=progress,
                         desc="cross-validation")
-    scores = np.concatenate([s for s, _ in results])  # (splits, grid)
-    coefs = np.concatenate([c for _, c in results])   # (splits, grid, P)
-    rows = [dict(variance=v, repeat=r, fold=k, score=scores[i, g]) for i, (r, k) in enumerate(splits)
-            for g, v in enumerate(grid)]
+    scores = np.concatenate([s for s, _, _ in results])     # (splits, grid)
+    coefs = np.concatenate([c for _, c, _ in results])      # (splits, grid, P)
+    converged = np.concatenate([k for _, _, k in results])  # (splits, grid)
+    rows = [dict(variance=v, repeat=r, fold=k, score=scores[i, g], converged=bool(converged[i, g]))
+            for i, (r, k) in enumerate(splits) for g, v in enumerate(grid)]
     if auto and grid.size >= 3:
         rows += _refine(ctx, splits, held_out, grid, rows, coefs, n_refine, executor, n_jobs, progress)
     scores = pd.DataFrame(rows)
+    _warn_unconverged(scores)
     summary = _summarize(scores)
     best = float(summary.loc[summary["mean"].idxmax(), "variance"])
     chosen = prior_with_variance(prior, best)
@@ -131,18 +135,33 @@ def _score_task(ctx: Context, task):
     """Fit a batch of training weightings at each point of ``grid`` from its starting
     points; held-out scores.
 
-    Returns scores (splits, grid) and coefficients (splits, grid, P).
+    Returns scores (splits, grid), coefficients (splits, grid, P) and whether each fit
+    converged (splits, grid).
     """
     held_out, grid, starts = task
     train = ctx.batch(np.where(held_out, 0.0, ctx.base_weights))
     score = ctx.scorer(np.where(held_out, ctx.base_weights, 0.0))
     scores = np.zeros((held_out.shape[0], grid.size))
     coefs = np.zeros((held_out.shape[0], grid.size, len(ctx.names)))
+    converged = np.zeros((held_out.shape[0], grid.size), bool)
     for g, v in enumerate(grid):
         res = ctx.fit_batch(train, [prior_with_variance(ctx.prior, v)] * held_out.shape[0], starts[:, g])
         coefs[:, g] = res.beta
         scores[:, g] = score(res.beta)
-    return scores, coefs
+        converged[:, g] = res.converged
+    return scores, coefs, converged
+
+
+def _warn_unconverged(scores: pd.DataFrame) -> None:
+    """A DataWarning counting the fold fits that did not converge (their scores are those of
+    the coefficients where they stopped; the ``converged`` column of the scores marks them)."""
+    bad = scores[~scores["converged"]]
+    if len(bad):
+        variances = ", ".join(f"{v:.3g}" for v in sorted(bad["variance"].unique())[:5])
+        warnings.warn(f"{len(bad)} of {len(scores)} cross-validation fits did not converge (at variance(s) "
+                      f"{variances}); their held-out scores are those of unconverged fits: see the 'converged' "
+                      "column of the scores, raise tol or max_iter, or narrow the variance grid", DataWarning,
+                      stacklevel=3)
 
 
 def _summarize(scores):
@@ -165,8 +184,10 @@ def _refine(ctx, splits, held_out, grid, rows, coefs, n_refine, executor, n_jobs
             v = float(np.exp(logv))
             out = run_tasks(_score_task, ctx, _batches(ctx, held_out, np.array([v]), coefs[:, i:i + 1]),
                             executor=executor, n_jobs=n_jobs, progress=progress, desc=f"refining variance {v:.3g}")
-            scores = np.concatenate([s for s, _ in out])[:, 0]
-            new_rows.extend(dict(variance=v, repeat=r, fold=k, score=s) for (r, k), s in zip(splits, scores))
+            scores = np.concatenate([s for s, _, _ in out])[:, 0]
+            converged = np.concatenate([c for _, _, c in out])[:, 0]
+            new_rows.extend(dict(variance=v, repeat=r, fold=k, score=s, converged=bool(c))
+                            for (r, k), s, c in zip(splits, scores, converged))
             cache[logv] = scores.mean()
         return cache[logv]
 

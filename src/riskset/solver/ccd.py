@@ -272,7 +272,7 @@ def _cycles(datafit, beta, state, l1, l2, coords, opts, objective=None):
     if objective is None:
         objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
     ctl = CycleControl(objective, opts)
-    bar = _progress_bar(opts.progress, opts.max_iter)
+    bar = _progress_bar(opts.progress)
     sweep = sweep_function(datafit)
     while not ctl.done:
         sweep(state, ctl.coords(coords, beta, l1), beta, l1, l2, radius)
@@ -285,7 +285,7 @@ def _cycles(datafit, beta, state, l1, l2, coords, opts, objective=None):
             ctl.polished(datafit.loglik(state) - penalty_value(beta, l1, l2))
         if bar is not None:
             bar.update(1)
-            bar.set_postfix_str(f"objective {ctl.objective:.6g}, change {ctl.change:.1e}")
+            bar.set_postfix_str(f"objective {ctl.objective:.6g}, change {ctl.change:.1e} (tol {ctl.tol:g})")
     if bar is not None:
         bar.close()
     ll = datafit.loglik(state)
@@ -428,9 +428,12 @@ def polish_set(beta, l1, free, max_active):
     return active if 0 < active.size <= max_active else None
 
 
-def _progress_bar(show, total):
+def _progress_bar(show):
+    """A bar counting cycles, with no total: how many cycles a fit needs is not known
+    (``max_iter`` is only a cap, and as a total it made a 3-cycle fit forecast minutes);
+    its postfix shows the objective's relative change against ``tol``."""
     if not show:
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc="CCD cycles", unit="cycle", leave=False)
+    return tqdm(total=None, desc="CCD cycles", unit="cycle", leave=False)
