@@ -153,6 +153,20 @@ def _sweep_check(model, strata=False, dtype="float64", tol=1e-12, start=False, d
 
 
 @check
+def float32_range_refused():
+    """A covariate value float32 cannot square is refused by name, not turned into inf on the device."""
+    X = np.eye(4)
+    X[2, 1] = 1e30
+    data = riskset.from_arrays(X, y=np.array([0.0, 1.0, 0.0, 1.0]))
+    try:
+        riskset.fit(data, "logistic", backend="gpu", dtype="float32")
+    except riskset.InputError as err:
+        assert "'x1'" in str(err) and "1e+30" in str(err), str(err)
+    else:
+        raise AssertionError("a value of 1e30 was accepted on a float32 device")
+
+
+@check
 def sweep_logistic():
     _sweep_check("logistic")
 

@@ -96,6 +96,7 @@ API_ERRORS = {
     "unknown model": (_fit(cox_data, "coxx"), ["coxx"]),
     "unknown model option": (_fit(cox_data, "cox", tie="efron"), ["tie"]),
     "unknown ties": (_fit(cox_data, "cox", ties="exact-ish"), ["ties", "exact-ish"]),
+    "intercept that is not a yes or no": (_fit(logistic_data, "logistic", intercept="maybe"), ["intercept", "maybe"]),
     "profile of unknown coefficient": (_fit(cox_data, "cox", profile=["nope"]), ["nope"]),
     "negative variance": (lambda: riskset.Normal(variance=-1.0), ["variance", "-1"]),
     "zero variance": (lambda: riskset.Normal(variance=0.0), ["variance"]),

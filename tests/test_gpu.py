@@ -33,7 +33,7 @@ CHECKS = ["sweep_logistic", "sweep_poisson", "sweep_least_squares", "sweep_cox",
           "ccd_conditional_logistic_no_polish", "sweep_cox_startstop", "sweep_cox_startstop_strata",
           "sweep_cox_efron", "sweep_cox_efron_startstop_strata", "fit_cox_startstop", "fit_cox_startstop_strata",
           "fit_cox_efron", "fit_cox_efron_startstop", "fit_cox_time_varying", "ccd_cox_efron_startstop_no_polish",
-          "replicates_cox_startstop", "replicates_cox_efron_startstop"]
+          "replicates_cox_startstop", "replicates_cox_efron_startstop", "float32_range_refused"]
 
 #: every family (Cox variant) with device kernels, as ``DEVICE_FAMILIES`` in tests/gpu_checks.py
 DEVICE_FAMILIES = ["logistic", "poisson", "least_squares", "cox", "cox_efron_strata", "cox_startstop", "fine_gray",

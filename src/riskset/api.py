@@ -85,12 +85,12 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     if profile:
         check.probability("level", level)
     datafit = m.datafit(data)
+    names = m.coef_names(data)
+    datafit.names = names
     if backend == "gpu":
         from riskset.kernels.gpu import to_device
 
-        datafit = to_device(datafit, dtype=dtype)
-    names = m.coef_names(data)
-    datafit.names = names
+        datafit = to_device(datafit, dtype=dtype)  # takes the names along
     l1, l2 = prior.penalty_arrays(names, m.unpenalized_names())
     beta0 = _align_start(warm_start, names)
     options = SolverOptions(tol=tol, max_iter=max_iter, progress=progress)

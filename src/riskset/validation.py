@@ -41,6 +41,13 @@ def positive_int(name: str, value, minimum: int = 1) -> int:
     return int(value)
 
 
+def flag(name: str, value) -> bool:
+    """A yes/no option: True, False (or 1, 0); never the truth of a string such as 'maybe'."""
+    if isinstance(value, (bool, np.bool_)) or (_is_integer(value) and value in (0, 1)):
+        return bool(value)
+    raise InputError(f"{name} must be True or False, got {value!r}")
+
+
 def seed(name: str, value) -> int:
     """A random seed: an integer >= 0."""
     return positive_int(name, value, minimum=0)

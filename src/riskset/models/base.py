@@ -103,6 +103,11 @@ class Datafit(ABC):
         a, b = self.indptr[j], self.indptr[j + 1]
         return self.indices[a:b], self.values[a:b]
 
+    def coef_of_column(self, j: int) -> int:
+        """The coefficient of column j of ``X`` (families with implicit columns, such as a
+        GLM's intercept, shift it)."""
+        return j
+
     def coef_label(self, j: int) -> str:
         return self.names[j] if self.names is not None else f"#{j}"
 

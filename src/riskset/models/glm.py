@@ -13,6 +13,7 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
+from riskset import validation as check
 from riskset.data.dataset import Dataset, row_label
 from riskset.exceptions import InputError
 from riskset.kernels.cpu import glm as kernels
@@ -39,6 +40,9 @@ class GLMDatafit(Datafit):
     @property
     def n_coef(self):
         return self.X.shape[1] + self.first
+
+    def coef_of_column(self, j):
+        return j + self.first
 
     def linear_predictor(self, beta):
         eta = sparse_product(self.X, beta[self.first:]) + self.offset
@@ -164,7 +168,7 @@ class _GLM(Model):
     required: str = "y"
 
     def __init__(self, intercept: bool = True):
-        self.intercept = bool(intercept)
+        self.intercept = check.flag("intercept", intercept)
 
     def options(self):
         return {"intercept": self.intercept}

@@ -33,7 +33,7 @@ from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import pooled as kernels
 from riskset.models.base import Datafit, FitState, Model, no_weight, require_information
-from riskset.validation import coef_mapping, positive_number
+from riskset.validation import coef_mapping, flag, positive_number
 
 _BUILTIN = {
     "linear": ("t", lambda k: k),
@@ -269,7 +269,7 @@ class PooledLogistic(Model):
                  max_person_intervals: float = MAX_PERSON_INTERVALS):
         self.interval_width = positive_number("interval_width", interval_width)
         self.time_effects = coef_mapping("time_effects", time_effects)  # integer covariate ids as names
-        self.intercept = bool(intercept)
+        self.intercept = flag("intercept", intercept)
         self.horizon = horizon
         self.max_person_intervals = positive_number("max_person_intervals", max_person_intervals)
         # distinct time functions, in order of first use

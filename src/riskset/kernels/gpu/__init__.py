@@ -47,6 +47,10 @@ Kernels run on a CUDA GPU through Numba-CUDA (``pip install 'riskset[gpu]'``) or
 """
 from __future__ import annotations
 
+import numpy as np
+
+from riskset.exceptions import InputError
+
 from .device import require_device, simulator_enabled
 
 __all__ = ["to_device", "fit_replicates", "simulator_enabled", "require_device"]
@@ -70,6 +74,8 @@ def to_device(datafit, dtype="float64"):
         datafit = datafit.cpu
     state_dtype(dtype)
     kind = _family(datafit)
+    if state_dtype(dtype) == np.float32:
+        _check_float32_range(datafit)
     require_device()
     if kind == "glm":
         from .glm import GLMDeviceDatafit
@@ -126,3 +132,19 @@ def fit_replicates(*args, **kwargs):
 
     return _fit(*args, **kwargs)
 
+
+#: Largest magnitude a covariate value may have on a float32 device (its square must not
+#: overflow float32's 3.4e38 in a curvature sum).
+FLOAT32_MAX_VALUE = 1e18
+
+
+def _check_float32_range(datafit) -> None:
+    """InputError naming the covariate whose values a float32 device cannot hold (they would
+    become inf on the device), with the way out."""
+    values = np.abs(datafit.values)
+    if values.size and values.max() > FLOAT32_MAX_VALUE:
+        k = int(np.argmax(values))
+        j = int(np.searchsorted(datafit.indptr, k, side="right") - 1)
+        raise InputError(f"covariate {datafit.coef_label(datafit.coef_of_column(j))!r} has the value "
+                         f"{datafit.values[k]:.3g}: beyond {FLOAT32_MAX_VALUE:g}, float32 on the device would "
+                         "overflow; rescale the covariate or use dtype='float64'")
