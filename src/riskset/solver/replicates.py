@@ -59,9 +59,9 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
     opts = options or SolverOptions()
     R, P = batch.n_replicates, batch.n_coef
 
-    def full(a, fill=0.0):
+    def full(a, fill=0.0):  # C order: a row handed to a compiled sweep is contiguous (one specialization)
         a = np.full(P, fill) if a is None else np.asarray(a)
-        return np.array(np.broadcast_to(a, (R, P)))
+        return np.array(np.broadcast_to(a, (R, P)), order="C")
 
     l1, l2, beta = full(l1).astype(float), full(l2).astype(float), full(beta0).astype(float)
     free = full(free, True).astype(bool)
