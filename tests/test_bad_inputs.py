@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 import riskset
+import riskset.spec
 from riskset import cli
 from riskset.exceptions import InputError
 
@@ -97,6 +98,8 @@ API_ERRORS = {
     "unknown model option": (_fit(cox_data, "cox", tie="efron"), ["tie"]),
     "unknown ties": (_fit(cox_data, "cox", ties="exact-ish"), ["ties", "exact-ish"]),
     "intercept that is not a yes or no": (_fit(logistic_data, "logistic", intercept="maybe"), ["intercept", "maybe"]),
+    "spec with a misspelled option": (lambda: riskset.spec.check_spec({"model": "cox", "tie": "efron"}, "case.json"),
+                                      ["tie", "ties"]),
     "profile of unknown coefficient": (_fit(cox_data, "cox", profile=["nope"]), ["nope"]),
     "negative variance": (lambda: riskset.Normal(variance=-1.0), ["variance", "-1"]),
     "zero variance": (lambda: riskset.Normal(variance=0.0), ["variance"]),

@@ -53,6 +53,8 @@ What a spec does not hold
 """
 from __future__ import annotations
 
+import difflib
+import inspect
 import json
 import os
 
@@ -73,6 +75,9 @@ COLUMN_ROLES = ("y", "time", "status", "start", "stop", "strata", "offset", "exp
 #: Fields a specification must have, and the JSON type of each field it may have.
 REQUIRED_FIELDS = ("model",)
 FIELD_TYPES = {"model": str, "data": str, "columns": dict, "covariates": list, "penalty": dict}
+#: Spellings of model options that specifications written for other tools use (the models'
+#: ``from_spec`` read them).
+OPTION_ALIASES = ("competing_event",)
 
 #: penalty type -> (prior kind, strength keys it needs, strength keys it may have).
 PENALTY_TYPES = {"none": ("none", (), ()), "l1": ("laplace", (), ("gamma", "variance")),
@@ -115,6 +120,26 @@ def check_spec(spec, path: str = "specification") -> None:
     for field, kind in FIELD_TYPES.items():
         if field in spec and spec[field] is not None and not isinstance(spec[field], kind):
             raise InputError(f"{path}: field {field!r} must be a {json_names[kind]}, not {type(spec[field]).__name__}")
+    _check_misspelled_fields(spec, path)
+
+
+def _check_misspelled_fields(spec: dict, path: str) -> None:
+    """InputError for a field that is a near miss of an option ('tie' for 'ties'): it would be
+    ignored and the model fitted without it. Other unknown fields are notes (title, expected ...).
+
+    >>> _check_misspelled_fields({"model": "cox", "tie": "efron", "title": "lung"}, "case.json")
+    Traceback (most recent call last):
+    riskset.exceptions.InputError: case.json: field 'tie' is not an option of the cox model; did you mean 'ties'?
+    """
+    get_model("logistic")  # imports and registers the built-in families
+    cls = Model.registry.get(spec["model"])
+    options = [] if cls is None else [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    known = set(FIELD_TYPES) | set(options) | set(OPTION_ALIASES)
+    for field in spec:
+        close = [] if field in known else difflib.get_close_matches(field, sorted(known), n=1, cutoff=0.8)
+        if close:
+            raise InputError(f"{path}: field {field!r} is not an option of the {spec['model']} model; "
+                             f"did you mean {close[0]!r}?")
 
 
 def is_supported(spec: dict) -> bool:
