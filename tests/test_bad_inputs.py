@@ -187,6 +187,7 @@ def test_monotone_cox_is_not_reported_converged():
     assert "exposed" in fit.message
     row = fit.intervals.set_index("name").loc["exposed"]
     assert np.isinf(row["upper"])
+    assert "exposed inf" in repr(fit) and "ESTIMATE DOES NOT EXIST" in fit.summary()
 
 
 def test_huge_covariate_value_is_fitted_right_or_refused():

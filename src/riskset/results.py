@@ -113,7 +113,8 @@ class FitResult:
         """The ``k`` non-zero coefficients largest in absolute value, 'name (label) value', then how many more."""
         nonzero = self.coef[(self.coef != 0) & ~self.coef.index.isin(self.aliased)]
         top = nonzero.reindex(nonzero.abs().sort_values(ascending=False, kind="stable").index[:k])
-        shown = [f"{name}{f' ({self.labels[name]})' if name in self.labels else ''} {value:.4g}"
+        shown = [f"{name}{f' ({self.labels[name]})' if name in self.labels else ''} "
+                 f"{self.diverging[name] * np.inf if name in self.diverging else value:.4g}"
                  for name, value in top.items()]
         more = len(nonzero) - len(shown)
         return (", ".join(shown) + (f", ... ({more:,} more)" if more > 0 else "")) if shown else "all zero"
