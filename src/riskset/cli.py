@@ -660,8 +660,6 @@ def _source(args) -> str:
 
 def _model(name, option_texts):
     """The model called ``name`` with the ``--option KEY=VALUE`` options, each checked against its signature."""
-    import inspect
-
     from riskset.models.base import Model, get_model
 
     options = dict(_parse_option(o) for o in option_texts)
@@ -669,7 +667,7 @@ def _model(name, option_texts):
     if name not in Model.registry:
         known = ", ".join(sorted(Model.registry))
         raise InputError(f"--model: unknown model {name!r}; the models are: {known}")
-    accepted = [p for p in inspect.signature(Model.registry[name]).parameters]
+    accepted = Model.registry[name].option_names()
     unknown = [k for k in options if k not in accepted]
     if unknown:
         raise InputError(f"--option {unknown[0]}: the {name} model has no option {unknown[0]!r}; its options are: "

@@ -54,7 +54,6 @@ What a spec does not hold
 from __future__ import annotations
 
 import difflib
-import inspect
 import json
 import os
 
@@ -133,7 +132,7 @@ def _check_misspelled_fields(spec: dict, path: str) -> None:
     """
     get_model("logistic")  # imports and registers the built-in families
     cls = Model.registry.get(spec["model"])
-    options = [] if cls is None else [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    options = [] if cls is None else cls.option_names()
     known = set(FIELD_TYPES) | set(options) | set(OPTION_ALIASES)
     for field in spec:
         close = [] if field in known else difflib.get_close_matches(field, sorted(known), n=1, cutoff=0.8)

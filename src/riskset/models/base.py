@@ -337,6 +337,12 @@ class Model(ABC):
     #: Whether the model reads the data's strata (stratified Cox, conditional models, SCCS).
     uses_strata: ClassVar[bool] = False
 
+    @classmethod
+    def option_names(cls) -> list[str]:
+        """The keyword options of the model's constructor: what :func:`get_model`, a
+        specification and ``--option`` accept."""
+        return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+
     def unpenalized_names(self) -> list[str]:
         """Coefficients that are never penalized whatever the prior (e.g. the intercept)."""
         return []
@@ -376,7 +382,7 @@ def get_model(name: str, **options) -> Model:
         known = ", ".join(sorted(Model.registry))
         raise InputError(f"unknown model {name!r}; known models: {known}")
     cls = Model.registry[name]
-    known_options = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    known_options = cls.option_names()
     unknown = [k for k in options if k not in known_options]
     if unknown:
         raise InputError(f"unknown option(s) {', '.join(map(repr, unknown))} for the {name} model; "

@@ -137,8 +137,7 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
     state = datafit.new_state(beta)
     problem = state_problem(datafit, beta, datafit.diagnose(state, beta), "at the start")
     if problem:
-        ll = datafit.loglik(state)
-        return SolverResult(beta, state, ll, ll - penalty_value(beta, l1, l2), False, 0, problem)
+        return _ended(datafit, beta, state, l1, l2, False, problem)
 
     gamma_max = None
     if np.any(l1[free] > 0):
