@@ -111,7 +111,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
                        se=pd.Series(se, index=names), loglik=res.loglik, objective=res.objective,
                        converged=res.converged, message=res.message, n_iter=res.n_iter, prior=prior,
                        n_rows=data.n_rows, gamma_max=res.gamma_max, roles=fit_roles(data, m),
-                       aliased=[n for n, a in zip(names, aliased) if a], status=res.status,
+                       aliased=[n for n, a in zip(names, aliased) if a],
                        diverging={names[j]: s for j, s in res.diverging.items()},
                        labels=coef_labels(data, m, names))
     if profile:

@@ -11,6 +11,7 @@ from scipy import stats
 
 from riskset import validation as check
 from riskset.exceptions import DataWarning, InputError
+from riskset.solver.ccd import CONVERGED, DOES_NOT_EXIST, NOT_CONVERGED, fit_status
 from riskset.solver.prior import Prior
 
 #: Name of exp(coef) in the coefficient table, by model.
@@ -20,8 +21,7 @@ _RATIO_NAMES = {"cox": "hazard_ratio", "fine_gray": "subdistribution_hazard_rati
 
 
 #: How ``FitResult.status`` reads in a summary.
-_STATUS_TEXT = {"converged": "converged", "not_converged": "NOT CONVERGED",
-                "estimate_does_not_exist": "ESTIMATE DOES NOT EXIST"}
+_STATUS_TEXT = {CONVERGED: "converged", NOT_CONVERGED: "NOT CONVERGED", DOES_NOT_EXIST: "ESTIMATE DOES NOT EXIST"}
 
 
 @dataclass
@@ -85,13 +85,11 @@ class FitResult:
     roles: dict = field(default_factory=dict)
     aliased: list = field(default_factory=list)
     labels: dict = field(default_factory=dict)
-    status: str = ""
     diverging: dict = field(default_factory=dict)
 
-    def __post_init__(self):
-        if not self.status:
-            self.status = ("estimate_does_not_exist" if self.diverging else
-                           "converged" if self.converged else "not_converged")
+    @property
+    def status(self) -> str:
+        return fit_status(self.converged, self.diverging)
 
     def __repr__(self) -> str:
         """Status, size, prior, fit and the first few coefficients (largest in absolute value)."""
@@ -305,8 +303,7 @@ class FitResult:
                        n_iter=d["n_iter"], prior=Prior.from_dict(d["prior"]), n_rows=d["n_rows"],
                        gamma_max=d["gamma_max"], intervals=intervals, timings=d.get("timings", {}),
                        roles=d.get("roles", {}), aliased=d.get("aliased", []),
-                       labels=d.get("labels", {}), status=d.get("status", ""),
-                       diverging=d.get("diverging", {}))
+                       labels=d.get("labels", {}), diverging=d.get("diverging", {}))
         except json.JSONDecodeError as e:
             raise InputError(f"{where} is not JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
                              f"give a file written by FitResult.to_json or 'riskset fit --out FILE.json'") from None

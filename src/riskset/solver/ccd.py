@@ -88,6 +88,14 @@ class SolverOptions:
 CONVERGED, NOT_CONVERGED, DOES_NOT_EXIST = "converged", "not_converged", "estimate_does_not_exist"
 
 
+def fit_status(converged: bool, diverging: dict) -> str:
+    """How a fit ended: its estimate does not exist if some coefficient diverges, else it
+    converged or not."""
+    if diverging:
+        return DOES_NOT_EXIST
+    return CONVERGED if converged else NOT_CONVERGED
+
+
 @dataclass
 class SolverResult:
     """How a fit ended. ``diverging`` maps the index of each coefficient whose estimate
@@ -105,9 +113,7 @@ class SolverResult:
 
     @property
     def status(self) -> str:
-        if self.diverging:
-            return DOES_NOT_EXIST
-        return CONVERGED if self.converged else NOT_CONVERGED
+        return fit_status(self.converged, self.diverging)
 
 
 def penalty_value(beta, l1, l2) -> float:

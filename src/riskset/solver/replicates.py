@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from riskset.models.replicates import ReplicateBatch
-from riskset.solver.ccd import (AT_GAMMA_MAX, CONVERGED, DOES_NOT_EXIST, NOT_CONVERGED, CycleControl, SolverOptions,
+from riskset.solver.ccd import (AT_GAMMA_MAX, CycleControl, SolverOptions, fit_status,
                                 end_of_fit, polish, polish_set, state_problem, zero_test)
 
 
@@ -37,8 +37,7 @@ class ReplicateResult:
     @property
     def status(self) -> list[str]:
         """Per replicate: 'converged', 'not_converged' or 'estimate_does_not_exist'."""
-        return [DOES_NOT_EXIST if d else (CONVERGED if c else NOT_CONVERGED)
-                for c, d in zip(self.converged, self.diverging)]
+        return [fit_status(c, d) for c, d in zip(self.converged, self.diverging)]
 
 
 def penalties(beta, l1, l2) -> np.ndarray:
