@@ -51,6 +51,7 @@ except ImportError as err:  # pragma: no cover - exercised only without scikit-l
     raise ImportError("riskset.estimators needs scikit-learn >= 1.6: pip install 'riskset[sklearn]'") from err
 
 from riskset.api import fit as riskset_fit
+from riskset.data.dataset import first_names
 from riskset.data.ingest import from_arrays
 from riskset.exceptions import InputError
 from riskset.kernels.cpu.concordance import concordance_counts
@@ -527,7 +528,7 @@ class LogisticRegression(ClassifierMixin, _GLMEstimator):
         classes, codes = np.unique(y, return_inverse=True)
         if classes.shape[0] > 2:
             raise InputError(f"Only binary classification is supported: y has {classes.shape[0]} classes "
-                             f"({', '.join(map(repr, classes[:5].tolist()))}{' ...' if classes.shape[0] > 5 else ''})")
+                             f"({first_names(classes.tolist(), k=5)})")
         counted = classes if sample_weight is None else np.unique(y[sample_weight > 0])
         if counted.shape[0] < 2:
             extra = "" if sample_weight is None else " among the rows with positive sample_weight"

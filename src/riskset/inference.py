@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from riskset.data.dataset import first_names
 from riskset.exceptions import ConvergenceWarning, DataWarning
 from riskset.models.replicates import ViewReplicates
 from riskset.solver.ccd import SolverOptions, fit_ccd
@@ -108,7 +109,7 @@ def refit_without_aliased(datafit, result, l1, l2, options: SolverOptions | None
 def _warn_aliased(names):
     warnings.warn(f"{len(names)} coefficient(s) not defined because of singularities (aliased: a linear "
                   f"combination of earlier columns, e.g. a constant or duplicated covariate): "
-                  f"{', '.join(map(repr, names[:10]))}{' ...' if len(names) > 10 else ''}. They are reported as NaN "
+                  f"{first_names(names)}. They are reported as NaN "
                   "and held at 0; the other estimates are those of the fit without them", DataWarning, stacklevel=4)
 
 

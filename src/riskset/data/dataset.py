@@ -204,8 +204,7 @@ class Dataset:
         if empty.size == 0:
             return self
         names = [self.covariate_names[j] for j in empty]
-        shown = ", ".join(map(repr, names[:10])) + (" ..." if len(names) > 10 else "")
-        warnings.warn(f"dropped {len(names)} covariate(s) with no non-zero value: {shown}",
+        warnings.warn(f"dropped {len(names)} covariate(s) with no non-zero value: {first_names(names)}",
                       DataWarning, stacklevel=3)
         keep = np.setdiff1d(np.arange(X.shape[1]), empty)
         return replace(self, X=X[:, keep], covariate_names=[self.covariate_names[j] for j in keep])
@@ -264,6 +263,16 @@ def check_covariate_scale(X: sp.csc_matrix, names, row_ids) -> None:
 def plain(x):
     """A NumPy scalar as the Python scalar it holds, for readable messages."""
     return x.item() if hasattr(x, "item") else x
+
+
+def first_names(items, k: int = 10) -> str:
+    """The first ``k`` of ``items`` as reprs, ' ...' after them if there are more (for messages).
+
+    >>> first_names(["a", "b", "c"], k=2)
+    "'a', 'b' ..."
+    """
+    items = list(items)
+    return ", ".join(map(repr, items[:k])) + (" ..." if len(items) > k else "")
 
 
 def row_label(row_ids, i) -> str:

@@ -26,6 +26,7 @@ from typing import Callable, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from riskset.data.dataset import first_names
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu.columns import columns_times
 from riskset.kernels.cpu.columns import indicator_columns  # noqa: F401  (re-exported for the families)
@@ -277,7 +278,7 @@ def drop_constant_covariates(X: sp.csc_matrix, names: list, warn: bool) -> tuple
     if warn:
         bad = [names[j] for j in np.flatnonzero(const)]
         warnings.warn(f"dropped {len(bad)} covariate(s) with zero variance (constant, no information): "
-                      f"{', '.join(map(repr, bad[:10]))}{' ...' if len(bad) > 10 else ''}",
+                      f"{first_names(bad)}",
                       DataWarning, stacklevel=5)
     keep = np.flatnonzero(~const)
     return X[:, keep], [names[j] for j in keep]
