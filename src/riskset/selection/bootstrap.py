@@ -88,8 +88,11 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     coefs = run_tasks(_replicates, ctx, tasks, executor=executor, n_jobs=n_jobs, progress=progress,
                       desc="bootstrap")
     estimates = pd.DataFrame(np.concatenate([c for c, _, _ in coefs]), columns=ctx.names)
-    uninformative = _uninformative([p for _, problems, _ in coefs for p in problems])
-    not_converged = _not_converged([m for _, _, messages in coefs for m in messages])
+    uninformative = _left_out([p for _, problems, _ in coefs for p in problems], "draws carry no information",
+                              "none of the {n} bootstrap draws can be fitted ({first}): the data hold too little "
+                              "information to bootstrap")
+    not_converged = _left_out([m for _, _, messages in coefs for m in messages], "fits did not converge",
+                              "none of the {n} bootstrap fits converged (first: {first})")
     valid = estimates.drop(index=np.union1d(uninformative, not_converged))
     alpha = (1 - level) / 2
     estimate = full.coef.copy()
@@ -105,19 +108,18 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     return BootstrapResult(estimates, table, full, level, uninformative, not_converged)
 
 
-def _uninformative(problems: list) -> np.ndarray:
-    """Replicates whose draw carried no information (``problems[i]`` not None), with a
-    DataWarning; InputError if that is every replicate."""
+def _left_out(problems: list, some: str, every: str) -> np.ndarray:
+    """Replicates with a problem (``problems[i]`` not None), with a DataWarning that ``some``
+    of them (e.g. 'draws carry no information') are left out; InputError ``every`` (a format
+    of ``n`` and ``first``) if that is every replicate."""
     bad = np.flatnonzero([p is not None for p in problems])
     if bad.size == 0:
         return bad
     first = problems[bad[0]]
     if bad.size == len(problems):
-        raise InputError(f"none of the {len(problems)} bootstrap draws can be fitted ({first}): the data hold too "
-                         "little information to bootstrap")
-    warnings.warn(f"{bad.size} of {len(problems)} bootstrap draws carry no information (first, replicate {bad[0]}: "
-                  f"{first}); their estimates are NaN and left out of the intervals and proportions",
-                  DataWarning, stacklevel=3)
+        raise InputError(every.format(n=len(problems), first=first))
+    warnings.warn(f"{bad.size} of {len(problems)} bootstrap {some} (first, replicate {bad[0]}: {first}); their "
+                  "estimates are NaN and left out of the intervals and proportions", DataWarning, stacklevel=3)
     return bad
 
 
@@ -130,21 +132,6 @@ def _quantile(estimates: pd.DataFrame, q: float) -> pd.Series:
     (coefficients whose estimate does not exist in a draw) infinite instead of NaN."""
     qs = estimates.clip(-_HUGE, _HUGE).quantile(q)
     return qs.mask(qs >= _HUGE / 10, np.inf).mask(qs <= -_HUGE / 10, -np.inf)
-
-
-def _not_converged(messages: list) -> np.ndarray:
-    """Replicates whose fit did not converge (``messages[i]`` not None), with a DataWarning;
-    InputError if that is every replicate."""
-    bad = np.flatnonzero([m is not None for m in messages])
-    if bad.size == 0:
-        return bad
-    first = messages[bad[0]]
-    if bad.size == len(messages):
-        raise InputError(f"none of the {len(messages)} bootstrap fits converged (first: {first})")
-    warnings.warn(f"{bad.size} of {len(messages)} bootstrap fits did not converge (first, replicate {bad[0]}: "
-                  f"{first}); their estimates are NaN and left out of the intervals and proportions",
-                  DataWarning, stacklevel=3)
-    return bad
 
 
 def _replicates(ctx: Context, task):
