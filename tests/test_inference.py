@@ -10,7 +10,7 @@ from scipy import optimize, stats
 import riskset
 from riskset.data import from_arrays
 from riskset.inference import MAX_DOUBLINGS, ProfileSearches, profile_intervals
-from riskset.models.replicates import ViewReplicates
+from riskset.core.replicates import ViewReplicates
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.replicates import fit_replicates
 from test_conditional import matched_data

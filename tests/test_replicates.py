@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import riskset
-from riskset.models.replicates import ViewReplicates
+from riskset.core.replicates import ViewReplicates
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.replicates import fit_replicates
 

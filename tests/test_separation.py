@@ -8,7 +8,7 @@ import pytest
 import riskset
 from riskset.exceptions import ConvergenceWarning, DataWarning
 from riskset.models.base import get_model
-from riskset.models.replicates import ViewReplicates
+from riskset.core.replicates import ViewReplicates
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.replicates import fit_replicates
 

@@ -11,7 +11,7 @@ from scipy import stats
 
 from riskset.data.dataset import first_names
 from riskset.exceptions import ConvergenceWarning, DataWarning
-from riskset.models.replicates import ViewReplicates
+from riskset.core.replicates import ViewReplicates
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.replicates import fit_replicates
 

@@ -36,7 +36,7 @@ from riskset.data.risksets import (build_risk_sets, check_survival, column_break
                                    interval_labels)
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
-from riskset.kernels.cpu.columns import columns_dot, columns_dot2, columns_times
+from riskset.core.columns import columns_dot, columns_dot2, columns_times
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates, indicator_columns,
                                  require_information, weight_overflow)
 from riskset.validation import coef_mapping, finite_numbers, one_of

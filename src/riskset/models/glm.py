@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from riskset import validation as check
 from riskset.data.dataset import Dataset, row_label
 from riskset.exceptions import InputError
-from riskset.kernels.cpu import glm as kernels
+from riskset.kernels.cpu import glm as glm_kernels
 from riskset.kernels.cpu import separability as separability_kernels
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, indicator_columns, no_weight,
                                  require_information, sparse_product)
@@ -61,31 +61,26 @@ class GLMDatafit(Datafit):
         return self.w.copy()
 
     def new_state(self, beta):
-        rows = np.empty((self.n_rows, kernels.N_FIELDS))
-        rows[:, kernels.ETA] = self.linear_predictor(beta)
-        rows[:, kernels.Y] = self.y
-        rows[:, kernels.W] = self.w
-        kernels.refresh_rows(self.family, rows)
-        state = FitState(rows[:, kernels.ETA])
+        rows = np.empty((self.n_rows, glm_kernels.N_FIELDS))
+        rows[:, glm_kernels.ETA] = self.linear_predictor(beta)
+        rows[:, glm_kernels.Y] = self.y
+        rows[:, glm_kernels.W] = self.w
+        glm_kernels.refresh_rows(self.family, rows)
+        state = FitState(rows[:, glm_kernels.ETA])
         state.rows = rows
+        state.kernel = (rows,)
         return state
 
     def loglik(self, state):
-        return kernels.loglik(self.family, state.rows)
+        return glm_kernels.loglik(self.family, state.rows)
 
-    def coordinate(self, state, j):
-        return kernels.coordinate(self.indptr, self.indices, self.values, j - self.first, state.rows)
+    kernels = glm_kernels.KERNELS
 
-    def move(self, state, j, delta):
-        kernels.move(self.family, self.indptr, self.indices, self.values, self.indicator, j - self.first, delta,
-                     state.rows)
-
-    def cycle(self, state, coords, beta, l1, l2, radius):
-        kernels.cycle(self.family, self.first, self.indptr, self.indices, self.values, self.indicator, coords, beta,
-                      l1, l2, radius, state.rows)
+    def kernel_data(self):
+        return (self.family, self.first, self.indptr, self.indices, self.values, self.indicator)
 
     def gradient(self, state):
-        resid = np.ascontiguousarray(state.rows[:, kernels.RESID])
+        resid = np.ascontiguousarray(state.rows[:, glm_kernels.RESID])
         grad = self.X.T @ resid
         return np.r_[resid.sum(), grad] if self.first else grad
 
@@ -97,13 +92,13 @@ class GLMDatafit(Datafit):
 
     def hessian(self, state, columns):
         Xc = self.design_columns(columns)
-        return -np.asarray((Xc.T @ sp.diags(state.rows[:, kernels.CURV]) @ Xc).todense())
+        return -np.asarray((Xc.T @ sp.diags(state.rows[:, glm_kernels.CURV]) @ Xc).todense())
 
     def local_quadratic(self, state, columns):
         """Gradient, exact diagonal and ``b -> H b`` on ``columns`` (O(nnz) per product)."""
         Xc = self.design_columns(columns)
-        curv = np.ascontiguousarray(state.rows[:, kernels.CURV])
-        grad = Xc.T @ np.ascontiguousarray(state.rows[:, kernels.RESID])
+        curv = np.ascontiguousarray(state.rows[:, glm_kernels.CURV])
+        grad = Xc.T @ np.ascontiguousarray(state.rows[:, glm_kernels.RESID])
         return LocalQuadratic(grad, Xc.multiply(Xc).T @ curv, lambda b: -(Xc.T @ (curv * (Xc @ b))))
 
     def diagnose(self, state, beta):
@@ -149,14 +144,14 @@ class GLMDatafit(Datafit):
     def _row_classes(self) -> np.ndarray:
         """0: the row's eta may go to +inf only, 1: to -inf only, 2: neither (see
         :meth:`univariable_separation`)."""
-        if self.family == kernels.LOGISTIC:
+        if self.family == glm_kernels.LOGISTIC:
             return np.where(self.y > 0, 0, 1)
-        if self.family == kernels.POISSON:
+        if self.family == glm_kernels.POISSON:
             return np.where(self.y > 0, 2, 1)
         return np.full(self.n_rows, 2)
 
     def separation_pattern(self, name, direction):
-        if self.family == kernels.LOGISTIC:
+        if self.family == glm_kernels.LOGISTIC:
             order = ">=" if direction > 0 else "<="
             return f"{name!r} separates the outcome: every row with y = 1 has {name} {order} every row with y = 0"
         extreme = "largest" if direction > 0 else "smallest"
@@ -215,7 +210,7 @@ class LogisticRegression(_GLM):
     """
 
     name = "logistic"
-    family = kernels.LOGISTIC
+    family = glm_kernels.LOGISTIC
     mean_kind = "probability"
 
     @staticmethod
@@ -233,7 +228,7 @@ class PoissonRegression(_GLM):
     """Poisson regression of counts with log link; offset = log(exposure)."""
 
     name = "poisson"
-    family = kernels.POISSON
+    family = glm_kernels.POISSON
     mean_kind = "rate"
 
     @staticmethod
@@ -251,7 +246,7 @@ class LeastSquares(_GLM):
     """Least squares (Gaussian, unit variance): loglik = -RSS / 2."""
 
     name = "least_squares"
-    family = kernels.GAUSSIAN
+    family = glm_kernels.GAUSSIAN
     mean_kind = "response"
 
     @staticmethod

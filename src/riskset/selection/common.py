@@ -26,7 +26,7 @@ import pandas as pd
 from riskset import validation as check
 from riskset.exceptions import InputError
 from riskset.models.base import Datafit, Model
-from riskset.models.replicates import ReplicateBatch, ViewReplicates
+from riskset.core.replicates import ReplicateBatch, ViewReplicates
 from riskset.selection.folds import has_event, resampling_units
 from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd
 from riskset.solver.prior import Prior

@@ -1,6 +1,7 @@
 """Cyclic coordinate descent (CCD) for penalized log-likelihoods.
 
-The solver maximizes ``l(beta) - sum_j (l1_j |beta_j| + l2_j beta_j^2 / 2)`` over a
+The solver maximizes ``l(beta) - sum_j (l1_j |beta_j - m_j| + l2_j (beta_j - m_j)^2 / 2)``
+(:class:`~riskset.core.penalty.Penalty`; m_j is the prior's center, usually 0) over a
 :class:`~riskset.models.base.Datafit`, touching the data only through the datafit's
 ``coordinate`` (scalar gradient and Hessian) and ``move`` (sparse update of the
 linear predictor) methods. Named steps:
@@ -11,10 +12,10 @@ linear predictor) methods. Named steps:
 2. ``cycles``: one Newton step per coordinate, bounded by a per-coordinate trust
    region (Genkin, Lewis & Madigan 2007: half-width starts at 1, then becomes
    max(2|step|, half-width/2)); at the L1 kink the step uses the one-sided
-   directional derivatives and never crosses zero (:mod:`riskset.solver.step`).
-   Between full sweeps, cycles run over the active set only (non-zero or
-   unpenalized coordinates), as glmnet does; a datafit with a compiled
-   ``cycle(state, coords, beta, l1, l2, radius)`` runs a whole sweep in one call.
+   directional derivatives and never crosses it (:mod:`riskset.core.step`).
+   Between full sweeps, cycles run over the active set only (coordinates off their
+   prior center, or unpenalized), as glmnet does; a sweep is one compiled call
+   (``Datafit.sweep``, :mod:`riskset.core.sweep`).
 3. ``convergence``: relative change of the objective
    ``|f_k - f_{k-1}| / (|f_k| + 1)`` below ``tol`` over a *full* sweep, so every
    zero coordinate has been checked against its optimality condition.
@@ -38,9 +39,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.sparse.linalg import LinearOperator, cg
 
-from riskset.models.base import Datafit, FitState
+from riskset.core.interface import Datafit, FitState
+from riskset.core.penalty import Penalty
 from riskset.solver.separation import diverging_coefficients, nonexistence_message
-from riskset.solver.step import bounded_step
 
 
 #: Cycles between Newton polishing attempts while CCD progresses slowly.
@@ -116,19 +117,17 @@ class SolverResult:
         return fit_status(self.converged, self.diverging)
 
 
-def penalty_value(beta, l1, l2) -> float:
-    return float(np.sum(l1 * np.abs(beta)) + 0.5 * np.sum(l2 * beta * beta))
-
-
 def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray | None = None,
-            fixed: np.ndarray | None = None, options: SolverOptions | None = None) -> SolverResult:
+            fixed: np.ndarray | None = None, options: SolverOptions | None = None,
+            center: np.ndarray | None = None) -> SolverResult:
     """Maximize the penalized log-likelihood of ``datafit`` by cyclic coordinate descent.
 
     Parameters
     ----------
     l1, l2 : per-coordinate penalty weights (see :mod:`riskset.solver.prior`).
-    beta0 : warm start (zeros by default).
+    beta0 : warm start (the prior's centers by default, zeros without).
     fixed : boolean mask of coordinates held at their ``beta0`` value (profile likelihood).
+    center : per-coordinate prior means m_j (location priors; zeros by default).
 
     A non-finite state ends the fit (``converged=False``, the message says where), and so
     does an objective that, recomputed from scratch, ended below where it started
@@ -137,46 +136,47 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
     """
     opts = options or SolverOptions()
     p = datafit.n_coef
-    beta = np.zeros(p) if beta0 is None else np.array(beta0, dtype=np.float64)
+    pen = Penalty(l1, l2, center)
+    beta = pen.center.copy() if beta0 is None else np.array(beta0, dtype=np.float64)
     fixed = np.zeros(p, bool) if fixed is None else np.asarray(fixed, bool)
     free = ~fixed
     state = datafit.new_state(beta)
     problem = state_problem(datafit, beta, datafit.diagnose(state, beta), "at the start")
     if problem:
-        return _ended(datafit, beta, state, l1, l2, False, problem)
+        return _ended(datafit, beta, state, pen, False, problem)
 
     gamma_max = None
-    if np.any(l1[free] > 0):
-        beta, state, gamma_max, start = _restricted_start(datafit, beta, state, l1, l2, free, opts)
+    if np.any(pen.l1[free] > 0):
+        beta, state, gamma_max, start = _restricted_start(datafit, beta, state, pen, free, opts)
         if start is not None:
             start.gamma_max = gamma_max
-            return finish(datafit, start, l1, l2, free)
+            return finish(datafit, start, pen, free)
 
-    start_objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
-    beta, state, result = _cycles(datafit, beta, state, l1, l2, np.flatnonzero(free), opts, start_objective)
+    start_objective = datafit.loglik(state) - pen.value(beta)
+    beta, state, result = _cycles(datafit, beta, state, pen, np.flatnonzero(free), opts, start_objective)
     if result.converged and opts.polish_max_active > 0:
-        beta, state = polish(datafit, beta, state, l1, l2, free, opts.final_polish_max_active)
+        beta, state = polish(datafit, beta, state, pen, free, opts.final_polish_max_active)
         result.loglik = datafit.loglik(state)
-        result.objective = result.loglik - penalty_value(beta, l1, l2)
+        result.objective = result.loglik - pen.value(beta)
     result.beta, result.state, result.gamma_max = beta, state, gamma_max
-    return finish(datafit, result, l1, l2, free, start_objective)
+    return finish(datafit, result, pen, free, start_objective)
 
 
-def finish(datafit, result: SolverResult, l1, l2, free, start_objective: float | None = None) -> SolverResult:
+def finish(datafit, result: SolverResult, pen: Penalty, free, start_objective: float | None = None) -> SolverResult:
     """The end of a fit: fail it on a non-finite state or, if it converged, on lost ground
     (from ``start_objective``), else test that the estimate exists."""
     problem = state_problem(datafit, result.beta, datafit.diagnose(result.state, result.beta),
                             f"after cycle {result.n_iter}")
     if problem is None and start_objective is not None and result.converged:
-        problem = lost_ground(datafit, result.beta, start_objective, l1, l2)
-    message, result.diverging = end_of_fit(datafit, result.beta, result.objective, problem, l1, l2, free,
+        problem = lost_ground(datafit, result.beta, start_objective, pen)
+    message, result.diverging = end_of_fit(datafit, result.beta, result.objective, problem, pen, free,
                                            result.converged)
     if message:
         result.converged, result.message = False, message
     return result
 
 
-def end_of_fit(datafit, beta, objective, problem, l1, l2, free, converged) -> tuple[str | None, dict]:
+def end_of_fit(datafit, beta, objective, problem, pen: Penalty, free, converged) -> tuple[str | None, dict]:
     """(the message that fails the fit, or None; the diverging coefficients) of a fit that
     ended at ``beta`` with ``objective``, state ``problem`` (:func:`state_problem`) and
     ``converged`` as the cycles left it. Single fits and every replicate
@@ -186,17 +186,17 @@ def end_of_fit(datafit, beta, objective, problem, l1, l2, free, converged) -> tu
     if not np.isfinite(objective):  # the cycles that met it have said where; a converged fit has not
         return (f"the fit stopped: the objective became {objective} (a numerical overflow)" if converged
                 else None), {}
-    diverging = diverging_coefficients(datafit, beta, l1, l2, free)
+    diverging = diverging_coefficients(datafit, beta, pen.l1, pen.l2, free)
     return (nonexistence_message(datafit, diverging) if diverging else None), diverging
 
 
-def lost_ground(datafit, beta, start_objective: float, l1, l2) -> str | None:
+def lost_ground(datafit, beta, start_objective: float, pen: Penalty) -> str | None:
     """Coordinate descent only climbs: the message of a fit whose penalized log-likelihood,
     recomputed from scratch at ``beta``, ended below ``start_objective`` (its value at the
     start), or None. It happens when the sums a sweep updates in place (risk-set or stratum
     sums of w exp(eta)) lose their precision to cancellation: one row's weight 1e12 times
     the others', or linear predictors spanning many orders of magnitude."""
-    end = datafit.loglik(datafit.new_state(beta)) - penalty_value(beta, l1, l2)
+    end = datafit.loglik(datafit.new_state(beta)) - pen.value(beta)
     if end >= start_objective - 1e-9 * (abs(start_objective) + 1.0):
         return None
     return (f"the fit lost its numerical precision: the penalized log-likelihood fell from {start_objective:.8g} "
@@ -230,9 +230,12 @@ class CycleControl:
         self.done, self.converged, self.failed = options.max_iter <= 0, False, False
         self.message = f"reached max_iter = {self.max_iter} cycles" if self.done else ""
 
-    def coords(self, coords, beta, l1):
-        """The coordinates of the next sweep: all of ``coords``, or their active set."""
-        return coords if self.full else coords[(beta[coords] != 0) | (l1[coords] == 0)]
+    def coords(self, coords, beta, pen: Penalty):
+        """The coordinates of the next sweep: all of ``coords``, or their active set (off
+        their prior center, or without an L1 term)."""
+        if self.full:
+            return coords
+        return coords[(beta[coords] != pen.center[coords]) | (pen.l1[coords] == 0)]
 
     def record(self, objective: float) -> None:
         """Account for one sweep that ended at ``objective``."""
@@ -270,24 +273,23 @@ class CycleControl:
         self.full = True
 
 
-def _cycles(datafit, beta, state, l1, l2, coords, opts, objective=None):
+def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None):
     """Sweeps over ``coords`` and their active set until :class:`CycleControl` says done
     (``objective``: the penalized log-likelihood at the start, if known)."""
     radius = np.ones(datafit.n_coef)
     if objective is None:
-        objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
+        objective = datafit.loglik(state) - pen.value(beta)
     ctl = CycleControl(objective, opts)
     bar = _progress_bar(opts.progress)
-    sweep = sweep_function(datafit)
     while not ctl.done:
-        sweep(state, ctl.coords(coords, beta, l1), beta, l1, l2, radius)
-        ctl.record(datafit.loglik(state) - penalty_value(beta, l1, l2))
+        datafit.sweep(state, ctl.coords(coords, beta, pen), beta, pen.table, radius)
+        ctl.record(datafit.loglik(state) - pen.value(beta))
         if ctl.failed:
             ctl.message = state_problem(datafit, beta, datafit.diagnose(state, beta), f"at cycle {ctl.k}") or ctl.message
         if ctl.polish_due:  # never makes the fit worse
-            beta, state = polish(datafit, beta, state, l1, l2, np.isin(np.arange(datafit.n_coef), coords),
+            beta, state = polish(datafit, beta, state, pen, np.isin(np.arange(datafit.n_coef), coords),
                                  opts.polish_max_active, opts.tol)
-            ctl.polished(datafit.loglik(state) - penalty_value(beta, l1, l2))
+            ctl.polished(datafit.loglik(state) - pen.value(beta))
         if bar is not None:
             bar.update(1)
             bar.set_postfix_str(f"objective {ctl.objective:.6g}, change {ctl.change:.1e} (tol {ctl.tol:g})")
@@ -298,89 +300,77 @@ def _cycles(datafit, beta, state, l1, l2, coords, opts, objective=None):
     return beta, state, result
 
 
-def sweep_function(datafit):
-    """``sweep(state, coords, beta, l1, l2, radius)``: the datafit's compiled ``cycle`` if it
-    has one, else a loop over its coordinate/move methods, one coordinate at a time."""
-    compiled = getattr(datafit, "cycle", None)
-    if compiled is not None:
-        return compiled
-
-    def sweep(state, coords, beta, l1, l2, radius):
-        for j in coords:
-            g, h = datafit.coordinate(state, j)
-            step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
-            if step != 0.0:
-                datafit.move(state, j, step)
-                beta[j] += step
-
-    return sweep
-
-
-def _restricted_start(datafit, beta, state, l1, l2, free, opts):
-    """Fit the unpenalized free coordinates with penalized ones at zero; test if zero is optimal.
+def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
+    """Fit the unpenalized free coordinates with the L1-penalized ones at their centers;
+    test if the centers are optimal.
 
     Returns (beta, state, gamma_max, result): ``gamma_max`` is the smallest common L1
-    rate at which every penalized coordinate stays at zero; ``result`` is the fit's end
-    if the restricted fit is the answer (zero optimal) or failed (a non-finite state), else None.
+    rate at which every L1-penalized coordinate stays at its center; ``result`` is the
+    fit's end if the restricted fit is the answer (centers optimal) or failed (a non-finite
+    state), else None.
     """
+    l1 = pen.l1
     penalized = free & (l1 > 0)
-    if np.any(beta[penalized] != 0):  # warm start away from zero: nothing to test cheaply
+    if np.any(~pen.at_center(beta)[penalized]):  # warm start off the centers: nothing to test cheaply
         return beta, state, None, None
     unpen = np.flatnonzero(free & (l1 == 0))
     if unpen.size:
-        beta, state, start = _cycles(datafit, beta, state, l1, l2, unpen, opts)
+        beta, state, start = _cycles(datafit, beta, state, pen, unpen, opts)
         if not np.isfinite(start.objective):
             return beta, state, None, start
-        beta, state = polish(datafit, beta, state, l1, l2, free & (l1 == 0), opts.final_polish_max_active)
+        beta, state = polish(datafit, beta, state, pen, free & (l1 == 0), opts.final_polish_max_active)
     grad = datafit.gradient(state)
     if not np.all(np.isfinite(grad)):
         j = int(np.flatnonzero(~np.isfinite(grad))[0])
         message = (f"the fit stopped after the restricted start: the gradient of {datafit.coef_label(j)!r} "
                    f"is {grad[j]}")
-        return beta, state, None, _ended(datafit, beta, state, l1, l2, False, message)
+        return beta, state, None, _ended(datafit, beta, state, pen, False, message)
     gamma_max, done = zero_test(grad, l1, penalized)
     if not done:
         return beta, state, gamma_max, None
-    return beta, state, gamma_max, _ended(datafit, beta, state, l1, l2, True, AT_GAMMA_MAX)
+    return beta, state, gamma_max, _ended(datafit, beta, state, pen, True, AT_GAMMA_MAX)
 
 
-def _ended(datafit, beta, state, l1, l2, converged, message) -> SolverResult:
+def _ended(datafit, beta, state, pen: Penalty, converged, message) -> SolverResult:
     ll = datafit.loglik(state)
-    return SolverResult(beta, state, ll, ll - penalty_value(beta, l1, l2), converged, 0, message)
+    return SolverResult(beta, state, ll, ll - pen.value(beta), converged, 0, message)
 
 
 def zero_test(grad, l1, penalized):
-    """(gamma_max, whether zero is optimal for every ``penalized`` coordinate) at a state
-    with those coordinates at zero: gamma_max is the smallest common L1 rate (scaling
-    the relative weights ``l1``) at which they all stay zero."""
+    """(gamma_max, whether the center is optimal for every ``penalized`` coordinate) at a
+    state with those coordinates at their centers (where the L2 term has no slope):
+    gamma_max is the smallest common L1 rate (scaling the relative weights ``l1``) at which
+    they all stay there."""
     g, pen = np.abs(grad[penalized]), l1[penalized]
     gamma_max = float(np.max(g / (pen / pen.max()))) if g.size else 0.0
     return gamma_max, bool(np.all(g <= pen))
 
 
-def polish(datafit, beta, state, l1, l2, free, max_active, tol=0.0, max_steps=25):
+def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_steps=25):
     """Newton steps on the active set (from :func:`newton_step`), projected on its orthant:
-    an L1 coordinate that would cross zero stops at zero and leaves the active set.
+    an L1 coordinate that would cross its center stops there and leaves the active set.
 
     A step is accepted only if the objective stays finite and increases (else it is halved, at most
     :data:`BACKTRACKS` times); polishing can therefore never make a fit worse. Steps stop
     when one gains less than ``tol / 10`` (relative; ``tol = 0``: machine precision).
     """
-    active = polish_set(beta, l1, free, max_active)
+    active = polish_set(beta, pen, free, max_active)
     if active is None:
         return beta, state
-    objective = datafit.loglik(state) - penalty_value(beta, l1, l2)
+    objective = datafit.loglik(state) - pen.value(beta)
+    l1, center = pen.l1, pen.center
     for _ in range(max_steps):
-        step = newton_step(datafit, state, beta, active, l1, l2)
+        step = newton_step(datafit, state, beta, active, pen)
         if step is None or not np.all(np.isfinite(step)):
             break
         for _ in range(BACKTRACKS + 1):
             trial = beta.copy()
             trial[active] += step
-            crossed = (l1[active] > 0) & (np.sign(trial[active]) != np.sign(beta[active]))
-            trial[active[crossed]] = 0.0
+            side = np.sign(beta[active] - center[active])
+            crossed = (l1[active] > 0) & (np.sign(trial[active] - center[active]) != side)
+            trial[active[crossed]] = center[active[crossed]]
             trial_state = datafit.new_state(trial)
-            trial_objective = datafit.loglik(trial_state) - penalty_value(trial, l1, l2)
+            trial_objective = datafit.loglik(trial_state) - pen.value(trial)
             if np.isfinite(trial_objective) and trial_objective >= objective - 1e-12 * (abs(objective) + 1):
                 break
             step = step / 2
@@ -391,24 +381,25 @@ def polish(datafit, beta, state, l1, l2, free, max_active, tol=0.0, max_steps=25
         if (np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(beta[active])))
                 or gain <= max(1e-15, tol / 10) * (abs(objective) + 1)):
             break
-        active = polish_set(beta, l1, free, max_active)  # crossing coordinates have left it
+        active = polish_set(beta, pen, free, max_active)  # crossing coordinates have left it
         if active is None:
             break
     return beta, state
 
 
-def newton_step(datafit, state, beta, active, l1, l2):
+def newton_step(datafit, state, beta, active, pen: Penalty):
     """The Newton step s on the active set A (signs of the L1 terms held), or None:
-    ``(diag(l2) - H_AA) s = g_A - l2 beta_A - l1 sign(beta_A)``.
+    ``(diag(l2) - H_AA) s = g_A - l2 (beta_A - m_A) - l1 sign(beta_A - m_A)``.
 
     Up to :data:`DENSE_NEWTON_MAX` coordinates the block H_AA is formed and solved;
     beyond, conjugate gradients on the datafit's Hessian-vector products
-    (:meth:`~riskset.models.base.Datafit.local_quadratic`: O(nnz_A) each, never the
+    (:meth:`~riskset.core.interface.Datafit.local_quadratic`: O(nnz_A) each, never the
     |A|^2 block), preconditioned by its diagonal scale.
     """
-    b, la, qa = beta[active], l1[active], l2[active]
+    sub = pen[active]
+    qa, prior_slope = sub.l2, sub.gradient(beta[active])
     if active.size <= DENSE_NEWTON_MAX:
-        grad = np.array([datafit.coordinate(state, j)[0] for j in active]) - qa * b - la * np.sign(b)
+        grad = np.array([datafit.coordinate(state, j)[0] for j in active]) - prior_slope
         try:
             return np.linalg.solve(np.diag(qa) - datafit.hessian(state, active), grad)
         except np.linalg.LinAlgError:
@@ -416,7 +407,7 @@ def newton_step(datafit, state, beta, active, l1, l2):
     quad = datafit.local_quadratic(state, active)
     if quad is None:
         return None
-    grad = quad.gradient - qa * b - la * np.sign(b)
+    grad = quad.gradient - prior_slope
     m, scale = active.size, quad.curvature + qa
     if not np.all(scale > 0):
         return None
@@ -426,10 +417,10 @@ def newton_step(datafit, state, beta, active, l1, l2):
     return step if info == 0 else None
 
 
-def polish_set(beta, l1, free, max_active):
-    """The coordinates :func:`polish` would move (active and free), or None if there are
-    none or more than ``max_active``."""
-    active = np.flatnonzero(free & ((beta != 0) | (l1 == 0)))
+def polish_set(beta, pen: Penalty, free, max_active):
+    """The coordinates :func:`polish` would move (free, and off their center or without an
+    L1 term), or None if there are none or more than ``max_active``."""
+    active = np.flatnonzero(free & (~pen.at_center(beta) | (pen.l1 == 0)))
     return active if 0 < active.size <= max_active else None
 
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from riskset.models.replicates import ReplicateBatch
+from riskset.core.penalty import Penalty
+from riskset.core.replicates import ReplicateBatch
 from riskset.solver.ccd import (AT_GAMMA_MAX, CycleControl, SolverOptions, fit_status,
                                 end_of_fit, polish, polish_set, state_problem, zero_test)
 
@@ -40,20 +41,17 @@ class ReplicateResult:
         return [fit_status(c, d) for c, d in zip(self.converged, self.diverging)]
 
 
-def penalties(beta, l1, l2) -> np.ndarray:
-    return np.sum(l1 * np.abs(beta), axis=1) + 0.5 * np.sum(l2 * beta * beta, axis=1)
-
-
 def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
-                   options: SolverOptions | None = None) -> ReplicateResult:
+                   options: SolverOptions | None = None, center=None) -> ReplicateResult:
     """Maximize each replicate's penalized log-likelihood.
 
     Parameters
     ----------
     l1, l2 : (P,) or (R, P) penalty weights (per-replicate grid points allowed).
-    beta0 : (P,) or (R, P) warm starts.
+    beta0 : (P,) or (R, P) warm starts (the prior centers by default).
     free : (P,) or (R, P) mask of coordinates to fit; the others stay at ``beta0``
         (the points of a profile likelihood).
+    center : (P,) or (R, P) prior means (location priors; zeros by default).
     """
     opts = options or SolverOptions()
     R, P = batch.n_replicates, batch.n_coef
@@ -62,7 +60,9 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
         a = np.full(P, fill) if a is None else np.asarray(a)
         return np.array(np.broadcast_to(a, (R, P)), order="C")
 
-    l1, l2, beta = full(l1).astype(float), full(l2).astype(float), full(beta0).astype(float)
+    pen = Penalty(full(l1).astype(float), full(l2).astype(float), full(center).astype(float))
+    beta = pen.center.copy() if beta0 is None else full(beta0).astype(float)
+    l1 = pen.l1
     free = full(free, True).astype(bool)
     state = batch.new_state(beta)
     messages = [""] * R
@@ -71,13 +71,13 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
 
     # 1. restricted start: unpenalized coordinates alone, then the gamma_max test
     penalized = free & (l1 > 0)
-    restricted = penalized.any(axis=1) & ~np.any((beta != 0) & penalized, axis=1)
+    restricted = penalized.any(axis=1) & ~np.any(~pen.at_center(beta) & penalized, axis=1)
     gamma_max = np.full(R, np.nan)
     at_zero = np.zeros(R, bool)
     if restricted.any():
         base = restricted[:, None] & free & (l1 == 0)
         if base.any():
-            beta, state, *_ = _cycles(batch, state, beta, l1, l2, base, opts)
+            beta, state, *_ = _cycles(batch, state, beta, pen, base, opts)
         grad = batch.gradient(state)
         for r in np.flatnonzero(restricted):
             gamma_max[r], at_zero[r] = zero_test(grad[r], l1[r], penalized[r])
@@ -88,64 +88,64 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
     # 2. cycles over the free coordinates, 3. polish
     base = free & ~at_zero[:, None]
     if base.any():
-        beta, state, conv, k, msg = _cycles(batch, state, beta, l1, l2, base, opts)
+        beta, state, conv, k, msg = _cycles(batch, state, beta, pen, base, opts)
         todo = base.any(axis=1)
         converged[todo], n_iter[todo] = conv[todo], k[todo]
         for r in np.flatnonzero(todo):
             messages[r] = msg[r]
     # 4. the end of each fit, as fit_ccd's: a non-finite state fails it, else the existence test
     ll = batch.loglik(state)
-    objective = ll - penalties(beta, l1, l2)
+    objective = ll - pen.values(beta)
     diverging = [{} for _ in range(R)]
     for r, problem in enumerate(batch.diagnose(state, beta)):
         problem = state_problem(batch.view(r), beta[r], problem, f"after cycle {n_iter[r]}")
-        message, diverging[r] = end_of_fit(batch.view(r), beta[r], objective[r], problem, l1[r], l2[r], free[r],
+        message, diverging[r] = end_of_fit(batch.view(r), beta[r], objective[r], problem, pen.row(r), free[r],
                                            converged[r])
         if message:
             converged[r], messages[r] = False, message
     return ReplicateResult(beta, ll, objective, converged, n_iter, messages, gamma_max, diverging)
 
 
-def _cycles(batch, state, beta, l1, l2, base, opts):
+def _cycles(batch, state, beta, pen: Penalty, base, opts):
     """``ccd._cycles`` (then ``polish`` on convergence) for the replicates with coordinates in
     ``base`` (R, P); one batched sweep per cycle."""
     R, _ = beta.shape
     radius = np.ones(beta.shape)
-    objective = batch.loglik(state) - penalties(beta, l1, l2)
+    objective = batch.loglik(state) - pen.values(beta)
     coords = [np.flatnonzero(row) for row in base]
     control = [CycleControl(objective[r], opts) if coords[r].size else None for r in range(R)]
     running = np.array([c is not None and not c.done for c in control])
     while running.any():
         mask = np.zeros(beta.shape, bool)
         for r in np.flatnonzero(running):
-            mask[r, control[r].coords(coords[r], beta[r], l1[r])] = True
-        batch.sweep(state, mask, beta, l1, l2, radius)
-        objective = batch.loglik(state) - penalties(beta, l1, l2)
+            mask[r, control[r].coords(coords[r], beta[r], pen.row(r))] = True
+        batch.sweep(state, mask, beta, pen.table, radius)
+        objective = batch.loglik(state) - pen.values(beta)
         due = []
         for r in np.flatnonzero(running):
             control[r].record(objective[r])
             if control[r].polish_due:
                 due.append(r)
             running[r] = not control[r].done
-        for r, obj in _polish(batch, state, beta, l1, l2, base, due, opts.polish_max_active, opts.tol).items():
+        for r, obj in _polish(batch, state, beta, pen, base, due, opts.polish_max_active, opts.tol).items():
             control[r].polished(obj)
     finished = [r for r in range(R) if control[r] is not None and control[r].converged]
-    _polish(batch, state, beta, l1, l2, base, finished, opts.final_polish_max_active)
+    _polish(batch, state, beta, pen, base, finished, opts.final_polish_max_active)
     converged = np.array([c is not None and c.converged for c in control])
     n_iter = np.array([c.k if c is not None else 0 for c in control])
     messages = [c.message if c is not None else "" for c in control]
     return beta, state, converged, n_iter, messages
 
 
-def _polish(batch, state, beta, l1, l2, base, rows, max_active, tol=0.0) -> dict:
+def _polish(batch, state, beta, pen: Penalty, base, rows, max_active, tol=0.0) -> dict:
     """Newton-polish replicates ``rows`` on their own views (``batch.map``: in parallel where the
     batch can); returns their new objectives."""
-    rows = [r for r in rows if polish_set(beta[r], l1[r], base[r], max_active) is not None]
+    rows = [r for r in rows if polish_set(beta[r], pen.row(r), base[r], max_active) is not None]
 
     def one(r):
         view = batch.view(r)
-        b, st = polish(view, beta[r].copy(), view.new_state(beta[r]), l1[r], l2[r], base[r], max_active, tol)
-        return b, view.loglik(st) - float(penalties(b[None], l1[r][None], l2[r][None])[0])
+        b, st = polish(view, beta[r].copy(), view.new_state(beta[r]), pen.row(r), base[r], max_active, tol)
+        return b, view.loglik(st) - pen.row(r).value(b)
 
     out, moved = {}, []
     for r, (b, objective) in zip(rows, batch.map(one, rows)):

@@ -33,7 +33,7 @@ import math
 import numpy as np
 from numba import njit
 
-from riskset.solver.step import bounded_step
+from riskset.core.step import bounded_step
 
 
 # -- exact (elementary symmetric polynomial) strata --------------------------------

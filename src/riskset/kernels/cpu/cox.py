@@ -31,7 +31,7 @@ import math
 import numpy as np
 from numba import njit
 
-from riskset.solver.step import bounded_step
+from riskset.core.step import bounded_step
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

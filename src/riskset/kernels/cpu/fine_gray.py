@@ -45,7 +45,7 @@ import numpy as np
 from numba import njit
 
 from riskset.kernels.cpu.cox import move_scan  # noqa: F401  (the same update of eta and w; re-exported)
-from riskset.solver.step import bounded_step
+from riskset.core.step import bounded_step
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -15,7 +15,7 @@ import math
 
 from numba import njit
 
-from riskset.solver.step import bounded_step
+from riskset.core.sweep import compile_family
 
 LOGISTIC, POISSON, GAUSSIAN = 0, 1, 2
 ETA, EXPETA, RESID, CURV, Y, W = 0, 1, 2, 3, 4, 5
@@ -103,14 +103,30 @@ def loglik(family, rows):
     return total
 
 
+# -- the compiled family contract (riskset.core.sweep) ---------------------------------
+# data = (family, first, indptr, indices, values, indicator); state = (rows,).
+# Coefficient j is CSC column j - first (the implicit intercept when negative).
+
 @njit(cache=True, nogil=True, error_model="numpy")
-def cycle(family, first, indptr, indices, values, indicator, coords, beta, l1, l2, radius, rows):
-    """One CCD sweep over coefficients ``coords`` (see riskset.solver.step), entirely
-    compiled; coefficient j is CSC column j - first (the intercept when negative)."""
-    for j in coords:
-        c = j - first
-        g, h = coordinate(indptr, indices, values, c, rows)
-        step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
-        if step != 0.0:
-            move(family, indptr, indices, values, indicator, c, step, rows)
-            beta[j] += step
+def contract_refresh(data, state):
+    """Nothing to refresh: every row's state is current after each move."""
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def contract_terms(data, state, j):
+    family, first, indptr, indices, values, indicator = data
+    return coordinate(indptr, indices, values, j - first, state[0])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def contract_gradient(data, state, j):
+    return contract_terms(data, state, j)[0]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def contract_move(data, state, j, delta):
+    family, first, indptr, indices, values, indicator = data
+    move(family, indptr, indices, values, indicator, j - first, delta, state[0])
+
+
+KERNELS = compile_family("glm", contract_refresh, contract_gradient, contract_terms, contract_move)

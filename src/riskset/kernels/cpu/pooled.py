@@ -30,7 +30,7 @@ import math
 
 from numba import njit
 
-from riskset.solver.step import bounded_step
+from riskset.core.step import bounded_step
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")

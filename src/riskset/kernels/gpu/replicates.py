@@ -5,7 +5,7 @@ at once: the state is (R, N) on the device and each sweep is one launch of the
 persistent sweep kernel with R blocks, block r fitting replicate r, so one pass over
 column j serves all R replicates (the column's indices and values are read once per
 block from the same cache lines). :class:`DeviceReplicates` is the device
-:class:`~riskset.models.replicates.ReplicateBatch`; the host runs the shared driver
+:class:`~riskset.core.replicates.ReplicateBatch`; the host runs the shared driver
 :func:`riskset.solver.replicates.fit_replicates` (the single-fit rules per replicate:
 restricted start, convergence, Newton polish of small active sets on the host), so the
 batched coefficients equal the CPU ones to rounding. Per sweep only the (R, P)
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from riskset.models.replicates import ReplicateBatch
+from riskset.core.replicates import ReplicateBatch
 from riskset.solver.ccd import SolverOptions
 from riskset.solver.replicates import ReplicateResult, fit_replicates as _drive
 

@@ -8,7 +8,7 @@ import math
 
 from numba import cuda
 
-from riskset.solver import step as host_step
+from riskset.core import step as host_step
 
 
 #: The host step compiled for the device: one definition of the math for both backends.

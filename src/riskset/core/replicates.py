@@ -21,8 +21,7 @@ from concurrent.futures import Executor
 
 import numpy as np
 
-from riskset.models.base import Datafit
-from riskset.solver.ccd import sweep_function
+from riskset.core.interface import Datafit
 
 
 class ReplicateBatch(ABC):
@@ -36,10 +35,10 @@ class ReplicateBatch(ABC):
         """State of every replicate at ``beta`` (R, P)."""
 
     @abstractmethod
-    def sweep(self, state, mask: np.ndarray, beta: np.ndarray, l1: np.ndarray, l2: np.ndarray,
-              radius: np.ndarray) -> None:
+    def sweep(self, state, mask: np.ndarray, beta: np.ndarray, prior: np.ndarray, radius: np.ndarray) -> None:
         """One CCD sweep of replicate r over the coordinates j with ``mask[r, j]``, in
-        ascending j, updating ``beta``, ``radius`` and ``state`` in place."""
+        ascending j, under its penalty table ``prior[r]`` (:class:`riskset.core.penalty.Penalty`),
+        updating ``beta``, ``radius`` and ``state`` in place."""
 
     @abstractmethod
     def loglik(self, state) -> np.ndarray:
@@ -112,11 +111,11 @@ class ViewReplicates(ReplicateBatch):
     def new_state(self, beta):
         return self._each(lambda r: self.views[r].new_state(beta[r]))
 
-    def sweep(self, state, mask, beta, l1, l2, radius):
+    def sweep(self, state, mask, beta, prior, radius):
         def one(r):
             coords = np.flatnonzero(mask[r])
             if coords.size:
-                sweep_function(self.views[r])(state[r], coords, beta[r], l1[r], l2[r], radius[r])
+                self.views[r].sweep(state[r], coords, beta[r], prior[r], radius[r])
 
         self._each(one)
 

@@ -1,0 +1,268 @@
+"""The interface between likelihoods and the solver: :class:`Datafit` and its state.
+
+A *datafit* is one log-likelihood family bound to one prepared data set (rows in the
+order the family needs, e.g. Cox rows sorted by stratum and descending time). The
+solver, selection, inference and results talk to a datafit only through the methods
+declared here; every loop over rows lives in a compiled kernel behind them. A family's
+CPU kernels are the four functions of the compiled contract
+(:mod:`riskset.core.sweep`), over a tuple of static arrays (:meth:`Datafit.kernel_data`)
+and a tuple of state arrays (``FitState.kernel``); ``coordinate``, ``move`` and
+``sweep`` are written once here on top of them. A device datafit
+(:mod:`riskset.kernels.gpu.base`) implements the same methods with device kernels.
+
+Sign convention everywhere: ``l`` is the log-likelihood, which is *maximized*;
+``gradient = dl/dbeta`` and ``hessian = d2l/dbeta2`` (negative semi-definite).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from riskset.core.columns import columns_times
+from riskset.core.sweep import CompiledFamily
+
+
+@dataclass
+class LocalQuadratic:
+    """Second-order model of the log-likelihood on a set of columns A at one state.
+
+    gradient : dl/dbeta_A.
+    curvature : positive diagonal scale of -H_AA (a Jacobi preconditioner; it may bound
+        the exact diagonal from above).
+    hessian_times : ``b -> H_AA b`` in O(nnz of the columns (+ N)) per product.
+    """
+
+    gradient: np.ndarray
+    curvature: np.ndarray
+    hessian_times: Callable[[np.ndarray], np.ndarray]
+
+
+class FitState:
+    """Mutable state of one fit: the linear predictor and family-specific arrays.
+
+    ``eta`` holds X @ beta (+ offset) in the datafit's row order. Families add their
+    own arrays (exp(eta), risk-set sums ...) as attributes, and ``kernel``: the tuple of
+    the state arrays their compiled kernels read and write (the same arrays).
+    """
+
+    kernel: tuple = ()
+
+    def __init__(self, eta: np.ndarray):
+        self.eta = eta
+
+
+class Datafit(ABC):
+    """A log-likelihood over the rows of one prepared design matrix.
+
+    Attributes
+    ----------
+    X : scipy.sparse.csc_matrix, shape (n_rows, n_coef)
+        Design in model row order, float64, canonical CSC (sorted indices, no
+        duplicates). Intercepts are explicit dense columns.
+    offset : ndarray, shape (n_rows,)
+        Fixed part of the linear predictor.
+    """
+
+    #: Coefficient names, set by the caller that builds the datafit (for messages).
+    names: list[str] | None = None
+
+    #: Whether :meth:`univariable_separation` is an exact test (a family's direct check)
+    #: rather than the generic reading of the slope far out, which rows of very large weight
+    #: (e.g. pooled logistic's 1e9 virtual intervals of one subject) can mislead; only an
+    #: exact answer may declare a divergence the ray test cannot resolve.
+    exact_separability: bool = False
+
+    def __init__(self, X: sp.csc_matrix, offset: np.ndarray | None = None):
+        X = sp.csc_matrix(X, dtype=np.float64)
+        X.sum_duplicates()
+        X.sort_indices()
+        self.X = X
+        n = X.shape[0]
+        self.offset = np.zeros(n) if offset is None else np.ascontiguousarray(offset, dtype=np.float64)
+        # CSC components handed to the kernels, shared with X (no copy of the non-zeros).
+        self.indptr = X.indptr.astype(np.int64)
+        self.indices = np.ascontiguousarray(X.indices)
+        self.values = X.data
+
+    @property
+    def n_rows(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_coef(self) -> int:
+        return self.X.shape[1]
+
+    def column(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Row indices and values of the non-zeros of column j."""
+        a, b = self.indptr[j], self.indptr[j + 1]
+        return self.indices[a:b], self.values[a:b]
+
+    def coef_of_column(self, j: int) -> int:
+        """The coefficient of column j of ``X`` (families with implicit columns, such as a
+        GLM's intercept, shift it)."""
+        return j
+
+    def coef_label(self, j: int) -> str:
+        return self.names[j] if self.names is not None else f"#{j}"
+
+    def linear_predictor(self, beta: np.ndarray) -> np.ndarray:
+        """X beta + offset, reading only the columns of non-zero coefficients."""
+        return sparse_product(self.X, beta) + self.offset
+
+    def reach(self, direction: np.ndarray) -> float:
+        """max_i |x_i direction|: how far a step ``direction`` moves the linear predictor of
+        any row (the unit of the separation test, :mod:`riskset.solver.separation`)."""
+        moved = self.linear_predictor(direction) - self.linear_predictor(np.zeros_like(direction))
+        return float(np.max(np.abs(moved), initial=0.0))
+
+    # -- the solver interface -------------------------------------------------------
+    #: The family's compiled kernels (:func:`riskset.core.sweep.compile_family`); a family
+    #: with variants (Cox's O(N) scan formulation) sets it per instance.
+    kernels: CompiledFamily
+
+    def kernel_data(self) -> tuple:
+        """The static arrays the family's kernels read, in their order (built on each call:
+        reweighted views share X but not their case weights)."""
+        raise NotImplementedError(f"{type(self).__name__} has no compiled kernels")
+
+    @abstractmethod
+    def new_state(self, beta: np.ndarray) -> FitState:
+        """State at coefficients ``beta`` (all aggregates computed)."""
+
+    @abstractmethod
+    def loglik(self, state: FitState) -> float:
+        """Log-likelihood at the state."""
+
+    def coordinate(self, state: FitState, j: int) -> tuple[float, float]:
+        """(dl/dbeta_j, d2l/dbeta_j^2) at the state."""
+        return self.kernels.coordinate(self.kernel_data(), state.kernel, j)
+
+    def move(self, state: FitState, j: int, delta: float) -> None:
+        """Apply beta_j += delta: update eta at the non-zeros of column j and any aggregate."""
+        self.kernels.move(self.kernel_data(), state.kernel, j, delta)
+
+    def sweep(self, state: FitState, coords: np.ndarray, beta: np.ndarray, prior: np.ndarray,
+              radius: np.ndarray) -> None:
+        """One CCD sweep over ``coords`` in order, in one compiled call: Newton steps under the
+        penalty table ``prior`` (:class:`riskset.core.penalty.Penalty`), trust-region
+        half-widths ``radius``; updates ``beta``, ``radius`` and the state in place."""
+        self.kernels.sweep(self.kernel_data(), state.kernel, np.ascontiguousarray(coords, dtype=np.int64), beta,
+                           prior, radius)
+
+    @abstractmethod
+    def gradient(self, state: FitState) -> np.ndarray:
+        """Full gradient dl/dbeta, shape (n_coef,)."""
+
+    @abstractmethod
+    def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:
+        """Dense block d2l/dbeta_a dbeta_b for a, b in ``columns`` (a small set)."""
+
+    def data_weights(self) -> np.ndarray:
+        """This datafit's case weights in Dataset row order, as :meth:`reweighted` takes them
+        (``reweighted(data_weights())`` is this datafit): one per Dataset row up to the last
+        row the datafit reads, 0 for rows it left out (e.g. strata without events). The
+        points of a profile likelihood on the GPU are replicates with these weights."""
+        raise NotImplementedError(f"{type(self).__name__} does not report its case weights")
+
+    @staticmethod
+    def scatter_to_data_rows(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """Weights of the datafit rows placed at their Dataset ``rows`` (0 at Dataset rows no
+        datafit row comes from), up to the last Dataset row used.
+
+        >>> Datafit.scatter_to_data_rows(np.array([2, 0, 2]), np.array([3.0, 1.0, 3.0])).tolist()
+        [1.0, 0.0, 3.0]
+        """
+        out = np.zeros(int(np.max(rows, initial=-1)) + 1)
+        out[rows] = weights
+        return out
+
+    def local_quadratic(self, state: FitState, columns: np.ndarray) -> "LocalQuadratic | None":
+        """The log-likelihood's gradient and Hessian on ``columns`` without forming the
+        Hessian (matrix-free Newton steps on large active sets), or ``None`` if the family
+        has none."""
+        return None
+
+    def diagnose(self, state: FitState, beta: np.ndarray) -> str | None:
+        """What is wrong with a state the solver reached (a non-finite linear predictor or
+        family array), or None. The solver ends a fit with this message."""
+        return None if np.all(np.isfinite(state.eta)) else "the linear predictor is not finite"
+
+    def univariable_separation(self, columns: np.ndarray) -> np.ndarray:
+        """Per coefficient of ``columns``: +1 (-1) if its likelihood alone, the others at 0,
+        increases for ever as it goes to +inf (-inf): monotone likelihood, separation; 0 if not.
+
+        Generic rule (every family): the profile g(b) = l(b e_j) is concave, so it increases
+        for ever iff its slope g'(0) is positive and stays >= 0 far out, at |b| max|x_j| =
+        :data:`SEPARABILITY_REACH`, where every row behind the leading value of its risk set
+        has a relative weight below e^-REACH x (its gap). O(rows + nnz_j) per column (one
+        state); families with a direct test (GLMs: O(nnz_j)) override it. A covariate whose
+        rows behind the leader are closer than ~1e-7 of its range may go unnoticed (0).
+        """
+        columns = np.asarray(columns, dtype=np.int64)
+        zero = np.zeros(self.n_coef)
+        at_zero = self.new_state(zero)
+        out = np.zeros(columns.size, dtype=np.int64)
+        for a, j in enumerate(columns):
+            slope = self.coordinate(at_zero, j)[0]
+            unit = zero.copy()
+            unit[j] = 1.0
+            reach = self.reach(unit)
+            if not (reach > 0 and abs(slope) > 0 and np.isfinite(slope)):
+                continue
+            unit[j] = np.sign(slope) * SEPARABILITY_REACH / reach
+            try:
+                far = self.coordinate(self.new_state(unit), j)[0]
+            except ArithmeticError:  # a risk sum that rounded to zero far out: no answer
+                continue
+            if np.isfinite(far) and np.sign(slope) * far >= -1e-7 * abs(slope):
+                out[a] = int(np.sign(slope))
+        return out
+
+    def separation_pattern(self, name: str, direction: int) -> str:
+        """What the data look like when coefficient ``name`` alone separates (for messages)."""
+        extreme = "largest" if direction > 0 else "smallest"
+        return f"every event has the {extreme} value of {name!r} in its risk set"
+
+    def information_scale(self, state: FitState, columns: np.ndarray) -> np.ndarray:
+        """Per column, a bound on the observed information I_jj computed without cancellation
+        (e.g. sum w x^2 over the risk sets, before the squared risk-set mean is subtracted).
+        An I_jj that is a rounding residue of this scale means the coefficient has no
+        information (a covariate constant within every stratum); see
+        :func:`riskset.inference.aliased_coefficients`. Default: the local quadratic's
+        curvature, else the exact diagonal."""
+        quad = self.local_quadratic(state, columns)
+        return quad.curvature if quad is not None else -np.diag(self.hessian(state, columns))
+
+    def missing_information(self) -> str | None:
+        """Why the likelihood, with the datafit's case weights, carries no information about
+        the coefficients (no row of positive weight, no event compared with another row ...),
+        or None. Checked when a model builds its datafit (:func:`require_information`) and for
+        every training set and draw of cross-validation and the bootstrap."""
+        return None
+
+    def reweighted(self, weights: np.ndarray) -> "Datafit | None":
+        """The same datafit with new case weights (given in Dataset row order), sharing X
+        and every static structure; ``None`` if the family cannot reweight in place (the
+        caller then prepares a new datafit). Weight 0 removes a row: replicates of
+        cross-validation and the bootstrap are reweighted views of one datafit."""
+        return None
+
+
+#: |b| max|x_j| at which :meth:`Datafit.univariable_separation` reads the slope far out.
+SEPARABILITY_REACH = 50.0
+
+
+
+
+def sparse_product(X: sp.csc_matrix, beta: np.ndarray) -> np.ndarray:
+    """X @ beta touching only the columns where beta is non-zero (sparse L1 fits)."""
+    nz = np.flatnonzero(beta)
+    if nz.size == X.shape[1]:
+        return X @ beta
+    out = np.empty(X.shape[0])
+    columns_times(X.indptr, X.indices, X.data, nz, np.ascontiguousarray(beta[nz], np.float64), out)
+    return out

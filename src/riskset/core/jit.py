@@ -1,0 +1,46 @@
+"""Compiled closures that Numba can cache on disk.
+
+Numba keys the disk cache of a closure on its bytecode and a pickle of its closure
+cells. Cells holding compiled functions pickle with each function's UUID, random per
+process, so the key would change every run. :func:`stable_uuid` gives a compiled
+function a UUID from its qualified name and its source file's size and modification
+time (Numba's own rule for when a cache is stale): stable across processes, new when
+the source changes, so a sweep that inlines a changed family kernel recompiles.
+:func:`closure_jit` also gives each closure a distinct name, since Numba derives symbol
+names from ``__qualname__`` and two cached libraries exposing one symbol would be
+linked to each other.
+"""
+from __future__ import annotations
+
+import os
+import types
+
+from numba import njit
+
+OPTIONS = dict(cache=True, nogil=True, error_model="numpy")
+
+
+def stable_uuid(dispatcher) -> None:
+    """Give a compiled function a deterministic UUID (see the module docstring)."""
+    fn = dispatcher.py_func
+    try:
+        st = os.stat(fn.__code__.co_filename)
+        stamp = f"{st.st_size}:{st.st_mtime_ns}"
+    except OSError:  # pragma: no cover - no source file
+        stamp = "?"
+    try:
+        dispatcher._set_uuid(f"riskset/{fn.__module__}.{fn.__qualname__}/{stamp}")
+    except AssertionError:  # already set (e.g. shared by two families)
+        pass
+
+
+def closure_jit(fn, suffix: str, **options):
+    """``njit`` of the closure ``fn`` renamed ``<name>__<suffix>``, with a stable UUID."""
+    renamed = types.FunctionType(fn.__code__, fn.__globals__, f"{fn.__name__}__{suffix}", fn.__defaults__,
+                                 fn.__closure__)
+    renamed.__qualname__ = f"{fn.__qualname__}__{suffix}"
+    renamed.__module__ = fn.__module__
+    renamed.__doc__ = fn.__doc__
+    dispatcher = njit(**{**OPTIONS, **options})(renamed)
+    stable_uuid(dispatcher)
+    return dispatcher
