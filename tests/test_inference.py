@@ -10,6 +10,7 @@ from scipy import optimize, stats
 import riskset
 from riskset.data import from_arrays
 from riskset.inference import MAX_DOUBLINGS, ProfileSearches, profile_intervals
+from riskset.core.penalty import Penalty
 from riskset.core.replicates import ViewReplicates
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.replicates import fit_replicates
@@ -72,7 +73,7 @@ def test_lockstep_intervals_equal_sequential_brent(make):
     fit = fit_ccd(datafit, l1, l2, options=OPTS)
     cols = np.arange(min(3, len(names)))
     se = np.full(cols.size, 0.3)  # the bracketing step (2 SE), as both searches take it
-    table = profile_intervals(datafit, fit.beta, fit.objective, l1, l2, cols, names, options=OPTS, se=se)
+    table = profile_intervals(datafit, fit.beta, fit.objective, Penalty(l1, l2), cols, names, options=OPTS, se=se)
     assert table["name"].tolist() == [names[j] for j in cols]
     for k, j in enumerate(cols):
         (lower, tol_lo), (upper, tol_hi) = brentq_bounds(datafit, fit.beta, fit.objective, l1, l2, j, se[k])

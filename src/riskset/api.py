@@ -91,19 +91,19 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
         from riskset.kernels.gpu import to_device
 
         datafit = to_device(datafit, dtype=dtype)  # takes the names along
-    l1, l2 = prior.penalty_arrays(names, m.unpenalized_names())
+    penalty = prior.penalty(names, m.unpenalized_names())
     beta0 = _align_start(warm_start, names)
     options = SolverOptions(tol=tol, max_iter=max_iter, progress=progress)
     t_prepare = time.perf_counter()
-    res = fit_ccd(datafit, l1, l2, beta0=beta0, options=options)
+    res = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=beta0, options=options, center=penalty.center)
     t_solve = time.perf_counter()
     if not res.converged:
         what = "fit" if res.diverging else "fit did not converge"
         warnings.warn(f"{m.name} {what}: {res.message}", ConvergenceWarning, stacklevel=2)
     se, aliased = np.full(len(names), np.nan), np.zeros(len(names), bool)
-    if (res.converged or res.diverging) and not np.any((l1 > 0) | (l2 > 0)):
+    if (res.converged or res.diverging) and not penalty.is_penalized:
         if res.converged:
-            res, aliased = refit_without_aliased(datafit, res, l1, l2, options)
+            res, aliased = refit_without_aliased(datafit, res, penalty, options)
         # the information vanishes along diverging coefficients: the others' SEs are those at the limit
         kept = np.flatnonzero(~aliased & ~np.isin(np.arange(len(names)), list(res.diverging)))
         se[kept] = standard_errors(datafit, res.state, kept)
@@ -117,7 +117,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     if profile:
         cols = np.array([names.index(n) for n in check.known_names("profile", profile, names)])
         searched = cols[~aliased[cols]]  # an aliased coefficient has no interval (NaN), as R's NA
-        intervals = profile_intervals(datafit, res.beta, res.objective, l1, l2, searched, names, level, options,
+        intervals = profile_intervals(datafit, res.beta, res.objective, penalty, searched, names, level, options,
                                       se=se[searched], n_jobs=n_jobs, progress=progress,
                                       fixed=aliased if aliased.any() else None, diverging=res.diverging)
         unsearched = pd.DataFrame({"name": [names[j] for j in cols[aliased[cols]]], "lower": np.nan,

@@ -108,6 +108,7 @@ SEED = bounded(int, 0)
 FOLDS = bounded(int, 2)
 POSITIVE = bounded(float, 0, low_open=True)
 NON_NEGATIVE = bounded(float, 0)
+NUMBER = bounded(float)
 LEVEL = bounded(float, 0, 1, low_open=True, high_open=True)
 SHARE = bounded(float, 0, 1, low_open=True)
 
@@ -199,6 +200,9 @@ def _add_fit(sub):
     pr.add_argument("--variances", metavar="A=V,B=W", default="",
                     help="per-coefficient variances overriding --variance for the coefficients named (for "
                          "laplace the Laplace variance of each)")
+    pr.add_argument("--means", metavar="A=M,B=N", default="",
+                    help="prior means of the coefficients named (a location prior: shrink towards M instead of "
+                         "0, e.g. the estimates of a previous database); the others have mean 0")
     pr.add_argument("--exclude", metavar="A,B", default="", help="coefficients left unpenalized (e.g. treatment)")
     sel = p.add_argument_group("penalty selection and uncertainty")
     sel.add_argument("--cv", type=FOLDS, metavar="K", help="choose the prior variance by K-fold cross-validation "
@@ -471,7 +475,7 @@ def _report_written(written: list[str]) -> None:
 
 
 #: Options that say what a specification says (model, columns, prior): refused with --spec.
-SPEC_GIVES = ("--model", "--option", "--prior", "--gamma", "--variance", "--variances", "--exclude",
+SPEC_GIVES = ("--model", "--option", "--prior", "--gamma", "--variance", "--variances", "--means", "--exclude",
               "--covariates") + tuple(f"--{role}" for role in ROLE_OPTIONS)
 
 
@@ -573,7 +577,8 @@ def _check_prior_options(args) -> None:
         raise InputError("--cv chooses the variance of a laplace or normal prior; an elastic_net prior has two "
                          "strengths: give --gamma and --variance")
     if prior == "none" and not args.spec:
-        penalty_options = [o for o in ("--variance", "--variances", "--exclude", "--cv") if _given(args, o)]
+        penalty_options = [o for o in ("--variance", "--variances", "--means", "--exclude", "--cv")
+                           if _given(args, o)]
         if penalty_options:
             raise InputError(f"{', '.join(penalty_options)} need(s) a prior: give --prior laplace, normal or "
                              f"elastic_net")
@@ -679,34 +684,35 @@ def _prior(args):
     import riskset
 
     exclude = _names(args.exclude)
-    variances = dict(_parse_variance(v) for v in _names(args.variances))
+    variances = dict(_parse_assignment("--variances", "VARIANCE", v, POSITIVE) for v in _names(args.variances))
+    means = dict(_parse_assignment("--means", "MEAN", v, NUMBER) for v in _names(args.means))
     # with --cv the variance is chosen on a grid of its own: any starting value will do
     variance = args.variance if args.variance is not None or not args.cv else 1.0
     if args.prior == "laplace":
         if args.gamma is not None:
-            return riskset.Laplace(gamma=args.gamma, exclude=exclude, variances=variances)
+            return riskset.Laplace(gamma=args.gamma, exclude=exclude, variances=variances, means=means)
         if variance is None:
             raise InputError("--prior laplace needs --gamma or --variance (or --cv K to choose it)")
-        return riskset.Laplace(variance=variance, exclude=exclude, variances=variances)
+        return riskset.Laplace(variance=variance, exclude=exclude, variances=variances, means=means)
     if args.prior == "normal":
         if variance is None:
             raise InputError("--prior normal needs --variance (or --cv K to choose it)")
-        return riskset.Normal(variance, exclude=exclude, variances=variances)
+        return riskset.Normal(variance, exclude=exclude, variances=variances, means=means)
     if args.prior == "elastic_net":
         return riskset.Prior("elastic_net", gamma=args.gamma, variance=variance, exclude=exclude,
-                             variances=variances)
+                             variances=variances, means=means)
     return riskset.NoPrior()
 
 
-def _parse_variance(text):
-    """``NAME=V`` of --variances -> (NAME, V)."""
+def _parse_assignment(option, what, text, convert):
+    """``NAME=V`` of --variances / --means -> (NAME, convert(V))."""
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
-        raise InputError(f"--variances expects NAME=VARIANCE items separated by commas, got {text!r}")
+        raise InputError(f"{option} expects NAME={what} items separated by commas, got {text!r}")
     try:
-        return name.strip(), POSITIVE(value)
+        return name.strip(), convert(value)
     except argparse.ArgumentTypeError as err:
-        raise InputError(f"--variances {text!r}: the variance {err}") from None
+        raise InputError(f"{option} {text!r}: the {what.lower()} {err}") from None
 
 
 def _parse_option(text):

@@ -12,6 +12,7 @@ from scipy import stats
 from riskset.data.dataset import first_names
 from riskset.exceptions import ConvergenceWarning, DataWarning
 from riskset.core.replicates import ViewReplicates
+from riskset.core.penalty import Penalty
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.replicates import fit_replicates
 
@@ -77,7 +78,8 @@ def _well_conditioned(info, diag, tol) -> bool:
     return bool(np.all(np.diag(chol) ** 2 > tol))
 
 
-def refit_without_aliased(datafit, result, l1, l2, options: SolverOptions | None = None, warn: bool = True):
+def refit_without_aliased(datafit, result, penalty: Penalty, options: SolverOptions | None = None,
+                          warn: bool = True):
     """``(result, aliased mask)`` of an unpenalized fit, R-style: the aliased coefficients
     (:func:`aliased_coefficients` of the observed information at ``result``) are held at 0
     and the others refitted, so that they are the estimates of the fit without the aliased
@@ -98,7 +100,8 @@ def refit_without_aliased(datafit, result, l1, l2, options: SolverOptions | None
                                    datafit.information_scale(result.state, columns))
     if not aliased.any():
         return result, none
-    refit = fit_ccd(datafit, l1, l2, beta0=np.where(aliased, 0.0, result.beta), fixed=aliased, options=options)
+    refit = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=np.where(aliased, 0.0, result.beta), fixed=aliased,
+                    options=options, center=penalty.center)
     if not (refit.converged and refit.loglik >= result.loglik - SAME_LOGLIK * (1.0 + abs(result.loglik))):
         return result, none
     if warn:
@@ -135,7 +138,7 @@ def standard_errors(datafit, state, columns: np.ndarray) -> np.ndarray:
 MAX_DOUBLINGS = 60
 
 
-def profile_intervals(datafit, beta_hat, objective_hat, l1, l2, columns, names, level=0.95,
+def profile_intervals(datafit, beta_hat, objective_hat, penalty: Penalty, columns, names, level=0.95,
                       options: SolverOptions | None = None, se=None, *, n_jobs: int = 1,
                       progress: bool = False, fixed=None, diverging: dict | None = None) -> pd.DataFrame:
     """Profile-likelihood intervals of coefficients ``columns`` (as Cyclops' ``confint``).
@@ -193,7 +196,8 @@ def profile_intervals(datafit, beta_hat, objective_hat, l1, l2, columns, names, 
             if fixed is not None:
                 free[:, fixed] = False
             free[rows, coef[todo]] = False
-            fit = fit_replicates(make_batch(todo.size), l1, l2, beta0=beta0, free=free, options=options)
+            fit = fit_replicates(make_batch(todo.size), penalty.l1, penalty.l2, beta0=beta0, free=free,
+                                 options=options, center=penalty.center)
             warm[todo] = fit.beta
             searches.update(todo, np.sqrt(2.0 * np.maximum(objective_hat - fit.objective, 0.0)) - cut)
             if bar is not None:

@@ -42,7 +42,9 @@ Model options
     ``unpenalized`` lists coefficients left unpenalized (the API's ``exclude``);
     ``variances`` maps coefficient names to their own variance (the API's
     ``variances``: for ``l1`` the Laplace variance of that coefficient, otherwise its
-    normal variance). Any other key is an error.
+    normal variance); ``means`` maps coefficient names to their prior mean (a location
+    prior: the API's ``means``, shrinking towards that value instead of 0). Any other key
+    is an error.
 
 What a spec does not hold
     Cross-validation, bootstrap, profile intervals and where the fit runs (backend,
@@ -81,7 +83,7 @@ OPTION_ALIASES = ("competing_event",)
 #: penalty type -> (prior kind, strength keys it needs, strength keys it may have).
 PENALTY_TYPES = {"none": ("none", (), ()), "l1": ("laplace", (), ("gamma", "variance")),
                  "l2": ("normal", ("variance",), ()), "elastic_net": ("elastic_net", ("gamma", "variance"), ())}
-PENALTY_KEYS = ("type", "gamma", "variance", "unpenalized", "variances")
+PENALTY_KEYS = ("type", "gamma", "variance", "unpenalized", "variances", "means")
 
 
 def load_spec(path: str) -> tuple[dict, pd.DataFrame]:
@@ -154,7 +156,7 @@ def prior_from_penalty(penalty: dict | None) -> Prior:
     {'kind': 'elastic_net', 'gamma': 1.0, 'variance': 2.0}
     >>> prior_from_penalty({"type": "l2", "varaince": 2.0})
     Traceback (most recent call last):
-    riskset.exceptions.InputError: penalty: unknown key(s) 'varaince'; a penalty has type, gamma, variance, unpenalized, variances
+    riskset.exceptions.InputError: penalty: unknown key(s) 'varaince'; a penalty has type, gamma, variance, unpenalized, variances, means
     """
     penalty = dict(penalty or {})
     unknown = [k for k in penalty if k not in PENALTY_KEYS]
@@ -172,7 +174,7 @@ def prior_from_penalty(penalty: dict | None) -> Prior:
     if kind == "l1" and "variance" in strength:  # Cyclops' parametrization: variance = 2 / gamma^2
         strength = {"gamma": float(np.sqrt(2.0 / _positive("penalty variance", strength["variance"])))}
     return Prior(prior_kind, **strength, exclude=tuple(penalty.get("unpenalized", ())),
-                 variances=penalty.get("variances") or {})
+                 variances=penalty.get("variances") or {}, means=penalty.get("means") or {})
 
 
 def _check_strength(penalty: dict, kind: str, needed: tuple, either: tuple) -> None:
@@ -186,8 +188,9 @@ def _check_strength(penalty: dict, kind: str, needed: tuple, either: tuple) -> N
     extra = [k for k in given if k not in needed + either]
     if extra:
         raise InputError(f"penalty: type {kind!r} has no {' or '.join(map(repr, extra))}")
-    if kind == "none" and (penalty.get("unpenalized") or penalty.get("variances")):
-        raise InputError("penalty: type 'none' penalizes nothing, so 'unpenalized' and 'variances' do not apply")
+    if kind == "none" and (penalty.get("unpenalized") or penalty.get("variances") or penalty.get("means")):
+        raise InputError("penalty: type 'none' penalizes nothing, so 'unpenalized', 'variances' and 'means' do "
+                         "not apply")
 
 
 def _positive(what: str, value) -> float:
@@ -212,6 +215,8 @@ def penalty_from_prior(prior: Prior) -> dict:
         penalty["unpenalized"] = list(prior.exclude)
     if prior.variances:
         penalty["variances"] = {k: float(v) for k, v in prior.variances.items()}
+    if prior.means:
+        penalty["means"] = dict(prior.means)
     return penalty
 
 

@@ -46,8 +46,9 @@ class Penalty:
         return self.table[..., CENTER]
 
     @property
-    def has_center(self) -> bool:
-        return bool(np.any(self.center != 0.0))
+    def is_penalized(self) -> bool:
+        """Whether some coefficient has a penalty term."""
+        return bool(np.any((self.l1 > 0) | (self.l2 > 0)))
 
     def value(self, beta) -> float:
         """The penalty at ``beta`` (one fit)."""
@@ -68,6 +69,13 @@ class Penalty:
         (0 at the center): the penalty's side of a Newton step with the signs held."""
         d = np.asarray(beta) - self.center
         return self.l2 * d + self.l1 * np.sign(d)
+
+    @staticmethod
+    def stack(penalties) -> "Penalty":
+        """The penalties of R replicates as one batch ((R, P) arrays)."""
+        out = Penalty.__new__(Penalty)
+        out.table = np.ascontiguousarray(np.stack([p.table for p in penalties]))
+        return out
 
     def row(self, r: int) -> "Penalty":
         """The penalty of replicate r of a batch."""

@@ -26,6 +26,7 @@ import pandas as pd
 from riskset import validation as check
 from riskset.exceptions import InputError
 from riskset.models.base import Datafit, Model
+from riskset.core.penalty import Penalty
 from riskset.core.replicates import ReplicateBatch, ViewReplicates
 from riskset.selection.folds import has_event, resampling_units
 from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd
@@ -106,14 +107,13 @@ class Context:
         """Fit replicate r of ``batch`` (from :meth:`batch`, reusable across grid points) with
         prior ``priors[r]``, warm-started at ``warm[r]`` (datafit coefficient order)."""
         unpenalized = self.model.unpenalized_names()
-        l1, l2 = map(np.array, zip(*(p.penalty_arrays(self.names, unpenalized) for p in priors)))
-        return fit_replicates(batch, l1, l2, beta0=warm, options=SolverOptions(tol=self.tol))
+        pen = Penalty.stack([p.penalty(self.names, unpenalized) for p in priors])
+        return fit_replicates(batch, pen.l1, pen.l2, beta0=warm, options=SolverOptions(tol=self.tol), center=pen.center)
 
     @property
     def unpenalized(self) -> bool:
         """No coefficient is penalized by the prior (the fits then have standard errors)."""
-        l1, l2 = self.prior.penalty_arrays(self.names, self.model.unpenalized_names())
-        return not np.any((l1 > 0) | (l2 > 0))
+        return not self.prior.penalty(self.names, self.model.unpenalized_names()).is_penalized
 
     def without_aliased(self, batch: ReplicateBatch, beta: np.ndarray) -> np.ndarray:
         """Unpenalized replicates' coefficients ``beta`` (R, P) as :func:`riskset.fit` gives
@@ -129,7 +129,7 @@ class Context:
             state = view.new_state(beta[r])
             loglik = view.loglik(state)
             fitted = SolverResult(beta[r], state, loglik, loglik, True, 0, "")
-            refit, aliased = refit_without_aliased(view, fitted, zero, zero, options, warn=False)
+            refit, aliased = refit_without_aliased(view, fitted, Penalty(zero, zero), options, warn=False)
             return np.where(aliased, np.nan, refit.beta)
 
         return np.array(batch.map(one, range(beta.shape[0]))).reshape(beta.shape)
@@ -207,7 +207,8 @@ def variance_grid(ctx: Context, variances, n_grid: int) -> np.ndarray:
 def default_variances(ctx: Context, n_grid: int) -> np.ndarray:
     """Log-spaced variances from strong to weak: Laplace from gamma_max down 10^2.5-fold."""
     if ctx.prior.kind == "laplace":
-        l1, l2 = ctx.prior.with_strength(1e15).penalty_arrays(ctx.names, ctx.model.unpenalized_names())
-        gamma_max = fit_ccd(ctx.datafit, l1, l2, options=SolverOptions(tol=ctx.tol)).gamma_max or 1.0
+        pen = ctx.prior.with_strength(1e15).penalty(ctx.names, ctx.model.unpenalized_names())
+        gamma_max = fit_ccd(ctx.datafit, pen.l1, pen.l2, options=SolverOptions(tol=ctx.tol),
+                            center=pen.center).gamma_max or 1.0
         return 2.0 / (gamma_max * np.logspace(0, -2.5, n_grid)) ** 2
     return np.logspace(-4, 1, n_grid)

@@ -1,13 +1,17 @@
 """Priors (penalties) on the coefficients.
 
-A prior is resolved against the coefficient names of a fit into two per-coordinate
-arrays, ``l1`` and ``l2``, so that the penalized objective that is maximized is
+A prior is resolved against the coefficient names of a fit into a
+:class:`~riskset.core.penalty.Penalty`: per coefficient an L1 rate ``l1``, an L2 weight
+``l2`` and a center ``m`` (the prior mean, 0 unless given in ``means``), so that the
+penalized objective that is maximized is
 
-    l(beta) - sum_j ( l1_j |beta_j| + l2_j beta_j^2 / 2 ).
+    l(beta) - sum_j ( l1_j |beta_j - m_j| + l2_j (beta_j - m_j)^2 / 2 ).
 
 Laplace (L1) with rate ``gamma``: l1 = gamma (variance 2 / gamma^2).
 Normal (L2) with variance ``v``: l2 = 1 / v.
 Elastic net: both. Excluded coefficients (the treatment, the intercept) get 0, 0.
+A location prior (``means={"drug": 0.4}``) shrinks towards the mean instead of zero:
+knowledge carried from one database to the next.
 """
 from __future__ import annotations
 
@@ -15,8 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from riskset.core.penalty import Penalty
 from riskset.exceptions import InputError
-from riskset.validation import coef_mapping, coef_names, known_names, one_of, positive_number
+from riskset.validation import coef_mapping, coef_names, finite_numbers, known_names, one_of, positive_number
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,10 @@ class Prior:
     variances : dict, optional
         Per-coefficient variance overriding ``variance`` (normal) or the Laplace
         variance ``2 / gamma^2`` (laplace) for the named coefficients.
+    means : dict, optional
+        Per-coefficient prior mean (location prior): the named coefficients are shrunk
+        towards their mean instead of 0 (an L1 prior's kink is at the mean, so it
+        selects "different from the mean"). Coefficients not named have mean 0.
 
     A Laplace prior without ``gamma`` (``Laplace()``) or a Normal prior without
     ``variance`` (``Normal()``) leaves its strength to be chosen:
@@ -49,6 +58,8 @@ class Prior:
     (array([0., 2.]), array([0., 0.]))
     >>> Normal(variance=0.5).penalty_arrays(["a"])
     (array([0.]), array([2.]))
+    >>> Normal(variance=0.5, means={"a": 0.3}).penalty(["a", "b"]).center.tolist()
+    [0.3, 0.0]
     """
 
     kind: str = "none"
@@ -56,6 +67,7 @@ class Prior:
     variance: float = np.inf
     exclude: tuple[str, ...] = ()
     variances: dict = field(default_factory=dict)
+    means: dict = field(default_factory=dict)
 
     def __post_init__(self):
         one_of("prior kind", self.kind, ("none", "laplace", "normal", "elastic_net"))
@@ -67,6 +79,13 @@ class Prior:
         for name, v in variances.items():
             positive_number(f"variances[{name!r}]", v, allow_inf=True)
         object.__setattr__(self, "variances", variances)
+        means = coef_mapping("means", self.means)
+        for name, m in means.items():
+            means[name] = float(finite_numbers(f"means[{name!r}]", m)[0])
+        if means and self.kind == "none":
+            raise InputError("means: a prior mean needs a prior (laplace, normal or elastic_net); without one "
+                             f"nothing is shrunk towards it, got means for {', '.join(map(repr, means))}")
+        object.__setattr__(self, "means", means)
         object.__setattr__(self, "exclude", tuple(coef_names("exclude", self.exclude)))
 
     @property
@@ -76,9 +95,9 @@ class Prior:
     def with_strength(self, value: float) -> "Prior":
         """The same prior with its strength replaced: gamma for Laplace, variance for Normal."""
         if self.kind == "laplace":
-            return Prior("laplace", gamma=value, exclude=self.exclude, variances=self.variances)
+            return Prior("laplace", gamma=value, exclude=self.exclude, variances=self.variances, means=self.means)
         if self.kind == "normal":
-            return Prior("normal", variance=value, exclude=self.exclude, variances=self.variances)
+            return Prior("normal", variance=value, exclude=self.exclude, variances=self.variances, means=self.means)
         raise InputError(f"a {self.kind!r} prior has no single strength to vary")
 
     @property
@@ -86,8 +105,24 @@ class Prior:
         """False for ``Laplace()`` / ``Normal()``: a strength still to be chosen (cross-validation)."""
         return self.gamma is not None and self.variance is not None
 
+    def penalty(self, names, always_unpenalized=()) -> Penalty:
+        """The penalty on coefficients ``names`` (``always_unpenalized``: the model's own
+        unpenalized coefficients, e.g. the intercept)."""
+        l1, l2 = self.penalty_arrays(names, always_unpenalized)
+        names = list(names)
+        known_names("the prior's means", list(self.means), names)
+        center = np.zeros(len(names))
+        for name, m in self.means.items():
+            j = names.index(name)
+            if l1[j] == 0 and l2[j] == 0:
+                raise InputError(f"means: coefficient {name!r} is not penalized (excluded, or the model never "
+                                 f"penalizes it), so its prior mean {m:g} would do nothing; drop it from means "
+                                 "or from exclude")
+            center[j] = m
+        return Penalty(l1, l2, center)
+
     def penalty_arrays(self, names, always_unpenalized=()) -> tuple[np.ndarray, np.ndarray]:
-        """Per-coordinate (l1, l2) for coefficients ``names``."""
+        """Per-coordinate (l1, l2) for coefficients ``names`` (the centers: :meth:`penalty`)."""
         if not self.strength_is_set:
             what = "gamma=... or variance=..." if self.kind == "laplace" else "variance=..."
             raise InputError(f"the {self.kind} prior has no strength: give {what}, or choose it with "
@@ -124,6 +159,8 @@ class Prior:
             d["exclude"] = list(self.exclude)
         if self.variances:
             d["variances"] = dict(self.variances)
+        if self.means:
+            d["means"] = dict(self.means)
         return d
 
     @classmethod
@@ -137,11 +174,13 @@ def NoPrior() -> Prior:
     return Prior("none")
 
 
-def Laplace(gamma: float | None = None, *, variance: float | None = None, exclude=(), variances=None) -> Prior:
-    """Laplace (L1, lasso) prior: penalty ``gamma * |beta_j|``; ``variance = 2 / gamma**2``.
+def Laplace(gamma: float | None = None, *, variance: float | None = None, exclude=(), variances=None,
+            means=None) -> Prior:
+    """Laplace (L1, lasso) prior: penalty ``gamma * |beta_j - m_j|``; ``variance = 2 / gamma**2``.
 
     Give either ``gamma`` or ``variance`` (Cyclops' parametrization), or neither for
-    cross-validation and regularization paths, which choose it.
+    cross-validation and regularization paths, which choose it. ``means`` maps
+    coefficients to prior means m_j (0 for the others).
 
     >>> Laplace(variance=2.0).gamma
     1.0
@@ -153,16 +192,22 @@ def Laplace(gamma: float | None = None, *, variance: float | None = None, exclud
                          f"variance={variance!r}")
     if variance is not None:
         gamma = np.sqrt(2.0 / positive_number("variance", variance))
-    return Prior("laplace", gamma=gamma, exclude=exclude, variances=variances or {})
+    return Prior("laplace", gamma=gamma, exclude=exclude, variances=variances or {}, means=means or {})
 
 
-def Normal(variance: float | None = None, *, exclude=(), variances=None) -> Prior:
-    """Normal (L2, ridge) prior with the given variance: penalty ``beta_j^2 / (2 variance)``.
+def Normal(variance: float | None = None, *, exclude=(), variances=None, means=None) -> Prior:
+    """Normal (L2, ridge) prior with the given variance: penalty ``(beta_j - m_j)^2 / (2 variance)``.
 
-    Without ``variance``, for cross-validation and regularization paths, which choose it."""
-    return Prior("normal", variance=variance, exclude=exclude, variances=variances or {})
+    Without ``variance``, for cross-validation and regularization paths, which choose it.
+    ``means`` maps coefficients to prior means m_j (0 for the others): a location prior,
+    e.g. the estimates of a previous database.
+
+    >>> Normal(1.0, means={"drug": 0.4}).to_dict()
+    {'kind': 'normal', 'variance': 1.0, 'means': {'drug': 0.4}}
+    """
+    return Prior("normal", variance=variance, exclude=exclude, variances=variances or {}, means=means or {})
 
 
-def ElasticNet(gamma: float, variance: float, *, exclude=()) -> Prior:
-    """Both penalties: ``gamma |beta_j| + beta_j^2 / (2 variance)``."""
-    return Prior("elastic_net", gamma=gamma, variance=variance, exclude=exclude)
+def ElasticNet(gamma: float, variance: float, *, exclude=(), means=None) -> Prior:
+    """Both penalties: ``gamma |beta_j - m_j| + (beta_j - m_j)^2 / (2 variance)``."""
+    return Prior("elastic_net", gamma=gamma, variance=variance, exclude=exclude, means=means or {})
