@@ -113,7 +113,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
                        n_rows=data.n_rows, gamma_max=res.gamma_max, roles=fit_roles(data, m),
                        aliased=[n for n, a in zip(names, aliased) if a],
                        diverging={names[j]: s for j, s in res.diverging.items()},
-                       labels=coef_labels(data, m, names))
+                       labels=coef_labels(data, m, names), kkt=res.kkt)
     if profile:
         cols = np.array([names.index(n) for n in check.known_names("profile", profile, names)])
         searched = cols[~aliased[cols]]  # an aliased coefficient has no interval (NaN), as R's NA

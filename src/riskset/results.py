@@ -36,6 +36,9 @@ class FitResult:
         not computed (penalized coefficients).
     loglik : log-likelihood at the estimate; objective: penalized log-likelihood.
     converged, message, n_iter : how the solver ended.
+    kkt : the largest violation of the optimality (KKT) conditions at the estimate,
+        relative to the largest L1 rate (else to the largest slope at the start): how
+        close to the optimum "converged" is (at most ``SolverOptions.kkt_tol``, 1e-4).
     status : 'converged', 'not_converged' or 'estimate_does_not_exist' (monotone
         likelihood: the likelihood keeps increasing along some unpenalized coefficients).
     diverging : those coefficients, name -> +1 / -1 (the direction); ``coef`` holds the
@@ -86,6 +89,7 @@ class FitResult:
     aliased: list = field(default_factory=list)
     labels: dict = field(default_factory=dict)
     diverging: dict = field(default_factory=dict)
+    kkt: float = float("nan")
 
     @property
     def status(self) -> str:
@@ -176,7 +180,7 @@ class FitResult:
         """A printable summary: status line and coefficient table (intervals at ``level``)."""
         status = _STATUS_TEXT.get(self.status, self.status)
         head = (f"{self.model_name} model, {self.n_rows} rows, prior {self.prior.to_dict()}\n"
-                f"{status} after {self.n_iter} cycles ({self.message})\n"
+                f"{status} after {self.n_iter} cycles ({self.message}), KKT violation {self.kkt:.1e}\n"
                 f"roles: {describe_roles(self.roles)}\n"
                 f"log-likelihood {self.loglik:.6f}, penalized {self.objective:.6f}")
         if self.gamma_max is not None:
@@ -265,6 +269,7 @@ class FitResult:
             "diverging": dict(self.diverging),
             "message": self.message,
             "n_iter": self.n_iter,
+            "kkt": None if np.isnan(self.kkt) else float(self.kkt),
             "n_rows": self.n_rows,
             "gamma_max": self.gamma_max,
             "prior": self.prior.to_dict(),
@@ -303,7 +308,8 @@ class FitResult:
                        n_iter=d["n_iter"], prior=Prior.from_dict(d["prior"]), n_rows=d["n_rows"],
                        gamma_max=d["gamma_max"], intervals=intervals, timings=d.get("timings", {}),
                        roles=d.get("roles", {}), aliased=d.get("aliased", []),
-                       labels=d.get("labels", {}), diverging=d.get("diverging", {}))
+                       labels=d.get("labels", {}), diverging=d.get("diverging", {}),
+                       kkt=np.nan if d.get("kkt") is None else d["kkt"])
         except json.JSONDecodeError as e:
             raise InputError(f"{where} is not JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
                              f"give a file written by FitResult.to_json or 'riskset fit --out FILE.json'") from None

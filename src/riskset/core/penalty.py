@@ -77,6 +77,29 @@ class Penalty:
         out.table = np.ascontiguousarray(np.stack([p.table for p in penalties]))
         return out
 
+    def kkt_violations(self, beta, grad) -> np.ndarray:
+        """Per coefficient, the distance from 0 to the subdifferential of the penalized
+        objective at ``beta`` given the log-likelihood's gradient ``grad``: off the center
+        |g_j - l2_j d_j - l1_j sign(d_j)| (d = beta - m), at the center max(0, |g_j| - l1_j).
+        All zero exactly at the optimum (the Karush-Kuhn-Tucker conditions).
+
+        >>> Penalty([1.0, 1.0], [0.0, 0.0]).kkt_violations(np.array([0.0, 2.0]), np.array([1.5, 0.25])).tolist()
+        [0.5, 0.75]
+        """
+        d = np.asarray(beta) - self.center
+        off = np.abs(grad - self.l2 * d - self.l1 * np.sign(d))
+        return np.where(d == 0, np.maximum(np.abs(grad) - self.l1, 0.0), off)
+
+    def kkt_scale(self, grad_at_start, free) -> float:
+        """The unit of a fit's KKT violation: its largest L1 rate (the violation is then a
+        fraction of the penalty rate), else the largest gradient at the start (a fraction
+        of the initial slope); 1 if both are 0."""
+        l1 = self.l1[free]
+        if l1.size and l1.max() > 0:
+            return float(l1.max())
+        g = np.abs(np.asarray(grad_at_start)[free])
+        return float(g.max()) if g.size and np.isfinite(g.max()) and g.max() > 0 else 1.0
+
     def row(self, r: int) -> "Penalty":
         """The penalty of replicate r of a batch."""
         out = Penalty.__new__(Penalty)

@@ -45,8 +45,8 @@ class ReplicateBatch(ABC):
         """Log-likelihood of every replicate (R,), computed exactly from the linear predictors."""
 
     @abstractmethod
-    def gradient(self, state) -> np.ndarray:
-        """dl/dbeta of every replicate (R, P)."""
+    def gradient(self, state, rows=None) -> np.ndarray:
+        """dl/dbeta of the replicates ``rows`` (all by default): (len(rows), P)."""
 
     @abstractmethod
     def view(self, r: int) -> Datafit:
@@ -122,8 +122,9 @@ class ViewReplicates(ReplicateBatch):
     def loglik(self, state):
         return np.array(self._each(lambda r: self.views[r].loglik(state[r])))
 
-    def gradient(self, state):
-        return np.array([v.gradient(s) for v, s in zip(self.views, state)])
+    def gradient(self, state, rows=None):
+        rows = range(self.n_replicates) if rows is None else rows
+        return np.array(self.map(lambda r: self.views[r].gradient(state[r]), rows)).reshape(len(rows), self.n_coef)
 
     def view(self, r):
         return self.views[r]

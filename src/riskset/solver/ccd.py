@@ -16,9 +16,13 @@ linear predictor) methods. Named steps:
    Between full sweeps, cycles run over the active set only (coordinates off their
    prior center, or unpenalized), as glmnet does; a sweep is one compiled call
    (``Datafit.sweep``, :mod:`riskset.core.sweep`).
-3. ``convergence``: relative change of the objective
-   ``|f_k - f_{k-1}| / (|f_k| + 1)`` below ``tol`` over a *full* sweep, so every
-   zero coordinate has been checked against its optimality condition.
+3. ``convergence``: the optimality (Karush-Kuhn-Tucker) conditions hold: after a *full*
+   sweep whose relative change of the objective ``|f_k - f_{k-1}| / (|f_k| + 1)`` is below
+   ``tol``, the full gradient is computed and the largest distance from 0 to the
+   subdifferential of the objective (:meth:`~riskset.core.penalty.Penalty.kkt_violations`),
+   relative to the largest L1 rate (else to the largest slope at the start), must be at
+   most ``kkt_tol``; if not, full sweeps and Newton polishing go on. The achieved
+   violation is reported (``SolverResult.kkt``).
 4. ``polish``: Newton steps on the active set, projected on its orthant (a coordinate
    that would cross zero stops there): after each full sweep that did not converge
    (it has just settled the active set) and every few cycles of slow linear progress.
@@ -66,7 +70,9 @@ AT_GAMMA_MAX = "all penalized coefficients are zero: the L1 rate is at or above 
 class SolverOptions:
     """Stopping rule and strategy of the solver.
 
-    tol : relative objective change that ends the cycles.
+    tol : relative objective change over a full sweep at which the KKT conditions are checked.
+    kkt_tol : largest KKT violation of a converged fit, relative to the largest L1 rate (else
+        to the largest slope at the start): the stated accuracy of "converged".
     max_iter : cap on the number of cycles.
     polish_max_active : largest active set polished by Newton steps while cycling (0 =
         never); sets above :data:`DENSE_NEWTON_MAX` take conjugate-gradient steps, and only
@@ -75,6 +81,7 @@ class SolverOptions:
     """
 
     tol: float = 1e-10
+    kkt_tol: float = 1e-4
     max_iter: int = 1000
     polish_max_active: int = 5000
     progress: bool = False
@@ -111,6 +118,7 @@ class SolverResult:
     message: str
     gamma_max: float | None = None
     diverging: dict = field(default_factory=dict)
+    kkt: float = float("nan")  # largest KKT violation at beta, relative (see SolverOptions.kkt_tol)
 
     @property
     def status(self) -> str:
@@ -153,11 +161,17 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
             return finish(datafit, start, pen, free)
 
     start_objective = datafit.loglik(state) - pen.value(beta)
-    beta, state, result = _cycles(datafit, beta, state, pen, np.flatnonzero(free), opts, start_objective)
+    unit = kkt_unit(datafit, state, pen, free)
+    beta, state, result = _cycles(datafit, beta, state, pen, np.flatnonzero(free), opts, start_objective, unit)
     if result.converged and opts.polish_max_active > 0:
-        beta, state = polish(datafit, beta, state, pen, free, opts.final_polish_max_active)
+        polished, state = polish(datafit, beta, state, pen, free, opts.final_polish_max_active)
+        if not np.array_equal(polished, beta):
+            result.kkt = np.nan  # measured again below
+        beta = polished
         result.loglik = datafit.loglik(state)
         result.objective = result.loglik - pen.value(beta)
+    if np.isnan(result.kkt) and np.isfinite(result.objective):
+        result.kkt = kkt_violation(datafit, state, beta, pen, free, unit)
     result.beta, result.state, result.gamma_max = beta, state, gamma_max
     return finish(datafit, result, pen, free, start_objective)
 
@@ -225,9 +239,10 @@ class CycleControl:
 
     def __init__(self, objective: float, options: SolverOptions):
         self.objective = objective
-        self.tol, self.max_iter = options.tol, options.max_iter
+        self.tol, self.kkt_tol, self.max_iter = options.tol, options.kkt_tol, options.max_iter
         self.k, self.full, self.after_full, self.change = 0, True, False, np.inf
         self.done, self.converged, self.failed = options.max_iter <= 0, False, False
+        self.wants_kkt, self.kkt, self.kkt_failed = False, np.nan, False
         self.message = f"reached max_iter = {self.max_iter} cycles" if self.done else ""
 
     def coords(self, coords, beta, pen: Penalty):
@@ -247,25 +262,43 @@ class CycleControl:
         self.change = abs(objective - self.objective) / (abs(objective) + 1.0)
         self.objective = objective
         self.after_full = self.full
+        self.kkt_failed = False
         if self.change < self.tol:
             if self.full:
-                self.done, self.converged = True, True
-                self.message = f"relative objective change {self.change:.2e} < tol {self.tol:g}"
+                self.wants_kkt = True  # the caller computes the KKT violation: :meth:`checked`
                 return
             self.full = True  # the active set has converged: check every coordinate
         else:
             self.full = False
+        self._cap()
+
+    def checked(self, kkt: float) -> None:
+        """Account for the KKT violation (relative) after a full sweep that met ``tol``."""
+        self.wants_kkt, self.kkt = False, kkt
+        if kkt <= self.kkt_tol:
+            self.done, self.converged = True, True
+            self.message = (f"KKT violation {kkt:.1e} <= kkt_tol {self.kkt_tol:g} (relative objective change "
+                            f"{self.change:.1e} < tol {self.tol:g})")
+            return
+        self.full, self.kkt_failed = True, True  # not optimal yet: full sweeps and a Newton polish go on
+        self._cap()
+
+    def _cap(self) -> None:
         if self.k >= self.max_iter:
             self.done = True
-            self.message = (f"reached max_iter = {self.max_iter} cycles; relative objective change "
-                            f"{self.change:.2e} >= tol {self.tol:g}")
+            if self.change >= self.tol:
+                self.message = (f"reached max_iter = {self.max_iter} cycles; relative objective change "
+                                f"{self.change:.2e} >= tol {self.tol:g}")
+            else:
+                self.message = (f"reached max_iter = {self.max_iter} cycles; KKT violation {self.kkt:.2e} > "
+                                f"kkt_tol {self.kkt_tol:g}")
 
     @property
     def polish_due(self) -> bool:
         """Time for Newton steps on the active set: after a full sweep that did not converge
         (it has just settled the active set), and every :data:`POLISH_EVERY` cycles of slow
         linear progress (correlated coordinates, e.g. an intercept beside uncentred covariates)."""
-        return self.change >= self.tol and (self.after_full or self.k % POLISH_EVERY == 0)
+        return self.kkt_failed or (self.change >= self.tol and (self.after_full or self.k % POLISH_EVERY == 0))
 
     def polished(self, objective: float) -> None:
         """Account for a polish that ended at ``objective``: a full sweep checks it next."""
@@ -273,22 +306,26 @@ class CycleControl:
         self.full = True
 
 
-def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None):
+def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, unit=None):
     """Sweeps over ``coords`` and their active set until :class:`CycleControl` says done
-    (``objective``: the penalized log-likelihood at the start, if known)."""
+    (``objective``: the penalized log-likelihood at the start, if known; ``unit``: of the
+    KKT violation, :func:`kkt_unit` at the start by default)."""
     radius = np.ones(datafit.n_coef)
     if objective is None:
         objective = datafit.loglik(state) - pen.value(beta)
     ctl = CycleControl(objective, opts)
+    free = np.isin(np.arange(datafit.n_coef), coords)
+    unit = kkt_unit(datafit, state, pen, free) if unit is None else unit
     bar = _progress_bar(opts.progress)
     while not ctl.done:
         datafit.sweep(state, ctl.coords(coords, beta, pen), beta, pen.table, radius)
         ctl.record(datafit.loglik(state) - pen.value(beta))
+        if ctl.wants_kkt:
+            ctl.checked(kkt_violation(datafit, state, beta, pen, free, unit))
         if ctl.failed:
             ctl.message = state_problem(datafit, beta, datafit.diagnose(state, beta), f"at cycle {ctl.k}") or ctl.message
         if ctl.polish_due:  # never makes the fit worse
-            beta, state = polish(datafit, beta, state, pen, np.isin(np.arange(datafit.n_coef), coords),
-                                 opts.polish_max_active, opts.tol)
+            beta, state = polish(datafit, beta, state, pen, free, opts.polish_max_active, opts.tol)
             ctl.polished(datafit.loglik(state) - pen.value(beta))
         if bar is not None:
             bar.update(1)
@@ -296,8 +333,22 @@ def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None):
     if bar is not None:
         bar.close()
     ll = datafit.loglik(state)
-    result = SolverResult(beta, state, ll, ctl.objective, ctl.converged, ctl.k, ctl.message)
+    result = SolverResult(beta, state, ll, ctl.objective, ctl.converged, ctl.k, ctl.message, kkt=ctl.kkt)
     return beta, state, result
+
+
+def kkt_unit(datafit, state, pen: Penalty, free) -> float:
+    """The unit of the fit's KKT violation (:meth:`~riskset.core.penalty.Penalty.kkt_scale`):
+    its largest L1 rate, else the largest slope at ``state`` (the start)."""
+    if np.any(pen.l1[free] > 0):
+        return pen.kkt_scale(None, free)
+    return pen.kkt_scale(datafit.gradient(state), free)
+
+
+def kkt_violation(datafit, state, beta, pen: Penalty, free, unit: float) -> float:
+    """The largest KKT violation of the ``free`` coefficients at ``beta``, in ``unit``s."""
+    violations = pen.kkt_violations(beta, datafit.gradient(state))[free]
+    return float(np.max(violations)) / unit if violations.size else 0.0
 
 
 def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
@@ -328,7 +379,9 @@ def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
     gamma_max, done = zero_test(grad, l1, penalized)
     if not done:
         return beta, state, gamma_max, None
-    return beta, state, gamma_max, _ended(datafit, beta, state, pen, True, AT_GAMMA_MAX)
+    result = _ended(datafit, beta, state, pen, True, AT_GAMMA_MAX)
+    result.kkt = float(np.max(pen.kkt_violations(beta, grad)[free])) / pen.kkt_scale(grad, free)
+    return beta, state, gamma_max, result
 
 
 def _ended(datafit, beta, state, pen: Penalty, converged, message) -> SolverResult:

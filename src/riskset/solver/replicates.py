@@ -34,6 +34,7 @@ class ReplicateResult:
     messages: list
     gamma_max: np.ndarray
     diverging: list
+    kkt: np.ndarray  # per replicate: the relative KKT violation at its convergence check (NaN if none)
 
     @property
     def status(self) -> list[str]:
@@ -68,6 +69,7 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
     messages = [""] * R
     n_iter = np.zeros(R, np.int64)
     converged = np.zeros(R, bool)
+    kkt = np.full(R, np.nan)
 
     # 1. restricted start: unpenalized coordinates alone, then the gamma_max test
     penalized = free & (l1 > 0)
@@ -78,7 +80,8 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
         base = restricted[:, None] & free & (l1 == 0)
         if base.any():
             beta, state, *_ = _cycles(batch, state, beta, pen, base, opts)
-        grad = batch.gradient(state)
+        grad = np.zeros(beta.shape)
+        grad[restricted] = batch.gradient(state, np.flatnonzero(restricted))
         for r in np.flatnonzero(restricted):
             gamma_max[r], at_zero[r] = zero_test(grad[r], l1[r], penalized[r])
         converged[at_zero] = True
@@ -88,9 +91,9 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
     # 2. cycles over the free coordinates, 3. polish
     base = free & ~at_zero[:, None]
     if base.any():
-        beta, state, conv, k, msg = _cycles(batch, state, beta, pen, base, opts)
+        beta, state, conv, k, msg, violation = _cycles(batch, state, beta, pen, base, opts)
         todo = base.any(axis=1)
-        converged[todo], n_iter[todo] = conv[todo], k[todo]
+        converged[todo], n_iter[todo], kkt[todo] = conv[todo], k[todo], violation[todo]
         for r in np.flatnonzero(todo):
             messages[r] = msg[r]
     # 4. the end of each fit, as fit_ccd's: a non-finite state fails it, else the existence test
@@ -103,7 +106,7 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
                                            converged[r])
         if message:
             converged[r], messages[r] = False, message
-    return ReplicateResult(beta, ll, objective, converged, n_iter, messages, gamma_max, diverging)
+    return ReplicateResult(beta, ll, objective, converged, n_iter, messages, gamma_max, diverging, kkt)
 
 
 def _cycles(batch, state, beta, pen: Penalty, base, opts):
@@ -115,15 +118,21 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts):
     coords = [np.flatnonzero(row) for row in base]
     control = [CycleControl(objective[r], opts) if coords[r].size else None for r in range(R)]
     running = np.array([c is not None and not c.done for c in control])
+    unit = _kkt_units(batch, state, pen, base, np.flatnonzero(running))
     while running.any():
         mask = np.zeros(beta.shape, bool)
         for r in np.flatnonzero(running):
             mask[r, control[r].coords(coords[r], beta[r], pen.row(r))] = True
         batch.sweep(state, mask, beta, pen.table, radius)
         objective = batch.loglik(state) - pen.values(beta)
-        due = []
         for r in np.flatnonzero(running):
             control[r].record(objective[r])
+        check = [r for r in np.flatnonzero(running) if control[r].wants_kkt]
+        for r, grad in zip(check, batch.gradient(state, check) if check else ()):
+            violations = pen.row(r).kkt_violations(beta[r], grad)[base[r]]
+            control[r].checked(float(np.max(violations)) / unit[r])
+        due = []
+        for r in np.flatnonzero(running):
             if control[r].polish_due:
                 due.append(r)
             running[r] = not control[r].done
@@ -134,7 +143,18 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts):
     converged = np.array([c is not None and c.converged for c in control])
     n_iter = np.array([c.k if c is not None else 0 for c in control])
     messages = [c.message if c is not None else "" for c in control]
-    return beta, state, converged, n_iter, messages
+    kkt = np.array([c.kkt if c is not None else np.nan for c in control])
+    return beta, state, converged, n_iter, messages, kkt
+
+
+def _kkt_units(batch, state, pen: Penalty, base, rows) -> np.ndarray:
+    """Per replicate, the unit of its KKT violation (:func:`riskset.solver.ccd.kkt_unit`)."""
+    unit = np.ones(pen.l1.shape[0])
+    slope = [r for r in rows if not np.any(pen.l1[r, base[r]] > 0)]
+    grads = dict(zip(slope, batch.gradient(state, slope))) if slope else {}
+    for r in rows:
+        unit[r] = pen.row(r).kkt_scale(grads.get(r), base[r])
+    return unit
 
 
 def _polish(batch, state, beta, pen: Penalty, base, rows, max_active, tol=0.0) -> dict:
