@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from riskset import simulate
+from riskset.core.penalty import Penalty
 from riskset.data.dataset import Dataset
 from riskset.models.cox import CoxModel
 from riskset.solver.ccd import SolverOptions, fit_ccd
@@ -55,11 +56,11 @@ def run(ds, gamma, formulation, tol, max_iter, repeat=1):
         best = min(best, time.perf_counter() - t1)
     # cost of one full CCD sweep at the solution (gradients + Hessians of all P coordinates)
     sweep = np.inf
-    l1, l2 = np.full(p, gamma), np.zeros(p)
+    prior = Penalty(np.full(p, gamma), np.zeros(p)).table
     for _ in range(3):
         b = res.beta.copy()
         t1 = time.perf_counter()
-        df.cycle(res.state, np.arange(p), b, l1, l2, np.full(p, 1e-12))
+        df.sweep(res.state, np.arange(p), b, prior, np.full(p, 1e-12))
         sweep = min(sweep, time.perf_counter() - t1)
     return dict(prep=t_prep, fit=best, sweep=sweep, cycles=res.n_iter, per_cycle=best / max(res.n_iter, 1),
                 objective=res.objective, nonzero=int(np.sum(res.beta != 0)), converged=res.converged,

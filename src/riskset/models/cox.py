@@ -43,6 +43,7 @@ from riskset.validation import coef_mapping, finite_numbers, one_of
 
 TIES = ("breslow", "efron")
 FORMULATIONS = ("sparse", "scan")
+NO_CODES = np.zeros(0, np.int32)  # the column breakpoints of right-censored data (never read)
 
 
 class CoxDatafit(Datafit):
@@ -76,6 +77,7 @@ class CoxDatafit(Datafit):
         self.order = order
         self.ties = ties
         self.formulation = formulation
+        self.kernels = K.SCAN_KERNELS if formulation == "scan" else K.SPARSE_KERNELS
         self.efron = ties == "efron" and bool(np.any(rs.slot_m > 1))
         self.cw = np.ascontiguousarray(weights[order])
         self.ks, self.ke, self.event = rs.ks, rs.ke, rs.event
@@ -142,15 +144,31 @@ class CoxDatafit(Datafit):
     # -- state --------------------------------------------------------------------
     def new_state(self, beta):
         """State at ``beta``. It owns every array a sweep writes (the scan's column work
-        vector ``xd`` included), so states of one datafit can be swept in parallel threads."""
+        vector ``xd`` included), so states of one datafit can be swept in parallel threads.
+        ``dirty`` (an array of one flag, set by a sparse move) says the aggregates are stale."""
         state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))
         n, ns = self.n_rows, self.rs.n_slots
         state.w = np.empty(n)
-        state.xd = np.zeros(n) if self.formulation == "scan" else None
         for name in ("ex", "en", "ev", "D", "Q1", "Q2", "R1", "R2", "T2", "A1c", "A2c"):
             setattr(state, name, np.zeros(ns))
+        state.dirty = np.zeros(1, np.bool_)
         self._sync(state)
+        if self.formulation == "scan":
+            state.kernel = (state.eta, state.w, np.zeros(n))
+        else:
+            state.kernel = (state.eta, state.w, state.ex, state.en, state.ev, state.D, state.Q1, state.Q2, state.R1,
+                            state.R2, state.T2, state.A1c, state.A2c, state.dirty)
         return state
+
+    def kernel_data(self):
+        """The static arrays of the formulation's kernels (:mod:`riskset.kernels.cpu.cox`, bottom)."""
+        rs = self.rs
+        if self.formulation == "scan":
+            return (self.indptr, self.indices, self.values, self.cw, self.ks, self.ke, self.event, rs.slot_d,
+                    rs.slot_m, rs.slot_last, self.efron)
+        return (self.indptr, self.indices, self.values, self.indicator, self.gx0, self.ksn, self.ken, self.evn,
+                self.has_start, NO_CODES if self.codes is None else self.codes, rs.slot_stratum, rs.slot_d,
+                rs.slot_m, self.slot_ptr, self.efron)
 
     def _sync(self, state):
         """Exact recomputation of w, the slot sums and the aggregates from eta (O(N))."""
@@ -161,55 +179,12 @@ class CoxDatafit(Datafit):
         rs = self.rs
         K.refresh(state.ex, state.en, state.ev, rs.slot_d, rs.slot_m, self.slot_ptr, self.has_start, self.efron,
                   full, state.D, state.Q1, state.Q2, state.R1, state.R2, state.T2, state.A1c, state.A2c)
-        state.dirty = False
+        state.dirty[0] = False
 
     def loglik(self, state):
         self._sync(state)
         return K.loglik_terms(state.eta, self.cw, self.event, state.D, state.ev, self.rs.slot_d, self.rs.slot_m,
                               self.efron)
-
-    # -- coordinates ------------------------------------------------------------------
-    def coordinate(self, state, j):
-        if self.formulation == "scan":
-            rs = self.rs
-            return K.coordinate_scan(self.indptr, self.indices, self.values, j, state.xd, state.w, self.cw,
-                                     self.ks, self.ke, self.event, rs.slot_d, rs.slot_m, rs.slot_last, self.efron)
-        if state.dirty:
-            self._refresh(state)
-        if self.codes is None:
-            return K.coordinate_sorted(self.indptr, self.indices, self.values, j, self.gx0[j], state.w, self.ksn,
-                                       self.ken, self.evn, state.A1c, state.A2c, state.R1,
-                                       state.R2, state.T2, self.efron)
-        return K.coordinate_breakpoints(self.indptr, self.indices, self.values, j, self.gx0[j], state.w, self.ksn,
-                                        self.ken, self.evn, self.rs.slot_stratum, self.codes, state.A1c,
-                                        state.A2c, state.R1, state.R2, state.T2, self.efron)
-
-    def move(self, state, j, delta):
-        if self.formulation == "scan":
-            K.move_scan(self.indptr, self.indices, self.values, j, delta, state.eta, self.cw, state.w)
-        else:
-            K.move_sparse(self.indptr, self.indices, self.values, self.indicator, j, delta, state.eta, state.w,
-                          self.ksn, self.ken, self.evn, self.has_start, state.ex, state.en, state.ev)
-        state.dirty = True
-
-    def cycle(self, state, coords, beta, l1, l2, radius):
-        """One compiled CCD sweep over ``coords`` (the solver's fast path)."""
-        coords = np.ascontiguousarray(coords, dtype=np.int64)
-        rs = self.rs
-        if self.formulation == "scan":
-            K.cycle_scan(self.indptr, self.indices, self.values, coords, beta, l1, l2, radius, state.xd, state.eta,
-                         self.cw, state.w, self.ks, self.ke, self.event, rs.slot_d, rs.slot_m, rs.slot_last,
-                         self.efron)
-            state.dirty = True
-            return
-        flag = np.array([state.dirty])
-        codes = self.codes if self.codes is not None else np.zeros(0, np.int32)
-        K.cycle_sparse(self.indptr, self.indices, self.values, self.indicator, coords, beta, l1, l2, radius, self.gx0,
-                       state.eta, state.w, self.ksn, self.ken, self.evn, rs.slot_stratum, codes,
-                       self.codes is not None, state.ex, state.en, state.ev, rs.slot_d, rs.slot_m, self.slot_ptr,
-                       self.efron, state.D, state.Q1, state.Q2, state.R1, state.R2, state.T2,
-                       state.A1c, state.A2c, flag)
-        state.dirty = bool(flag[0])
 
     def gradient(self, state):
         self._sync(state)

@@ -31,7 +31,7 @@ import math
 import numpy as np
 from numba import njit
 
-from riskset.core.step import bounded_step
+from riskset.core.sweep import compile_family
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -470,50 +470,6 @@ def hessian_vector_rows(u, w, v, ks, ke, event, slot_ptr, efron, Q2, R2, T2, U1,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def cycle_sparse(indptr, indices, values, indicator, coords, beta, l1, l2, radius, gx0, eta, w, ksn, ken, evn,
-                 slot_stratum, codes, use_codes, ex, en, ev, slot_d, slot_m, slot_ptr,
-                 efron, D, Q1, Q2, R1, R2, T2, A1c, A2c, dirty):
-    """One CCD sweep over ``coords`` with the O(nnz_j) formulation, entirely compiled.
-
-    ``dirty`` (array of one flag) says whether the aggregates are stale on entry; it is
-    left set when the last coordinate moved.
-    """
-    for j in coords:
-        if dirty[0]:
-            refresh(ex, en, ev, slot_d, slot_m, slot_ptr, use_codes, efron, False, D, Q1, Q2, R1, R2, T2, A1c, A2c)
-            dirty[0] = False
-        if beta[j] == 0.0 and l1[j] > 0.0:
-            # a zero coordinate moves only if |g_j| > l1_j (whatever h_j): test g alone first
-            g = gradient_column(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, R1, efron)
-            if abs(g) <= l1[j]:
-                continue
-        if use_codes:
-            g, h = coordinate_breakpoints(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, slot_stratum,
-                                          codes, A1c, A2c, R1, R2, T2, efron)
-        else:
-            g, h = coordinate_sorted(indptr, indices, values, j, gx0[j], w, ksn, ken, evn,
-                                     A1c, A2c, R1, R2, T2, efron)
-        step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
-        if step != 0.0:
-            move_sparse(indptr, indices, values, indicator, j, step, eta, w, ksn, ken, evn, use_codes, ex, en, ev)
-            beta[j] += step
-            dirty[0] = True
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def cycle_scan(indptr, indices, values, coords, beta, l1, l2, radius, xd, eta, cw, w, ks, ke, event,
-               slot_d, slot_m, slot_last, efron):
-    """One CCD sweep over ``coords`` with the O(N) scan formulation, entirely compiled."""
-    for j in coords:
-        g, h = coordinate_scan(indptr, indices, values, j, xd, w, cw, ks, ke, event, slot_d, slot_m, slot_last,
-                               efron)
-        step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
-        if step != 0.0:
-            move_scan(indptr, indices, values, j, step, eta, cw, w)
-            beta[j] += step
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def weighted_cross(A, q, B, out):
     """out[a, b] += sum_p q[p] A[p, a] B[p, b] for slot-major A (ns x ma) and B (ns x mb).
 
@@ -531,3 +487,86 @@ def weighted_cross(A, q, B, out):
             if v != 0.0:
                 for b in range(mb):
                     out[a, b] += v * B[p, b]
+
+
+# -- the compiled family contract (riskset.core.sweep) ---------------------------------
+# "sparse" formulation, O(nnz_j) per coordinate:
+#   data  = (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
+#            slot_d, slot_m, slot_ptr, efron)
+#   state = (eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, dirty)
+# ``codes`` (the column breakpoints) are read only with start times; ``dirty`` is an array
+# of one flag: a move leaves the aggregates stale, the next refresh makes them current.
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sparse_refresh(data, state):
+    """The aggregates from the slot sums, O(n_slots), if a move left them stale."""
+    (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
+     slot_d, slot_m, slot_ptr, efron) = data
+    eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, dirty = state
+    if dirty[0]:
+        refresh(ex, en, ev, slot_d, slot_m, slot_ptr, has_start, efron, False, D, Q1, Q2, R1, R2, T2, A1c, A2c)
+        dirty[0] = False
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sparse_gradient(data, state, j):
+    (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
+     slot_d, slot_m, slot_ptr, efron) = data
+    eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, dirty = state
+    return gradient_column(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, R1, efron)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sparse_terms(data, state, j):
+    """The walk over the column's non-zeros in slot order: sorted rows, or breakpoints with start times."""
+    (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
+     slot_d, slot_m, slot_ptr, efron) = data
+    eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, dirty = state
+    if has_start:
+        return coordinate_breakpoints(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, slot_stratum, codes,
+                                      A1c, A2c, R1, R2, T2, efron)
+    return coordinate_sorted(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sparse_move(data, state, j, delta):
+    (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
+     slot_d, slot_m, slot_ptr, efron) = data
+    eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, dirty = state
+    move_sparse(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, evn, has_start, ex, en, ev)
+    dirty[0] = True
+
+
+SPARSE_KERNELS = compile_family("cox_sparse", sparse_refresh, sparse_gradient, sparse_terms, sparse_move)
+
+
+# "scan" formulation, O(N + n_slots) per coordinate:
+#   data  = (indptr, indices, values, cw, ks, ke, event, slot_d, slot_m, slot_last, efron)
+#   state = (eta, w, xd)
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_refresh(data, state):
+    """Nothing to refresh: every scan starts from w alone."""
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_terms(data, state, j):
+    indptr, indices, values, cw, ks, ke, event, slot_d, slot_m, slot_last, efron = data
+    eta, w, xd = state
+    return coordinate_scan(indptr, indices, values, j, xd, w, cw, ks, ke, event, slot_d, slot_m, slot_last, efron)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_gradient(data, state, j):
+    """The g of a full scan (the formulation has no cheaper one)."""
+    return scan_terms(data, state, j)[0]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_move(data, state, j, delta):
+    indptr, indices, values, cw, ks, ke, event, slot_d, slot_m, slot_last, efron = data
+    eta, w, xd = state
+    move_scan(indptr, indices, values, j, delta, eta, cw, w)
+
+
+SCAN_KERNELS = compile_family("cox_scan", scan_refresh, scan_gradient, scan_terms, scan_move)
