@@ -149,12 +149,13 @@ class CoxDatafit(Datafit):
         state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))
         n, ns = self.n_rows, self.rs.n_slots
         state.w = np.empty(n)
+        state.xd = np.zeros(n) if self.formulation == "scan" else None
         for name in ("ex", "en", "ev", "D", "Q1", "Q2", "R1", "R2", "T2", "A1c", "A2c"):
             setattr(state, name, np.zeros(ns))
         state.dirty = np.zeros(1, np.bool_)
         self._sync(state)
         if self.formulation == "scan":
-            state.kernel = (state.eta, state.w, np.zeros(n))
+            state.kernel = (state.eta, state.w, state.xd)
         else:
             state.kernel = (state.eta, state.w, state.ex, state.en, state.ev, state.D, state.Q1, state.Q2, state.R1,
                             state.R2, state.T2, state.A1c, state.A2c, state.dirty)
