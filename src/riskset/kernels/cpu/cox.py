@@ -25,6 +25,9 @@ The last sum is a walk over the column's non-zeros in slot order (O(nnz_j)):
 ``coordinate_sorted`` for right-censored data (the sorted row order is slot order),
 ``coordinate_breakpoints`` for (start, stop] data (static per-column breakpoints).
 ``coordinate_scan`` is the papers' O(N) formulation (full scans per coordinate).
+
+At the bottom, both formulations on the compiled family contract of
+:mod:`riskset.core.sweep`: ``SPARSE_KERNELS`` and ``SCAN_KERNELS``.
 """
 import math
 
