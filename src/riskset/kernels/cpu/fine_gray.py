@@ -38,14 +38,17 @@ one (``K`` after the last).
 accumulating (w, wx, wx^2) by slot for the ordinary and the competing part (one fused
 tuple pass), then a backward scan of the competing part and a forward scan of the
 ordinary part fused with the reduction to (g_j, h_j).
+
+Each formulation is a compiled family (:mod:`riskset.core.sweep`): :data:`KERNELS`
+maps ``"sparse"`` and ``"scan"`` to their :class:`~riskset.core.sweep.CompiledFamily`.
 """
 import math
 
 import numpy as np
 from numba import njit
 
-from riskset.kernels.cpu.cox import move_scan  # noqa: F401  (the same update of eta and w; re-exported)
-from riskset.core.step import bounded_step
+from riskset.core.sweep import compile_family
+from riskset.kernels.cpu.cox import move_scan
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -186,12 +189,13 @@ def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, slot, cinv
             Wc[s] += dw * ig
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work):
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work, second_order):
     """(g_j, h_j) by full O(N + K) scans, independent of any cached aggregate.
 
     ``xd`` is a zero work vector of length N (restored on return); ``work`` a
-    (6, K + 1) scratch array (overwritten).
+    (6, K + 1) scratch array (overwritten). With ``second_order`` False only g_j is
+    computed (the same value, bit for bit; h_j = 0): the sums of w x^2 are skipped.
     """
     a = indptr[j]
     b = indptr[j + 1]
@@ -204,16 +208,17 @@ def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, sl
         x = xd[r]
         wr = w[r]
         u = wr * x
-        v = u * x
         s = slot[r]
         work[0, s] += wr
         work[1, s] += u
-        work[2, s] += v
+        if second_order:
+            work[2, s] += u * x
         ig = cinv[r]
         if ig != 0.0:
             work[3, s] += wr * ig
             work[4, s] += u * ig
-            work[5, s] += v * ig
+            if second_order:
+                work[5, s] += u * x * ig
         if event[r]:
             g += cw[r] * x
     K = slot_d.shape[0]
@@ -224,10 +229,11 @@ def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, sl
     for k in range(K - 1, -1, -1):
         c0 += work[3, k + 1]
         c1 += work[4, k + 1]
-        c2 += work[5, k + 1]
         work[3, k + 1] = c0
         work[4, k + 1] = c1
-        work[5, k + 1] = c2
+        if second_order:
+            c2 += work[5, k + 1]
+            work[5, k + 1] = c2
     # forward scan (prefix sums of the ordinary part) fused with the reduction
     p0 = 0.0
     p1 = 0.0
@@ -236,16 +242,18 @@ def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, sl
     for k in range(K):
         p0 += work[0, k]
         p1 += work[1, k]
-        p2 += work[2, k]
+        if second_order:
+            p2 += work[2, k]
         d = slot_d[k]
         if d > 0.0:
             G = Gev[k]
             D = p0 + G * work[3, k + 1]
             N1 = p1 + G * work[4, k + 1]
-            N2 = p2 + G * work[5, k + 1]
             q = d / D
             g -= N1 * q
-            h -= N2 * q - N1 * N1 * q / D
+            if second_order:
+                N2 = p2 + G * work[5, k + 1]
+                h -= N2 * q - N1 * N1 * q / D
     for i in range(a, b):
         xd[indices[i]] = 0.0
     return g, h
@@ -316,37 +324,71 @@ def numerators(cols, indptr, indices, values, w, slot, cinv, Gev, N1):
             N1[k, a] += pre
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def cycle_sparse(indptr, indices, values, indicator, coords, beta, l1, l2, radius, gx0, eta, w, slot,
-                 cinv, W, Wc, slot_d, Gev, D, A1, B1, A2, A2G, A2GG, dirty):
-    """One CCD sweep over ``coords`` with the O(nnz_j) formulation, entirely compiled.
+# -- the compiled family contract (riskset.core.sweep), one family per formulation --------------
+# data  = (indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev) for both;
+# state = (eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty) for "sparse", (eta, w, xd, work) for "scan".
 
-    ``dirty`` (array of one flag) says whether the aggregates are stale on entry; it is
-    left set when the last coordinate moved.
-    """
-    for j in coords:
-        if dirty[0]:
-            refresh(W, Wc, slot_d, Gev, D, A1, B1, A2, A2G, A2GG)
-            dirty[0] = False
-        if beta[j] == 0.0 and l1[j] > 0.0:
-            # a zero coordinate moves only if |g_j| > l1_j (whatever h_j): test g alone first
-            if abs(gradient_column(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, B1)) <= l1[j]:
-                continue
-        g, h = coordinate_sparse(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, B1, A2, A2G, A2GG)
-        step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
-        if step != 0.0:
-            move_sparse(indptr, indices, values, indicator, j, step, eta, w, slot, cinv, W, Wc)
-            beta[j] += step
-            dirty[0] = True
+@njit(cache=True, nogil=True, error_model="numpy")
+def sparse_refresh(data, state):
+    """The aggregates from the slot sums, if a move left them stale (``dirty[0]``)."""
+    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
+    if dirty[0]:
+        refresh(W, Wc, slot_d, Gev, D, A1, SB, A2, A2G, A2GG)
+        dirty[0] = False
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def cycle_scan(indptr, indices, values, coords, beta, l1, l2, radius, xd, eta, cw, w, event, slot, cinv,
-               slot_d, Gev, work):
-    """One CCD sweep over ``coords`` with the O(N) scan formulation, entirely compiled."""
-    for j in coords:
-        g, h = coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work)
-        step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
-        if step != 0.0:
-            move_scan(indptr, indices, values, j, step, eta, cw, w)
-            beta[j] += step
+def sparse_gradient(data, state, j):
+    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
+    return gradient_column(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, SB)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sparse_terms(data, state, j):
+    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
+    return coordinate_sparse(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, SB, A2, A2G, A2GG)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sparse_move(data, state, j, delta):
+    """beta_j += delta: eta, w and the slot sums; the aggregates are stale until the next refresh."""
+    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
+    move_sparse(indptr, indices, values, indicator, j, delta, eta, w, slot, cinv, W, Wc)
+    dirty[0] = True
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_refresh(data, state):
+    """Nothing to refresh: the scan reads no aggregate."""
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_gradient(data, state, j):
+    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    eta, w, xd, work = state
+    return coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work, False)[0]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_terms(data, state, j):
+    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    eta, w, xd, work = state
+    return coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work, True)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_move(data, state, j, delta):
+    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    eta, w, xd, work = state
+    move_scan(indptr, indices, values, j, delta, eta, cw, w)
+
+
+#: The compiled family of each formulation (``FineGrayDatafit.kernels``).
+KERNELS = {
+    "sparse": compile_family("fine_gray_sparse", sparse_refresh, sparse_gradient, sparse_terms, sparse_move),
+    "scan": compile_family("fine_gray_scan", scan_refresh, scan_gradient, scan_terms, scan_move),
+}
