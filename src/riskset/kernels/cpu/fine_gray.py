@@ -189,13 +189,12 @@ def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, slot, cinv
             Wc[s] += dw * ig
 
 
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work, second_order):
+@njit(cache=True, nogil=True, error_model="numpy")
+def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work):
     """(g_j, h_j) by full O(N + K) scans, independent of any cached aggregate.
 
     ``xd`` is a zero work vector of length N (restored on return); ``work`` a
-    (6, K + 1) scratch array (overwritten). With ``second_order`` False only g_j is
-    computed (the same value, bit for bit; h_j = 0): the sums of w x^2 are skipped.
+    (6, K + 1) scratch array (overwritten).
     """
     a = indptr[j]
     b = indptr[j + 1]
@@ -208,17 +207,16 @@ def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, sl
         x = xd[r]
         wr = w[r]
         u = wr * x
+        v = u * x
         s = slot[r]
         work[0, s] += wr
         work[1, s] += u
-        if second_order:
-            work[2, s] += u * x
+        work[2, s] += v
         ig = cinv[r]
         if ig != 0.0:
             work[3, s] += wr * ig
             work[4, s] += u * ig
-            if second_order:
-                work[5, s] += u * x * ig
+            work[5, s] += v * ig
         if event[r]:
             g += cw[r] * x
     K = slot_d.shape[0]
@@ -229,11 +227,10 @@ def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, sl
     for k in range(K - 1, -1, -1):
         c0 += work[3, k + 1]
         c1 += work[4, k + 1]
+        c2 += work[5, k + 1]
         work[3, k + 1] = c0
         work[4, k + 1] = c1
-        if second_order:
-            c2 += work[5, k + 1]
-            work[5, k + 1] = c2
+        work[5, k + 1] = c2
     # forward scan (prefix sums of the ordinary part) fused with the reduction
     p0 = 0.0
     p1 = 0.0
@@ -242,18 +239,16 @@ def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, sl
     for k in range(K):
         p0 += work[0, k]
         p1 += work[1, k]
-        if second_order:
-            p2 += work[2, k]
+        p2 += work[2, k]
         d = slot_d[k]
         if d > 0.0:
             G = Gev[k]
             D = p0 + G * work[3, k + 1]
             N1 = p1 + G * work[4, k + 1]
+            N2 = p2 + G * work[5, k + 1]
             q = d / D
             g -= N1 * q
-            if second_order:
-                N2 = p2 + G * work[5, k + 1]
-                h -= N2 * q - N1 * N1 * q / D
+            h -= N2 * q - N1 * N1 * q / D
     for i in range(a, b):
         xd[indices[i]] = 0.0
     return g, h
@@ -326,7 +321,7 @@ def numerators(cols, indptr, indices, values, w, slot, cinv, Gev, N1):
 
 # -- the compiled family contract (riskset.core.sweep), one family per formulation --------------
 # data  = (indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev) for both;
-# state = (eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty) for "sparse", (eta, w, xd, work) for "scan".
+# state = (eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty) for "sparse", (eta, w, xd, work, last) for "scan".
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def sparse_refresh(data, state):
@@ -368,23 +363,35 @@ def scan_refresh(data, state):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def scan_gradient(data, state, j):
+    """g_j of :func:`coordinate_scan`. The scan costs the same with or without h_j, so it
+    computes both and keeps them in ``last = (j, g_j, h_j)`` for the ``terms`` call that
+    follows when the coordinate passes the screen (one scan per coordinate, as without one)."""
     indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
-    eta, w, xd, work = state
-    return coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work, False)[0]
+    eta, w, xd, work, last = state
+    g, h = coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work)
+    last[0] = j
+    last[1] = g
+    last[2] = h
+    return g
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def scan_terms(data, state, j):
+    """(g_j, h_j): the pair ``scan_gradient`` kept if no move came since, else a new scan."""
     indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
-    eta, w, xd, work = state
-    return coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work, True)
+    eta, w, xd, work, last = state
+    if last[0] == j:
+        return last[1], last[2]
+    return coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def scan_move(data, state, j, delta):
+    """beta_j += delta: eta and w at the non-zeros of column j; forgets the kept (g, h)."""
     indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
-    eta, w, xd, work = state
+    eta, w, xd, work, last = state
     move_scan(indptr, indices, values, j, delta, eta, cw, w)
+    last[0] = -1.0
 
 
 #: The compiled family of each formulation (``FineGrayDatafit.kernels``).
