@@ -25,6 +25,8 @@ the subjects touched: O(sum of their K_i). Memory is O(N (M + 1)), never O(N K).
 Without time functions (M = 0) eta_ik = lin[0, i] is the same in all of subject i's
 intervals, so the sums are closed-form, K_i p_i, K_i p_i (1 - p_i) and K_i softplus:
 O(1) per subject whatever the interval width (``ftab`` then has a single column).
+
+:data:`KERNELS` is the family on the compiled contract of :mod:`riskset.core.sweep`.
 """
 import math
 
@@ -170,6 +172,7 @@ def contract_terms(data, state, j):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def contract_gradient(data, state, j):
+    """g_j: the g of :func:`coordinate` (no cheaper alone: g and h read the same non-zeros)."""
     return contract_terms(data, state, j)[0]
 
 
