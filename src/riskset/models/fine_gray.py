@@ -156,6 +156,7 @@ class FineGrayDatafit(Datafit):
             dtype=np.int32 if self.slot_time.shape[0] < 2**31 - 1 else np.int64)
         self.n_slots = self.slot_time.shape[0]
         self.indicator = indicator_columns(self.indptr, self.values)
+        self.kernels = K.KERNELS[formulation]
         self._set_weights(np.ascontiguousarray(weights[order]))
 
     def _set_weights(self, cw):
@@ -200,69 +201,44 @@ class FineGrayDatafit(Datafit):
         return self.scatter_to_data_rows(self.order, self.cw)
 
     # -- state ----------------------------------------------------------------------------
+    def kernel_data(self):
+        return (self.indptr, self.indices, self.values, self.indicator, self.gx0, self.cw, self.event, self.slot,
+                self.cinv, self.slot_d, self.Gev)
+
     def new_state(self, beta):
         """State at ``beta``. It owns every array a sweep writes (the scan's work arrays
-        included), so states of one datafit can be swept in parallel threads."""
+        included), so states of one datafit can be swept in parallel threads. ``dirty[0]``
+        says that a move left the aggregates stale (the sparse formulation's refresh)."""
         state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))
         ns = self.n_slots
         state.w = np.empty(self.n_rows)
-        scan = self.formulation == "scan"
-        state.xd = np.zeros(self.n_rows) if scan else None
-        state.work = np.zeros((6, ns + 1)) if scan else None
         state.W = np.zeros(ns + 1)
         state.Wc = np.zeros(ns + 1)
         state.D = np.zeros(ns)
         for name in ("A1", "B1", "A2", "A2G", "A2GG"):
             setattr(state, name, np.zeros(ns + 1))
+        state.dirty = np.zeros(1, dtype=np.bool_)
+        if self.formulation == "scan":
+            state.xd = np.zeros(self.n_rows)
+            state.work = np.zeros((6, ns + 1))
+            state.last = np.array([-1.0, 0.0, 0.0])  # (j, g_j, h_j) of the last screen, until a move
+            state.kernel = (state.eta, state.w, state.xd, state.work, state.last)
+        else:
+            state.kernel = (state.eta, state.w, state.W, state.Wc, state.D, state.A1, state.B1, state.A2, state.A2G,
+                            state.A2GG, state.dirty)
         self._sync(state)
         return state
 
     def _sync(self, state):
+        """w = c exp(eta), the slot sums and the aggregates from scratch."""
         K.sync(state.eta, self.cw, self.slot, self.cinv, state.w, state.W, state.Wc)
-        self._refresh(state)
-
-    def _refresh(self, state):
         K.refresh(state.W, state.Wc, self.slot_d, self.Gev, state.D, state.A1, state.B1, state.A2, state.A2G,
                   state.A2GG)
-        state.dirty = False
+        state.dirty[0] = False
 
     def loglik(self, state):
         self._sync(state)
         return K.loglik_terms(state.eta, self.cw, self.event, self.slot_d, state.D)
-
-    # -- coordinates ------------------------------------------------------------------------
-    def coordinate(self, state, j):
-        if self.formulation == "scan":
-            return K.coordinate_scan(self.indptr, self.indices, self.values, j, state.xd, state.w, self.cw,
-                                     self.event, self.slot, self.cinv, self.slot_d, self.Gev,
-                                     state.work)
-        if state.dirty:
-            self._refresh(state)
-        return K.coordinate_sparse(self.indptr, self.indices, self.values, j, self.gx0[j], state.w, self.slot,
-                                   self.cinv, state.A1, state.B1, state.A2, state.A2G, state.A2GG)
-
-    def move(self, state, j, delta):
-        if self.formulation == "scan":
-            K.move_scan(self.indptr, self.indices, self.values, j, delta, state.eta, self.cw, state.w)
-        else:
-            K.move_sparse(self.indptr, self.indices, self.values, self.indicator, j, delta, state.eta, state.w,
-                          self.slot, self.cinv, state.W, state.Wc)
-        state.dirty = True
-
-    def cycle(self, state, coords, beta, l1, l2, radius):
-        """One compiled CCD sweep over ``coords`` (the solver's fast path)."""
-        coords = np.ascontiguousarray(coords, dtype=np.int64)
-        if self.formulation == "scan":
-            K.cycle_scan(self.indptr, self.indices, self.values, coords, beta, l1, l2, radius, state.xd,
-                         state.eta, self.cw, state.w, self.event, self.slot, self.cinv, self.slot_d,
-                         self.Gev, state.work)
-            state.dirty = True
-            return
-        flag = np.array([state.dirty])
-        K.cycle_sparse(self.indptr, self.indices, self.values, self.indicator, coords, beta, l1, l2, radius,
-                       self.gx0, state.eta, state.w, self.slot, self.cinv, state.W, state.Wc,
-                       self.slot_d, self.Gev, state.D, state.A1, state.B1, state.A2, state.A2G, state.A2GG, flag)
-        state.dirty = bool(flag[0])
 
     def gradient(self, state):
         self._sync(state)

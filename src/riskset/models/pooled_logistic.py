@@ -31,7 +31,7 @@ import scipy.sparse as sp
 
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
-from riskset.kernels.cpu import pooled as kernels
+from riskset.kernels.cpu import pooled as pooled_kernels
 from riskset.models.base import Datafit, FitState, Model, no_weight, require_information
 from riskset.validation import coef_mapping, flag, positive_number
 
@@ -174,27 +174,21 @@ class PooledLogisticDatafit(Datafit):
         state.G = np.empty((self.nf, n))
         state.H = np.empty((self.nf, n))
         state.SP = np.empty(n)
-        kernels.refresh_all(lin, self.K, self.wt, self.ftab, state.G, state.H, state.SP)
+        pooled_kernels.refresh_all(lin, self.K, self.wt, self.ftab, state.G, state.H, state.SP)
+        state.kernel = (lin, state.G, state.H, state.SP)
         return state
 
     def loglik(self, state):
-        return kernels.loglik(state.lin, self.K, self.wt, self.d, self.ftab, state.SP)
+        return pooled_kernels.loglik(state.lin, self.K, self.wt, self.d, self.ftab, state.SP)
 
     def data_weights(self):
         """Case weights in Dataset row order (0 for subjects dropped with follow-up time 0)."""
         return self.scatter_to_data_rows(self.rows, self.wt)
 
-    def coordinate(self, state, j):
-        return kernels.coordinate(self.indptr, self.indices, self.values, self.src[j], self.fidx[j],
-                                  self.ysum[j], state.G, state.H)
+    kernels = pooled_kernels.KERNELS
 
-    def move(self, state, j, delta):
-        kernels.move(self.indptr, self.indices, self.values, self.src[j], self.fidx[j], delta,
-                     state.lin, self.K, self.wt, self.ftab, state.G, state.H, state.SP)
-
-    def cycle(self, state, coords, beta, l1, l2, radius):
-        kernels.cycle(self.indptr, self.indices, self.values, self.src, self.fidx, self.ysum, coords, beta, l1, l2,
-                      radius, state.lin, self.K, self.wt, self.ftab, state.G, state.H, state.SP)
+    def kernel_data(self):
+        return (self.indptr, self.indices, self.values, self.src, self.fidx, self.ysum, self.K, self.wt, self.ftab)
 
     def gradient(self, state):
         g = self.ysum.copy()
@@ -220,7 +214,7 @@ class PooledLogisticDatafit(Datafit):
         ma = np.array([p[0] for p in pairs], dtype=np.int64)
         mb = np.array([p[1] for p in pairs], dtype=np.int64)
         Q = np.empty((len(pairs), self.n_rows))
-        kernels.cross_moments(state.lin, self.K, self.wt, self.ftab, ma, mb, Q)
+        pooled_kernels.cross_moments(state.lin, self.K, self.wt, self.ftab, ma, mb, Q)
         C = self._columns(columns)
         H = np.zeros((k, k))
         for q, (a, b) in enumerate(pairs):

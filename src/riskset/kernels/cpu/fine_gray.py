@@ -38,14 +38,17 @@ one (``K`` after the last).
 accumulating (w, wx, wx^2) by slot for the ordinary and the competing part (one fused
 tuple pass), then a backward scan of the competing part and a forward scan of the
 ordinary part fused with the reduction to (g_j, h_j).
+
+Each formulation is a compiled family (:mod:`riskset.core.sweep`): :data:`KERNELS`
+maps ``"sparse"`` and ``"scan"`` to their :class:`~riskset.core.sweep.CompiledFamily`.
 """
 import math
 
 import numpy as np
 from numba import njit
 
-from riskset.kernels.cpu.cox import move_scan  # noqa: F401  (the same update of eta and w; re-exported)
-from riskset.core.step import bounded_step
+from riskset.core.sweep import compile_family
+from riskset.kernels.cpu.cox import move_scan
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -316,37 +319,83 @@ def numerators(cols, indptr, indices, values, w, slot, cinv, Gev, N1):
             N1[k, a] += pre
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def cycle_sparse(indptr, indices, values, indicator, coords, beta, l1, l2, radius, gx0, eta, w, slot,
-                 cinv, W, Wc, slot_d, Gev, D, A1, B1, A2, A2G, A2GG, dirty):
-    """One CCD sweep over ``coords`` with the O(nnz_j) formulation, entirely compiled.
+# -- the compiled family contract (riskset.core.sweep), one family per formulation --------------
+# data  = (indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev) for both;
+# state = (eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty) for "sparse", (eta, w, xd, work, last) for "scan".
 
-    ``dirty`` (array of one flag) says whether the aggregates are stale on entry; it is
-    left set when the last coordinate moved.
-    """
-    for j in coords:
-        if dirty[0]:
-            refresh(W, Wc, slot_d, Gev, D, A1, B1, A2, A2G, A2GG)
-            dirty[0] = False
-        if beta[j] == 0.0 and l1[j] > 0.0:
-            # a zero coordinate moves only if |g_j| > l1_j (whatever h_j): test g alone first
-            if abs(gradient_column(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, B1)) <= l1[j]:
-                continue
-        g, h = coordinate_sparse(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, B1, A2, A2G, A2GG)
-        step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
-        if step != 0.0:
-            move_sparse(indptr, indices, values, indicator, j, step, eta, w, slot, cinv, W, Wc)
-            beta[j] += step
-            dirty[0] = True
+@njit(cache=True, nogil=True, error_model="numpy")
+def sparse_refresh(data, state):
+    """The aggregates from the slot sums, if a move left them stale (``dirty[0]``)."""
+    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
+    if dirty[0]:
+        refresh(W, Wc, slot_d, Gev, D, A1, SB, A2, A2G, A2GG)
+        dirty[0] = False
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def cycle_scan(indptr, indices, values, coords, beta, l1, l2, radius, xd, eta, cw, w, event, slot, cinv,
-               slot_d, Gev, work):
-    """One CCD sweep over ``coords`` with the O(N) scan formulation, entirely compiled."""
-    for j in coords:
-        g, h = coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work)
-        step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
-        if step != 0.0:
-            move_scan(indptr, indices, values, j, step, eta, cw, w)
-            beta[j] += step
+def sparse_gradient(data, state, j):
+    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
+    return gradient_column(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, SB)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sparse_terms(data, state, j):
+    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
+    return coordinate_sparse(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, SB, A2, A2G, A2GG)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sparse_move(data, state, j, delta):
+    """beta_j += delta: eta, w and the slot sums; the aggregates are stale until the next refresh."""
+    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
+    move_sparse(indptr, indices, values, indicator, j, delta, eta, w, slot, cinv, W, Wc)
+    dirty[0] = True
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_refresh(data, state):
+    """Nothing to refresh: the scan reads no aggregate."""
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_gradient(data, state, j):
+    """g_j of :func:`coordinate_scan`. The scan costs the same with or without h_j, so it
+    computes both and keeps them in ``last = (j, g_j, h_j)`` for the ``terms`` call that
+    follows when the coordinate passes the screen (one scan per coordinate, as without one)."""
+    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    eta, w, xd, work, last = state
+    g, h = coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work)
+    last[0] = j
+    last[1] = g
+    last[2] = h
+    return g
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_terms(data, state, j):
+    """(g_j, h_j): the pair ``scan_gradient`` kept if no move came since, else a new scan."""
+    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    eta, w, xd, work, last = state
+    if last[0] == j:
+        return last[1], last[2]
+    return coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scan_move(data, state, j, delta):
+    """beta_j += delta: eta and w at the non-zeros of column j; forgets the kept (g, h)."""
+    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    eta, w, xd, work, last = state
+    move_scan(indptr, indices, values, j, delta, eta, cw, w)
+    last[0] = -1.0
+
+
+#: The compiled family of each formulation (``FineGrayDatafit.kernels``).
+KERNELS = {
+    "sparse": compile_family("fine_gray_sparse", sparse_refresh, sparse_gradient, sparse_terms, sparse_move),
+    "scan": compile_family("fine_gray_scan", scan_refresh, scan_gradient, scan_terms, scan_move),
+}

@@ -25,12 +25,14 @@ the subjects touched: O(sum of their K_i). Memory is O(N (M + 1)), never O(N K).
 Without time functions (M = 0) eta_ik = lin[0, i] is the same in all of subject i's
 intervals, so the sums are closed-form, K_i p_i, K_i p_i (1 - p_i) and K_i softplus:
 O(1) per subject whatever the interval width (``ftab`` then has a single column).
+
+:data:`KERNELS` is the family on the compiled contract of :mod:`riskset.core.sweep`.
 """
 import math
 
 from numba import njit
 
-from riskset.core.step import bounded_step
+from riskset.core.sweep import compile_family
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -116,17 +118,6 @@ def move(indptr, indices, values, src, m, delta, lin, K, wt, ftab, G, H, SP):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def cycle(indptr, indices, values, src, fidx, ysum, coords, beta, l1, l2, radius, lin, K, wt, ftab, G, H, SP):
-    """One CCD sweep over ``coords`` (see riskset.solver.step), entirely compiled."""
-    for j in coords:
-        g, h = coordinate(indptr, indices, values, src[j], fidx[j], ysum[j], G, H)
-        step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
-        if step != 0.0:
-            move(indptr, indices, values, src[j], fidx[j], step, lin, K, wt, ftab, G, H, SP)
-            beta[j] += step
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def loglik(lin, K, wt, d, ftab, SP):
     """Bernoulli log-likelihood over all virtual rows: sum_i wt_i d_i eta_{i,K_i} - SP_i."""
     total = 0.0
@@ -162,3 +153,34 @@ def cross_moments(lin, K, wt, ftab, ma, mb, out):
             v = wt[i] * p * (1.0 - p)
             for q in range(nq):
                 out[q, i] += ftab[ma[q], k] * ftab[mb[q], k] * v
+
+
+# -- the compiled family contract (riskset.core.sweep) ------------------------------------------
+# data = (indptr, indices, values, src, fidx, ysum, K, wt, ftab), state = (lin, G, H, SP).
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def contract_refresh(data, state):
+    """Nothing to refresh: a move refreshes the sums of every subject it touches."""
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def contract_terms(data, state, j):
+    indptr, indices, values, src, fidx, ysum, K, wt, ftab = data
+    lin, G, H, SP = state
+    return coordinate(indptr, indices, values, src[j], fidx[j], ysum[j], G, H)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def contract_gradient(data, state, j):
+    """g_j: the g of :func:`coordinate` (no cheaper alone: g and h read the same non-zeros)."""
+    return contract_terms(data, state, j)[0]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def contract_move(data, state, j, delta):
+    indptr, indices, values, src, fidx, ysum, K, wt, ftab = data
+    lin, G, H, SP = state
+    move(indptr, indices, values, src[j], fidx[j], delta, lin, K, wt, ftab, G, H, SP)
+
+
+KERNELS = compile_family("pooled_logistic", contract_refresh, contract_gradient, contract_terms, contract_move)
