@@ -145,8 +145,7 @@ class CoxDatafit(Datafit):
     def new_state(self, beta):
         """State at ``beta``. It owns every array a sweep writes (the scan's column work
         vector ``xd`` included), so states of one datafit can be swept in parallel threads.
-        ``dirty`` (an array of one flag, set by a sparse move) says the aggregates are stale;
-        ``scanned`` keeps the scan formulation's last (j, g_j, h_j) until a move."""
+        ``dirty`` (an array of one flag, set by a sparse move) says the aggregates are stale."""
         state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))
         n, ns = self.n_rows, self.rs.n_slots
         state.w = np.empty(n)
@@ -156,8 +155,7 @@ class CoxDatafit(Datafit):
         self._sync(state)
         if self.formulation == "scan":
             state.xd = np.zeros(n)  # the column of the scan, scattered to rows
-            state.scanned = np.array([-1.0, 0.0, 0.0])  # (j, g_j, h_j) of the last scan: none yet
-            state.kernel = (state.eta, state.w, state.xd, state.scanned)
+            state.kernel = (state.eta, state.w, state.xd)
         else:
             state.kernel = (state.eta, state.w, state.ex, state.en, state.ev, state.D, state.Q1, state.Q2, state.R1,
                             state.R2, state.T2, state.A1c, state.A2c, state.dirty)

@@ -221,8 +221,7 @@ class FineGrayDatafit(Datafit):
         if self.formulation == "scan":
             state.xd = np.zeros(self.n_rows)
             state.work = np.zeros((6, ns + 1))
-            state.last = np.array([-1.0, 0.0, 0.0])  # (j, g_j, h_j) of the last screen, until a move
-            state.kernel = (state.eta, state.w, state.xd, state.work, state.last)
+            state.kernel = (state.eta, state.w, state.xd, state.work)
         else:
             state.kernel = (state.eta, state.w, state.W, state.Wc, state.D, state.A1, state.B1, state.A2, state.A2G,
                             state.A2GG, state.dirty)

@@ -543,12 +543,10 @@ def sparse_move(data, state, j, delta):
 SPARSE_KERNELS = compile_family("cox_sparse", sparse_refresh, sparse_gradient, sparse_terms, sparse_move)
 
 
-# "scan" formulation, O(N + n_slots) per coordinate:
+# "scan" formulation, O(N + n_slots) per coordinate (the scan costs the same with or
+# without h_j, so no separate screen):
 #   data  = (indptr, indices, values, cw, ks, ke, event, slot_d, slot_m, slot_last, efron)
-#   state = (eta, w, xd, scanned)
-# ``scanned`` = (j, g_j, h_j) of the last scan at the current w (j = -1: none; a move
-# forgets it): the screen of a coordinate at its center costs a full scan, which the
-# Newton step that follows reuses, so a sweep scans each coordinate once.
+#   state = (eta, w, xd)
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def scan_refresh(data, state):
@@ -558,28 +556,15 @@ def scan_refresh(data, state):
 @njit(cache=True, nogil=True, error_model="numpy")
 def scan_terms(data, state, j):
     indptr, indices, values, cw, ks, ke, event, slot_d, slot_m, slot_last, efron = data
-    eta, w, xd, scanned = state
-    if scanned[0] == j:
-        return scanned[1], scanned[2]
-    g, h = coordinate_scan(indptr, indices, values, j, xd, w, cw, ks, ke, event, slot_d, slot_m, slot_last, efron)
-    scanned[0] = j
-    scanned[1] = g
-    scanned[2] = h
-    return g, h
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def scan_gradient(data, state, j):
-    """The g of a full scan (the formulation has no cheaper one; its h is kept for the step)."""
-    return scan_terms(data, state, j)[0]
+    eta, w, xd = state
+    return coordinate_scan(indptr, indices, values, j, xd, w, cw, ks, ke, event, slot_d, slot_m, slot_last, efron)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def scan_move(data, state, j, delta):
     indptr, indices, values, cw, ks, ke, event, slot_d, slot_m, slot_last, efron = data
-    eta, w, xd, scanned = state
+    eta, w, xd = state
     move_scan(indptr, indices, values, j, delta, eta, cw, w)
-    scanned[0] = -1.0
 
 
-SCAN_KERNELS = compile_family("cox_scan", scan_refresh, scan_gradient, scan_terms, scan_move)
+SCAN_KERNELS = compile_family("cox_scan", scan_refresh, None, scan_terms, scan_move)

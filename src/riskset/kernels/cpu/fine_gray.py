@@ -321,7 +321,7 @@ def numerators(cols, indptr, indices, values, w, slot, cinv, Gev, N1):
 
 # -- the compiled family contract (riskset.core.sweep), one family per formulation --------------
 # data  = (indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev) for both;
-# state = (eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty) for "sparse", (eta, w, xd, work, last) for "scan".
+# state = (eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty) for "sparse", (eta, w, xd, work) for "scan".
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def sparse_refresh(data, state):
@@ -362,40 +362,23 @@ def scan_refresh(data, state):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def scan_gradient(data, state, j):
-    """g_j of :func:`coordinate_scan`. The scan costs the same with or without h_j, so it
-    computes both and keeps them in ``last = (j, g_j, h_j)`` for the ``terms`` call that
-    follows when the coordinate passes the screen (one scan per coordinate, as without one)."""
-    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
-    eta, w, xd, work, last = state
-    g, h = coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work)
-    last[0] = j
-    last[1] = g
-    last[2] = h
-    return g
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def scan_terms(data, state, j):
-    """(g_j, h_j): the pair ``scan_gradient`` kept if no move came since, else a new scan."""
+    """(g_j, h_j) by a full scan (which costs the same without h_j: no separate screen)."""
     indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
-    eta, w, xd, work, last = state
-    if last[0] == j:
-        return last[1], last[2]
+    eta, w, xd, work = state
     return coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def scan_move(data, state, j, delta):
-    """beta_j += delta: eta and w at the non-zeros of column j; forgets the kept (g, h)."""
+    """beta_j += delta: eta and w at the non-zeros of column j."""
     indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
-    eta, w, xd, work, last = state
+    eta, w, xd, work = state
     move_scan(indptr, indices, values, j, delta, eta, cw, w)
-    last[0] = -1.0
 
 
 #: The compiled family of each formulation (``FineGrayDatafit.kernels``).
 KERNELS = {
     "sparse": compile_family("fine_gray_sparse", sparse_refresh, sparse_gradient, sparse_terms, sparse_move),
-    "scan": compile_family("fine_gray_scan", scan_refresh, scan_gradient, scan_terms, scan_move),
+    "scan": compile_family("fine_gray_scan", scan_refresh, None, scan_terms, scan_move),
 }
