@@ -1,7 +1,6 @@
 """Regularization path: coefficients along a grid of prior variances, warm-started."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from riskset import validation as check
