@@ -58,6 +58,22 @@ def test_gpu_backend_batches_everything_in_this_process():
         gpu.check_executor("dask")
 
 
+def test_gpu_backend_hands_the_datafit_and_the_weights_to_the_gpu_kernels(monkeypatch, logistic_datafit):
+    """The contract with riskset.kernels.gpu: to_device(datafit, dtype) and
+    replicate_batch(device datafit, weights (R, N), dtype) (stand-ins here: no device needed)."""
+    import riskset.kernels.gpu as gpu
+
+    datafit, data = logistic_datafit
+    calls = []
+    monkeypatch.setattr(gpu, "to_device", lambda d, dtype: calls.append(("to_device", d, dtype)) or "device")
+    monkeypatch.setattr(gpu, "replicate_batch", lambda d, w, dtype: calls.append(("batch", d, w.shape, dtype))
+                        or "batch", raising=False)
+    backend = Backend.of("gpu", "float32")
+    assert backend.prepare(datafit) == "device"
+    assert backend.replicates("device", np.ones(data.n_rows), view=pytest.fail) == "batch"
+    assert calls == [("to_device", datafit, "float32"), ("batch", "device", (1, data.n_rows), "float32")]
+
+
 def test_profile_intervals_on_threads_equal_one_thread():
     data = riskset.simulate(n=300, p=3, model="poisson", seed=2)
     one = riskset.fit(data, "poisson", profile=["x0", "x1"])
