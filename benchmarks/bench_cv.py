@@ -77,7 +77,7 @@ def main():
     prior = riskset.Laplace(gamma=1.0)
     gmax = riskset.fit(data, args.model, riskset.Laplace(gamma=1e15)).gamma_max
     grid = np.sort(2.0 / (gmax * np.logspace(-0.3, -2, args.grid)) ** 2)
-    folds = assign_folds(data, args.folds, args.repeats, seed=0, model_name=args.model)
+    folds = assign_folds(data, args.folds, args.repeats, seed=0, model=args.model)
     rows = []
 
     t = time.perf_counter()

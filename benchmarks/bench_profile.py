@@ -24,6 +24,7 @@ from scipy import optimize, stats
 import riskset
 from _common import cached_simulation, load, print_table
 from riskset import inference
+from riskset.backend import Backend
 from riskset.core.penalty import Penalty
 from riskset.solver.ccd import SolverOptions, fit_ccd
 
@@ -81,7 +82,7 @@ def main():
     for jobs in sorted({1, args.jobs}):
         runs["batched lockstep", jobs] = lambda jobs=jobs: inference.profile_intervals(
             datafit, mle.beta, mle.objective, Penalty(zeros, zeros), columns, names, options=options, se=se,
-            n_jobs=jobs)
+            backend=Backend.of(n_jobs=jobs))
     best, result = {}, {}
     for _ in range(args.repeat):  # interleaved, best of --repeat: the machine's load changes
         for key, run in runs.items():

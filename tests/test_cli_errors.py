@@ -16,6 +16,7 @@ import pytest
 
 import riskset
 from riskset import cli
+from riskset.selection import analyses
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +153,7 @@ def test_gpu_backend_without_a_device_is_refused_before_reading_data(files, caps
 
 def test_out_folder_is_checked_before_the_fit(files, capsys, monkeypatch):
     calls = []
-    monkeypatch.setattr(riskset, "fit", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(analyses, "fit", lambda *a, **k: calls.append(a))
     assert cli.main(fill(WIDE, files) + ["--out", files["nofolder"]]) == 2
     assert calls == []
     assert "create it first" in capsys.readouterr().err
@@ -186,7 +187,7 @@ def test_a_bug_is_one_line_with_exit_status_3_and_debug_shows_the_traceback(file
     def broken(*args, **kwargs):
         raise TypeError("unsupported operand")
 
-    monkeypatch.setattr(riskset, "fit", broken)
+    monkeypatch.setattr(analyses, "fit", broken)
     assert cli.main(fill(WIDE, files)) == 3
     assert_one_line_error(capsys.readouterr().err, "riskset fit", "internal error (TypeError: unsupported operand)")
     assert cli.main(fill(WIDE, files) + ["--debug"]) == 3
@@ -199,7 +200,7 @@ def test_warnings_are_one_line_each(files, capsys, monkeypatch):
         warnings.warn("dropped 3 rows\nwith missing values", riskset.DataWarning)
         raise riskset.InputError("bad data")
 
-    monkeypatch.setattr(riskset, "fit", warns)
+    monkeypatch.setattr(analyses, "fit", warns)
     assert cli.main(fill(WIDE, files)) == 2
     assert capsys.readouterr().err.splitlines() == ["riskset fit: warning: dropped 3 rows with missing values",
                                                     "riskset fit: error: bad data"]

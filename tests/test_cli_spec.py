@@ -13,7 +13,9 @@ import pytest
 
 import riskset
 from riskset import cli
-from riskset.spec import load_spec, prior_from_penalty, run_spec, spec_from_fit
+from riskset.selection import analyses
+from riskset.api import run_spec
+from riskset.spec import load_spec, prior_from_penalty, spec_from_fit
 
 
 @pytest.fixture(scope="module")
@@ -115,8 +117,8 @@ def test_backend_and_dtype_reach_every_fit_of_a_spec(files, capsys, monkeypatch,
         seen.append((kwargs["backend"], kwargs["dtype"]))
         return real_fit(*args, **kwargs | {"backend": "cpu", "dtype": "float64"})
 
-    monkeypatch.setattr(cli, "_check_gpu", lambda: None)  # as if a GPU were there
-    monkeypatch.setattr(riskset, "fit", recording_fit)
+    monkeypatch.setattr(cli.Backend, "problem", lambda self: None)  # as if a GPU were there
+    monkeypatch.setattr(analyses, "fit", recording_fit)
     specs = ["--spec", files["spec_a"]] + (["--spec", files["spec_b"]] if several else [])
     assert run(["fit", *specs, "--backend", "gpu", "--dtype", "float32", "--quiet"], capsys)[0] == 0
     assert seen and set(seen) == {("gpu", "float32")}
@@ -155,7 +157,7 @@ REFUSED = {
 @pytest.mark.parametrize("case", list(REFUSED))
 def test_a_flag_that_cannot_take_effect_is_refused(files, capsys, monkeypatch, case):
     argv, needle = REFUSED[case]
-    monkeypatch.setattr(riskset, "fit", lambda *a, **k: pytest.fail("fitted despite a refused option"))
+    monkeypatch.setattr(analyses, "fit", lambda *a, **k: pytest.fail("fitted despite a refused option"))
     status, _, err = run([a.format(**files) for a in argv], capsys)
     assert status == 2, err
     lines = err.splitlines()

@@ -11,7 +11,8 @@ import pytest
 
 from conftest import reference_dir
 from riskset import cli
-from riskset.spec import fit_spec, is_supported, load_spec
+from riskset.api import fit_spec
+from riskset.spec import is_supported, load_spec
 
 
 def _cases():

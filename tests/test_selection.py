@@ -155,7 +155,7 @@ def test_folds_balance_the_models_event_of_interest(rng):
     n = 400
     status = rng.choice([0, 1, 2], n, p=[0.5, 0.1, 0.4])
     data = riskset.from_arrays(rng.normal(size=(n, 2)), time=rng.exponential(size=n), status=status)
-    folds = assign_folds(data, 4, 1, seed=0, event_code=2)[0]
+    folds = assign_folds(data, 4, 1, seed=0, model=riskset.models.get_model("fine_gray", event_of_interest=2))[0]
     per_fold = np.bincount(folds[status == 2], minlength=4)
     assert per_fold.max() - per_fold.min() <= 1
     cv = riskset.cross_validate(data, "fine_gray", riskset.Normal(1.0), variances=[0.1, 1.0], n_folds=4,

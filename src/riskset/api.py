@@ -1,4 +1,4 @@
-"""One entry point: ``riskset.fit``."""
+"""One fit: ``riskset.fit``, and the fit of a case.json specification (:mod:`riskset.spec`)."""
 from __future__ import annotations
 
 import time
@@ -7,14 +7,16 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from riskset.data.dataset import Dataset
+from riskset.backend import Backend
+from riskset.data.dataset import Dataset, check_dataset
 from riskset.exceptions import ConvergenceWarning, InputError
 from riskset.inference import profile_intervals, refit_without_aliased, standard_errors
 from riskset import validation as check
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult, coef_labels, fit_roles
 from riskset.solver.ccd import SolverOptions, fit_ccd
-from riskset.solver.prior import Prior
+from riskset.solver.prior import Prior, as_prior
+from riskset.spec import analysis_from_spec, load_spec
 
 
 def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, tol: float = 1e-10,
@@ -76,21 +78,18 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     True
     """
     t0 = time.perf_counter()
-    check.dataset("data", data)
+    check_dataset("data", data)
     m = as_model(model, **model_options)
-    prior = check.prior(prior)
+    prior = as_prior(prior)
     check.solver_settings(tol, max_iter)
-    check.device_settings(backend, dtype, n_jobs)
+    backend = Backend.of(backend, dtype, n_jobs)
     profile = check.coef_names("profile", profile)
     if profile:
         check.probability("level", level)
     datafit = m.datafit(data)
     names = m.coef_names(data)
     datafit.names = names
-    if backend == "gpu":
-        from riskset.kernels.gpu import to_device
-
-        datafit = to_device(datafit, dtype=dtype)  # takes the names along
+    datafit = backend.prepare(datafit)  # takes the names along
     penalty = prior.penalty(names, m.unpenalized_names())
     beta0 = _align_start(warm_start, names)
     options = SolverOptions(tol=tol, max_iter=max_iter, progress=progress)
@@ -118,7 +117,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
         cols = np.array([names.index(n) for n in check.known_names("profile", profile, names)])
         searched = cols[~aliased[cols]]  # an aliased coefficient has no interval (NaN), as R's NA
         intervals = profile_intervals(datafit, res.beta, res.objective, penalty, searched, names, level, options,
-                                      se=se[searched], n_jobs=n_jobs, progress=progress,
+                                      se=se[searched], backend=backend, progress=progress,
                                       fixed=aliased if aliased.any() else None, diverging=res.diverging)
         unsearched = pd.DataFrame({"name": [names[j] for j in cols[aliased[cols]]], "lower": np.nan,
                                    "upper": np.nan, "level": level, "evaluations": 0, "note": "aliased"})
@@ -126,6 +125,19 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     result.timings = {"prepare": t_prepare - t0, "solve": t_solve - t_prepare,
                       "total": time.perf_counter() - t0}
     return result
+
+
+def fit_spec(spec: dict, frame: pd.DataFrame, *, tol: float = 1e-12, **fit_options) -> FitResult:
+    """Fit the model of specification ``spec`` (:mod:`riskset.spec`) to the table ``frame``."""
+    data, model, prior = analysis_from_spec(spec, frame)
+    return fit(data, model, prior, tol=tol, **fit_options)
+
+
+def run_spec(path: str, **fit_options) -> FitResult:
+    """Load and fit the specification at ``path`` (its data file beside it)."""
+    spec, frame = load_spec(path)
+    data, model, prior = analysis_from_spec(spec, frame, path)
+    return fit(data, model, prior, **{"tol": 1e-12} | fit_options)
 
 
 def _align_start(warm_start, names):

@@ -34,13 +34,15 @@ import argparse
 import contextlib
 import difflib
 import json
-import math
 import os
 import sys
 import traceback
 import warnings
 
 from riskset import __version__
+from riskset.arguments import (COUNT, FOLDS, LEVEL, NON_NEGATIVE, NUMBER, POSITIVE, SEED, SHARE, Parser, UsageError,
+                               bounded)
+from riskset.backend import Backend
 from riskset.exceptions import ConvergenceWarning, InputError
 
 ROLE_OPTIONS = ("y", "time", "status", "start", "strata", "weights", "offset", "exposure", "subject")
@@ -51,66 +53,6 @@ EXIT_STATUS_HELP = ("exit status: 0 success; 1 a fit did not converge or its est
                     "results are still written; the reason is on stderr); 2 bad usage or input (one line\n"
                     "'riskset COMMAND: error: ...'); 3 internal error, a bug: rerun with --debug for the\n"
                     "traceback and please report it.")
-
-
-class UsageError(InputError):
-    """A command-line mistake found while parsing; ``prog`` is the (sub)command at fault."""
-
-    def __init__(self, prog: str, message: str):
-        super().__init__(message)
-        self.prog = prog
-
-
-class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line ``PROG: error: ... (see PROG --help)``, not a usage block."""
-
-    def error(self, message):
-        raise UsageError(self.prog, f"{message} (see {self.prog} --help)")
-
-    def option_strings(self) -> list[str]:
-        return [s for action in self._actions for s in action.option_strings]  # argparse has no public list
-
-
-def bounded(convert, low=None, high=None, *, low_open=False, high_open=False):
-    """An argparse ``type``: ``convert`` (int or float) of the text, finite and within the bounds.
-
-    >>> bounded(int, 1)("3")
-    3
-    >>> bounded(float, 0, 1, low_open=True, high_open=True)("2")
-    Traceback (most recent call last):
-    argparse.ArgumentTypeError: must be a number in (0, 1), got '2'
-    """
-    kind = "a whole number" if convert is int else "a number"
-    if low is not None and high is not None:
-        rule = f"{kind} in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-    elif low is not None:
-        rule = f"{kind} {'>' if low_open else '>='} {low:g}"
-    else:
-        rule = kind
-
-    def parse(text):
-        try:
-            value = convert(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}") from None
-        below = low is not None and (value <= low if low_open else value < low)
-        above = high is not None and (value >= high if high_open else value > high)
-        if not math.isfinite(value) or below or above:
-            raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}")
-        return value
-
-    parse.__name__ = rule
-    return parse
-
-
-COUNT = bounded(int, 1)
-SEED = bounded(int, 0)
-FOLDS = bounded(int, 2)
-POSITIVE = bounded(float, 0, low_open=True)
-NON_NEGATIVE = bounded(float, 0)
-NUMBER = bounded(float)
-LEVEL = bounded(float, 0, 1, low_open=True, high_open=True)
-SHARE = bounded(float, 0, 1, low_open=True)
 
 
 def build_parser() -> Parser:
@@ -225,11 +167,11 @@ def _add_fit(sub):
     s.add_argument("--tol", type=POSITIVE, default=None, help="relative objective change that ends the fit "
                                                             "(default 1e-10; 1e-12 with --spec)")
     s.add_argument("--max-iter", type=COUNT, default=1000, help="cap on coordinate-descent cycles (default 1000)")
-    s.add_argument("--backend", choices=["cpu", "gpu"], default="cpu",
+    s.add_argument("--backend", choices=Backend.NAMES, default="cpu",
                    help="run the fit on the CPU (default) or keep it on a CUDA GPU, where --cv and --bootstrap fit "
                         "all their replicates in one device batch; NUMBA_ENABLE_CUDASIM=1 runs the GPU kernels in "
                         "Numba's simulator")
-    s.add_argument("--dtype", choices=["float64", "float32"], default="float64", help="GPU state precision")
+    s.add_argument("--dtype", choices=Backend.DTYPES, default="float64", help="GPU state precision")
     s.add_argument("--profile", metavar="A,B", default="", help="coefficients given profile-likelihood intervals")
     s.add_argument("--level", type=LEVEL, default=0.95, help="confidence level of the intervals: Wald, --profile "
                                                              "and --bootstrap (default 0.95)")
@@ -485,10 +427,7 @@ def _check_fit_options(args) -> None:
     _check_spec_options(args)
     _check_prior_options(args)
     _check_selection_options(args)
-    if args.backend == "gpu":
-        _check_gpu()
-    elif args.dtype != "float64":
-        raise InputError(f"--dtype {args.dtype} is the precision of GPU fits: it needs --backend gpu")
+    _check_backend(Backend.of(args.backend, args.dtype))
     _check_output(args.out, "--out", (".json", ".csv"))
     if args.plot_dir:
         try:
@@ -584,22 +523,13 @@ def _check_prior_options(args) -> None:
                              f"elastic_net")
 
 
-def _check_gpu() -> None:
-    """--backend gpu needs a CUDA device or the simulator: say so before reading any data."""
-    from numba import config
-
-    from riskset.kernels.devices import describe_devices
-
-    if config.ENABLE_CUDASIM:
-        return
-    try:
-        from numba import cuda
-
-        usable = cuda.is_available()
-    except Exception:  # a broken driver installation: describe_devices says what is wrong
-        usable = False
-    if not usable:
-        raise InputError(f"--backend gpu: {describe_devices()}; or use --backend cpu")
+def _check_backend(backend: Backend) -> None:
+    """--backend gpu needs a CUDA device or the simulator, --dtype float32 the GPU: say so before reading any data."""
+    problem = backend.problem()
+    if problem:
+        raise InputError(f"--backend {backend.name}: {problem}; or use --backend cpu")
+    if not backend.on_device and backend.dtype != "float64":
+        raise InputError(f"--dtype {backend.dtype} is the precision of GPU fits: it needs --backend gpu")
 
 
 def _check_input(path, option) -> None:

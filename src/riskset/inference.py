@@ -2,17 +2,15 @@
 from __future__ import annotations
 
 import warnings
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from riskset.backend import Backend
+from riskset.core.penalty import Penalty
 from riskset.data.dataset import first_names
 from riskset.exceptions import ConvergenceWarning, DataWarning
-from riskset.core.replicates import ViewReplicates
-from riskset.core.penalty import Penalty
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.replicates import fit_replicates
 
@@ -139,7 +137,7 @@ MAX_DOUBLINGS = 60
 
 
 def profile_intervals(datafit, beta_hat, objective_hat, penalty: Penalty, columns, names, level=0.95,
-                      options: SolverOptions | None = None, se=None, *, n_jobs: int = 1,
+                      options: SolverOptions | None = None, se=None, *, backend: Backend = Backend(),
                       progress: bool = False, fixed=None, diverging: dict | None = None) -> pd.DataFrame:
     """Profile-likelihood intervals of coefficients ``columns`` (as Cyclops' ``confint``).
 
@@ -152,8 +150,9 @@ def profile_intervals(datafit, beta_hat, objective_hat, penalty: Penalty, column
     point of every unfinished search as one replicate batch
     (:func:`riskset.solver.replicates.fit_replicates`; replicate = the data with that
     search's coefficient fixed at its proposal, warm-started from the search's previous
-    fit). On the CPU the replicates of a round run on ``n_jobs`` threads; a device
-    datafit (``backend="gpu"``) fits each round as one device batch.
+    fit), on ``backend`` (:meth:`riskset.backend.Backend.repeated`; ``datafit`` is from its
+    ``prepare``): on the CPU the replicates of a round run on ``backend.n_jobs`` threads, on
+    the GPU each round is one device batch.
 
     Examples
     --------
@@ -185,8 +184,7 @@ def profile_intervals(datafit, beta_hat, objective_hat, penalty: Penalty, column
     searches.unbounded(np.flatnonzero([diverging.get(int(j), 0) == s for j, s in zip(coef, side)]))
     warm = np.tile(np.asarray(beta_hat, dtype=np.float64), (coef.size, 1))
     bar = _bar(progress, coef.size)
-    with ThreadPoolExecutor(n_jobs) if n_jobs > 1 else nullcontext() as pool:
-        make_batch = _batches(datafit, pool)
+    with backend.threads() as pool:
         while not searches.done.all():
             todo, x = searches.proposals()
             rows = np.arange(todo.size)
@@ -196,8 +194,9 @@ def profile_intervals(datafit, beta_hat, objective_hat, penalty: Penalty, column
             if fixed is not None:
                 free[:, fixed] = False
             free[rows, coef[todo]] = False
-            fit = fit_replicates(make_batch(todo.size), penalty.l1, penalty.l2, beta0=beta0, free=free,
-                                 options=options, center=penalty.center)
+            batch = backend.repeated(datafit, todo.size, pool)
+            fit = fit_replicates(batch, penalty.l1, penalty.l2, beta0=beta0, free=free, options=options,
+                                 center=penalty.center)
             warm[todo] = fit.beta
             searches.update(todo, np.sqrt(2.0 * np.maximum(objective_hat - fit.objective, 0.0)) - cut)
             if bar is not None:
@@ -328,18 +327,6 @@ class ProfileSearches:
         with np.errstate(divide="ignore", invalid="ignore"):
             tl = 0.5 * tol / width  # the next point at least tol / 2 inside the bracket
         self.t[s] = np.clip(t, tl, 1.0 - tl)
-
-
-def _batches(datafit, pool):
-    """``make(n)``: a replicate batch of n copies of ``datafit`` (one round's profile points):
-    a device batch for a device datafit, else views swept on ``pool``'s threads."""
-    from riskset.kernels.gpu.base import DeviceDatafit
-
-    if isinstance(datafit, DeviceDatafit):
-        from riskset.kernels.gpu.replicates import DeviceReplicates
-
-        return lambda n: DeviceReplicates.repeated(datafit, n)
-    return lambda n: ViewReplicates([datafit] * n, pool)
 
 
 def _bar(show, total):

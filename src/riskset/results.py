@@ -10,15 +10,11 @@ import pandas as pd
 from scipy import stats
 
 from riskset import validation as check
+from riskset.data.dataset import check_dataset, describe_roles
 from riskset.exceptions import DataWarning, InputError
+from riskset.models.base import get_model, model_class
 from riskset.solver.ccd import CONVERGED, DOES_NOT_EXIST, NOT_CONVERGED, fit_status
 from riskset.solver.prior import Prior
-
-#: Name of exp(coef) in the coefficient table, by model.
-_RATIO_NAMES = {"cox": "hazard_ratio", "fine_gray": "subdistribution_hazard_ratio", "logistic": "odds_ratio",
-                "conditional_logistic": "odds_ratio", "pooled_logistic": "odds_ratio", "poisson": "rate_ratio",
-                "conditional_poisson": "rate_ratio", "sccs": "incidence_rate_ratio"}
-
 
 #: How ``FitResult.status`` reads in a summary.
 _STATUS_TEXT = {CONVERGED: "converged", NOT_CONVERGED: "NOT CONVERGED", DOES_NOT_EXIST: "ESTIMATE DOES NOT EXIST"}
@@ -123,8 +119,6 @@ class FitResult:
 
     @property
     def model(self):
-        from riskset.models.base import get_model
-
         return get_model(self.model_name, **self.model_options)
 
     def coef_table(self, level: float = 0.95) -> pd.DataFrame:
@@ -158,7 +152,7 @@ class FitResult:
             t.loc[hit, "upper"] = prof.loc[t.loc[hit, "name"], "upper"].to_numpy()
             t.loc[hit, "interval"] = "profile"
         t["aliased"] = aliased
-        ratio = _RATIO_NAMES.get(self.model_name)
+        ratio = model_class(self.model_name).ratio_name
         if ratio:
             t[ratio] = np.exp(t["estimate"])
             t[f"{ratio}_lower"] = np.exp(t["lower"])
@@ -246,7 +240,7 @@ class FitResult:
         Covariates are matched by name; see :meth:`check_covariates` for missing and
         unknown ones.
         """
-        check.dataset("data", data)
+        check_dataset("data", data)
         return self.model.predict(self, data, kind)
 
     # -- persistence --------------------------------------------------------------
@@ -364,21 +358,6 @@ def coef_labels(data, model, names) -> dict:
     return labels
 
 
-def describe_roles(roles: dict) -> str:
-    """One line for a summary: 'weighted by ..., stratified by ... (K strata), offset ...'."""
-    parts = []
-    if "weights" in roles:
-        parts.append(f"weighted by {roles['weights']!r}")
-    if "strata_ignored_by" in roles:
-        parts.append(f"strata {roles['strata']!r} ({roles.get('n_strata', '?')}) NOT used by the "
-                     f"{roles['strata_ignored_by']} model")
-    elif "strata" in roles:
-        parts.append(f"stratified by {roles['strata']!r} ({roles.get('n_strata', '?')} strata)")
-    if "offset" in roles:
-        parts.append(f"offset {roles['offset']!r}")
-    return ", ".join(parts) if parts else "unweighted, unstratified, no offset"
-
-
 def _json_text(source) -> tuple[str, str]:
     """(text, how to name it in messages) of JSON text or a path."""
     if isinstance(source, str) and source.lstrip().startswith("{"):
@@ -403,4 +382,4 @@ def _describe_prior(prior: Prior) -> str:
                                              for k, v in d.items()])
 
 
-__all__ = ["FitResult", "coef_labels", "describe_roles", "fit_roles"]
+__all__ = ["FitResult", "coef_labels", "fit_roles"]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from riskset.models.base import Datafit, Model, get_model
+from riskset.models.base import Model, get_model
+from riskset.solver.separation import univariable_directions
 
 
 def separability(data, model: str | Model = "logistic", covariates=None, **model_options) -> pd.DataFrame:
@@ -58,12 +59,3 @@ def separability(data, model: str | Model = "logistic", covariates=None, **model
     return pd.DataFrame({"name": [names[j] for j in columns], "separable": direction != 0, "direction": direction,
                          "pattern": [datafit.separation_pattern(names[j], d) if d else ""
                                      for j, d in zip(columns, direction)]})
-
-
-def univariable_directions(datafit: Datafit, columns) -> np.ndarray:
-    """Per coefficient index of ``columns``: +1 / -1 if it alone separates towards
-    +inf / -inf, else 0 (:meth:`~riskset.models.base.Datafit.univariable_separation`)."""
-    columns = np.asarray(columns, dtype=np.int64)
-    if not columns.size:
-        return np.zeros(0, dtype=np.int64)
-    return np.asarray(datafit.univariable_separation(columns), dtype=np.int64)

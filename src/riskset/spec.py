@@ -62,11 +62,9 @@ import os
 import numpy as np
 import pandas as pd
 
-from riskset.api import fit
 from riskset.data.ingest import from_frame
 from riskset.exceptions import InputError
 from riskset.models.base import Model, get_model
-from riskset.results import FitResult
 from riskset.solver.prior import Prior
 
 #: case.json column roles -> keyword of :func:`riskset.from_frame`.
@@ -243,21 +241,9 @@ def dataset_from_spec(spec: dict, frame: pd.DataFrame):
     return from_frame(frame, covariates=spec.get("covariates"), **columns)
 
 
-def fit_spec(spec: dict, frame: pd.DataFrame, *, tol: float = 1e-12, **fit_options) -> FitResult:
-    """Fit the specification's model to ``frame``."""
-    data, model, prior = analysis_from_spec(spec, frame)
-    return fit(data, model, prior, tol=tol, **fit_options)
-
-
-def run_spec(path: str, **fit_options) -> FitResult:
-    """Load and fit the specification at ``path``."""
-    spec, frame = load_spec(path)
-    data, model, prior = analysis_from_spec(spec, frame, path)
-    return fit(data, model, prior, **{"tol": 1e-12} | fit_options)
-
-
-def spec_from_fit(fit_result: FitResult, *, columns: dict, data: str = "data.csv", covariates=None) -> dict:
-    """A specification that fits ``fit_result`` again: its model, options and prior.
+def spec_from_fit(fit_result, *, columns: dict, data: str = "data.csv", covariates=None) -> dict:
+    """A specification that fits ``fit_result`` (a :class:`~riskset.results.FitResult`) again:
+    its model, options and prior.
 
     A fit does not know which columns of its table held the outcome, so ``columns``
     (role -> column, as in the spec) and ``data`` (the CSV beside the spec) are

@@ -20,11 +20,6 @@ import numpy as np
 
 from riskset.exceptions import InputError
 
-#: Precisions of the device state (``dtype`` of ``riskset.fit``).
-DTYPES = ("float64", "float32")
-#: Where the coordinate-descent cycles run (``backend`` of ``riskset.fit``).
-BACKENDS = ("cpu", "gpu")
-
 
 def _is_integer(value) -> bool:
     return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
@@ -174,35 +169,5 @@ def solver_settings(tol, max_iter) -> None:
     positive_int("max_iter", max_iter)
 
 
-def device_settings(backend, dtype, n_jobs) -> None:
-    """Where and how the fits run: ``backend``, ``dtype``, ``n_jobs`` threads."""
-    one_of("backend", backend, BACKENDS)
-    one_of("dtype", dtype, DTYPES)
-    positive_int("n_jobs", n_jobs)
-
-
-def dataset(name: str, value):
-    """``value``, which must be a riskset Dataset."""
-    from riskset.data.dataset import Dataset
-
-    if not isinstance(value, Dataset):
-        raise InputError(f"{name} must be a riskset Dataset (from riskset.from_frame, from_long, from_duckdb or "
-                         f"from_arrays), got {type(value).__name__}")
-    return value
-
-
-def prior(value):
-    """``value`` if it is a Prior, the unpenalized prior if None."""
-    from riskset.solver.prior import NoPrior, Prior
-
-    if value is None:
-        return NoPrior()
-    if not isinstance(value, Prior):
-        raise InputError(f"prior must be a riskset prior such as riskset.Laplace(gamma=1.0) or "
-                         f"riskset.Normal(variance=1.0), got {value!r}")
-    return value
-
-
-__all__ = ["BACKENDS", "DTYPES", "coef_mapping", "coef_name", "coef_names", "dataset", "device_settings", "finite_number", "finite_numbers",
-           "known_names", "one_of", "positive_int", "positive_number", "prior", "probability", "renamed", "seed",
-           "solver_settings"]
+__all__ = ["coef_mapping", "coef_name", "coef_names", "finite_number", "finite_numbers", "known_names", "one_of",
+           "positive_int", "positive_number", "probability", "renamed", "seed", "solver_settings"]

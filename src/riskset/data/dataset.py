@@ -93,8 +93,6 @@ class Dataset:
 
     def __repr__(self) -> str:
         """A short summary: sizes, outcome fields, the first covariates and the roles."""
-        from riskset.results import describe_roles
-
         roles = self.meta.get("roles", {})
         described = {role: roles.get(role, role) for role in ("weights", "offset") if getattr(self, role) is not None}
         if self.strata is not None:
@@ -258,6 +256,29 @@ def check_covariate_scale(X: sp.csc_matrix, names, row_ids) -> None:
             f"covariate {names[col]!r} has no value larger than {COVARIATE_MIN:g} in magnitude (largest "
             f"{X.data[e]:g} at {row_label(row_ids, X.indices[e])}): values this small cannot be fitted in double "
             "precision. Rescale the covariate (e.g. multiply it by a power of ten)")
+
+
+def check_dataset(name: str, value) -> Dataset:
+    """``value``, which must be a riskset Dataset (else InputError naming the argument ``name``)."""
+    if not isinstance(value, Dataset):
+        raise InputError(f"{name} must be a riskset Dataset (from riskset.from_frame, from_long, from_duckdb or "
+                         f"from_arrays), got {type(value).__name__}")
+    return value
+
+
+def describe_roles(roles: dict) -> str:
+    """One line for a summary: 'weighted by ..., stratified by ... (K strata), offset ...'."""
+    parts = []
+    if "weights" in roles:
+        parts.append(f"weighted by {roles['weights']!r}")
+    if "strata_ignored_by" in roles:
+        parts.append(f"strata {roles['strata']!r} ({roles.get('n_strata', '?')}) NOT used by the "
+                     f"{roles['strata_ignored_by']} model")
+    elif "strata" in roles:
+        parts.append(f"stratified by {roles['strata']!r} ({roles.get('n_strata', '?')} strata)")
+    if "offset" in roles:
+        parts.append(f"offset {roles['offset']!r}")
+    return ", ".join(parts) if parts else "unweighted, unstratified, no offset"
 
 
 def plain(x):

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 
 from riskset.data.dataset import Dataset, check_finite, plain, row_label
 from riskset.exceptions import DataWarning, InputError
-from riskset.kernels.cpu.ingest import triplets_to_csc
+from riskset.data.triplets import triplets_to_csc
 from riskset.validation import renamed
 
 #: Old keywords of :func:`from_long` / :func:`from_duckdb` -> the keyword every builder uses.

@@ -114,6 +114,20 @@ class Model(ABC):
     #: Whether the model reads the data's strata (stratified Cox, conditional models, SCCS).
     uses_strata: ClassVar[bool] = False
 
+    #: Name of exp(coefficient) in the coefficient table and its interval columns
+    #: (``"hazard_ratio"``, ``"odds_ratio"``, ``"rate_ratio"`` ...); None where
+    #: exp(coefficient) is no ratio of the model (least squares), which has no such columns.
+    ratio_name: ClassVar[str | None] = None
+
+    #: What cross-validation folds and bootstrap draws keep whole when the data name no
+    #: subjects (subjects are always kept whole): ``"row"``, or ``"stratum"`` for a
+    #: likelihood conditional on the stratum (a matched set, a case's eras).
+    resampling_unit: ClassVar[str] = "row"
+
+    #: Status code of the event that folds are balanced on and held-out rows are scored
+    #: by; a model with a choice of events (Fine-Gray) sets its own.
+    event_of_interest: int = 1
+
     @classmethod
     def option_names(cls) -> list[str]:
         """The keyword options of the model's constructor: what :func:`get_model`, a
@@ -153,18 +167,25 @@ def get_model(name: str, **options) -> Model:
     >>> get_model("cox", ties="efron").options()
     {'ties': 'efron'}
     """
-    import riskset.models  # noqa: F401  (registers the built-in families)
-
-    if not isinstance(name, str) or name not in Model.registry:
-        known = ", ".join(sorted(Model.registry))
-        raise InputError(f"unknown model {name!r}; known models: {known}")
-    cls = Model.registry[name]
+    cls = model_class(name)
     known_options = cls.option_names()
     unknown = [k for k in options if k not in known_options]
     if unknown:
         raise InputError(f"unknown option(s) {', '.join(map(repr, unknown))} for the {name} model; "
                          f"its options: {', '.join(known_options) or 'none'}")
     return cls(**options)
+
+
+def model_class(name: str) -> type[Model]:
+    """The registered model class called ``name``: its class attributes (e.g.
+    :attr:`Model.ratio_name`) without building a model. Unknown names raise an InputError
+    listing the known ones."""
+    import riskset.models  # noqa: F401  (registers the built-in families)
+
+    if not isinstance(name, str) or name not in Model.registry:
+        known = ", ".join(sorted(Model.registry))
+        raise InputError(f"unknown model {name!r}; known models: {known}")
+    return Model.registry[name]
 
 
 def as_model(model, **options) -> Model:

@@ -232,6 +232,7 @@ class _Conditional(Model):
     """Shared plumbing: validation, stratum sorting and datafit building."""
 
     uses_strata = True
+    resampling_unit = "stratum"  # the likelihood is conditional on the stratum
 
     def coef_names(self, data):
         return list(data.covariate_names)
@@ -268,6 +269,7 @@ class ConditionalPoisson(_Conditional):
     """
 
     name = "conditional_poisson"
+    ratio_name = "rate_ratio"
 
     def datafit(self, data: Dataset) -> ConditionalDatafit:
         data.require("y", model=self.name)
@@ -315,6 +317,7 @@ class ConditionalLogistic(_Conditional):
     """
 
     name = "conditional_logistic"
+    ratio_name = "odds_ratio"
 
     def __init__(self, ties: str = "exact"):
         if ties not in ("exact", "breslow"):

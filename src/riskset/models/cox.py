@@ -311,6 +311,7 @@ class CoxModel(Model):
 
     name = "cox"
     uses_strata = True
+    ratio_name = "hazard_ratio"
 
     def __init__(self, ties: str = "breslow", time_varying: dict | None = None, formulation: str = "sparse"):
         self.ties = one_of("ties", str(ties).lower(), TIES)

@@ -317,6 +317,7 @@ class FineGrayModel(Model):
     """
 
     name = "fine_gray"
+    ratio_name = "subdistribution_hazard_ratio"
 
     def __init__(self, event_of_interest: int = 1, competing_events=None, censor_code: int = 0,
                  formulation: str = "sparse"):

@@ -212,6 +212,7 @@ class LogisticRegression(_GLM):
     name = "logistic"
     family = glm_kernels.LOGISTIC
     mean_kind = "probability"
+    ratio_name = "odds_ratio"
 
     @staticmethod
     def mean(eta):
@@ -230,6 +231,7 @@ class PoissonRegression(_GLM):
     name = "poisson"
     family = glm_kernels.POISSON
     mean_kind = "rate"
+    ratio_name = "rate_ratio"
 
     @staticmethod
     def mean(eta):

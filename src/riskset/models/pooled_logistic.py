@@ -258,6 +258,7 @@ class PooledLogistic(Model):
     """
 
     name = "pooled_logistic"
+    ratio_name = "odds_ratio"
 
     def __init__(self, interval_width, time_effects=None, intercept: bool = True, horizon: int | None = None,
                  max_person_intervals: float = MAX_PERSON_INTERVALS):

@@ -36,6 +36,7 @@ class SCCS(ConditionalPoisson):
     """
 
     name = "sccs"
+    ratio_name = "incidence_rate_ratio"
 
     def datafit(self, data: Dataset):
         if data.offset is None:

@@ -17,7 +17,7 @@ import textwrap
 
 import numpy as np
 
-from riskset.cli import COUNT, POSITIVE, Parser
+from riskset.arguments import COUNT, POSITIVE
 
 DESCRIPTION = """\
 Integrate one small ODE model for many parameter sets at once
@@ -112,14 +112,6 @@ def _add_arguments(p):
                      help="state for --plot (default I for seir, C for pk)")
     out.add_argument("--quiet", action="store_true",
                      help="no progress bar or summary")
-
-
-def build_parser():
-    """Stand-alone parser (``python -m riskset.ode.cli``)."""
-    parser = Parser(prog="riskset")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_parser(sub)
-    return parser
 
 
 class InputError(ValueError):
@@ -290,9 +282,3 @@ def main(args):
             file=err)
         return 1
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    from riskset.cli import main as riskset_main  # one-line errors, exit status, --debug
-
-    sys.exit(riskset_main(["ode", *sys.argv[1:]]))

@@ -7,7 +7,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from riskset.api import fit
+from riskset.selection.bootstrap import bootstrap
+from riskset.selection.cv import cross_validate
 from riskset.selection.executors import run_tasks
+from riskset.spec import analysis_from_spec, load_spec
 
 
 @dataclass
@@ -44,23 +48,19 @@ def analyse(data, model, prior, *, cv: dict | None = None, n_boot: int | None = 
     >>> sorted(a.tables())
     ['cross_validation']
     """
-    import riskset
-
     common = dict(seed=seed, executor=executor, n_jobs=n_jobs, progress=replicate_progress, backend=backend,
                   dtype=dtype)
     chosen = boot = None
     if cv is not None:
-        chosen = riskset.cross_validate(data, model, prior, refit=False, **cv, **common)
+        chosen = cross_validate(data, model, prior, refit=False, **cv, **common)
         prior = chosen.prior
     if n_boot is not None:
-        boot = riskset.bootstrap(data, model, prior, n_boot=n_boot, level=level, **common)
-    result = riskset.fit(data, model, prior, backend=backend, dtype=dtype, n_jobs=n_jobs, level=level, **fit_options)
+        boot = bootstrap(data, model, prior, n_boot=n_boot, level=level, **common)
+    result = fit(data, model, prior, backend=backend, dtype=dtype, n_jobs=n_jobs, level=level, **fit_options)
     return Analysis(result, chosen, boot)
 
 
 def _analyse_one(options, path):
-    from riskset.spec import analysis_from_spec, load_spec
-
     spec, frame = load_spec(path)
     analysis = analyse(*analysis_from_spec(spec, frame, path), **{"tol": 1e-12} | options)
     name = os.path.basename(os.path.dirname(os.path.abspath(path))) or path

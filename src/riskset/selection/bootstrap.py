@@ -14,13 +14,15 @@ import pandas as pd
 
 from riskset.api import fit
 from riskset import validation as check
+from riskset.backend import Backend
+from riskset.data.dataset import check_dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult
 from riskset.selection.common import Context
 from riskset.selection.executors import run_tasks
 from riskset.selection.folds import bootstrap_weights
-from riskset.solver.prior import Prior
+from riskset.solver.prior import Prior, as_prior
 
 
 @dataclass
@@ -73,17 +75,17 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     >>> list(b.table.columns)
     ['name', 'estimate', 'lower', 'upper', 'nonzero_proportion']
     """
-    check.dataset("data", data)
+    check_dataset("data", data)
     m = as_model(model, **model_options)
     n_boot, seed = check.positive_int("n_boot", n_boot), check.seed("seed", seed)
     check.probability("level", level)
     check.positive_number("tol", tol)
-    check.device_settings(backend, dtype, n_jobs)
-    ctx = Context(data, m, check.prior(prior), tol, backend, dtype)
-    ctx.check_executor(executor)
+    where = Backend.of(backend, dtype, n_jobs)
+    where.check_executor(executor)
+    ctx = Context(data, m, as_prior(prior), tol, where)
     full = fit(data, m, ctx.prior, tol=tol, backend=backend, dtype=dtype)
     seeds = np.random.SeedSequence(seed).spawn(n_boot)
-    size = ctx.batch_size or n_boot
+    size = ctx.backend.batch_size or n_boot
     tasks = [(seeds[a:a + size], full.coef) for a in range(0, n_boot, size)]
     coefs = run_tasks(_replicates, ctx, tasks, executor=executor, n_jobs=n_jobs, progress=progress,
                       desc="bootstrap")
@@ -140,7 +142,7 @@ def _replicates(ctx: Context, task):
     replicate why its fit did not converge (its row NaN), or None. A coefficient whose
     estimate does not exist in a draw is +-inf there."""
     seeds, warm = task
-    weights = np.array([bootstrap_weights(ctx.data, np.random.default_rng(s), ctx.model.name) * ctx.base_weights
+    weights = np.array([bootstrap_weights(ctx.data, np.random.default_rng(s), ctx.model) * ctx.base_weights
                         for s in seeds])
     problems = [ctx.missing_information(w) for w in weights]
     ok = np.array([p is None for p in problems])

@@ -3,14 +3,14 @@
 Cross-validation folds, bootstrap samples and grid points share X, the outcome and
 the model's row order; they differ only in row weights (0 for held-out rows, draw
 counts for bootstrap rows) and in the prior. :class:`Context` prepares the datafit
-once; a *batch* of replicates is fitted by
+once; a *batch* of replicates, built by its :class:`~riskset.backend.Backend`, is fitted by
 :func:`riskset.solver.replicates.fit_replicates`, with the rules of a single fit:
 
-* ``backend="cpu"``: one reweighted view per replicate (nothing copied or re-sorted);
+* on the CPU: one reweighted view per replicate (nothing copied or re-sorted);
   batches of one replicate run in parallel threads (the kernels release the GIL) or
   on a Dask cluster.
-* ``backend="gpu"``: all replicates in one device batch (state R x N on the device,
-  one kernel launch per sweep for all of them).
+* on the GPU: all replicates in one device batch (state R x N on the device, one
+  kernel launch per sweep for all of them).
 
 Held-out rows are scored on the complementary weighting: for Cox that is the partial
 likelihood computed within the held-out rows alone, as Cyclops does.
@@ -18,56 +18,42 @@ likelihood computed within the held-out rows alone, as Cyclops does.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from riskset import validation as check
+from riskset.backend import Backend
+from riskset.core.penalty import Penalty
+from riskset.core.replicates import ReplicateBatch
 from riskset.exceptions import InputError
 from riskset.models.base import Datafit, Model
-from riskset.core.penalty import Penalty
-from riskset.core.replicates import ReplicateBatch, ViewReplicates
 from riskset.selection.folds import has_event, resampling_units
 from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd
-from riskset.solver.prior import Prior
+from riskset.solver.prior import Prior, as_prior
 from riskset.solver.replicates import ReplicateResult, fit_replicates
 
 
 @dataclass
 class Context:
-    """What every replicate shares: the data, the model, its prepared datafit, the prior family."""
+    """What every replicate shares: the data, the model, its prepared datafit (``datafit``;
+    ``prepared``: as the backend sweeps it), the prior family, where the fits run."""
 
     data: object
     model: Model
     prior: Prior
     tol: float
-    backend: str = "cpu"
-    dtype: str = "float64"
-    _device: object = field(default=None, repr=False)
+    backend: Backend = Backend()
 
     def __post_init__(self):
-        check.one_of("backend", self.backend, check.BACKENDS)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.datafit = self.model.datafit(self.data)
         self.names = self.model.coef_names(self.data)
         self.datafit.names = self.names
         self.base_weights = np.ones(self.data.n_rows) if self.data.weights is None else self.data.weights
-        if self.backend == "gpu":
-            from riskset.kernels.gpu import to_device
-
-            self._device = to_device(self.datafit, dtype=self.dtype)
-
-    @property
-    def batch_size(self) -> int | None:
-        """Replicates per batch: all of them on the GPU (None), one per task on the CPU."""
-        return None if self.backend == "gpu" else 1
-
-    def check_executor(self, executor):
-        if self.backend == "gpu" and executor is not None:
-            raise ValueError("backend='gpu' fits all replicates in one device batch in this process; "
-                             "a Dask executor cannot be combined with it")
+        self.prepared = self.backend.prepare(self.datafit)
 
     def view(self, weights: np.ndarray) -> Datafit:
         """The datafit with row weights ``weights`` (Dataset row order)."""
@@ -91,17 +77,12 @@ class Context:
 
     def n_event_units(self) -> int:
         """Number of resampling units (rows, subjects, strata) holding an event."""
-        units = resampling_units(self.data, self.model.name)
-        return int(np.unique(units[has_event(self.data, self.event_code)]).size)
+        units = resampling_units(self.data, self.model)
+        return int(np.unique(units[has_event(self.data, self.model.event_of_interest)]).size)
 
     def batch(self, weights: np.ndarray) -> ReplicateBatch:
         """The replicates with row weights ``weights`` (R, n_rows) on this context's backend."""
-        weights = np.atleast_2d(weights)
-        if self._device is not None:
-            from riskset.kernels.gpu.replicates import DeviceReplicates
-
-            return DeviceReplicates(self._device.replicates(weights))
-        return ViewReplicates([self.view(w) for w in weights])
+        return self.backend.replicates(self.prepared, weights, view=self.view)
 
     def fit_batch(self, batch: ReplicateBatch, priors: list[Prior], warm: np.ndarray | None = None) -> ReplicateResult:
         """Fit replicate r of ``batch`` (from :meth:`batch`, reusable across grid points) with
@@ -154,17 +135,12 @@ class Context:
         beta0 = None if warm is None else warm.reindex(self.names).fillna(0.0).to_numpy()[None, :]
         return pd.Series(self.fit_batch(self.batch(weights), [prior], beta0).beta[0], index=self.names)
 
-    @property
-    def event_code(self) -> int:
-        """Status code of the event of interest (Fine-Gray may choose another than 1)."""
-        return getattr(self.model, "event_of_interest", 1)
-
     def scorer(self, weights: np.ndarray):
         """``score(beta)``: per replicate, the log-likelihood of the rows with positive
         ``weights[r]`` at ``beta[r]`` (0 where those rows hold no event). The held-out batch
         is built once, for every grid point."""
         weights = np.atleast_2d(weights)
-        events = has_event(self.data, self.event_code)
+        events = has_event(self.data, self.model.event_of_interest)
         scored = np.flatnonzero([np.any((w > 0) & events) for w in weights])
         batch = self.batch(weights[scored]) if scored.size else None
 
@@ -188,7 +164,7 @@ def prior_with_variance(prior: Prior, variance: float) -> Prior:
 
 def varied_prior(prior) -> Prior:
     """The prior whose variance cross-validation or the path varies: Laplace or Normal."""
-    prior = check.prior(prior)
+    prior = as_prior(prior)
     if prior.kind not in ("laplace", "normal"):
         raise InputError(f"prior must be a Laplace or Normal prior (its variance is varied), got {prior.to_dict()}")
     return prior

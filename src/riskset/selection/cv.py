@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 
 from riskset import validation as check
+from riskset.backend import Backend
+from riskset.data.dataset import check_dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult
@@ -80,16 +82,16 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     >>> cv.selected_variance in set(cv.summary["variance"])
     True
     """
-    check.dataset("data", data)
+    check_dataset("data", data)
     m = as_model(model, **model_options)
     n_folds, n_repeats = check.positive_int("n_folds", n_folds, minimum=2), check.positive_int("n_repeats", n_repeats)
     seed, n_refine = check.seed("seed", seed), check.positive_int("n_refine", n_refine, minimum=0)
     check.positive_number("tol", tol)
-    check.device_settings(backend, dtype, n_jobs)
-    ctx = Context(data, m, varied_prior(prior), tol, backend, dtype)
-    ctx.check_executor(executor)
+    where = Backend.of(backend, dtype, n_jobs)
+    where.check_executor(executor)
+    ctx = Context(data, m, varied_prior(prior), tol, where)
     grid = variance_grid(ctx, variances, n_grid)
-    folds = assign_folds(data, n_folds, n_repeats, seed, m.name, ctx.event_code)
+    folds = assign_folds(data, n_folds, n_repeats, seed, m)
     splits = [(r, k) for r in range(n_repeats) for k in range(n_folds)]
     held_out = np.array([folds[r] == k for r, k in splits])
     _require_informative_training(ctx, held_out, splits, n_folds)
@@ -126,8 +128,8 @@ def _require_informative_training(ctx: Context, held_out, splits, n_folds):
 
 
 def _batches(ctx, held_out, grid, starts):
-    """Tasks of ``ctx.batch_size`` splits each: (held-out masks, grid, starts (splits, grid, P))."""
-    size = ctx.batch_size or held_out.shape[0]
+    """Tasks of ``ctx.backend.batch_size`` splits each: (held-out masks, grid, starts (splits, grid, P))."""
+    size = ctx.backend.batch_size or held_out.shape[0]
     return [(held_out[a:a + size], grid, starts[a:a + size]) for a in range(0, held_out.shape[0], size)]
 
 

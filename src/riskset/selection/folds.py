@@ -1,9 +1,13 @@
 """Resampling units and fold assignment.
 
 Rows that belong together stay together: all rows of a subject (start-stop data,
-person-periods), and all rows of a stratum for conditional models (a matched set or a
-case's eras only make sense whole). Folds are balanced on events: units with an event
-are dealt round-robin over the folds in random order, then the others.
+person-periods), and all rows of a stratum for models conditional on it (a matched set
+or a case's eras only make sense whole: :attr:`~riskset.models.base.Model.resampling_unit`).
+Folds are balanced on the model's events (:attr:`~riskset.models.base.Model.event_of_interest`):
+units with an event are dealt round-robin over the folds in random order, then the others.
+
+``model`` arguments are a registered name or a Model (as in :func:`riskset.fit`); None
+means the defaults of every model: rows resampled, status 1 the event.
 """
 from __future__ import annotations
 
@@ -11,16 +15,20 @@ import numpy as np
 
 from riskset.data.dataset import Dataset
 from riskset.exceptions import InputError
-
-#: Models whose likelihood is conditional on the stratum: strata are resampled whole.
-CONDITIONAL_MODELS = ("conditional_logistic", "conditional_poisson", "sccs")
+from riskset.models.base import Model, as_model
 
 
-def resampling_units(data: Dataset, model_name: str = "") -> np.ndarray:
-    """Unit code per row: subject if known, else stratum for conditional models, else the row."""
+def _model(model) -> Model | type[Model]:
+    """``model`` as a Model; for None the class itself, whose attributes are every model's defaults."""
+    return Model if model is None else as_model(model)
+
+
+def resampling_units(data: Dataset, model: str | Model | None = None) -> np.ndarray:
+    """Unit code per row: the subject if the data name subjects, else the stratum for a model
+    resampling strata whole (conditional models), else the row."""
     if data.subject is not None:
         return data.subject
-    if data.strata is not None and model_name in CONDITIONAL_MODELS:
+    if data.strata is not None and _model(model).resampling_unit == "stratum":
         return data.strata
     return np.arange(data.n_rows)
 
@@ -35,8 +43,9 @@ def has_event(data: Dataset, event_code: int = 1) -> np.ndarray:
 
 
 def assign_folds(data: Dataset, n_folds: int = 10, n_repeats: int = 1, seed: int = 0,
-                 model_name: str = "", event_code: int = 1) -> np.ndarray:
-    """Fold of each row for each repetition, shape (n_repeats, n_rows), reproducible from ``seed``.
+                 model: str | Model | None = None) -> np.ndarray:
+    """Fold of each row for each repetition, shape (n_repeats, n_rows), reproducible from
+    ``seed``: the model's resampling units, balanced on its events.
 
     >>> import riskset
     >>> d = riskset.simulate(n=100, p=3, model="logistic", seed=0)
@@ -44,12 +53,12 @@ def assign_folds(data: Dataset, n_folds: int = 10, n_repeats: int = 1, seed: int
     >>> f.shape, sorted(set(f[0].tolist()))
     ((2, 100), [0, 1, 2, 3, 4])
     """
-    units = resampling_units(data, model_name)
+    units = resampling_units(data, model)
     n_units = int(units.max()) + 1
     if n_folds < 2 or n_folds > n_units:
         raise InputError(f"n_folds must be between 2 and the number of units ({n_units}), got {n_folds}")
     unit_event = np.zeros(n_units, bool)
-    np.logical_or.at(unit_event, units, has_event(data, event_code))
+    np.logical_or.at(unit_event, units, has_event(data, _model(model).event_of_interest))
     rng = np.random.default_rng(seed)
     folds = np.empty((n_repeats, data.n_rows), np.int64)
     for r in range(n_repeats):
@@ -63,9 +72,10 @@ def assign_folds(data: Dataset, n_folds: int = 10, n_repeats: int = 1, seed: int
     return folds
 
 
-def bootstrap_weights(data: Dataset, rng: np.random.Generator, model_name: str = "") -> np.ndarray:
-    """Row multiplicities of one bootstrap sample of the units (nonparametric, with replacement)."""
-    units = resampling_units(data, model_name)
+def bootstrap_weights(data: Dataset, rng: np.random.Generator, model: str | Model | None = None) -> np.ndarray:
+    """Row multiplicities of one bootstrap sample of the model's resampling units
+    (nonparametric, with replacement)."""
+    units = resampling_units(data, model)
     n_units = int(units.max()) + 1
     counts = np.bincount(rng.integers(0, n_units, n_units), minlength=n_units)
     return counts[units].astype(np.float64)

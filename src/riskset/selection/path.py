@@ -1,10 +1,10 @@
 """Regularization path: coefficients along a grid of prior variances, warm-started."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from riskset import validation as check
+from riskset.data.dataset import check_dataset
 from riskset.models.base import Model, as_model
 from riskset.results import coef_labels
 from riskset.selection.common import Context, varied_prior, variance_grid
@@ -24,7 +24,7 @@ def regularization_path(data, model: str | Model, prior: Prior, *, variances=Non
     >>> path.shape
     (5, 9)
     """
-    check.dataset("data", data)
+    check_dataset("data", data)
     m = as_model(model, **model_options)
     check.positive_number("tol", tol)
     ctx = Context(data, m, varied_prior(prior), tol)

@@ -2,7 +2,7 @@
 
 The solver maximizes ``l(beta) - sum_j (l1_j |beta_j - m_j| + l2_j (beta_j - m_j)^2 / 2)``
 (:class:`~riskset.core.penalty.Penalty`; m_j is the prior's center, usually 0) over a
-:class:`~riskset.models.base.Datafit`, touching the data only through the datafit's
+:class:`~riskset.core.interface.Datafit`, touching the data only through the datafit's
 ``coordinate`` (scalar gradient and Hessian) and ``move`` (sparse update of the
 linear predictor) methods. Named steps:
 

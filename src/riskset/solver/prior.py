@@ -211,3 +211,14 @@ def Normal(variance: float | None = None, *, exclude=(), variances=None, means=N
 def ElasticNet(gamma: float, variance: float, *, exclude=(), means=None) -> Prior:
     """Both penalties: ``gamma |beta_j - m_j| + (beta_j - m_j)^2 / (2 variance)``."""
     return Prior("elastic_net", gamma=gamma, variance=variance, exclude=exclude, means=means or {})
+
+
+def as_prior(value) -> Prior:
+    """``value`` if it is a Prior, the unpenalized prior if None (the ``prior`` argument of
+    ``riskset.fit`` and the selection tools); InputError otherwise."""
+    if value is None:
+        return NoPrior()
+    if not isinstance(value, Prior):
+        raise InputError(f"prior must be a riskset prior such as riskset.Laplace(gamma=1.0) or "
+                         f"riskset.Normal(variance=1.0), got {value!r}")
+    return value

@@ -23,7 +23,7 @@ device datafits alike:
    maximum loses at least ~ info / 2 per unit step), and ``l`` with beta's component along
    d removed is clearly lower than ``l(beta)`` (the direction matters: not an aliased column).
 4. a candidate that alone separates the outcome (the univariable check,
-   :meth:`~riskset.models.base.Datafit.univariable_separation`, where it is exact: the GLMs;
+   :meth:`~riskset.core.interface.Datafit.univariable_separation`, where it is exact: the GLMs;
    towards the sign of its estimate) diverges even where the ray's changes are below rounding (e.g. one row of
    weight 1e12 holds the intercept near -28, so the other rows' terms are ~1e-12): its
    direction, with the intercept or baseline, is a recession direction of the whole
@@ -35,8 +35,6 @@ were it one, the first step of the ray would lose likelihood.
 from __future__ import annotations
 
 import numpy as np
-
-from riskset.separability import univariable_directions
 
 #: Contribution to the linear predictor (log-odds, log-hazard ...) beyond which an
 #: unpenalized coefficient is tested for divergence (a ratio of e^5 ~ 150 per unit of x).
@@ -53,12 +51,22 @@ RAY_RTOL = 1e-9
 MATTERS_RTOL = 1e-8
 
 
+def univariable_directions(datafit, columns) -> np.ndarray:
+    """Per coefficient index of ``columns``: +1 / -1 if it alone separates towards
+    +inf / -inf, else 0 (:meth:`~riskset.core.interface.Datafit.univariable_separation`;
+    the check before a fit, :func:`riskset.separability`, reports it per covariate)."""
+    columns = np.asarray(columns, dtype=np.int64)
+    if not columns.size:
+        return np.zeros(0, dtype=np.int64)
+    return np.asarray(datafit.univariable_separation(columns), dtype=np.int64)
+
+
 def diverging_coefficients(datafit, beta, l1, l2, free) -> dict[int, int]:
     """Coefficients along which the likelihood keeps increasing for ever: {index: +1 / -1}.
 
     Parameters
     ----------
-    datafit : any :class:`~riskset.models.base.Datafit`.
+    datafit : any :class:`~riskset.core.interface.Datafit`.
     beta : the coefficients where the fit ended.
     l1, l2, free : penalties and the mask of fitted (not fixed) coefficients.
 

@@ -1,4 +1,5 @@
-"""Building a canonical CSC matrix from (row, column, value) triplets in O(nnz)."""
+"""Building a canonical CSC matrix from (row, column, value) triplets in O(nnz): the compiled
+pass behind the long-table builders (:mod:`riskset.data.ingest`)."""
 import numpy as np
 from numba import njit
 

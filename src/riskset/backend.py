@@ -1,0 +1,139 @@
+"""Where the coordinate-descent sweeps run, the CPU or a CUDA GPU, decided in one place.
+
+A :class:`Backend` is validated once (:meth:`Backend.of`) and gives ``riskset.fit``, the
+selection tools and the profile-likelihood searches the operations that differ between
+the two (docs/architecture.md, "Replicates" and "GPU backend"):
+
+* :meth:`~Backend.prepare`: the datafit the solver sweeps, the prepared CPU datafit
+  itself or its device copy (X and the state on the device);
+* :meth:`~Backend.replicates`: R row weightings of it as one
+  :class:`~riskset.core.replicates.ReplicateBatch`, on the CPU one reweighted view per
+  replicate (optionally swept on a pool of threads), on the GPU one device batch
+  (state R x N on the device, one kernel launch per sweep for all of them);
+* :meth:`~Backend.repeated`: R copies of it (the points of a profile likelihood);
+* how replicate work is split (:attr:`~Backend.batch_size`, :meth:`~Backend.threads`,
+  :meth:`~Backend.check_executor`) and whether the device is usable here
+  (:meth:`~Backend.problem`).
+
+No other module outside :mod:`riskset.kernels` imports the GPU kernels; they are imported
+only when a GPU backend is used, so ``import riskset`` never loads ``numba.cuda``.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, ClassVar
+
+import numpy as np
+
+from riskset import validation as check
+from riskset.core.interface import Datafit
+from riskset.core.replicates import ReplicateBatch, ViewReplicates
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where the sweeps run (``name``), the precision of the device state (``dtype``) and the
+    CPU threads for replicate sweeps (``n_jobs``).
+
+    >>> Backend.of("cpu", n_jobs=2)
+    Backend(name='cpu', dtype='float64', n_jobs=2)
+    >>> Backend.of("tpu")
+    Traceback (most recent call last):
+    riskset.exceptions.InputError: backend must be one of 'cpu', 'gpu'; got 'tpu'
+    """
+
+    name: str = "cpu"
+    dtype: str = "float64"
+    n_jobs: int = 1
+
+    #: Where the sweeps can run (``backend`` of ``riskset.fit``).
+    NAMES: ClassVar[tuple[str, ...]] = ("cpu", "gpu")
+    #: Precisions of the device state (``dtype`` of ``riskset.fit``; accumulations stay float64).
+    DTYPES: ClassVar[tuple[str, ...]] = ("float64", "float32")
+
+    @classmethod
+    def of(cls, name: str = "cpu", dtype: str = "float64", n_jobs: int = 1) -> "Backend":
+        """The backend of the user's ``backend``, ``dtype`` and ``n_jobs`` arguments, checked."""
+        return cls(check.one_of("backend", name, cls.NAMES), check.one_of("dtype", dtype, cls.DTYPES),
+                   check.positive_int("n_jobs", n_jobs))
+
+    @property
+    def on_device(self) -> bool:
+        """Whether the sweeps run on a CUDA device (or Numba's CUDA simulator)."""
+        return self.name == "gpu"
+
+    def problem(self) -> str | None:
+        """Why this backend cannot run here (no usable CUDA device, the simulator off), or None."""
+        if not self.on_device:
+            return None
+        from numba import config
+
+        if config.ENABLE_CUDASIM:
+            return None
+        try:
+            from numba import cuda
+
+            usable = cuda.is_available()
+        except Exception:  # a broken driver installation: describe_devices says what is wrong
+            usable = False
+        if usable:
+            return None
+        from riskset.kernels.devices import describe_devices
+
+        return describe_devices()
+
+    def prepare(self, datafit: Datafit) -> Datafit:
+        """The datafit the solver sweeps: ``datafit`` itself on the CPU, its device copy on the GPU
+        (:func:`riskset.kernels.gpu.to_device`, which takes ``datafit.names`` along)."""
+        if not self.on_device:
+            return datafit
+        from riskset.kernels.gpu import to_device
+
+        return to_device(datafit, dtype=self.dtype)
+
+    def replicates(self, datafit: Datafit, weights: np.ndarray, view: Callable[[np.ndarray], Datafit] | None = None,
+                   pool=None) -> ReplicateBatch:
+        """The replicates of ``datafit`` (from :meth:`prepare`) with row weights ``weights``
+        (R, n_rows; Dataset row order; 0 removes a row): on the GPU one device batch
+        (:func:`riskset.kernels.gpu.replicate_batch`); on the CPU one view per replicate,
+        ``view(w)`` (default ``datafit.reweighted(w)``), swept on ``pool``'s threads if given."""
+        weights = np.atleast_2d(weights)
+        if self.on_device:
+            from riskset.kernels.gpu import replicate_batch
+
+            return replicate_batch(datafit, weights, self.dtype)
+        view = view or datafit.reweighted
+        return ViewReplicates([view(w) for w in weights], pool)
+
+    def repeated(self, datafit: Datafit, n: int, pool=None) -> ReplicateBatch:
+        """``n`` replicates of ``datafit`` (from :meth:`prepare`) with its own row weights: the
+        points of a profile likelihood, which differ only in the coefficients held fixed."""
+        if self.on_device:
+            from riskset.kernels.gpu.replicates import DeviceReplicates
+
+            return DeviceReplicates.repeated(datafit, n)
+        return ViewReplicates([datafit] * n, pool)
+
+    @property
+    def batch_size(self) -> int | None:
+        """Replicates per batch: all of them in one device batch on the GPU (None); one per
+        task on the CPU, the tasks running in parallel."""
+        return None if self.on_device else 1
+
+    @contextmanager
+    def threads(self):
+        """A pool of ``n_jobs`` threads that sweeps the CPU replicates of one batch in
+        parallel (the kernels release the GIL), or None: one thread, or the device."""
+        if self.on_device or self.n_jobs == 1:
+            yield None
+            return
+        with ThreadPoolExecutor(self.n_jobs) as pool:
+            yield pool
+
+    def check_executor(self, executor) -> None:
+        """A device batch runs in this process: no Dask executor with the GPU."""
+        if self.on_device and executor is not None:
+            raise ValueError(f"backend={self.name!r} fits all replicates in one device batch in this process; "
+                             "a Dask executor cannot be combined with it")
