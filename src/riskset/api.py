@@ -20,7 +20,7 @@ from riskset.spec import analysis_from_spec, load_spec
 
 
 def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, tol: float = 1e-10,
-        max_iter: int = 1000, warm_start=None, profile=(), level: float = 0.95, progress: bool = False,
+        kkt_tol: float = 1e-4, max_iter: int = 1000, warm_start=None, profile=(), level: float = 0.95, progress: bool = False,
         backend: str = "cpu", dtype: str = "float64", n_jobs: int = 1, **model_options) -> FitResult:
     """Fit a penalized regression model by cyclic coordinate descent.
 
@@ -35,7 +35,11 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     prior : Prior, optional
         ``riskset.Laplace(gamma=...)``, ``riskset.Normal(variance=...)``, ...; no
         penalty by default.
-    tol, max_iter : stopping rule (relative objective change per cycle, cycle cap).
+    tol, kkt_tol, max_iter : stopping rule. After a full sweep whose relative change of the
+        objective is below ``tol``, the fit has converged when its largest violation of the
+        optimality (KKT) conditions, relative to the largest L1 rate (else to the largest
+        slope at the start), is at most ``kkt_tol`` (reported as ``FitResult.kkt``);
+        ``max_iter`` caps the cycles.
     warm_start : FitResult or mapping name -> value, optional
         Starting coefficients, matched by name (integer covariate ids name the
         covariate ``str(id)``); coefficients it does not give start at 0. A mapping
@@ -81,7 +85,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     check_dataset("data", data)
     m = as_model(model, **model_options)
     prior = as_prior(prior)
-    check.solver_settings(tol, max_iter)
+    check.solver_settings(tol, max_iter, kkt_tol)
     backend = Backend.of(backend, dtype, n_jobs)
     profile = check.coef_names("profile", profile)
     if profile:
@@ -92,7 +96,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     datafit = backend.prepare(datafit)  # takes the names along
     penalty = prior.penalty(names, m.unpenalized_names())
     beta0 = _align_start(warm_start, names)
-    options = SolverOptions(tol=tol, max_iter=max_iter, progress=progress)
+    options = SolverOptions(tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, progress=progress)
     t_prepare = time.perf_counter()
     res = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=beta0, options=options, center=penalty.center)
     t_solve = time.perf_counter()

@@ -163,10 +163,12 @@ def renamed(**old_to_new):
     return decorate
 
 
-def solver_settings(tol, max_iter) -> None:
-    """The stopping rule of the coordinate-descent cycles: ``tol`` > 0, ``max_iter`` >= 1."""
+def solver_settings(tol, max_iter, kkt_tol=1.0) -> None:
+    """The stopping rule of the coordinate-descent cycles: ``tol`` > 0, ``max_iter`` >= 1,
+    ``kkt_tol`` > 0."""
     positive_number("tol", tol)
     positive_int("max_iter", max_iter)
+    positive_number("kkt_tol", kkt_tol)
 
 
 __all__ = ["coef_mapping", "coef_name", "coef_names", "finite_number", "finite_numbers", "known_names", "one_of",
