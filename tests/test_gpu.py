@@ -206,13 +206,13 @@ def test_conditional_kernels_compile_to_ptx(ptx_compiler):
     """The conditional models' exact-state kernel lowers to PTX for sm_90 with the argument
     types the device datafit passes: w in the state precision (multinomial strata only) or
     float64 (exact strata). Skipped where NVVM is missing."""
-    from numba import float32, float64, int32, int64, uint8, void
+    from numba import float32, float64, int32, int64, void
 
     cuda = ptx_compiler
     from riskset.kernels.gpu import conditional
 
     f8 = float64
-    for F, Fw in ((float64, float64), (float32, float32), (float32, float64)):
+    for Fw in (float64, float32):
         sigs = {
             conditional.sync_kernel: (f8[:, ::1], Fw[:, ::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1], int64[::1],
                                       int32[::1], f8[:, ::1]),

@@ -23,6 +23,8 @@ reach, separation, missing information) are the CPU datafit's.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import cuda
 
@@ -44,6 +46,20 @@ class DeviceState(FitState):
     def eta(self):
         """Linear predictor of replicate 0 on the host (copied)."""
         return self.d["eta"].copy_to_host()[0].astype(np.float64)
+
+
+class Spare(NamedTuple):
+    """Device arguments of the sweep kernel that a launch does not use: an all-on coordinate
+    mask and zero coefficients (also the radius) and prior for the single-coordinate modes,
+    the step ``fixed`` and the report ``out`` of the modes that do not read or write them,
+    the grid partials of the one-block driver."""
+
+    mask: object
+    beta: object
+    prior: object
+    fixed: object
+    out: object
+    partial: object
 
 
 class DeviceDatafit(Datafit):
@@ -70,7 +86,7 @@ class DeviceDatafit(Datafit):
         self.n_rep = 1 if self.weights is None else self.weights.shape[0]
         self._per_rep = None  # weight-dependent device arrays, built lazily
         self._cpu_views = {}
-        self._placeholders = None
+        self._spare_arrays = None
 
     @property
     def n_coef(self) -> int:
@@ -92,7 +108,7 @@ class DeviceDatafit(Datafit):
         view._static = self._dev_static()
         view._per_rep = None
         view._cpu_views = {}
-        view._placeholders = None
+        view._spare_arrays = None
         return view
 
     def _check_weights(self, weights):
@@ -135,11 +151,10 @@ class DeviceDatafit(Datafit):
         if coords.size == 0:
             return
         p = self.n_coef
-        mask, _, _ = self._single_coordinate_arrays()
         beta_d = cuda.to_device(np.ascontiguousarray(beta, dtype=np.float64).reshape(1, p))
         radius_d = cuda.to_device(np.ascontiguousarray(radius, dtype=np.float64).reshape(1, p))
         prior_d = cuda.to_device(np.ascontiguousarray(prior, dtype=np.float64).reshape(1, p, 3))
-        self.sweep_batch(state, cuda.to_device(coords), mask[:1], beta_d, prior_d, radius_d)
+        self.sweep_batch(state, cuda.to_device(coords), self._spare().mask[:1], beta_d, prior_d, radius_d)
         beta[:] = beta_d.copy_to_host()[0]
         radius[:] = radius_d.copy_to_host()[0]
         state.beta[0] = beta
@@ -147,46 +162,37 @@ class DeviceDatafit(Datafit):
     def sweep_batch(self, state, coords, mask, beta, prior, radius):
         """Mode 0 of the sweep kernel on device arrays: replicate r sweeps ``coords`` where
         ``mask[r]`` is set, under ``prior[r]`` (R, P, 3)."""
-        self._launch_sweep(state, coords, mask, beta, prior, radius, 0, *self._placeholders_for(None, None))
+        spare = self._spare()
+        self._launch_sweep(state, coords, mask, beta, prior, radius, 0, spare.fixed, spare.out)
 
     def coordinate(self, state, j):
+        spare = self._spare()
         out = cuda.to_device(np.zeros((self.n_rep, 2)))
-        mask, beta, prior = self._single_coordinate_arrays()
-        fixed, _ = self._placeholders_for(None, out)
-        self._launch_sweep(state, cuda.to_device(np.array([j], np.int64)), mask, beta, prior, beta, 1, fixed, out)
+        self._launch_sweep(state, cuda.to_device(np.array([j], np.int64)), spare.mask, spare.beta, spare.prior,
+                           spare.beta, 1, spare.fixed, out)
         g, h = out.copy_to_host()[0]
         return float(g), float(h)
 
     def move(self, state, j, delta):
+        spare = self._spare()
         fixed = cuda.to_device(np.full(self.n_rep, float(delta)))
-        mask, beta, prior = self._single_coordinate_arrays()
-        _, out = self._placeholders_for(fixed, None)
-        self._launch_sweep(state, cuda.to_device(np.array([j], np.int64)), mask, beta, prior, beta, 2, fixed, out)
+        self._launch_sweep(state, cuda.to_device(np.array([j], np.int64)), spare.mask, spare.beta, spare.prior,
+                           spare.beta, 2, fixed, spare.out)
         state.beta[:, j] += delta
 
-    def _single_coordinate_arrays(self):
-        """(mask, beta, prior) of the single-coordinate modes: all coordinates on, never
-        written there (beta also serves as the radius)."""
-        return self._placeholders_cached()[:3]
-
-    def _placeholders_for(self, fixed, out):
-        """``fixed`` and ``out`` of the sweep kernel, cached zero placeholders for the ones a
-        mode does not use (mode 0 reads neither; modes 1 and 2 pass their own)."""
-        cached = self._placeholders_cached()
-        return (cached[3] if fixed is None else fixed), (cached[4] if out is None else out)
-
-    def _placeholders_cached(self):
-        if self._placeholders is None:
+    def _spare(self) -> "Spare":
+        """Arguments of the sweep kernel that a launch does not use (never written there)."""
+        if self._spare_arrays is None:
             r, p = self.n_rep, self.n_coef
-            self._placeholders = (cuda.to_device(np.ones((r, p), np.uint8)), cuda.to_device(np.zeros((r, p))),
-                                  cuda.to_device(np.zeros((r, p, 3))), cuda.to_device(np.zeros(r)),
-                                  cuda.to_device(np.zeros((r, 2))), cuda.to_device(np.zeros((2, 2, 1))))
-        return self._placeholders
+            self._spare_arrays = Spare(cuda.to_device(np.ones((r, p), np.uint8)), cuda.to_device(np.zeros((r, p))),
+                                       cuda.to_device(np.zeros((r, p, 3))), cuda.to_device(np.zeros(r)),
+                                       cuda.to_device(np.zeros((r, 2))), cuda.to_device(np.zeros((2, 2, 1))))
+        return self._spare_arrays
 
     def _launch_sweep(self, state, coords, mask, beta, prior, radius, mode, fixed, out):
         """One launch of the family's sweep kernel, one block per replicate."""
         self._launch(self.sweep_kernel, self._kernel_data(), state.kernel, coords, mask, beta, prior, radius, mode,
-                     fixed, out, self._placeholders_cached()[5])
+                     fixed, out, self._spare().partial)
 
     def _launch(self, kernel, *args):
         kernel[self.n_rep, self.nt](*args)
