@@ -13,7 +13,8 @@ Tables:
    exact state + log-likelihood) and one whole CCD sweep, against the floor
    ``bytes moved / bandwidth``, the bandwidth measured by a device-to-device copy.
 3. ``cv``: 10-fold x 10-repetition cross-validation at N = 1,000,000 as 100 replicates
-   fitted at once by ``riskset.kernels.gpu.fit_replicates`` (one block per replicate),
+   fitted at once by ``riskset.solver.replicates.fit_replicates`` on the device batch
+   ``riskset.kernels.gpu.replicate_batch`` (one block per replicate),
    against the CPU time of one replicate fit times 100 (both without the host Newton
    polish: cross-validation scores held-out likelihoods, not coefficients to 1e-15).
 
@@ -171,7 +172,8 @@ def pass_table(args, bandwidth):
                 else:
                     kinds = {"state refresh": (lambda: dev._refresh(state), n * (8 + 2 * sz + 3 * sz)),
                              "loglik": (lambda: dev._loglik_all(state), n * (8 + 2 * sz))}
-                l1 = np.full(p, gamma_for(model, n))
+                prior = np.zeros((p, 3))
+                prior[:, 0] = gamma_for(model, n)  # rows (l1, l2, center)
                 radius = np.ones(p)
                 b = beta.copy()
                 # a full sweep: per coordinate a reduce over the column, then the move
@@ -179,7 +181,7 @@ def pass_table(args, bandwidth):
                 per_nz = 4 + sz + (8 + 2 * sz if risk_set else 2 * sz)
                 per_move = (16 + 2 * sz + 8) if risk_set else (16 + 2 * sz + 3 * sz + 2 * sz)
                 kinds["CCD sweep (all P coordinates, one block)"] = (
-                    lambda: dev.cycle(state, np.arange(p), b, l1, np.zeros(p), radius),
+                    lambda: dev.sweep(state, np.arange(p), b, prior, radius),
                     nnz * (per_nz + per_move))
                 for kind, (fn, nbytes) in kinds.items():
                     fn()
@@ -196,8 +198,9 @@ def pass_table(args, bandwidth):
 
 def cv_table(args):
     import riskset
-    from riskset.kernels.gpu import fit_replicates
+    from riskset.kernels.gpu import replicate_batch
     from riskset.solver.ccd import SolverOptions, fit_ccd
+    from riskset.solver.replicates import fit_replicates
 
     rows = []
     n = args.cv_n
@@ -216,16 +219,16 @@ def cv_table(args):
         l1 = np.full(p, gamma_for(model, n))
         if model in ("logistic", "poisson", "least_squares"):
             l1[0] = 0.0  # the intercept
+        options = SolverOptions(tol=args.tol, polish_max_active=0)
         for dt in args.dtypes:
-            res, sec = timed(lambda: fit_replicates(df, W, l1, tol=args.tol, dtype=dt, polish_max_active=0))
+            res, sec = timed(lambda: fit_replicates(replicate_batch(df, W, dt), l1, 0.0, options=options))
             rows.append(dict(model=model, N=n, replicates=K * reps, backend="gpu batched", dtype=dt, seconds=sec,
                              converged=int(res.converged.sum()), cycles_max=int(res.n_iter.max())))
         # CPU: two replicate fits, extrapolated
         t = []
         for r in range(2):
             view = df.reweighted(W[r])
-            _, s = timed(lambda: fit_ccd(view, l1, np.zeros(p),
-                                         options=SolverOptions(tol=args.tol, polish_max_active=0)))
+            _, s = timed(lambda: fit_ccd(view, l1, np.zeros(p), options=options))
             t.append(s)
         rows.append(dict(model=model, N=n, replicates=K * reps, backend=f"cpu sequential (2 fits, x {K * reps // 2})",
                          dtype="float64", seconds=float(np.mean(t)) * K * reps))

@@ -23,8 +23,9 @@ sys.setswitchinterval(1e-4)  # the simulator's block manager polls its threads: 
 
 import riskset  # noqa: E402
 from riskset.data.dataset import Dataset  # noqa: E402
-from riskset.kernels.gpu import fit_replicates, to_device  # noqa: E402
+from riskset.kernels.gpu import replicate_batch, to_device  # noqa: E402
 from riskset.solver.ccd import SolverOptions, fit_ccd  # noqa: E402
+from riskset.solver.replicates import fit_replicates  # noqa: E402
 
 CHECKS = {}
 
@@ -138,18 +139,28 @@ def _sweep_check(model, strata=False, dtype="float64", tol=1e-12, start=False, d
         close_coordinate(dev.coordinate(sg, j), df.coordinate(sc, j), tol, f"{model} coordinate {j}")
     close(dev.gradient(sg), df.gradient(sc), tol, f"{model} gradient")
     close(dev.hessian(sg, np.arange(p)), df.hessian(sc, np.arange(p)), tol, f"{model} hessian")
-    l1, l2 = np.full(p, 0.5), np.full(p, 0.1)
+    prior = sweep_prior(beta)
     bc, bg = beta.copy(), beta.copy()
     rc, rg = np.full(p, 0.7), np.full(p, 0.7)
     for _ in range(3):  # three whole sweeps: the device path must follow the CPU one step by step
-        df.cycle(sc, np.arange(p), bc, l1, l2, rc)
-        dev.cycle(sg, np.arange(p), bg, l1, l2, rg)
+        df.sweep(sc, np.arange(p), bc, prior, rc)
+        dev.sweep(sg, np.arange(p), bg, prior, rg)
         close(bg, bc, tol, f"{model} beta after a sweep")
         close(rg, rc, tol, f"{model} trust region after a sweep")
         close(dev.loglik(sg), df.loglik(sc), tol, f"{model} loglik after a sweep")
     dev.move(sg, 1, 0.25)
     df.move(sc, 1, 0.25)
     close_coordinate(dev.coordinate(sg, 2), df.coordinate(sc, 2), tol, f"{model} coordinate after move")
+
+
+def sweep_prior(beta):
+    """A penalty table (l1, l2, center) for the sweep checks: prior means off zero (location
+    priors), coefficient 0 unpenalized, coefficient 1 starting at its center (the screen)."""
+    p = beta.shape[0]
+    prior = np.stack([np.full(p, 0.5), np.full(p, 0.1), np.linspace(-0.2, 0.3, p)], axis=1)
+    prior[0, :2] = 0.0
+    prior[1, 2] = beta[1]
+    return prior
 
 
 @check
@@ -406,11 +417,14 @@ def _replicates_check(model, strata=False, R=3, start=False, density=None, **opt
         l1[2] *= 3.0  # a different grid point
     if model != "cox" and model not in CONDITIONAL:  # the intercept
         l1[:, 0] = 0.0
-    res = fit_replicates(df, W, l1, tol=1e-10)
+    center = np.zeros((R, p))
+    center[-1] = np.linspace(0.2, -0.1, p)  # a location prior
+    opts = SolverOptions(tol=1e-10)
+    res = fit_replicates(replicate_batch(df, W), l1, 0.0, options=opts, center=center)
     assert res.converged.all(), res.messages
     for r in range(R):
         view = df.reweighted(W[r])
-        c = fit_ccd(view, l1[r], np.zeros(p))
+        c = fit_ccd(view, l1[r], np.zeros(p), options=opts, center=center[r])
         close(res.beta[r], c.beta, 1e-8, f"{model} replicate {r} coefficients")
         close(res.loglik[r], c.loglik, 1e-8, f"{model} replicate {r} loglik")
 

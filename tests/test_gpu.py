@@ -176,9 +176,9 @@ def test_backend_gpu_bad_dtype():
 
 
 def test_kernels_compile_to_ptx(ptx_compiler):
-    """The real CUDA kernels (not the simulator) type-check and lower to PTX for sm_90, in
-    float64 and float32, with the argument types the device datafits pass. Skipped where
-    NVVM (the CUDA toolkit's compiler library) is missing."""
+    """The real CUDA exact-state kernels (not the simulator) type-check and lower to PTX for
+    sm_90, in float64 and float32, with the argument types the device datafits pass. Skipped
+    where NVVM (the CUDA toolkit's compiler library) is missing."""
     from numba import float32, float64, int32, int64, uint8, void
 
     cuda = ptx_compiler
@@ -187,29 +187,14 @@ def test_kernels_compile_to_ptx(ptx_compiler):
     f8 = float64
     for F in (float64, float32):
         sigs = {
-            glm.sweep_kernel: (int64, int64, int64[::1], int32[::1], F[::1], uint8[::1], int64[::1], uint8[:, ::1],
-                               f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1],
-                               F[::1], F[:, ::1], F[:, ::1], F[:, ::1], F[:, ::1]),
-            glm.sweep_grid_kernel: (int64, int64, int64[::1], int32[::1], F[::1], uint8[::1], int64[::1],
-                                    uint8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[:, ::1],
-                                    f8[:, ::1], f8[:, ::1], F[::1], F[:, ::1], F[:, ::1], F[:, ::1], F[:, ::1]),
             glm.refresh_kernel: (int64, f8[:, ::1], F[::1], F[:, ::1], F[:, ::1], F[:, ::1], F[:, ::1]),
             glm.loglik_kernel: (int64, f8[:, ::1], F[::1], F[:, ::1], f8[:, ::1]),
             cox.sync_kernel: (int64, int64, f8[:, ::1], F[:, ::1], F[:, ::1], int64[::1], int64[::1], uint8[::1],
                               f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], uint8[::1], uint8[::1],
                               f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1],
                               f8[:, ::1], int32[::1], f8[::1]),
-            cox.sweep_kernel: (int64, int64, int64, int64[::1], int32[::1], F[::1], uint8[::1], int32[::1],
-                               int32[::1], uint8[::1], int32[::1], int32[::1], uint8[::1], int64[::1], uint8[:, ::1],
-                               f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1],
-                               f8[:, ::1], F[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1],
-                               uint8[::1], uint8[::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1],
-                               f8[:, ::1], f8[:, ::1], f8[:, ::1], int32[::1]),
             fine_gray.sync_kernel: (f8[:, ::1], F[:, ::1], F[:, ::1], F[:, ::1], int32[::1], uint8[::1],
                                     *[f8[:, ::1]] * 4, uint8[::1], *[f8[:, ::1]] * 7, int32[::1], f8[::1]),
-            fine_gray.sweep_kernel: (int64, int64[::1], int32[::1], F[::1], uint8[::1], int32[::1], int64[::1],
-                                     uint8[:, ::1], *[f8[:, ::1]] * 4, f8[::1], *[f8[:, ::1]] * 3, F[:, ::1],
-                                     F[:, ::1], *[f8[:, ::1]] * 4, uint8[::1], *[f8[:, ::1]] * 7, int32[::1]),
         }
         for kernel, sig in sigs.items():
             ptx, _ = cuda.compile_ptx(kernel.py_func, void(*sig), device=False, cc=(9, 0))
@@ -218,24 +203,78 @@ def test_kernels_compile_to_ptx(ptx_compiler):
 
 
 def test_conditional_kernels_compile_to_ptx(ptx_compiler):
-    """The conditional models' kernels lower to PTX for sm_90 with the argument types the
-    device datafit passes: X values in float64 or float32, and w in the state precision
-    (multinomial strata only) or float64 (exact strata). Skipped where NVVM is missing."""
-    from numba import float32, float64, int32, int64, uint8, void
+    """The conditional models' exact-state kernel lowers to PTX for sm_90 with the argument
+    types the device datafit passes: w in the state precision (multinomial strata only) or
+    float64 (exact strata). Skipped where NVVM is missing."""
+    from numba import float32, float64, int32, int64, void
 
     cuda = ptx_compiler
     from riskset.kernels.gpu import conditional
 
     f8 = float64
-    for F, Fw in ((float64, float64), (float32, float32), (float32, float64)):
+    for Fw in (float64, float32):
         sigs = {
             conditional.sync_kernel: (f8[:, ::1], Fw[:, ::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1], int64[::1],
                                       int32[::1], f8[:, ::1]),
-            conditional.sweep_kernel: (int64, int32[::1], F[::1], uint8[::1], int64[::1], int64[::1], int32[::1],
-                                       int64[::1], int32[::1], int64[::1], uint8[:, ::1], f8[:, ::1], f8[:, ::1],
-                                       f8[:, ::1], f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[:, ::1],
-                                       f8[:, ::1], f8[:, ::1], Fw[:, ::1], f8[:, ::1]),
         }
         for kernel, sig in sigs.items():
             ptx, _ = cuda.compile_ptx(kernel.py_func, void(*sig), device=False, cc=(9, 0))
             assert ".entry" in ptx and "sm_90" in ptx and "bar.sync" in ptx
+
+
+#: every specialization of the persistent sweep: (model, data_for options, model options)
+SWEEP_VARIANTS = {
+    "logistic": ("logistic", {}, {}),
+    "cox": ("cox", {}, {}),
+    "cox_efron_startstop_strata": ("cox", dict(start=True, strata=True), dict(ties="efron")),
+    "fine_gray": ("fine_gray", {}, {}),
+    "conditional_poisson": ("conditional_poisson", {}, {}),
+    "conditional_logistic_exact": ("conditional_logistic", {}, dict(ties="exact")),
+}
+
+
+def _device_datafit_on_host(cuda, monkeypatch, variant, dtype):
+    """The device datafit of ``variant`` and a state, with host arrays in place of its device
+    arrays (``cuda.to_device`` and ``cuda.device_array`` patched: no device needed), so that
+    ``numba.typeof`` gives the types of the arguments it passes to its kernels."""
+    import importlib.util
+
+    from riskset.kernels.gpu import _device_class
+    from riskset.kernels.gpu.base import DeviceState
+
+    spec = importlib.util.spec_from_file_location("gpu_checks", HERE / "gpu_checks.py")
+    checks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(checks)
+    model, data_options, options = SWEEP_VARIANTS[variant]
+    cpu = checks._datafit(model, checks.data_for(model, n=40, p=3, density=0.3, **data_options), **options)
+    monkeypatch.setattr(cuda, "to_device", lambda a, *args, **kwargs: np.array(a))
+    monkeypatch.setattr(cuda, "device_array", lambda shape, dtype=np.float64, **kwargs: np.empty(shape, dtype))
+    dev = _device_class(cpu)(cpu, dtype)
+    state = DeviceState(np.zeros((1, dev.n_rows)), np.zeros((1, dev.n_coef)))
+    dev._allocate(state)
+    return dev, tuple(state.d[name] for name in dev.state_fields)
+
+
+@pytest.mark.parametrize("variant", SWEEP_VARIANTS)
+def test_sweep_kernels_compile_to_ptx(ptx_compiler, monkeypatch, variant):
+    """Every family's specialization of the persistent sweep (and the GLMs' whole-grid one, a
+    cooperative kernel) lowers to PTX for sm_90 in float64 and float32, with the argument
+    types its device datafit passes (tuples of device arrays). Skipped where NVVM is missing."""
+    import numba
+    from numba import float64 as f8, int64, uint8, void
+
+    cuda = ptx_compiler
+    from riskset.kernels.gpu import glm
+
+    for dtype in ("float64", "float32"):
+        dev, state = _device_datafit_on_host(cuda, monkeypatch, variant, dtype)
+        data_t, state_t = numba.typeof(dev._kernel_data()), numba.typeof(state)
+        assert (dtype == "float32") == ("float32" in str(data_t))  # X values in the state precision
+        sig = void(data_t, state_t, int64[::1], uint8[:, ::1], f8[:, ::1], f8[:, :, ::1], f8[:, ::1], int64, f8[::1],
+                   f8[:, ::1], f8[:, :, ::1])
+        kernels = [dev.sweep_kernel] + ([glm.sweep_grid_kernel] if dev.sweep_kernel is glm.sweep_kernel else [])
+        for kernel in kernels:
+            ptx, _ = cuda.compile_ptx(kernel.py_func, sig, device=False, cc=(9, 0))
+            assert ".entry" in ptx and "sm_90" in ptx and "bar.sync" in ptx
+            # numba launches a kernel cooperatively iff its PTX takes the grid group's handle
+            assert ("cudaCGGetIntrinsicHandle" in ptx) == (kernel is glm.sweep_grid_kernel)

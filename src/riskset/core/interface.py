@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -75,6 +75,10 @@ class Datafit(ABC):
     #: (e.g. pooled logistic's 1e9 virtual intervals of one subject) can mislead; only an
     #: exact answer may declare a divergence the ray test cannot resolve.
     exact_separability: bool = False
+
+    #: The family's kernels on the GPU backend (:mod:`riskset.kernels.gpu`: "glm", "cox",
+    #: "fine_gray", "conditional"), or None where it has none.
+    device_family: ClassVar[str | None] = None
 
     def __init__(self, X: sp.csc_matrix, offset: np.ndarray | None = None):
         X = sp.csc_matrix(X, dtype=np.float64)

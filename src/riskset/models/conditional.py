@@ -61,6 +61,8 @@ class ConditionalDatafit(Datafit):
         likelihood (0 = multinomial form).
     """
 
+    device_family = "conditional"
+
     def __init__(self, X, y, strata, offset=None, stratum_weight=None, exact_m=None):
         super().__init__(X, offset)
         strata = np.ascontiguousarray(strata, dtype=np.int64)

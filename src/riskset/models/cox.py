@@ -53,6 +53,8 @@ class CoxDatafit(Datafit):
     ``order`` (attribute) maps datafit rows to input rows.
     """
 
+    device_family = "cox"
+
     def __init__(self, X, time, status, start=None, strata=None, weights=None, offset=None,
                  ties="breslow", formulation="sparse"):
         if ties not in TIES:

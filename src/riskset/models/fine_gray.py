@@ -125,6 +125,8 @@ class FineGrayDatafit(Datafit):
     rows to input rows.
     """
 
+    device_family = "fine_gray"
+
     def __init__(self, X, time, event, competing, censored, weights=None, offset=None, formulation="sparse"):
         if formulation not in FORMULATIONS:
             raise InputError(f"formulation must be one of {FORMULATIONS}, not {formulation!r}")

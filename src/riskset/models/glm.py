@@ -29,6 +29,8 @@ class GLMDatafit(Datafit):
     j - 1 of X.
     """
 
+    device_family = "glm"
+
     def __init__(self, family: int, X, y, weights=None, offset=None, intercept: bool = False):
         super().__init__(X, offset)
         self.family = family

@@ -6,10 +6,14 @@ not (:mod:`.cox`), and Fine-Gray competing risks (:mod:`.fine_gray`).
 ``to_device(datafit, dtype)`` turns a prepared CPU datafit into a device datafit that
 the CCD solver (:mod:`riskset.solver.ccd`) uses unchanged: X (CSC) and the fit state
 live on the device, and a whole CCD sweep is one kernel launch in which the Newton
-step, the L1 rule and the trust region are computed on the device
-(:mod:`.step`, line for line the CPU :mod:`riskset.solver.step`); per sweep only beta
-and the trust-region radii cross to the host. ``fit_replicates`` fits R row
-weightings of one X at once.
+step under the prior (L1 kink, center, trust region: :func:`riskset.core.step.prior_step_value`,
+compiled for the device) is taken on the device; per sweep only beta and the
+trust-region radii cross to the host. ``replicate_batch(datafit, weights, dtype)`` is
+the :class:`~riskset.core.replicates.ReplicateBatch` of R row weightings of one X,
+which :func:`riskset.solver.replicates.fit_replicates` fits at once.
+
+The family of a CPU datafit is its class attribute ``device_family`` ("glm", "cox",
+"fine_gray", "conditional"; None: no device kernels).
 
 Architecture
 ------------
@@ -20,27 +24,29 @@ Architecture
   by entry slot for (start, stop] rows; event rows for Efron ties) and cumulative
   aggregates, the conditional models (R, n_strata) float64 stratum sums W_s. X values
   are stored in ``dtype`` and row indices in int32.
-* Persistent sweep kernels, one block per replicate (:func:`.glm.sweep_kernel`,
-  :func:`.cox.sweep_kernel`, :func:`.fine_gray.sweep_kernel`,
-  :func:`.conditional.sweep_kernel`; the latter gives each thread whole strata of the
-  column, exact n:m sets by the CPU's Gail-Lubin-Rubinstein recursion): for each
-  coordinate of the sweep the block's threads
-  reduce g and h over the column's non-zeros (shared-memory tree), thread 0 takes the
-  step, all threads move their non-zeros; a per-replicate coordinate mask gives each
-  replicate its own active set. Cox and Fine-Gray refresh their per-slot aggregates
+* One persistent sweep kernel, one block per replicate (:mod:`.sweep`), specialized
+  per family by its block-cooperative device functions ``refresh``, ``gradient``,
+  ``terms`` and ``move`` (:mod:`.glm`, :mod:`.cox`, :mod:`.fine_gray`,
+  :mod:`.conditional`; the latter gives each thread whole strata of the column, exact
+  n:m sets by the CPU's Gail-Lubin-Rubinstein recursion): for each coordinate of the
+  sweep the block screens a coordinate at its prior center by its gradient, reduces
+  g and h over the column's non-zeros (shared-memory tree), takes the step, and all
+  threads move their non-zeros; a per-replicate coordinate mask gives each replicate
+  its own active set. Cox and Fine-Gray refresh their per-slot aggregates
   after a move by block-level (segmented) scans over the slots (:mod:`.blocks`), and
   compute the squared risk-set term with block scans over the column's non-zeros
   (right-censored rows) or, for Cox (start, stop] rows (hence time-varying
   coefficients), over its static entry/exit breakpoints; Efron ties add per-event-slot
   terms and a second scan (the tied event rows' sum) in the same walk.
-* A single GLM fit spreads the sweep over the whole grid (:func:`.glm.sweep_grid_kernel`,
-  cooperative launch, two grid syncs per coordinate, every block computing the same
-  step from the same partials). A single Cox or Fine-Gray fit runs in one block.
+* A single GLM fit spreads the same sweep over the whole grid (:data:`.glm.sweep_grid_kernel`,
+  cooperative launch, grid syncs after each reduction and each move, every block
+  computing the same step from the same partials). A single Cox or Fine-Gray fit runs in one block.
 * Row-parallel passes (GLM refresh and log-likelihood; the conditional models' exact
   state + log-likelihood, a thread per stratum) use many blocks per replicate; the Cox
   and Fine-Gray exact state + log-likelihood pass runs per replicate block.
-* ``gradient``, ``hessian``, ``diagnose`` (rare: screening, polish, standard errors)
-  rebuild a CPU state from the coefficients and use the CPU datafit.
+* ``gradient``, ``hessian``, ``local_quadratic``, ``diagnose`` (rare: screening,
+  polish, standard errors) rebuild a CPU state from the coefficients and use the CPU
+  datafit; questions about the data (names, reach, separation) are the CPU datafit's.
 
 Kernels run on a CUDA GPU through Numba-CUDA (``pip install 'riskset[gpu]'``) or, with
 ``NUMBA_ENABLE_CUDASIM=1`` set before Python starts, in Numba's CUDA simulator.
@@ -53,7 +59,12 @@ from riskset.exceptions import InputError
 
 from .device import require_device, simulator_enabled
 
-__all__ = ["to_device", "fit_replicates", "simulator_enabled", "require_device"]
+__all__ = ["to_device", "replicate_batch", "simulator_enabled", "require_device"]
+
+#: the device datafit of each ``device_family``: (module, class)
+DEVICE_DATAFITS = {"glm": (".glm", "GLMDeviceDatafit"), "cox": (".cox", "CoxDeviceDatafit"),
+                   "fine_gray": (".fine_gray", "FineGrayDeviceDatafit"),
+                   "conditional": (".conditional", "ConditionalDeviceDatafit")}
 
 
 def to_device(datafit, dtype="float64"):
@@ -73,64 +84,35 @@ def to_device(datafit, dtype="float64"):
             return datafit
         datafit = datafit.cpu
     state_dtype(dtype)
-    kind = _family(datafit)
+    device_class = _device_class(datafit)
     if state_dtype(dtype) == np.float32:
         _check_float32_range(datafit)
     require_device()
-    if kind == "glm":
-        from .glm import GLMDeviceDatafit
-
-        return GLMDeviceDatafit(datafit, dtype)
-    if kind == "fine_gray":
-        from .fine_gray import FineGrayDeviceDatafit
-
-        return FineGrayDeviceDatafit(datafit, dtype)
-    if kind == "conditional":
-        from .conditional import ConditionalDeviceDatafit
-
-        return ConditionalDeviceDatafit(datafit, dtype)
-    from .cox import CoxDeviceDatafit
-
-    return CoxDeviceDatafit(datafit, dtype)
+    return device_class(datafit, dtype)
 
 
-def _family(datafit) -> str:
-    from riskset.models.glm import GLMDatafit
+def replicate_batch(datafit, weights, dtype="float64"):
+    """The :class:`~riskset.core.replicates.ReplicateBatch` of R row weightings of ``datafit``
+    (a CPU datafit or a device datafit from :func:`to_device`) on the device: ``weights``
+    (R, n) in Dataset row order (as ``Datafit.reweighted``); 0 removes a row (a held-out
+    fold), counts give bootstrap draws."""
+    from .replicates import DeviceReplicates
 
-    if isinstance(datafit, GLMDatafit):
-        return "glm"
-    from riskset.models.conditional import ConditionalDatafit
-
-    if isinstance(datafit, ConditionalDatafit):
-        from .conditional import MAX_EXACT_CASES
-
-        m = int(datafit.exact_m.max(initial=0))
-        if m > MAX_EXACT_CASES:
-            raise NotImplementedError(f"backend='gpu' computes the exact conditional logistic likelihood for matched "
-                                      f"sets of at most {MAX_EXACT_CASES} cases; this data has a set with {m}: use "
-                                      "ties='breslow' or backend='cpu'")
-        return "conditional"
-    try:
-        from riskset.models.cox import CoxDatafit
-    except ImportError:  # pragma: no cover
-        CoxDatafit = ()
-    if isinstance(datafit, CoxDatafit):
-        return "cox"
-    from riskset.models.fine_gray import FineGrayDatafit
-
-    if isinstance(datafit, FineGrayDatafit):
-        return "fine_gray"
-    name = type(datafit).__name__
-    raise NotImplementedError(f"backend='gpu' supports the logistic, poisson, least_squares, cox, fine_gray, "
-                              f"conditional_poisson, sccs and conditional_logistic families; {name} "
-                              f"({type(datafit).__module__}) has no GPU kernels yet: use backend='cpu'")
+    return DeviceReplicates(to_device(datafit, dtype=dtype).replicates(np.atleast_2d(weights)))
 
 
-def fit_replicates(*args, **kwargs):
-    """Batched replicate fits on the device; see :func:`riskset.kernels.gpu.replicates.fit_replicates`."""
-    from .replicates import fit_replicates as _fit
+def _device_class(datafit):
+    """The device datafit class of ``datafit``'s ``device_family``."""
+    import importlib
 
-    return _fit(*args, **kwargs)
+    family = type(datafit).device_family
+    if family not in DEVICE_DATAFITS:
+        name = type(datafit).__name__
+        raise NotImplementedError(f"backend='gpu' supports the logistic, poisson, least_squares, cox, fine_gray, "
+                                  f"conditional_poisson, sccs and conditional_logistic families; {name} "
+                                  f"({type(datafit).__module__}) has no GPU kernels yet: use backend='cpu'")
+    module, name = DEVICE_DATAFITS[family]
+    return getattr(importlib.import_module(module, __name__), name)
 
 
 #: Largest magnitude a covariate value may have on a float32 device (its square must not

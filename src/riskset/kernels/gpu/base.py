@@ -1,33 +1,41 @@
-"""The device datafit: the solver's :class:`~riskset.models.base.Datafit` interface on a GPU.
+"""The device datafit: the solver's :class:`~riskset.core.interface.Datafit` interface on a GPU.
 
 A :class:`DeviceDatafit` wraps a prepared CPU datafit, copies X (CSC) and every
 per-row array to the device once, and keeps the fit state there. It always holds
 ``R`` replicates (row weightings of one X; ``R = 1`` for an ordinary fit): state
 arrays are (R, N) on the device and every kernel launches one block per replicate.
 
-Family subclasses implement four device operations:
+``sweep``, ``coordinate`` and ``move`` are launches of the family's persistent sweep
+kernel (:mod:`.sweep`: modes 0, 1 and 2), written here once; a family subclass supplies
 
-* ``_sweep(state, coords, mask, beta, l1, l2, radius, mode, fixed, out)``: one launch
-  of the persistent sweep kernel (all coordinates of a CCD cycle, steps computed on
-  the device; ``mode`` 1 reports (g, h) of one coordinate, ``mode`` 2 applies a given
-  step);
+* ``sweep_kernel`` and ``_kernel_data()``: its specialization of the sweep and the tuple
+  of static device arrays it reads; ``state_fields``: the names of the state arrays it
+  takes (``state.kernel``);
+* ``_make_static()``, ``_allocate(state)``: the device arrays;
 * ``_refresh(state)``: exact recomputation of the per-row state from eta;
 * ``_loglik_all(state)``: the log-likelihood of every replicate (device reduction);
-* ``_host_state(state, r)`` / ``_cpu_view(r)``: a CPU state and datafit for the
-  rarely called ``gradient``, ``hessian`` and ``diagnose`` (copied to the host).
+* ``_cpu_reweight(w)``: the CPU datafit of one weighting, for the rarely called
+  ``gradient``, ``hessian``, ``local_quadratic`` and ``diagnose`` (on a CPU state
+  rebuilt from the coefficients).
+
+Every other method of the interface is explicit here: questions about the data (names,
+reach, separation, missing information) are the CPU datafit's.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import cuda
 
-from riskset.models.base import Datafit, FitState
+from riskset.core.interface import Datafit, FitState
 
 from .device import state_dtype, threads_per_block
 
 
 class DeviceState(FitState):
-    """State of R replicates on the device (``d`` holds the device arrays)."""
+    """State of R replicates on the device: ``d`` holds the device arrays by name and
+    ``kernel`` the tuple of them the family's sweep reads and writes (the same arrays)."""
 
     def __init__(self, eta_dev, beta):
         self.d = {"eta": eta_dev}
@@ -40,15 +48,34 @@ class DeviceState(FitState):
         return self.d["eta"].copy_to_host()[0].astype(np.float64)
 
 
+class Spare(NamedTuple):
+    """Device arguments of the sweep kernel that a launch does not use: an all-on coordinate
+    mask and zero coefficients (also the radius) and prior for the single-coordinate modes,
+    the step ``fixed`` and the report ``out`` of the modes that do not read or write them,
+    the grid partials of the one-block driver."""
+
+    mask: object
+    beta: object
+    prior: object
+    fixed: object
+    out: object
+    partial: object
+
+
 class DeviceDatafit(Datafit):
     """Base of the device datafits; see the module docstring."""
 
     family_name = "?"
+    #: the family's persistent sweep kernel (:func:`riskset.kernels.gpu.sweep.compile_sweep`)
+    sweep_kernel = None
+    #: names in ``state.d`` of the state arrays the sweep kernel takes, in its order
+    state_fields: tuple = ()
 
     def __init__(self, cpu: Datafit, dtype="float64", weights: np.ndarray | None = None):
         # Datafit.__init__ is not called: X and the static arrays are the CPU datafit's.
         self.cpu = cpu
         self.names = cpu.names
+        self.exact_separability = cpu.exact_separability
         self.dtype = state_dtype(dtype)
         self.nt = threads_per_block()
         self.X, self.offset = cpu.X, cpu.offset
@@ -57,18 +84,13 @@ class DeviceDatafit(Datafit):
         self._static = None
         self.weights = None if weights is None else np.atleast_2d(np.asarray(weights, dtype=np.float64))
         self.n_rep = 1 if self.weights is None else self.weights.shape[0]
-        self._ones_mask = None
         self._per_rep = None  # weight-dependent device arrays, built lazily
+        self._cpu_views = {}
+        self._spare_arrays = None
 
     @property
     def n_coef(self) -> int:
         return self.cpu.n_coef
-
-    def __getattr__(self, name):
-        # anything family-specific that is not on the device (e.g. Cox ``order``, ``rs``)
-        if name == "cpu" or name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.cpu, name)
 
     # -- static device arrays, shared by every view ----------------------------------
     def _dev_static(self):
@@ -84,11 +106,9 @@ class DeviceDatafit(Datafit):
         self._check_weights(view.weights)
         view.n_rep = view.weights.shape[0]
         view._static = self._dev_static()
-        view._ones_mask = None
         view._per_rep = None
-        view.__dict__.pop("_dummy_arrays", None)
-        view.__dict__.pop("_mode_placeholders", None)
-        view.__dict__.pop('_cpu_views', None)
+        view._cpu_views = {}
+        view._spare_arrays = None
         return view
 
     def _check_weights(self, weights):
@@ -117,57 +137,65 @@ class DeviceDatafit(Datafit):
             eta = np.stack([self.cpu.linear_predictor(b) for b in beta])
         state = DeviceState(cuda.to_device(np.ascontiguousarray(eta, dtype=np.float64)), beta.copy())
         self._allocate(state)
+        state.kernel = tuple(state.d[name] for name in self.state_fields)
         self._refresh(state)
         return state
 
     def loglik(self, state):
         return float(self._loglik_all(state)[0])
 
-    def cycle(self, state, coords, beta, l1, l2, radius):
-        p = self.n_coef
+    def sweep(self, state, coords, beta, prior, radius):
+        """One CCD sweep of replicate 0 over ``coords`` in one kernel launch, under the penalty
+        table ``prior`` (P, 3); updates ``beta``, ``radius`` and the state in place."""
         coords = np.ascontiguousarray(coords, dtype=np.int64)
         if coords.size == 0:
             return
-        if self._ones_mask is None:
-            self._ones_mask = cuda.to_device(np.ones((1, p), np.uint8))
-        b = cuda.to_device(np.ascontiguousarray(beta, dtype=np.float64).reshape(1, p))
-        rad = cuda.to_device(np.ascontiguousarray(radius, dtype=np.float64).reshape(1, p))
-        self._sweep(state, cuda.to_device(coords), self._ones_mask, b,
-                    cuda.to_device(np.ascontiguousarray(l1, dtype=np.float64).reshape(1, p)),
-                    cuda.to_device(np.ascontiguousarray(l2, dtype=np.float64).reshape(1, p)), rad, 0, None, None)
-        beta[:] = b.copy_to_host()[0]
-        radius[:] = rad.copy_to_host()[0]
+        p = self.n_coef
+        beta_d = cuda.to_device(np.ascontiguousarray(beta, dtype=np.float64).reshape(1, p))
+        radius_d = cuda.to_device(np.ascontiguousarray(radius, dtype=np.float64).reshape(1, p))
+        prior_d = cuda.to_device(np.ascontiguousarray(prior, dtype=np.float64).reshape(1, p, 3))
+        self.sweep_batch(state, cuda.to_device(coords), self._spare().mask[:1], beta_d, prior_d, radius_d)
+        beta[:] = beta_d.copy_to_host()[0]
+        radius[:] = radius_d.copy_to_host()[0]
         state.beta[0] = beta
 
+    def sweep_batch(self, state, coords, mask, beta, prior, radius):
+        """Mode 0 of the sweep kernel on device arrays: replicate r sweeps ``coords`` where
+        ``mask[r]`` is set, under ``prior[r]`` (R, P, 3)."""
+        spare = self._spare()
+        self._launch_sweep(state, coords, mask, beta, prior, radius, 0, spare.fixed, spare.out)
+
     def coordinate(self, state, j):
+        spare = self._spare()
         out = cuda.to_device(np.zeros((self.n_rep, 2)))
-        self._sweep(state, cuda.to_device(np.array([j], np.int64)), *self._dummy(), 1, None, out)
+        self._launch_sweep(state, cuda.to_device(np.array([j], np.int64)), spare.mask, spare.beta, spare.prior,
+                           spare.beta, 1, spare.fixed, out)
         g, h = out.copy_to_host()[0]
         return float(g), float(h)
 
     def move(self, state, j, delta):
+        spare = self._spare()
         fixed = cuda.to_device(np.full(self.n_rep, float(delta)))
-        self._sweep(state, cuda.to_device(np.array([j], np.int64)), *self._dummy(), 2, fixed, None)
+        self._launch_sweep(state, cuda.to_device(np.array([j], np.int64)), spare.mask, spare.beta, spare.prior,
+                           spare.beta, 2, fixed, spare.out)
         state.beta[:, j] += delta
 
-    def _dummy(self):
-        """mask, beta, l1, l2, radius for the single-coordinate modes (never written there)."""
-        cached = self.__dict__.get("_dummy_arrays")
-        if cached is None or cached[0].shape[0] != self.n_rep:
+    def _spare(self) -> "Spare":
+        """Arguments of the sweep kernel that a launch does not use (never written there)."""
+        if self._spare_arrays is None:
             r, p = self.n_rep, self.n_coef
-            z = cuda.to_device(np.zeros((r, p)))
-            cached = (cuda.to_device(np.ones((r, p), np.uint8)), z, z, z, cuda.to_device(np.ones((r, p))))
-            self.__dict__["_dummy_arrays"] = cached
-        return cached
+            self._spare_arrays = Spare(cuda.to_device(np.ones((r, p), np.uint8)), cuda.to_device(np.zeros((r, p))),
+                                       cuda.to_device(np.zeros((r, p, 3))), cuda.to_device(np.zeros(r)),
+                                       cuda.to_device(np.zeros((r, 2))), cuda.to_device(np.zeros((2, 2, 1))))
+        return self._spare_arrays
 
-    def _mode_arrays(self, fixed, out):
-        """``fixed`` and ``out`` of the sweep kernels, with cached zero placeholders for the
-        ones a mode does not use (mode 0 reads neither; modes 1 and 2 pass their own)."""
-        cached = self.__dict__.get("_mode_placeholders")
-        if cached is None or cached[0].shape[0] != self.n_rep:
-            cached = (cuda.to_device(np.zeros(self.n_rep)), cuda.to_device(np.zeros((self.n_rep, 2))))
-            self.__dict__["_mode_placeholders"] = cached
-        return (cached[0] if fixed is None else fixed), (cached[1] if out is None else out)
+    def _launch_sweep(self, state, coords, mask, beta, prior, radius, mode, fixed, out):
+        """One launch of the family's sweep kernel, one block per replicate."""
+        self._launch(self.sweep_kernel, self._kernel_data(), state.kernel, coords, mask, beta, prior, radius, mode,
+                     fixed, out, self._spare().partial)
+
+    def _launch(self, kernel, *args):
+        kernel[self.n_rep, self.nt](*args)
 
     def gradient(self, state):
         return self._cpu_view(0).gradient(self._host_state(state, 0))
@@ -175,19 +203,8 @@ class DeviceDatafit(Datafit):
     def hessian(self, state, columns):
         return self._cpu_view(0).hessian(self._host_state(state, 0), columns)
 
-    # the separation test's host-side questions (riskset.solver.separation): the CPU datafit's answers
-    def reach(self, direction):
-        return self.cpu.reach(direction)
-
-    def univariable_separation(self, columns):
-        return self.cpu.univariable_separation(columns)
-
-    @property
-    def exact_separability(self):
-        return self.cpu.exact_separability
-
-    def separation_pattern(self, name, direction):
-        return self.cpu.separation_pattern(name, direction)
+    def local_quadratic(self, state, columns):
+        return self._cpu_view(0).local_quadratic(self._host_state(state, 0), columns)
 
     def information_scale(self, state, columns):
         return self._cpu_view(0).information_scale(self._host_state(state, 0), columns)
@@ -195,17 +212,35 @@ class DeviceDatafit(Datafit):
     def diagnose(self, state, beta):
         return self._cpu_view(0).diagnose(self._host_state(state, 0), beta)
 
+    # -- host-side questions about the data: the CPU datafit's answers --------------------------
+    def coef_of_column(self, j):
+        return self.cpu.coef_of_column(j)
+
+    def linear_predictor(self, beta):
+        return self.cpu.linear_predictor(beta)
+
+    def reach(self, direction):
+        return self.cpu.reach(direction)
+
+    def univariable_separation(self, columns):
+        return self.cpu.univariable_separation(columns)
+
+    def separation_pattern(self, name, direction):
+        return self.cpu.separation_pattern(name, direction)
+
+    def missing_information(self):
+        return self._cpu_view(0).missing_information()
+
     # -- helpers for replicates ---------------------------------------------------------
     def _cpu_view(self, r):
         """CPU datafit with the weights of replicate r (host fallbacks, polishing)."""
         if self.weights is None:
             return self.cpu
-        cache = self.__dict__.setdefault("_cpu_views", {})
-        if r not in cache:
-            cache[r] = self._cpu_reweight(self.weights[r])
-            if cache[r] is None:
+        if r not in self._cpu_views:
+            self._cpu_views[r] = self._cpu_reweight(self.weights[r])
+            if self._cpu_views[r] is None:
                 raise NotImplementedError(f"{self.family_name}: cannot reweight the CPU datafit")
-        return cache[r]
+        return self._cpu_views[r]
 
     def host_eta(self, state) -> np.ndarray:
         """(R, N) linear predictors, float64, on the host."""
@@ -228,7 +263,8 @@ class DeviceDatafit(Datafit):
     def _loglik_all(self, state) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
-    def _sweep(self, state, coords, mask, beta, l1, l2, radius, mode, fixed, out):  # pragma: no cover
+    def _kernel_data(self) -> tuple:  # pragma: no cover
+        """The static (and weight-dependent) device arrays the sweep kernel reads, in its order."""
         raise NotImplementedError
 
     def _cpu_reweight(self, w):  # pragma: no cover

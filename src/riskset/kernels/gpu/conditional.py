@@ -17,9 +17,10 @@ The non-zeros of a column are sorted by row, so those of one stratum are consecu
 a *run*. Runs are precomputed per column (``col_runs``, ``run_start``, ``run_stratum``)
 and each thread of the replicate's block takes whole runs, summing S1, S2 (and moving
 eta, w and W_s) in row order as the CPU does; no two threads touch one stratum, so W_s
-needs no atomics and equals the CPU's. The per-stratum terms are then reduced over the
-block, thread 0 takes the bounded Newton step (:mod:`.step`), and all threads move
-their runs. A stratum is handled by one thread, so very large strata serialize.
+needs no atomics and equals the CPU's. These are the family's device functions of the
+persistent sweep (:mod:`.sweep`), which reduces the per-thread terms over the block,
+takes the step and has every thread move its runs. A stratum is handled by one
+thread, so very large strata serialize.
 
 Precision: X values and w in ``dtype``, eta, W_s and every sum in float64. With exact
 strata w stays float64: log e_m is computed from the stored w, and float32 weights would
@@ -37,7 +38,7 @@ from riskset.kernels.cpu import conditional as cpu_kernels
 from .base import DeviceDatafit
 from .blocks import block_sum2
 from .device import MAX_THREADS, row_blocks
-from .step import coordinate_step
+from .sweep import compile_sweep
 
 #: Largest number of cases of an exact (n:m) matched set on the device.
 MAX_EXACT_CASES = 64
@@ -108,56 +109,58 @@ def run_terms(r, k, run_start, run_stratum, stratum_ptr, exact_m, indices, value
     return -ns * mu, -ns * (s2 / W[r, s] - mu * mu)
 
 
-@cuda.jit
-def sweep_kernel(mode, indices, values, indicator, col_runs, run_start, run_stratum, stratum_ptr, exact_m, coords,
-                 mask, beta, l1, l2, radius, fixed, out, xy, c_s, n_s, eta, w, W):
-    """One CCD sweep over ``coords`` for replicate blockIdx.x (persistent block); modes as in
-    :func:`riskset.kernels.gpu.glm.sweep_kernel`."""
-    sa = cuda.shared.array(MAX_THREADS, float64)
-    sb = cuda.shared.array(MAX_THREADS, float64)
-    sstep = cuda.shared.array(1, float64)
+@cuda.jit(device=True)
+def refresh(data, state, r, tid, nt, sa, sb, sf):
+    """Nothing to refresh: W_s is current after each move."""
+
+
+@cuda.jit(device=True)
+def terms(data, state, r, j, tid, nt, sa, sb, sf):
+    """This thread's share of (g_j, h_j): its runs of column j (the static ``xy`` in thread 0's)."""
+    indices, values, indicator, col_runs, run_start, run_stratum, stratum_ptr, exact_m, xy, c_s, n_s = data
+    eta, w, W = state
     B = cuda.local.array(_WORK, float64)
     dB = cuda.local.array(_WORK, float64)
     d2B = cuda.local.array(_WORK, float64)
-    r = cuda.blockIdx.x
-    tid = cuda.threadIdx.x
-    nt = cuda.blockDim.x
-    for c in range(coords.shape[0]):
-        j = coords[c]
-        if mask[r, j] == 0:
-            continue
-        k0 = col_runs[j]
-        k1 = col_runs[j + 1]
-        if mode != 2:
-            g = 0.0
-            h = 0.0
-            for k in range(k0 + tid, k1, nt):
-                dg, dh = run_terms(r, k, run_start, run_stratum, stratum_ptr, exact_m, indices, values, w, W, c_s,
-                                   n_s, B, dB, d2B)
-                g += dg
-                h += dh
-            block_sum2(sa, sb, g, h, tid, nt)
-        if tid == 0:
-            sstep[0] = coordinate_step(mode, xy[r, j] + sa[0], sb[0], beta, l1, l2, radius, fixed, out, r, j)
-        cuda.syncthreads()
-        step = sstep[0]
-        if step != 0.0:
-            # as the CPU move: w *= exp(step) for an indicator column (one exp), else exp(eta)
-            factor = math.exp(step)
-            ind = indicator[j] != 0
-            for k in range(k0 + tid, k1, nt):
-                s = run_stratum[k]
-                for i in range(run_start[k], run_start[k + 1]):
-                    row = indices[i]
-                    e = eta[r, row] + step * float(values[i])
-                    eta[r, row] = e
-                    wo = float(w[r, row])
-                    if ind:
-                        w[r, row] = wo * factor
-                    else:
-                        w[r, row] = math.exp(e)
-                    W[r, s] += float(w[r, row]) - wo
-        cuda.syncthreads()
+    g = xy[r, j] if tid == 0 else 0.0
+    h = 0.0
+    for k in range(col_runs[j] + tid, col_runs[j + 1], nt):
+        dg, dh = run_terms(r, k, run_start, run_stratum, stratum_ptr, exact_m, indices, values, w, W, c_s, n_s, B,
+                           dB, d2B)
+        g += dg
+        h += dh
+    return g, h
+
+
+@cuda.jit(device=True)
+def gradient(data, state, r, j, tid, nt, sa, sb, sf):
+    """This thread's share of g_j (a run's first derivative comes with its second)."""
+    return terms(data, state, r, j, tid, nt, sa, sb, sf)[0]
+
+
+@cuda.jit(device=True)
+def move(data, state, r, j, step, tid, nt):
+    """beta_j += step at this thread's runs: eta, w and W_s in row order, as the CPU move
+    (w *= exp(step) for an indicator column, one exp, else exp(eta))."""
+    indices, values, indicator, col_runs, run_start, run_stratum, stratum_ptr, exact_m, xy, c_s, n_s = data
+    eta, w, W = state
+    factor = math.exp(step)
+    ind = indicator[j] != 0
+    for k in range(col_runs[j] + tid, col_runs[j + 1], nt):
+        s = run_stratum[k]
+        for i in range(run_start[k], run_start[k + 1]):
+            row = indices[i]
+            e = eta[r, row] + step * float(values[i])
+            eta[r, row] = e
+            wo = float(w[r, row])
+            if ind:
+                w[r, row] = wo * factor
+            else:
+                w[r, row] = math.exp(e)
+            W[r, s] += float(w[r, row]) - wo
+
+
+sweep_kernel = compile_sweep(refresh, gradient, terms, move)
 
 
 def column_runs(indptr, indices, row_stratum):
@@ -182,6 +185,16 @@ class ConditionalDeviceDatafit(DeviceDatafit):
     """
 
     family_name = "conditional"
+    sweep_kernel = sweep_kernel
+    state_fields = ("eta", "w", "W")
+
+    def __init__(self, cpu, dtype="float64", weights=None):
+        m = int(cpu.exact_m.max(initial=0))
+        if m > MAX_EXACT_CASES:
+            raise NotImplementedError(f"backend='gpu' computes the exact conditional logistic likelihood for matched "
+                                      f"sets of at most {MAX_EXACT_CASES} cases; this data has a set with {m}: use "
+                                      "ties='breslow' or backend='cpu'")
+        super().__init__(cpu, dtype, weights)
 
     def _make_static(self):
         cpu = self.cpu
@@ -224,13 +237,10 @@ class ConditionalDeviceDatafit(DeviceDatafit):
     def _loglik_all(self, state):
         return self._sync(state)  # recomputes w and W from eta, as the CPU loglik does
 
-    def _sweep(self, state, coords, mask, beta, l1, l2, radius, mode, fixed, out):
-        s, p, d = self._dev_static(), self._rep(), state.d
-        fixed, out = self._mode_arrays(fixed, out)
-        sweep_kernel[self.n_rep, self.nt](mode, s["indices"], s["values"], s["indicator"], s["col_runs"],
-                                          s["run_start"], s["run_stratum"], s["stratum_ptr"], s["exact_m"], coords,
-                                          mask, beta, l1, l2, radius, fixed, out, p["xy"], p["c_s"], p["n_s"],
-                                          d["eta"], d["w"], d["W"])
+    def _kernel_data(self):
+        s, p = self._dev_static(), self._rep()
+        return (s["indices"], s["values"], s["indicator"], s["col_runs"], s["run_start"], s["run_stratum"],
+                s["stratum_ptr"], s["exact_m"], p["xy"], p["c_s"], p["n_s"])
 
     def _cpu_reweight(self, w):
         return self.cpu.reweighted(w)

@@ -38,11 +38,11 @@ order in which the risk-set sum N1 of ``w x`` is a per-stratum segmented block s
 
 With Efron ties the event-row sum E1 of a run is a second segmented scan (heads at the
 run starts) and the run's end adds ``e (e T2 - 2 c R2)`` at its event slot ``pos - 1``,
-where ``c`` is N1 (the CPU's cross term). For (start, stop] data a sweep reduces g of a
-zero coordinate first and skips the breakpoint walk when ``|g| <= l1`` (the CPU cycle's
-test: the step is zero whatever h is). Thread 0 takes the bounded Newton step, every
-thread moves its non-zeros, and the block marks its aggregates stale; the next
-coordinate refreshes them first (exactly when the CPU kernel does).
+where ``c`` is N1 (the CPU's cross term). These are the family's device functions
+(``gradient``: the first pass alone; ``terms``: the pass with the squared term;
+``move``: the non-zeros and the slot sums, marking the aggregates stale; ``refresh``:
+the scans above when stale) of the persistent sweep (:mod:`.sweep`), which screens a
+coordinate at its prior center by ``gradient`` before computing its terms.
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ from riskset.data.risksets import column_breakpoints
 from .base import DeviceDatafit
 from .blocks import block_sum2, carried_segscan, segscan2_slots, segscan_slots
 from .device import MAX_THREADS, simulator_enabled
-from .step import coordinate_step
+from .sweep import compile_sweep
 
 
 @cuda.jit(device=True)
@@ -234,126 +234,129 @@ def walk_breakpoints(r, j, indptr, indices, values, w, evn, bcode, bpos, bhead, 
     return h
 
 
-@cuda.jit
-def sweep_kernel(mode, has_start, efron, indptr, indices, values, indicator, ksn, ken, evn, bcode, bpos, bhead,
-                 coords, mask, beta, l1, l2, radius, fixed, out, gx0, eta, w, ex, en, ev, slot_d, slot_m, slot_first,
-                 slot_last, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty):
-    """One CCD sweep over ``coords`` for replicate blockIdx.x (persistent block); modes as
-    in :func:`riskset.kernels.gpu.glm.sweep_kernel`."""
-    sv = cuda.shared.array(MAX_THREADS, float64)
-    sb = cuda.shared.array(MAX_THREADS, float64)
-    sf = cuda.shared.array(MAX_THREADS, int32)
-    sstep = cuda.shared.array(1, float64)
-    r = cuda.blockIdx.x
-    tid = cuda.threadIdx.x
-    nt = cuda.blockDim.x
-    ns = ex.shape[1]
-    stale = dirty[r]
-    for c in range(coords.shape[0]):
-        j = coords[c]
-        if mask[r, j] == 0:
-            continue
-        a = indptr[j]
-        b = indptr[j + 1]
-        skip = False
-        if mode != 2:
-            if stale != 0:
-                refresh_block(r, ns, ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q2, A1c, A2c, R1, R2,
-                              T2, has_start, efron, False, sv, sb, sf, tid, nt)
-                stale = 0
-            g = 0.0
-            h = 0.0
-            carry = 0.0
-            ecarry = 0.0
-            for c0 in range(a, b, nt):
-                i = c0 + tid
-                wx = 0.0
-                x = 0.0
-                ewx = 0.0
-                f = 0
-                fr = 0
-                kr = 0
-                k0 = 0
-                if i < b:
-                    x = float(values[i])
-                    wx = float(w[r, indices[i]]) * x
-                    kr = ken[i]
-                    k0 = ksn[i]
-                    a1 = A1c[r, kr] - A1c[r, k0]
-                    g -= wx * a1
-                    h -= wx * x * a1
-                    if efron and evn[i] != 0:
-                        rr = R1[r, kr - 1]
-                        g += wx * rr
-                        h += wx * x * rr
-                        ewx = wx
-                    if i == a:
-                        f = 1
-                        fr = 1
-                    elif ksn[i - 1] != k0:
-                        f = 1
-                        fr = 1
-                    elif ken[i - 1] != kr:
-                        fr = 1
-                if has_start:
-                    continue  # (start, stop]: the squared term is the breakpoint walk below
-                # right-censored: the squared term, walking the non-zeros (descending exit slot)
-                csum, carry = carried_segscan(sv, sf, wx, f, carry, tid, nt)
-                esum = 0.0
-                if efron:
-                    esum, ecarry = carried_segscan(sv, sf, ewx, fr, ecarry, tid, nt)
-                if i < b:
-                    same_stratum = False
-                    same_run = False
-                    if i + 1 < b:
-                        same_stratum = ksn[i + 1] == k0
-                        same_run = same_stratum and ken[i + 1] == kr
-                    if not same_run:
-                        if esum != 0.0:
-                            p = kr - 1
-                            h += esum * (esum * T2[r, p] - 2.0 * csum * R2[r, p])
-                        lo = k0
-                        if same_stratum:
-                            lo = ken[i + 1]
-                        h += csum * csum * (A2c[r, kr] - A2c[r, lo])
-            block_sum2(sv, sb, g, h, tid, nt)
-            if has_start:
-                g = sv[0]
-                h = sb[0]
-                cuda.syncthreads()  # everyone has read the totals before the walk reuses sv
-                if mode == 0 and beta[r, j] == 0.0 and l1[r, j] > 0.0:
-                    skip = abs(gx0[r, j] + g) <= l1[r, j]  # the step is 0 whatever h is
-                if not skip:
-                    h2 = walk_breakpoints(r, j, indptr, indices, values, w, evn, bcode, bpos, bhead, A2c, R2, T2,
-                                          efron, sv, sf, tid, nt)
-                    block_sum2(sv, sb, h2, 0.0, tid, nt)
-                    h2 = sv[0]
-                    cuda.syncthreads()
-                    if tid == 0:
-                        sv[0] = g
-                        sb[0] = h + h2
-        if tid == 0:
-            if skip:
-                sstep[0] = 0.0
-            else:
-                sstep[0] = coordinate_step(mode, gx0[r, j] + sv[0], sb[0], beta, l1, l2, radius, fixed, out, r, j)
-        cuda.syncthreads()
-        step = sstep[0]
-        if step != 0.0:
-            factor = math.exp(step)
-            ind = indicator[j] != 0
-            for i in range(a + tid, b, nt):
-                dw = move_weight(r, indices[i], float(values[i]), step, factor, ind, eta, w)
-                kx = ken[i]
-                cuda.atomic.add(ex, (r, kx), dw)
-                if has_start:
-                    cuda.atomic.add(en, (r, ksn[i]), dw)
-                if efron and evn[i] != 0:
-                    cuda.atomic.add(ev, (r, kx - 1), dw)
-            stale = 1
-        cuda.syncthreads()
+@cuda.jit(device=True)
+def refresh(data, state, r, tid, nt, sv, sb, sf):
+    """The per-slot aggregates of replicate r, if a move made them stale."""
+    (has_start, efron, indptr, indices, values, indicator, ksn, ken, evn, bcode, bpos, bhead, gx0, slot_d, slot_m,
+     slot_first, slot_last) = data
+    eta, w, ex, en, ev, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty = state
+    if dirty[r] != 0:
+        refresh_block(r, ex.shape[1], ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q2, A1c, A2c, R1,
+                      R2, T2, has_start, efron, False, sv, sb, sf, tid, nt)
+        if tid == 0:  # after the syncs of refresh_block: every thread has read the flag
+            dirty[r] = 0
+
+
+@cuda.jit(device=True)
+def column_pass(data, state, r, j, tid, nt, sv, sf, square):
+    """This thread's share of g_j (with the static ``gx0`` in thread 0's) and of the first
+    Hessian term, over the column's non-zeros in chunks of ``nt``; with ``square`` and
+    right-censored rows also of the squared term (the segmented scans of the walk)."""
+    (has_start, efron, indptr, indices, values, indicator, ksn, ken, evn, bcode, bpos, bhead, gx0, slot_d, slot_m,
+     slot_first, slot_last) = data
+    eta, w, ex, en, ev, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty = state
+    a = indptr[j]
+    b = indptr[j + 1]
+    g = gx0[r, j] if tid == 0 else 0.0
+    h = 0.0
+    carry = 0.0
+    ecarry = 0.0
+    for c0 in range(a, b, nt):
+        i = c0 + tid
+        wx = 0.0
+        x = 0.0
+        ewx = 0.0
+        f = 0
+        fr = 0
+        kr = 0
+        k0 = 0
+        if i < b:
+            x = float(values[i])
+            wx = float(w[r, indices[i]]) * x
+            kr = ken[i]
+            k0 = ksn[i]
+            a1 = A1c[r, kr] - A1c[r, k0]
+            g -= wx * a1
+            h -= wx * x * a1
+            if efron and evn[i] != 0:
+                rr = R1[r, kr - 1]
+                g += wx * rr
+                h += wx * x * rr
+                ewx = wx
+            if i == a:
+                f = 1
+                fr = 1
+            elif ksn[i - 1] != k0:
+                f = 1
+                fr = 1
+            elif ken[i - 1] != kr:
+                fr = 1
+        if has_start or not square:
+            continue  # (start, stop]: the squared term is the breakpoint walk
+        # right-censored: the squared term, walking the non-zeros (descending exit slot)
+        csum, carry = carried_segscan(sv, sf, wx, f, carry, tid, nt)
+        esum = 0.0
+        if efron:
+            esum, ecarry = carried_segscan(sv, sf, ewx, fr, ecarry, tid, nt)
+        if i < b:
+            same_stratum = False
+            same_run = False
+            if i + 1 < b:
+                same_stratum = ksn[i + 1] == k0
+                same_run = same_stratum and ken[i + 1] == kr
+            if not same_run:
+                if esum != 0.0:
+                    p = kr - 1
+                    h += esum * (esum * T2[r, p] - 2.0 * csum * R2[r, p])
+                lo = k0
+                if same_stratum:
+                    lo = ken[i + 1]
+                h += csum * csum * (A2c[r, kr] - A2c[r, lo])
+    return g, h
+
+
+@cuda.jit(device=True)
+def gradient(data, state, r, j, tid, nt, sv, sb, sf):
+    """This thread's share of g_j."""
+    return column_pass(data, state, r, j, tid, nt, sv, sf, False)[0]
+
+
+@cuda.jit(device=True)
+def terms(data, state, r, j, tid, nt, sv, sb, sf):
+    """This thread's share of (g_j, h_j): the column pass, and for (start, stop] rows the walk
+    over the column's breakpoints."""
+    (has_start, efron, indptr, indices, values, indicator, ksn, ken, evn, bcode, bpos, bhead, gx0, slot_d, slot_m,
+     slot_first, slot_last) = data
+    eta, w, ex, en, ev, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty = state
+    g, h = column_pass(data, state, r, j, tid, nt, sv, sf, True)
+    if has_start:
+        h += walk_breakpoints(r, j, indptr, indices, values, w, evn, bcode, bpos, bhead, A2c, R2, T2, efron, sv, sf,
+                              tid, nt)
+    return g, h
+
+
+@cuda.jit(device=True)
+def move(data, state, r, j, step, tid, nt):
+    """beta_j += step at this thread's share of the column: eta, w and the slot sums (atomic
+    adds); the aggregates become stale."""
+    (has_start, efron, indptr, indices, values, indicator, ksn, ken, evn, bcode, bpos, bhead, gx0, slot_d, slot_m,
+     slot_first, slot_last) = data
+    eta, w, ex, en, ev, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty = state
+    factor = math.exp(step)
+    ind = indicator[j] != 0
+    for i in range(indptr[j] + tid, indptr[j + 1], nt):
+        dw = move_weight(r, indices[i], float(values[i]), step, factor, ind, eta, w)
+        kx = ken[i]
+        cuda.atomic.add(ex, (r, kx), dw)
+        if has_start:
+            cuda.atomic.add(en, (r, ksn[i]), dw)
+        if efron and evn[i] != 0:
+            cuda.atomic.add(ev, (r, kx - 1), dw)
     if tid == 0:
-        dirty[r] = stale
+        dirty[r] = 1
+
+
+sweep_kernel = compile_sweep(refresh, gradient, terms, move)
 
 
 class RiskSetDeviceDatafit(DeviceDatafit):
@@ -394,6 +397,8 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
     """
 
     family_name = "cox"
+    sweep_kernel = sweep_kernel
+    state_fields = ("eta", "w", "ex", "en", "ev", "S", "Q1", "Q2", "A1c", "A2c", "R1", "R2", "T2", "dirty")
 
     def __init__(self, cpu, dtype="float64", weights=None):
         super().__init__(cpu, dtype, weights)
@@ -503,9 +508,8 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         self._launch(sync_kernel, int(self.has_start), int(self.efron), d["eta"], p["cw"], d["w"], s["ks"], s["ke"],
                      s["event"], *self._slot_args(p, d), d["ll"])
 
-    def _sweep(self, state, coords, mask, beta, l1, l2, radius, mode, fixed, out):
-        s, p, d = self._dev_static(), self._rep(), state.d
-        fixed, out = self._mode_arrays(fixed, out)
-        self._launch(sweep_kernel, mode, int(self.has_start), int(self.efron), s["indptr"], s["indices"], s["values"],
-                     s["indicator"], s["ksn"], s["ken"], s["evn"], s["bcode"], s["bpos"], s["bhead"], coords, mask,
-                     beta, l1, l2, radius, fixed, out, p["gx0"], d["eta"], d["w"], *self._slot_args(p, d))
+    def _kernel_data(self):
+        s, p = self._dev_static(), self._rep()
+        return (int(self.has_start), int(self.efron), s["indptr"], s["indices"], s["values"], s["indicator"],
+                s["ksn"], s["ken"], s["evn"], s["bcode"], s["bpos"], s["bhead"], p["gx0"], p["slot_d"], p["slot_m"],
+                s["slot_first"], s["slot_last"])

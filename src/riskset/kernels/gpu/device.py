@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -26,6 +27,7 @@ def require_device() -> None:
     """Raise ``RuntimeError`` naming the problem when no CUDA device can run the kernels."""
     if simulator_enabled():
         _lock_simulator_shared_arrays()
+        _count_simulator_module_swaps()
         return
     try:
         from numba import cuda
@@ -111,3 +113,46 @@ def _lock_simulator_shared_arrays() -> None:
 
     shared.array = array
     shared._riskset_locked = True
+
+
+def _count_simulator_module_swaps() -> None:
+    """Make the simulator's swap of ``numba.cuda`` in a device function's module last while any
+    simulated thread runs in that module.
+
+    Numba's simulator (numba.cuda.simulator.kernelapi.swapped_cuda_module) points a called
+    device function's module globals named ``cuda`` to the launch's fake module and points
+    them back when the call returns: while one simulator thread returns from a device
+    function of a module, another thread still inside that module's functions (the family
+    functions a generic sweep kernel of another module calls) finds the real ``numba.cuda``.
+    This counts the calls in progress per module (under a lock) and points the globals back
+    when the last one returns.
+    """
+    from numba import cuda
+    from numba.cuda.simulator import kernel
+
+    if getattr(kernel, "_riskset_counted", False):
+        return
+    lock = threading.Lock()
+    active = {}  # id(module globals) -> [calls in progress, the original bindings]
+
+    @contextmanager
+    def swapped_cuda_module(fn, fake_cuda_module):
+        globs = fn.__globals__
+        with lock:
+            entry = active.get(id(globs))
+            if entry is None:
+                orig = {k: v for k, v in globs.items() if v is cuda}
+                globs.update((k, fake_cuda_module) for k in orig)
+                entry = active[id(globs)] = [0, orig]
+            entry[0] += 1
+        try:
+            yield
+        finally:
+            with lock:
+                entry[0] -= 1
+                if entry[0] == 0:
+                    globs.update(entry[1])
+                    del active[id(globs)]
+
+    kernel.swapped_cuda_module = swapped_cuda_module
+    kernel._riskset_counted = True

@@ -19,15 +19,16 @@ with unsegmented block scans over the K + 1 slots (:mod:`.blocks`):
    SB[s]``).
 
 For coordinate j the block makes two passes over the column's non-zeros (one thread
-per non-zero, chunks of ``blockDim``): the first reduces ``g = gx0 - sum wx [A1[s] +
-cinv B1[s]]``, the first Hessian term and ``E = sum_comp wx cinv``; a zero coordinate
-with ``|g| <= l1`` stops there (it cannot move, as in the CPU sweep). The second pass
+per non-zero, chunks of ``blockDim``): the first (``gradient``) gives ``g = gx0 - sum
+wx [A1[s] + cinv B1[s]]``, the first Hessian term and ``E = sum_comp wx cinv``; the
+persistent sweep (:mod:`.sweep`) stops there for a coordinate at its prior center with
+``|g| <= l1`` (it cannot move, as in the CPU sweep). The second pass (in ``terms``)
 scans ``c = cumsum(wx)`` and ``cumsum(wx cinv)`` together (one two-value block scan;
 ``e = E -`` the latter) and adds, at the end of each run of equal slots, ``c^2 dA2 +
 2 c e dA2G + e^2 dA2GG``, plus the head term ``E^2 (A2GG[0] - A2GG[s_first])``
-(docs/math.md section 3). Thread 0 takes the bounded Newton step, every thread moves its
-non-zeros, and the aggregates are marked stale until the next coordinate needs them
-(exactly when the CPU kernel refreshes).
+(docs/math.md section 3). ``move`` updates the non-zeros and the slot sums and marks the
+aggregates stale until the next coordinate needs them (exactly when the CPU kernel
+refreshes).
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ from numba import cuda, float64, int32
 from .blocks import block_sum2, carried_segscan2, scan2_slots, segscan_slots
 from .cox import RiskSetDeviceDatafit, move_weight
 from .device import MAX_THREADS
-from .step import coordinate_step
+from .sweep import compile_sweep
 
 
 @cuda.jit(device=True)
@@ -122,97 +123,108 @@ def sync_kernel(eta, cw, cinv, w, slot, event, W, Wc, slot_d, Gev, none, D, C, A
         dirty[r] = 0
 
 
-@cuda.jit
-def sweep_kernel(mode, indptr, indices, values, indicator, slotn, coords, mask, beta, l1, l2, radius, fixed, out,
-                 gx0, eta, w, cinv, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, dirty):
-    """One CCD sweep over ``coords`` for replicate blockIdx.x (persistent block); modes as
-    in :func:`riskset.kernels.gpu.glm.sweep_kernel`. ``slotn`` is the slot of each non-zero."""
-    sv = cuda.shared.array(MAX_THREADS, float64)
-    sb = cuda.shared.array(MAX_THREADS, float64)
-    sf = cuda.shared.array(MAX_THREADS, int32)
-    sstep = cuda.shared.array(1, float64)
-    r = cuda.blockIdx.x
-    tid = cuda.threadIdx.x
-    nt = cuda.blockDim.x
+@cuda.jit(device=True)
+def refresh(data, state, r, tid, nt, sv, sb, sf):
+    """The denominators and suffix aggregates of replicate r, if a move made them stale."""
+    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, none = data
+    eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty = state
+    if dirty[r] != 0:
+        refresh_block(r, slot_d.shape[1], W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, sv, sb, sf, tid,
+                      nt)
+        if tid == 0:  # after the syncs of refresh_block: every thread has read the flag
+            dirty[r] = 0
+
+
+@cuda.jit(device=True)
+def first_pass(data, state, r, j, tid, nt):
+    """This thread's share of g_j (with the static ``gx0`` in thread 0's), of the first Hessian
+    term (bracket A1[s] + cinv B1[s]) and of E = sum_comp wx cinv."""
+    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, none = data
+    eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty = state
+    sb0 = SB[r, 0]
+    g = gx0[r, j] if tid == 0 else 0.0
+    h = 0.0
+    e = 0.0
+    for i in range(indptr[j] + tid, indptr[j + 1], nt):
+        row = indices[i]
+        x = float(values[i])
+        wx = float(w[r, row]) * x
+        s = slotn[i]
+        br = A1[r, s]
+        ig = float(cinv[r, row])
+        if ig != 0.0:
+            br += (sb0 - SB[r, s]) * ig
+            e += wx * ig
+        g -= wx * br
+        h -= wx * x * br
+    return g, h, e
+
+
+@cuda.jit(device=True)
+def gradient(data, state, r, j, tid, nt, sv, sb, sf):
+    """This thread's share of g_j."""
+    return first_pass(data, state, r, j, tid, nt)[0]
+
+
+@cuda.jit(device=True)
+def terms(data, state, r, j, tid, nt, sv, sb, sf):
+    """This thread's share of (g_j, h_j): the first pass, E summed over the block, then the
+    squared risk-set term S_j by a two-value block scan of the non-zeros."""
+    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, none = data
+    eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty = state
     K = slot_d.shape[1]
-    stale = dirty[r]
-    for c in range(coords.shape[0]):
-        j = coords[c]
-        if mask[r, j] == 0:
-            continue
-        a = indptr[j]
-        b = indptr[j + 1]
-        g = 0.0
-        h = 0.0
-        if mode != 2:
-            if stale != 0:
-                refresh_block(r, K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, sv, sb, sf, tid, nt)
-                stale = 0
-            # pass 1: g, the first Hessian term (bracket A1[s] + cinv B1[s]) and E
-            sb0 = SB[r, 0]
-            e = 0.0
-            for i in range(a + tid, b, nt):
-                row = indices[i]
-                x = float(values[i])
-                wx = float(w[r, row]) * x
-                s = slotn[i]
-                br = A1[r, s]
-                ig = float(cinv[r, row])
-                if ig != 0.0:
-                    br += (sb0 - SB[r, s]) * ig
-                    e += wx * ig
-                g -= wx * br
-                h -= wx * x * br
-            block_sum2(sv, sb, g, e, tid, nt)
-            g = gx0[r, j] + sv[0]
-            E = sb[0]
-            cuda.syncthreads()  # every thread has read the sums before the scans reuse sv
-            if mode == 0 and beta[r, j] == 0.0 and l1[r, j] > 0.0 and math.fabs(g) <= l1[r, j]:
-                continue  # a zero coordinate with |g| <= l1 does not move, whatever h is
-            # pass 2: the squared risk-set term S_j
-            if tid == 0 and a < b:
-                h += E * E * (A2GG[r, 0] - A2GG[r, slotn[a]])
-            carry_c = 0.0
-            carry_u = 0.0
-            for c0 in range(a, b, nt):
-                i = c0 + tid
-                wx = 0.0
-                u = 0.0
-                if i < b:
-                    row = indices[i]
-                    wx = float(w[r, row]) * float(values[i])
-                    u = wx * float(cinv[r, row])
-                csum, usum, carry_c, carry_u = carried_segscan2(sv, sb, sf, wx, u, 0, carry_c, carry_u, tid, nt)
-                if i < b:
-                    s = slotn[i]
-                    s2 = K
-                    if i + 1 < b:
-                        s2 = slotn[i + 1]
-                    if s2 != s:  # end of a run of equal slots: differences against the next run
-                        ee = E - usum
-                        h += (csum * csum * (A2[r, s] - A2[r, s2]) + 2.0 * csum * ee * (A2G[r, s] - A2G[r, s2])
-                              + ee * ee * (A2GG[r, s] - A2GG[r, s2]))
-            block_sum2(sv, sb, h, 0.0, tid, nt)
-            h = sv[0]
-        if tid == 0:
-            sstep[0] = coordinate_step(mode, g, h, beta, l1, l2, radius, fixed, out, r, j)
-        cuda.syncthreads()
-        step = sstep[0]
-        if step != 0.0:
-            factor = math.exp(step)
-            ind = indicator[j] != 0
-            for i in range(a + tid, b, nt):
-                row = indices[i]
-                dw = move_weight(r, row, float(values[i]), step, factor, ind, eta, w)
-                s = slotn[i]
-                cuda.atomic.add(W, (r, s), dw)
-                ig = float(cinv[r, row])
-                if ig != 0.0:
-                    cuda.atomic.add(Wc, (r, s), dw * ig)
-            stale = 1
-        cuda.syncthreads()
+    a = indptr[j]
+    b = indptr[j + 1]
+    g, h, e = first_pass(data, state, r, j, tid, nt)
+    block_sum2(sv, sb, e, 0.0, tid, nt)
+    E = sv[0]
+    cuda.syncthreads()  # every thread has read the sum before the scans reuse sv
+    if tid == 0 and a < b:
+        h += E * E * (A2GG[r, 0] - A2GG[r, slotn[a]])
+    carry_c = 0.0
+    carry_u = 0.0
+    for c0 in range(a, b, nt):
+        i = c0 + tid
+        wx = 0.0
+        u = 0.0
+        if i < b:
+            row = indices[i]
+            wx = float(w[r, row]) * float(values[i])
+            u = wx * float(cinv[r, row])
+        csum, usum, carry_c, carry_u = carried_segscan2(sv, sb, sf, wx, u, 0, carry_c, carry_u, tid, nt)
+        if i < b:
+            s = slotn[i]
+            s2 = K
+            if i + 1 < b:
+                s2 = slotn[i + 1]
+            if s2 != s:  # end of a run of equal slots: differences against the next run
+                ee = E - usum
+                h += (csum * csum * (A2[r, s] - A2[r, s2]) + 2.0 * csum * ee * (A2G[r, s] - A2G[r, s2])
+                      + ee * ee * (A2GG[r, s] - A2GG[r, s2]))
+    return g, h
+
+
+@cuda.jit(device=True)
+def move(data, state, r, j, step, tid, nt):
+    """beta_j += step at this thread's share of the column: eta, w and the slot sums W, Wc
+    (atomic adds); the aggregates become stale."""
+    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, none = data
+    eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty = state
+    factor = math.exp(step)
+    ind = indicator[j] != 0
+    for i in range(indptr[j] + tid, indptr[j + 1], nt):
+        row = indices[i]
+        dw = move_weight(r, row, float(values[i]), step, factor, ind, eta, w)
+        s = slotn[i]
+        cuda.atomic.add(W, (r, s), dw)
+        ig = float(cinv[r, row])
+        if ig != 0.0:
+            cuda.atomic.add(Wc, (r, s), dw * ig)
     if tid == 0:
-        dirty[r] = stale
+        dirty[r] = 1
+
+
+sweep_kernel = compile_sweep(refresh, gradient, terms, move)
 
 
 class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
@@ -222,6 +234,8 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
     """
 
     family_name = "fine_gray"
+    sweep_kernel = sweep_kernel
+    state_fields = ("eta", "w", "W", "Wc", "D", "C", "A1", "SB", "A2", "A2G", "A2GG", "dirty")
 
     def _make_static(self):
         cpu = self.cpu
@@ -267,9 +281,7 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
         self._launch(sync_kernel, d["eta"], p["cw"], p["cinv"], d["w"], s["slot"], s["event"],
                      *self._aggregates(state), d["ll"])
 
-    def _sweep(self, state, coords, mask, beta, l1, l2, radius, mode, fixed, out):
-        s, p, d = self._dev_static(), self._rep(), state.d
-        fixed, out = self._mode_arrays(fixed, out)
-        self._launch(sweep_kernel, mode, s["indptr"], s["indices"], s["values"], s["indicator"], s["slotn"], coords,
-                     mask, beta, l1, l2, radius, fixed, out, p["gx0"], d["eta"], d["w"], p["cinv"],
-                     *self._aggregates(state))
+    def _kernel_data(self):
+        s, p = self._dev_static(), self._rep()
+        return (s["indptr"], s["indices"], s["values"], s["indicator"], s["slotn"], p["gx0"], p["cinv"], p["slot_d"],
+                p["Gev"], s["none"])

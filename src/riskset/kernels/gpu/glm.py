@@ -2,11 +2,12 @@
 
 Mirrors :mod:`riskset.kernels.cpu.glm`: per row ``resid = w (y - mu)`` and
 ``curv = w dmu/deta``, ``expeta`` cached and updated by the factor exp(delta x) (one
-``exp`` per move for indicator columns). One block per replicate runs a whole CCD
-sweep (:func:`sweep_kernel`): for each coordinate its threads reduce g and h over the
-column's non-zeros (strided, then a shared-memory tree), thread 0 takes the bounded
-Newton step (:mod:`.step`), and all threads apply the move; the only host traffic
-per sweep is beta and the trust-region radii.
+``exp`` per move for indicator columns). The family's device functions (``refresh``,
+``gradient``, ``terms``, ``move``: strided over a column's non-zeros) specialize the
+persistent sweep (:mod:`.sweep`) twice: one block per replicate
+(:data:`sweep_kernel`), and a single fit over the whole grid
+(:data:`sweep_grid_kernel`, cooperative launch); the only host traffic per sweep is
+beta and the trust-region radii.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from riskset.kernels.cpu import glm as cpu_kernels
 from .base import DeviceDatafit
 from .blocks import block_sum2
 from .device import MAX_THREADS, row_blocks, simulator_enabled
-from .step import clipped_step, coordinate_step
+from .sweep import compile_sweep
 
 LOGISTIC, POISSON, GAUSSIAN = cpu_kernels.LOGISTIC, cpu_kernels.POISSON, cpu_kernels.GAUSSIAN
 
@@ -87,12 +88,29 @@ def loglik_kernel(family, eta, y, w, partial):
 
 
 @cuda.jit(device=True)
-def column_terms(r, a, b, start, stride, indices, values, resid, curv):
-    """This thread's share (non-zeros a + start, a + start + stride, ...) of the column's
-    g = sum x resid and h = -sum x^2 curv, for replicate r."""
+def refresh(data, state, r, tid, nt, sa, sb, sf):
+    """Nothing to refresh: every row's state is current after each move."""
+
+
+@cuda.jit(device=True)
+def gradient(data, state, r, j, tid, nt, sa, sb, sf):
+    """This thread's share (non-zeros tid, tid + nt, ...) of g = sum x resid over column j."""
+    family, indptr, indices, values, indicator, y, w = data
+    eta, expeta, resid, curv = state
+    g = 0.0
+    for k in range(indptr[j] + tid, indptr[j + 1], nt):
+        g += float(values[k]) * resid[r, indices[k]]
+    return g
+
+
+@cuda.jit(device=True)
+def terms(data, state, r, j, tid, nt, sa, sb, sf):
+    """This thread's share of g = sum x resid and h = -sum x^2 curv over column j."""
+    family, indptr, indices, values, indicator, y, w = data
+    eta, expeta, resid, curv = state
     g = 0.0
     h = 0.0
-    for k in range(a + start, b, stride):
+    for k in range(indptr[j] + tid, indptr[j + 1], nt):
         i = indices[k]
         x = float(values[k])
         g += x * resid[r, i]
@@ -101,10 +119,14 @@ def column_terms(r, a, b, start, stride, indices, values, resid, curv):
 
 
 @cuda.jit(device=True)
-def move_column(family, r, a, b, start, stride, step, ind, indices, values, eta, y, w, expeta, resid, curv):
-    """beta_j += step at this thread's share of the column's non-zeros (``ind``: 0/1 column)."""
+def move(data, state, r, j, step, tid, nt):
+    """beta_j += step at this thread's share of column j's non-zeros (one ``exp`` per move
+    for an indicator column)."""
+    family, indptr, indices, values, indicator, y, w = data
+    eta, expeta, resid, curv = state
     factor = math.exp(step)
-    for k in range(a + start, b, stride):
+    ind = indicator[j] != 0
+    for k in range(indptr[j] + tid, indptr[j + 1], nt):
         i = indices[k]
         x = float(values[k])
         e = eta[r, i] + step * x
@@ -119,102 +141,10 @@ def move_column(family, r, a, b, start, stride, step, ind, indices, values, eta,
         curv[r, i] = float(w[r, i]) * v
 
 
-@cuda.jit
-def sweep_kernel(mode, family, indptr, indices, values, indicator, coords, mask, beta, l1, l2, radius, fixed, out,
-                 eta, y, w, expeta, resid, curv):
-    """One CCD sweep over ``coords`` for replicate ``blockIdx.x`` (persistent block).
-
-    mode 0: CCD steps; mode 1: write (g, h) of the (single) coordinate to out[r];
-    mode 2: apply the step fixed[r] to the coordinate.
-    """
-    sa = cuda.shared.array(MAX_THREADS, float64)
-    sb = cuda.shared.array(MAX_THREADS, float64)
-    sstep = cuda.shared.array(1, float64)
-    r = cuda.blockIdx.x
-    tid = cuda.threadIdx.x
-    nt = cuda.blockDim.x
-    for c in range(coords.shape[0]):
-        j = coords[c]
-        if mask[r, j] == 0:
-            continue
-        a = indptr[j]
-        b = indptr[j + 1]
-        if mode != 2:
-            g, h = column_terms(r, a, b, tid, nt, indices, values, resid, curv)
-            block_sum2(sa, sb, g, h, tid, nt)
-        if tid == 0:
-            sstep[0] = coordinate_step(mode, sa[0], sb[0], beta, l1, l2, radius, fixed, out, r, j)
-        cuda.syncthreads()
-        step = sstep[0]
-        if step != 0.0:
-            move_column(family, r, a, b, tid, nt, step, indicator[j] != 0, indices, values, eta, y, w, expeta,
-                        resid, curv)
-        cuda.syncthreads()
-
-
-@cuda.jit
-def sweep_grid_kernel(mode, family, indptr, indices, values, indicator, coords, mask, beta, l1, l2, radius, fixed,
-                      out, partial, eta, y, w, expeta, resid, curv):
-    """One CCD sweep of a single fit spread over the whole grid (cooperative launch).
-
-    Each block reduces its share of the column's non-zeros and writes a partial (g, h);
-    after a grid-wide sync every block sums the partials in the same order (so all
-    blocks take the identical step), block 0 stores beta and the trust region, every
-    block moves its share, and a second grid sync orders the move before the next
-    coordinate's reads. beta[0, j] and radius[0, j] are read before the first sync, so
-    block 0's writes cannot race them. Replicate 0 only (gridDim.y == 1).
-    """
-    grid = cuda.cg.this_grid()
-    sa = cuda.shared.array(MAX_THREADS, float64)
-    sb = cuda.shared.array(MAX_THREADS, float64)
-    sstep = cuda.shared.array(1, float64)
-    bx = cuda.blockIdx.x
-    nb = cuda.gridDim.x
-    tid = cuda.threadIdx.x
-    nt = cuda.blockDim.x
-    start = bx * nt + tid
-    stride = nb * nt
-    for c in range(coords.shape[0]):
-        j = coords[c]
-        if mask[0, j] == 0:
-            continue
-        a = indptr[j]
-        b = indptr[j + 1]
-        b0 = beta[0, j]
-        rad0 = radius[0, j]
-        if mode != 2:
-            g, h = column_terms(0, a, b, start, stride, indices, values, resid, curv)
-            block_sum2(sa, sb, g, h, tid, nt)
-            if tid == 0:
-                partial[0, bx] = sa[0]
-                partial[1, bx] = sb[0]
-            grid.sync()
-            g = 0.0
-            h = 0.0
-            for q in range(tid, nb, nt):
-                g += partial[0, q]
-                h += partial[1, q]
-            block_sum2(sa, sb, g, h, tid, nt)
-        if tid == 0:
-            step = 0.0
-            if mode == 0:
-                step, rad = clipped_step(sa[0], sb[0], b0, l1[0, j], l2[0, j], rad0)
-                if bx == 0 and step != 0.0:
-                    beta[0, j] = b0 + step
-                    radius[0, j] = rad
-            elif mode == 1:
-                if bx == 0:
-                    out[0, 0] = sa[0]
-                    out[0, 1] = sb[0]
-            else:
-                step = fixed[0]
-            sstep[0] = step
-        cuda.syncthreads()
-        step = sstep[0]
-        if step != 0.0:
-            move_column(family, 0, a, b, start, stride, step, indicator[j] != 0, indices, values, eta, y, w, expeta,
-                        resid, curv)
-        grid.sync()
+#: one block per replicate
+sweep_kernel = compile_sweep(refresh, gradient, terms, move)
+#: a single fit over the whole grid (cooperative launch)
+sweep_grid_kernel = compile_sweep(refresh, gradient, terms, move, grid=True)
 
 
 def grid_blocks() -> int:
@@ -228,6 +158,8 @@ class GLMDeviceDatafit(DeviceDatafit):
     """:class:`~riskset.models.glm.GLMDatafit` with X and the state on the device."""
 
     family_name = "glm"
+    sweep_kernel = sweep_kernel
+    state_fields = ("eta", "expeta", "resid", "curv")
     #: a single fit (R = 1) sweeps with the cooperative whole-grid kernel; replicates use one block each
     single_fit_grid = True
 
@@ -274,17 +206,17 @@ class GLMDeviceDatafit(DeviceDatafit):
         loglik_kernel[(bx, self.n_rep), self.nt](self.family, state.d["eta"], s["y"], self._weights_dev(), partial)
         return partial.copy_to_host().sum(axis=1)
 
-    def _sweep(self, state, coords, mask, beta, l1, l2, radius, mode, fixed, out):
-        s, d = self._dev_static(), state.d
-        fixed, out = self._mode_arrays(fixed, out)
+    def _kernel_data(self):
+        s = self._dev_static()
+        return (self.family, s["indptr"], s["indices"], s["values"], s["indicator"], s["y"], self._weights_dev())
+
+    def _launch_sweep(self, state, coords, mask, beta, prior, radius, mode, fixed, out):
         if self.n_rep == 1 and self.single_fit_grid:
             nb = grid_blocks()
-            partial = cuda.device_array((2, nb), dtype=np.float64)
+            partial = cuda.device_array((2, 2, nb), dtype=np.float64)
             try:
-                sweep_grid_kernel[nb, self.nt](mode, self.family, s["indptr"], s["indices"], s["values"],
-                                               s["indicator"], coords, mask, beta, l1, l2, radius, fixed, out,
-                                               partial, d["eta"], s["y"], self._weights_dev(), d["expeta"],
-                                               d["resid"], d["curv"])
+                sweep_grid_kernel[nb, self.nt](self._kernel_data(), state.kernel, coords, mask, beta, prior, radius,
+                                               mode, fixed, out, partial)
                 return
             except Exception as err:  # e.g. no cooperative launch (cudadevrt missing): one block instead
                 if simulator_enabled():
@@ -292,9 +224,7 @@ class GLMDeviceDatafit(DeviceDatafit):
                 warnings.warn(f"cooperative whole-grid sweep unavailable ({type(err).__name__}: {err}); "
                               "sweeping in one block", RuntimeWarning, stacklevel=2)
                 type(self).single_fit_grid = False
-        sweep_kernel[self.n_rep, self.nt](mode, self.family, s["indptr"], s["indices"], s["values"], s["indicator"],
-                                          coords, mask, beta, l1, l2, radius, fixed, out, d["eta"], s["y"],
-                                          self._weights_dev(), d["expeta"], d["resid"], d["curv"])
+        super()._launch_sweep(state, coords, mask, beta, prior, radius, mode, fixed, out)
 
     def _check_weights(self, weights):
         if weights.shape[1] != self.n_rows:  # the device reads them as the (R, N) row weights
