@@ -93,19 +93,9 @@ def refresh(data, state, r, tid, nt, sa, sb, sf):
 
 
 @cuda.jit(device=True)
-def gradient(data, state, r, j, tid, nt, sa, sb, sf):
-    """This thread's share (non-zeros tid, tid + nt, ...) of g = sum x resid over column j."""
-    family, indptr, indices, values, indicator, y, w = data
-    eta, expeta, resid, curv = state
-    g = 0.0
-    for k in range(indptr[j] + tid, indptr[j + 1], nt):
-        g += float(values[k]) * resid[r, indices[k]]
-    return g
-
-
-@cuda.jit(device=True)
 def terms(data, state, r, j, tid, nt, sa, sb, sf):
-    """This thread's share of g = sum x resid and h = -sum x^2 curv over column j."""
+    """This thread's share (non-zeros tid, tid + nt, ...) of g = sum x resid and
+    h = -sum x^2 curv over column j."""
     family, indptr, indices, values, indicator, y, w = data
     eta, expeta, resid, curv = state
     g = 0.0
@@ -141,10 +131,11 @@ def move(data, state, r, j, step, tid, nt):
         curv[r, i] = float(w[r, i]) * v
 
 
+# no separate screen (g alone is no cheaper to reduce than (g, h)), as on the CPU
 #: one block per replicate
-sweep_kernel = compile_sweep(refresh, gradient, terms, move)
+sweep_kernel = compile_sweep(refresh, None, terms, move)
 #: a single fit over the whole grid (cooperative launch)
-sweep_grid_kernel = compile_sweep(refresh, gradient, terms, move, grid=True)
+sweep_grid_kernel = compile_sweep(refresh, None, terms, move, grid=True)
 
 
 def grid_blocks() -> int:

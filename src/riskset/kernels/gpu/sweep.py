@@ -8,6 +8,7 @@ this one is ``tid`` (r: the replicate)::
     refresh(data, state, r, tid, nt, sa, sb, sf)          make the aggregates current
                                                           (a no-op when they are)
     gradient(data, state, r, j, tid, nt, sa, sb, sf)      this thread's share of dl/dbeta_j
+                                                          (None where no cheaper than terms)
     terms(data, state, r, j, tid, nt, sa, sb, sf)         this thread's share of (dl/dbeta_j,
                                                           d2l/dbeta_j^2)
     move(data, state, r, j, step, tid, nt)                beta_j += step at this thread's share
@@ -19,7 +20,8 @@ builds the kernel ``sweep(data, state, coords, mask, beta, prior, radius, mode, 
 out, partial)`` which, for each coordinate j of ``coords`` with ``mask[r, j]``:
 
 1. refreshes; a penalized coordinate at its prior center moves only if |g_j| > l1_j,
-   which the block's reduction of ``gradient`` decides first (the CPU sweep's screen);
+   which the block's reduction of ``gradient`` decides first (the CPU sweep's screen;
+   without ``gradient`` the step of the g of ``terms`` is 0 there anyway);
 2. reduces (g, h) of ``terms`` over the block;
 3. takes the step :func:`riskset.core.step.prior_step_value` under the prior row
    ``prior[r, j]`` (l1, l2, center) and the trust-region half-width ``radius[r, j]``
@@ -108,6 +110,7 @@ def _grid_driver():
 def compile_sweep(refresh, gradient, terms, move, grid: bool = False):
     """The persistent sweep kernel for a family's device functions (see the module docstring)."""
     place, total2, barrier = _grid_driver() if grid else _block_driver()
+    screen = gradient is not None  # a constant of the closure: Numba compiles one branch below
 
     @cuda.jit
     def sweep(data, state, coords, mask, beta, prior, radius, mode, fixed, out, partial):
@@ -129,11 +132,12 @@ def compile_sweep(refresh, gradient, terms, move, grid: bool = False):
                 step = fixed[r]
             else:
                 refresh(data, state, r, tid, nt, sa, sb, sf)
-                if mode == 0 and l1 > 0.0 and b == center:
-                    g, _ = total2(sa, sb, gradient(data, state, r, j, tid, nt, sa, sb, sf), 0.0, partial, 0)
-                    barrier()  # every thread has read the total before the scratch is reused
-                    if abs(g) <= l1:
-                        continue  # a coordinate at its center moves only if |g_j| > l1_j, whatever h_j
+                if screen:
+                    if mode == 0 and l1 > 0.0 and b == center:
+                        g, _ = total2(sa, sb, gradient(data, state, r, j, tid, nt, sa, sb, sf), 0.0, partial, 0)
+                        barrier()  # every thread has read the total before the scratch is reused
+                        if abs(g) <= l1:
+                            continue  # a coordinate at its center moves only if |g_j| > l1_j, whatever h_j
                 g, h = terms(data, state, r, j, tid, nt, sa, sb, sf)
                 g, h = total2(sa, sb, g, h, partial, 1)
                 if mode == 1:
