@@ -84,7 +84,7 @@ def dense_refresh(data, state):
 
 @njit(cache=True)
 def dense_terms(data, state, j):
-    indptr, indices, values, indicator, xy, row_stratum, stratum_ptr, n_s, exact_m, c_s = data
+    indptr, indices, values, xy, stratum_ptr, n_s = data
     eta, w, W, B, dB, d2B, xbuf = state
     return dense_coordinate(indptr, indices, values, j, xy[j], stratum_ptr, w, n_s, xbuf)
 
@@ -96,7 +96,7 @@ def dense_gradient(data, state, j):
 
 @njit(cache=True)
 def dense_move_kernel(data, state, j, delta):
-    indptr, indices, values, indicator, xy, row_stratum, stratum_ptr, n_s, exact_m, c_s = data
+    indptr, indices, values, xy, stratum_ptr, n_s = data
     eta, w, W, B, dB, d2B, xbuf = state
     dense_move(indptr, indices, values, j, delta, eta, w, W, stratum_ptr, xbuf)
 
@@ -106,6 +106,9 @@ class DenseSCCSDatafit(ConditionalDatafit):
     same compiled sweep (:func:`riskset.core.sweep.compile_family`) as the sparse datafit."""
 
     kernels = compile_family("sccs_dense", dense_refresh, dense_gradient, dense_terms, dense_move_kernel)
+
+    def kernel_data(self):
+        return (self.indptr, self.indices, self.values, self.xy, self.stratum_ptr, self.n_s)
 
     def new_state(self, beta):
         st = super().new_state(beta)

@@ -79,6 +79,8 @@ class ConditionalDatafit(Datafit):
                         else np.ascontiguousarray(exact_m, dtype=np.int64))
         self.rows = np.arange(self.n_rows)  # Dataset row of each datafit row (set by the models)
         self.indicator = indicator_columns(self.indptr, self.values)
+        self.col_runs, self.run_start, self.run_stratum = conditional_kernels.column_runs(
+            self.indptr, self.indices, self.row_stratum)
         self.max_m = int(self.exact_m.max()) if n_strata else 0
 
     def _set_stratum_weights(self, c_s):
@@ -143,8 +145,8 @@ class ConditionalDatafit(Datafit):
     kernels = conditional_kernels.KERNELS
 
     def kernel_data(self):
-        return (self.indptr, self.indices, self.values, self.indicator, self.xy, self.row_stratum,
-                self.stratum_ptr, self.n_s, self.exact_m, self.c_s)
+        return (self.col_runs, self.run_start, self.run_stratum, self.indices, self.values, self.indicator,
+                self.xy, self.stratum_ptr, self.n_s, self.exact_m, self.c_s)
 
     def residuals(self, state):
         """dl/deta per row."""

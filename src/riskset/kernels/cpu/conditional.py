@@ -13,8 +13,8 @@ so that for column j, with mu_s = sum_{r in s} w_r x_rj / W_s,
     h_j = - sum_s n_s ( sum_{r in s} w_r x_rj^2 / W_s - mu_s^2 )
 
 and only the strata holding a non-zero of column j contribute to the second terms:
-one pass over the non-zeros of j (sorted by row, hence grouped by stratum) is
-O(nnz_j); g_j alone (the sweep's screen of a coordinate at its prior center) needs
+one pass over the non-zeros of j (sorted by row, hence in runs of one stratum each,
+listed once by :func:`column_runs`) is O(nnz_j); g_j alone (the sweep's screen of a coordinate at its prior center) needs
 no second moment. A move updates eta, w at those rows and W_s by the difference.
 
 *Exact* strata (conditional logistic, m_s >= 2 cases) contribute
@@ -159,6 +159,21 @@ def _exact_inclusion(w, a, b, m, pi):
 
 
 # -- state, moves and derivatives -------------------------------------------------
+def column_runs(indptr, indices, row_stratum):
+    """(col_runs, run_start, run_stratum): the runs of equal stratum among each column's
+    non-zeros; column j's runs are col_runs[j]:col_runs[j + 1], run k spans the non-zeros
+    run_start[k]:run_start[k + 1] and lies in stratum run_stratum[k]. The kernels walk a
+    column run by run, reading its strata in order instead of looking up each non-zero's
+    row (one scattered load per non-zero fewer)."""
+    nnz = int(indptr[-1])
+    st = row_stratum[indices[:nnz]]
+    col = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))
+    head = np.ones(nnz, bool)
+    head[1:] = (st[1:] != st[:-1]) | (col[1:] != col[:-1])
+    starts = np.flatnonzero(head)
+    return np.searchsorted(starts, indptr).astype(np.int64), np.r_[starts, nnz].astype(np.int64), st[head]
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def refresh_weights(eta, w, W, stratum_ptr):
     """w = exp(eta) and the per-stratum sums W (one O(N) pass)."""
@@ -195,22 +210,19 @@ def loglik(eta, w, W, y, n_s, stratum_ptr, exact_m, c_s, B):
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _column_derivatives(data, state, j, curvature):
-    """(dl/dbeta_j, d2l/dbeta_j^2), visiting only the strata of column j's non-zeros (they
-    are sorted by row, hence grouped by stratum). With ``curvature`` False, dl/dbeta_j alone
-    (the second derivative is returned as 0): the multinomial strata skip their second
-    moments, the exact ones the second-derivative polynomial; g is the same either way."""
-    indptr, indices, values, indicator, xy, row_stratum, stratum_ptr, n_s, exact_m, c_s = data
+    """(dl/dbeta_j, d2l/dbeta_j^2), visiting only the strata of column j's non-zeros, run by
+    run. With ``curvature`` False, dl/dbeta_j alone (the second derivative is returned as
+    0): the multinomial strata skip their second moments, the exact ones the
+    second-derivative polynomial; g is the same number either way."""
+    col_runs, run_start, run_stratum, indices, values, indicator, xy, stratum_ptr, n_s, exact_m, c_s = data
     eta, w, W, B, dB, d2B = state
     g = xy[j]
     h = 0.0
-    p = indptr[j]
-    end = indptr[j + 1]
-    while p < end:
-        s = row_stratum[indices[p]]
-        q = p
+    for k in range(col_runs[j], col_runs[j + 1]):
+        s = run_stratum[k]
+        p = run_start[k]
+        q = run_start[k + 1]
         if exact_m[s] > 0:
-            while q < end and row_stratum[indices[q]] == s:
-                q += 1
             a = stratum_ptr[s]
             b = stratum_ptr[s + 1]
             big = _stratum_scale(w, a, b)
@@ -220,37 +232,36 @@ def _column_derivatives(data, state, j, curvature):
             else:
                 d1 = _exact_stratum_gradient(w, a, b, exact_m[s], big, indices, values, p, q, B, dB)
             g -= c_s[s] * d1
-        else:  # g -= n_s mu_s, h -= n_s (second moment - mu_s^2), over the run of stratum s
+        else:  # g -= n_s mu_s, h -= n_s (second moment - mu_s^2)
             s1 = 0.0
             s2 = 0.0
-            while q < end and row_stratum[indices[q]] == s:
-                wx = w[indices[q]] * values[q]
+            for t in range(p, q):
+                wx = w[indices[t]] * values[t]
                 s1 += wx
                 if curvature:
-                    s2 += wx * values[q]
-                q += 1
+                    s2 += wx * values[t]
             mu = s1 / W[s]
             g -= n_s[s] * mu
             if curvature:
                 h -= n_s[s] * (s2 / W[s] - mu * mu)
-        p = q
     return g, h
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def move(indptr, indices, values, indicator, j, delta, row_stratum, eta, w, W):
+def move(col_runs, run_start, run_stratum, indices, values, indicator, j, delta, eta, w, W):
     """beta_j += delta: eta, w at the non-zeros of column j and W of their strata.
 
     For an indicator column w is multiplied by exp(delta): one exp per move.
     """
     factor = math.exp(delta)
-    for p in range(indptr[j], indptr[j + 1]):
-        r = indices[p]
-        x = values[p]
-        eta[r] += delta * x
-        e = w[r] * factor if indicator[j] else math.exp(eta[r])
-        W[row_stratum[r]] += e - w[r]
-        w[r] = e
+    for k in range(col_runs[j], col_runs[j + 1]):
+        s = run_stratum[k]
+        for t in range(run_start[k], run_start[k + 1]):
+            r = indices[t]
+            eta[r] += delta * values[t]
+            e = w[r] * factor if indicator[j] else math.exp(eta[r])
+            W[s] += e - w[r]
+            w[r] = e
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -310,8 +321,8 @@ def exact_hessian_block(sub_ptr, sub_idx, sub_val, k, w, stratum_ptr, exact_m, c
 
 
 # -- the compiled family contract (riskset.core.sweep) ---------------------------------
-# data = (indptr, indices, values, indicator, xy, row_stratum, stratum_ptr, n_s, exact_m, c_s);
-# state = (eta, w, W, B, dB, d2B).
+# data = (col_runs, run_start, run_stratum, indices, values, indicator, xy, stratum_ptr, n_s, exact_m, c_s)
+# (the first three from :func:`column_runs`); state = (eta, w, W, B, dB, d2B).
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def contract_refresh(data, state):
@@ -330,9 +341,9 @@ def contract_terms(data, state, j):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def contract_move(data, state, j, delta):
-    indptr, indices, values, indicator, xy, row_stratum, stratum_ptr, n_s, exact_m, c_s = data
+    col_runs, run_start, run_stratum, indices, values, indicator, xy, stratum_ptr, n_s, exact_m, c_s = data
     eta, w, W, B, dB, d2B = state
-    move(indptr, indices, values, indicator, j, delta, row_stratum, eta, w, W)
+    move(col_runs, run_start, run_stratum, indices, values, indicator, j, delta, eta, w, W)
 
 
 KERNELS = compile_family("conditional", contract_refresh, contract_gradient, contract_terms, contract_move)
