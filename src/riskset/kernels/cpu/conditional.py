@@ -14,8 +14,9 @@ so that for column j, with mu_s = sum_{r in s} w_r x_rj / W_s,
 
 and only the strata holding a non-zero of column j contribute to the second terms:
 one pass over the non-zeros of j (sorted by row, hence in runs of one stratum each,
-listed once by :func:`column_runs`) is O(nnz_j); g_j alone (the sweep's screen of a coordinate at its prior center) needs
-no second moment. A move updates eta, w at those rows and W_s by the difference.
+listed once by :func:`column_runs`) is O(nnz_j); g_j alone (the sweep's screen of a
+coordinate at its prior center) needs no second moment. A move updates eta, w at
+those rows and W_s by the difference.
 
 *Exact* strata (conditional logistic, m_s >= 2 cases) contribute
 ``l_s = sum_{cases} eta_r - log e_m(w_s)`` with e_m the elementary symmetric
@@ -39,8 +40,9 @@ from riskset.core.sweep import compile_family
 
 
 # -- exact (elementary symmetric polynomial) strata --------------------------------
-# _log_esp, _exact_stratum_derivs and _exact_stratum_gradient call no other compiled function and no ``min`` (the
-# caller passes the scale): the GPU backend compiles their source as CUDA device functions.
+# _log_esp, _exact_stratum_derivs and _exact_stratum_gradient call no other compiled function
+# and no ``min`` (the caller passes the scale): the GPU backend compiles their source as CUDA
+# device functions.
 @njit(cache=True, nogil=True, error_model="numpy")
 def _stratum_scale(w, a, b):
     big = 0.0
