@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from riskset.core.sweep import compile_family
 from riskset.data.sccs_builder import build_sccs
 from riskset.exceptions import DataWarning
 from riskset.models.sccs import SCCS
@@ -76,23 +77,44 @@ def dense_move(indptr, indices, values, j, delta, eta, w, W, stratum_ptr, xbuf):
     _scatter(indptr, indices, values, j, xbuf, -1)
 
 
-class DenseSCCSDatafit(ConditionalDatafit):
-    """Same likelihood, O(N) work per coordinate and per move (dense formulation)."""
+@njit(cache=True)
+def dense_refresh(data, state):
+    """Nothing to refresh: every move recomputes w and W."""
 
-    cycle = None  # the solver then sweeps through coordinate() and move() below
+
+@njit(cache=True)
+def dense_terms(data, state, j):
+    indptr, indices, values, xy, stratum_ptr, n_s = data
+    eta, w, W, B, dB, d2B, xbuf = state
+    return dense_coordinate(indptr, indices, values, j, xy[j], stratum_ptr, w, n_s, xbuf)
+
+
+@njit(cache=True)
+def dense_gradient(data, state, j):
+    return dense_terms(data, state, j)[0]
+
+
+@njit(cache=True)
+def dense_move_kernel(data, state, j, delta):
+    indptr, indices, values, xy, stratum_ptr, n_s = data
+    eta, w, W, B, dB, d2B, xbuf = state
+    dense_move(indptr, indices, values, j, delta, eta, w, W, stratum_ptr, xbuf)
+
+
+class DenseSCCSDatafit(ConditionalDatafit):
+    """Same likelihood, O(N) work per coordinate and per move (dense formulation), on the
+    same compiled sweep (:func:`riskset.core.sweep.compile_family`) as the sparse datafit."""
+
+    kernels = compile_family("sccs_dense", dense_refresh, dense_gradient, dense_terms, dense_move_kernel)
+
+    def kernel_data(self):
+        return (self.indptr, self.indices, self.values, self.xy, self.stratum_ptr, self.n_s)
 
     def new_state(self, beta):
         st = super().new_state(beta)
         st.xbuf = np.zeros(self.n_rows)
+        st.kernel = st.kernel + (st.xbuf,)
         return st
-
-    def coordinate(self, state, j):
-        return dense_coordinate(self.indptr, self.indices, self.values, j, self.xy[j], self.stratum_ptr,
-                                state.w, self.n_s, state.xbuf)
-
-    def move(self, state, j, delta):
-        dense_move(self.indptr, self.indices, self.values, j, delta, state.eta, state.w, state.W,
-                   self.stratum_ptr, state.xbuf)
 
 
 def simulate(n_cases, n_drugs, exposures_per_case, n_effects, seed):

@@ -47,7 +47,8 @@ def count_data(rng, n_strata=30, p=3, offset=True):
 
 
 def check_derivatives(df, beta, eps=1e-5):
-    """coordinate(), gradient() and hessian() against central finite differences of loglik."""
+    """coordinate(), gradient() and hessian() against central finite differences of loglik;
+    the sweep's screen (the compiled ``gradient`` kernel) gives exactly coordinate()'s g."""
     p = df.n_coef
     st = df.new_state(beta)
     ll = lambda b: df.loglik(df.new_state(b))
@@ -59,6 +60,7 @@ def check_derivatives(df, beta, eps=1e-5):
         fd_g = (ll(beta + e) - ll(beta - e)) / (2 * eps)
         fd_h = (ll(beta + e) - 2 * ll(beta) + ll(beta - e)) / eps**2
         g, h = df.coordinate(st, j)
+        assert df.kernels.gradient(df.kernel_data(), st.kernel, j) == g
         assert g == pytest.approx(fd_g, rel=1e-6, abs=1e-6)
         assert h == pytest.approx(fd_h, rel=1e-4, abs=1e-4)
         assert grad[j] == pytest.approx(g, rel=1e-9, abs=1e-9)

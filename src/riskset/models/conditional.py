@@ -27,7 +27,10 @@ stratum (its whole denominator is recomputed along column j; exact n:m sets are
 small in practice). A move updates eta and w at the non-zeros (one exp per move for
 indicator columns: w *= exp(delta)) and W_s by the difference; the log-likelihood
 pass once per cycle recomputes every w and W_s from eta, so rounding cannot build up.
-A datafit ``cycle`` runs a whole CCD sweep in one compiled call.
+A whole CCD sweep runs in one compiled call (the family's kernels on the shared sweep of
+:mod:`riskset.core.sweep`); a coordinate at its prior center is screened by dl/dbeta_j
+alone, which needs neither second moments nor, for exact strata, the second-derivative
+polynomial.
 
 Case weights must be constant within a stratum (a weight per matched set / person,
 e.g. a bootstrap count or a cross-validation fold indicator); they multiply the
@@ -45,7 +48,7 @@ import scipy.sparse as sp
 
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
-from riskset.kernels.cpu import conditional as kernels
+from riskset.kernels.cpu import conditional as conditional_kernels
 from riskset.models.base import Datafit, FitState, Model, indicator_columns, require_information, weight_overflow
 
 
@@ -78,6 +81,8 @@ class ConditionalDatafit(Datafit):
                         else np.ascontiguousarray(exact_m, dtype=np.int64))
         self.rows = np.arange(self.n_rows)  # Dataset row of each datafit row (set by the models)
         self.indicator = indicator_columns(self.indptr, self.values)
+        self.col_runs, self.run_start, self.run_stratum = conditional_kernels.column_runs(
+            self.indptr, self.indices, self.row_stratum)
         self.max_m = int(self.exact_m.max()) if n_strata else 0
 
     def _set_stratum_weights(self, c_s):
@@ -131,31 +136,25 @@ class ConditionalDatafit(Datafit):
         state.w = np.empty(self.n_rows)
         state.W = np.empty(self.n_strata)
         state.B, state.dB, state.d2B = (np.zeros(self.max_m + 1) for _ in range(3))
-        kernels.refresh(state.eta, state.w, state.W, self.stratum_ptr)
+        conditional_kernels.refresh_weights(state.eta, state.w, state.W, self.stratum_ptr)
+        state.kernel = (state.eta, state.w, state.W, state.B, state.dB, state.d2B)
         return state
 
     def loglik(self, state):
-        return kernels.loglik(state.eta, state.w, state.W, self.y, self.n_s, self.stratum_ptr,
-                              self.exact_m, self.c_s, state.B)
+        return conditional_kernels.loglik(state.eta, state.w, state.W, self.y, self.n_s, self.stratum_ptr,
+                                          self.exact_m, self.c_s, state.B)
 
-    def coordinate(self, state, j):
-        return kernels.coordinate(self.indptr, self.indices, self.values, j, self.xy[j], self.row_stratum,
-                                  self.stratum_ptr, state.w, state.W, self.n_s, self.exact_m, self.c_s,
-                                  state.B, state.dB, state.d2B)
+    kernels = conditional_kernels.KERNELS
 
-    def move(self, state, j, delta):
-        kernels.move(self.indptr, self.indices, self.values, self.indicator, j, delta, self.row_stratum,
-                     state.eta, state.w, state.W)
-
-    def cycle(self, state, coords, beta, l1, l2, radius):
-        kernels.cycle(self.indptr, self.indices, self.values, self.indicator, coords, beta, l1, l2, radius,
-                      self.xy, self.row_stratum, self.stratum_ptr, state.eta, state.w, state.W, self.n_s,
-                      self.exact_m, self.c_s, state.B, state.dB, state.d2B)
+    def kernel_data(self):
+        return (self.col_runs, self.run_start, self.run_stratum, self.indices, self.values, self.indicator,
+                self.xy, self.stratum_ptr, self.n_s, self.exact_m, self.c_s)
 
     def residuals(self, state):
         """dl/deta per row."""
         out = np.empty(self.n_rows)
-        kernels.residuals(state.w, state.W, self.y, self.n_s, self.stratum_ptr, self.exact_m, self.c_s, out)
+        conditional_kernels.residuals(state.w, state.W, self.y, self.n_s, self.stratum_ptr, self.exact_m,
+                                      self.c_s, out)
         return out
 
     def gradient(self, state):
@@ -192,8 +191,8 @@ class ConditionalDatafit(Datafit):
         if np.any(self.exact_m > 0):
             sub = Xc.tocsr()
             sub.sort_indices()
-            kernels.exact_hessian_block(sub.indptr.astype(np.int64), sub.indices.astype(np.int64), sub.data,
-                                        k, state.w, self.stratum_ptr, self.exact_m, self.c_s, H)
+            conditional_kernels.exact_hessian_block(sub.indptr.astype(np.int64), sub.indices.astype(np.int64),
+                                                    sub.data, k, state.w, self.stratum_ptr, self.exact_m, self.c_s, H)
         return H
 
 

@@ -13,17 +13,20 @@ so that for column j, with mu_s = sum_{r in s} w_r x_rj / W_s,
     h_j = - sum_s n_s ( sum_{r in s} w_r x_rj^2 / W_s - mu_s^2 )
 
 and only the strata holding a non-zero of column j contribute to the second terms:
-one pass over the non-zeros of j (sorted by row, hence grouped by stratum) is
-O(nnz_j). A move updates eta, w at those rows and W_s by the difference.
+one pass over the non-zeros of j (sorted by row, hence in runs of one stratum each,
+listed once by :func:`column_runs`) is O(nnz_j); g_j alone (the sweep's screen of a
+coordinate at its prior center) needs no second moment. A move updates eta, w at
+those rows and W_s by the difference.
 
 *Exact* strata (conditional logistic, m_s >= 2 cases) contribute
 ``l_s = sum_{cases} eta_r - log e_m(w_s)`` with e_m the elementary symmetric
 polynomial of degree m of the stratum's w (sum over all m-subsets of the product
 of their w). e_m and its first and second directional derivatives along column j
 follow from the recursion B_k <- B_k + w_i B_{k-1} over the stratum's rows
-(Gail, Lubin & Rubinstein 1981): O(n_s m_s) per stratum touched by column j. The
-weights are divided by the stratum's largest w first (e_m is homogeneous of
-degree m) so nothing overflows.
+(Gail, Lubin & Rubinstein 1981): O(n_s m_s) per stratum touched by column j; g_j
+alone skips the second-derivative polynomial (two updates per row and degree, not
+three). The weights are divided by the stratum's largest w first (e_m is homogeneous
+of degree m) so nothing overflows.
 
 Every stratum carries a weight c_s (case weight, constant within the stratum): y
 and n_s are already multiplied by it, exact strata multiply their terms by c_s.
@@ -33,12 +36,13 @@ import math
 import numpy as np
 from numba import njit
 
-from riskset.core.step import bounded_step
+from riskset.core.sweep import compile_family
 
 
 # -- exact (elementary symmetric polynomial) strata --------------------------------
-# _log_esp and _exact_stratum_derivs call no other compiled function and no ``min`` (the
-# caller passes the scale): the GPU backend compiles their source as CUDA device functions.
+# _log_esp, _exact_stratum_derivs and _exact_stratum_gradient call no other compiled function
+# and no ``min`` (the caller passes the scale): the GPU backend compiles their source as CUDA
+# device functions.
 @njit(cache=True, nogil=True, error_model="numpy")
 def _stratum_scale(w, a, b):
     big = 0.0
@@ -97,6 +101,34 @@ def _exact_stratum_derivs(w, a, b, m, big, idx, val, p, q, B, dB, d2B):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def _exact_stratum_gradient(w, a, b, m, big, idx, val, p, q, B, dB):
+    """First derivative of log e_m(w[a:b]) along x alone: the recursion of
+    :func:`_exact_stratum_derivs` without its second-derivative polynomial (two of its
+    three per-row updates; the same arithmetic, so the same value as its ``d1``)."""
+    for k in range(m + 1):
+        B[k] = 0.0
+        dB[k] = 0.0
+    B[0] = 1.0
+    ptr = p
+    for r in range(a, b):
+        v = w[r] / big
+        x = 0.0
+        if ptr < q and idx[ptr] == r:
+            x = val[ptr]
+            ptr += 1
+        top = m if m < r - a + 1 else r - a + 1  # min(m, rows so far)
+        if x == 0.0:
+            for k in range(top, 0, -1):
+                dB[k] += v * dB[k - 1]
+                B[k] += v * B[k - 1]
+        else:
+            for k in range(top, 0, -1):
+                dB[k] += v * (x * B[k - 1] + dB[k - 1])
+                B[k] += v * B[k - 1]
+    return dB[m] / B[m]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _exact_inclusion(w, a, b, m, pi):
     """pi[r] = P(row r is among the m selected | stratum) = d log e_m / d eta_r.
 
@@ -128,9 +160,24 @@ def _exact_inclusion(w, a, b, m, pi):
         pi[a + i] = v * s / total
 
 
-# -- the solver interface ------------------------------------------------------------
+# -- state, moves and derivatives -------------------------------------------------
+def column_runs(indptr, indices, row_stratum):
+    """(col_runs, run_start, run_stratum): the runs of equal stratum among each column's
+    non-zeros; column j's runs are col_runs[j]:col_runs[j + 1], run k spans the non-zeros
+    run_start[k]:run_start[k + 1] and lies in stratum run_stratum[k]. The kernels walk a
+    column run by run, reading its strata in order instead of looking up each non-zero's
+    row (one scattered load per non-zero fewer)."""
+    nnz = int(indptr[-1])
+    st = row_stratum[indices[:nnz]]
+    col = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))
+    head = np.ones(nnz, bool)
+    head[1:] = (st[1:] != st[:-1]) | (col[1:] != col[:-1])
+    starts = np.flatnonzero(head)
+    return np.searchsorted(starts, indptr).astype(np.int64), np.r_[starts, nnz].astype(np.int64), st[head]
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
-def refresh(eta, w, W, stratum_ptr):
+def refresh_weights(eta, w, W, stratum_ptr):
     """w = exp(eta) and the per-stratum sums W (one O(N) pass)."""
     for s in range(stratum_ptr.shape[0] - 1):
         tot = 0.0
@@ -163,68 +210,60 @@ def loglik(eta, w, W, y, n_s, stratum_ptr, exact_m, c_s, B):
     return total
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def coordinate(indptr, indices, values, j, xy_j, row_stratum, stratum_ptr, w, W, n_s, exact_m, c_s,
-               B, dB, d2B):
-    """(dl/dbeta_j, d2l/dbeta_j^2), visiting only the strata of column j's non-zeros."""
-    g = xy_j
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _column_derivatives(data, state, j, curvature):
+    """(dl/dbeta_j, d2l/dbeta_j^2), visiting only the strata of column j's non-zeros, run by
+    run. With ``curvature`` False, dl/dbeta_j alone (the second derivative is returned as
+    0): the multinomial strata skip their second moments, the exact ones the
+    second-derivative polynomial; g is the same number either way."""
+    col_runs, run_start, run_stratum, indices, values, indicator, xy, stratum_ptr, n_s, exact_m, c_s = data
+    eta, w, W, B, dB, d2B = state
+    g = xy[j]
     h = 0.0
-    p = indptr[j]
-    end = indptr[j + 1]
-    while p < end:
-        s = row_stratum[indices[p]]
-        q = p
+    for k in range(col_runs[j], col_runs[j + 1]):
+        s = run_stratum[k]
+        p = run_start[k]
+        q = run_start[k + 1]
         if exact_m[s] > 0:
-            while q < end and row_stratum[indices[q]] == s:
-                q += 1
             a = stratum_ptr[s]
             b = stratum_ptr[s + 1]
-            d1, d2 = _exact_stratum_derivs(w, a, b, exact_m[s], _stratum_scale(w, a, b), indices, values, p, q,
-                                           B, dB, d2B)
+            big = _stratum_scale(w, a, b)
+            if curvature:
+                d1, d2 = _exact_stratum_derivs(w, a, b, exact_m[s], big, indices, values, p, q, B, dB, d2B)
+                h -= c_s[s] * d2
+            else:
+                d1 = _exact_stratum_gradient(w, a, b, exact_m[s], big, indices, values, p, q, B, dB)
             g -= c_s[s] * d1
-            h -= c_s[s] * d2
-        else:
+        else:  # g -= n_s mu_s, h -= n_s (second moment - mu_s^2)
             s1 = 0.0
             s2 = 0.0
-            while q < end and row_stratum[indices[q]] == s:
-                wx = w[indices[q]] * values[q]
+            for t in range(p, q):
+                wx = w[indices[t]] * values[t]
                 s1 += wx
-                s2 += wx * values[q]
-                q += 1
+                if curvature:
+                    s2 += wx * values[t]
             mu = s1 / W[s]
             g -= n_s[s] * mu
-            h -= n_s[s] * (s2 / W[s] - mu * mu)
-        p = q
+            if curvature:
+                h -= n_s[s] * (s2 / W[s] - mu * mu)
     return g, h
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def move(indptr, indices, values, indicator, j, delta, row_stratum, eta, w, W):
+def move(col_runs, run_start, run_stratum, indices, values, indicator, j, delta, eta, w, W):
     """beta_j += delta: eta, w at the non-zeros of column j and W of their strata.
 
     For an indicator column w is multiplied by exp(delta): one exp per move.
     """
     factor = math.exp(delta)
-    for p in range(indptr[j], indptr[j + 1]):
-        r = indices[p]
-        x = values[p]
-        eta[r] += delta * x
-        e = w[r] * factor if indicator[j] else math.exp(eta[r])
-        W[row_stratum[r]] += e - w[r]
-        w[r] = e
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def cycle(indptr, indices, values, indicator, coords, beta, l1, l2, radius, xy, row_stratum, stratum_ptr,
-          eta, w, W, n_s, exact_m, c_s, B, dB, d2B):
-    """One CCD sweep over ``coords`` (see riskset.solver.step), entirely compiled."""
-    for j in coords:
-        g, h = coordinate(indptr, indices, values, j, xy[j], row_stratum, stratum_ptr, w, W, n_s, exact_m, c_s,
-                          B, dB, d2B)
-        step = bounded_step(g, h, beta[j], l1[j], l2[j], radius, j)
-        if step != 0.0:
-            move(indptr, indices, values, indicator, j, step, row_stratum, eta, w, W)
-            beta[j] += step
+    for k in range(col_runs[j], col_runs[j + 1]):
+        s = run_stratum[k]
+        for t in range(run_start[k], run_start[k + 1]):
+            r = indices[t]
+            eta[r] += delta * values[t]
+            e = w[r] * factor if indicator[j] else math.exp(eta[r])
+            W[s] += e - w[r]
+            w[r] = e
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -281,3 +320,32 @@ def exact_hessian_block(sub_ptr, sub_idx, sub_val, k, w, stratum_ptr, exact_m, c
         for u in range(k):
             for t in range(k):
                 out[u, t] -= c_s[s] * (d2B[u, t, m] / B[m] - dB[u, m] * dB[t, m] / (B[m] * B[m]))
+
+
+# -- the compiled family contract (riskset.core.sweep) ---------------------------------
+# data = (col_runs, run_start, run_stratum, indices, values, indicator, xy, stratum_ptr, n_s, exact_m, c_s)
+# (the first three from :func:`column_runs`); state = (eta, w, W, B, dB, d2B).
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def contract_refresh(data, state):
+    """Nothing to refresh: each move keeps w and W current at the rows it touches."""
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def contract_gradient(data, state, j):
+    return _column_derivatives(data, state, j, False)[0]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def contract_terms(data, state, j):
+    return _column_derivatives(data, state, j, True)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def contract_move(data, state, j, delta):
+    col_runs, run_start, run_stratum, indices, values, indicator, xy, stratum_ptr, n_s, exact_m, c_s = data
+    eta, w, W, B, dB, d2B = state
+    move(col_runs, run_start, run_stratum, indices, values, indicator, j, delta, eta, w, W)
+
+
+KERNELS = compile_family("conditional", contract_refresh, contract_gradient, contract_terms, contract_move)
