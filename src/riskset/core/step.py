@@ -75,14 +75,3 @@ def prior_step(g, h, beta, prior, radius, j):
         radius[j] = rad
     return step, new
 
-
-@_jit
-def bounded_step(g, h, b, l1, l2, radius, j):
-    """TRANSITIONAL (removed once every family uses the shared sweep)."""
-    step = newton_step(g, h, b, l1, l2)
-    if step == 0.0:
-        return 0.0
-    r = radius[j]
-    step = min(max(step, -r), r)
-    radius[j] = max(2.0 * abs(step), 0.5 * r)
-    return step

@@ -163,19 +163,6 @@ def move(data, state, r, j, step, tid, nt):
 sweep_kernel = compile_sweep(refresh, gradient, terms, move)
 
 
-def column_runs(indptr, indices, row_stratum):
-    """(col_runs, run_start, run_stratum): the runs of equal stratum among each column's
-    non-zeros; column j's runs are col_runs[j]:col_runs[j + 1], run k spans the non-zeros
-    run_start[k]:run_start[k + 1] and lies in stratum run_stratum[k]."""
-    nnz = int(indptr[-1])
-    st = row_stratum[indices[:nnz]]
-    col = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))
-    head = np.ones(nnz, bool)
-    head[1:] = (st[1:] != st[:-1]) | (col[1:] != col[:-1])
-    starts = np.flatnonzero(head)
-    return np.searchsorted(starts, indptr).astype(np.int64), np.r_[starts, nnz].astype(np.int64), st[head]
-
-
 class ConditionalDeviceDatafit(DeviceDatafit):
     """:class:`~riskset.models.conditional.ConditionalDatafit` with X and the state on the device.
 
@@ -198,7 +185,7 @@ class ConditionalDeviceDatafit(DeviceDatafit):
 
     def _make_static(self):
         cpu = self.cpu
-        col_runs, run_start, run_stratum = column_runs(cpu.indptr, cpu.indices, cpu.row_stratum)
+        col_runs, run_start, run_stratum = cpu.col_runs, cpu.run_start, cpu.run_stratum
         stype = np.int32 if cpu.n_strata < 2**31 - 1 else np.int64
         return dict(indices=cuda.to_device(cpu.indices.astype(self.itype)),
                     values=cuda.to_device(cpu.values.astype(self.dtype)),
