@@ -66,18 +66,7 @@ SOLVER_SEES = ("riskset.solver", "riskset.core", "riskset.exceptions", "riskset.
 GPU_CHOOSERS = ("riskset.backend",)
 
 #: (importer, imported) arrows that break a rule, each being removed on another branch.
-ALLOWED = {
-    # being fixed by the "gpusweep" engineer: to_device dispatches on the family's Datafit class
-    ("riskset.kernels.gpu", "riskset.models.glm"),
-    ("riskset.kernels.gpu", "riskset.models.conditional"),
-    ("riskset.kernels.gpu", "riskset.models.cox"),
-    ("riskset.kernels.gpu", "riskset.models.fine_gray"),
-    # being fixed by the "gpusweep" engineer: Datafit and FitState now live in riskset.core.interface
-    ("riskset.kernels.gpu.base", "riskset.models.base"),
-    # being fixed by the "gpusweep" engineer: kernels.gpu.fit_replicates (the solver's driver) goes
-    ("riskset.kernels.gpu.replicates", "riskset.solver.ccd"),
-    ("riskset.kernels.gpu.replicates", "riskset.solver.replicates"),
-}
+ALLOWED: set[tuple[str, str]] = set()
 
 
 def module_name(path: Path) -> str:

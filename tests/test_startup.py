@@ -1,7 +1,7 @@
 """First run: the one-line note while Numba compiles riskset's kernels, and the disk cache.
 
 Each test runs a fresh Python with an empty ``NUMBA_CACHE_DIR`` of its own, compiling one
-small kernel (``riskset.solver.step.newton_step``) so that it stays fast. The note is for
+small kernel (``riskset.core.step.newton_step``) so that it stays fast. The note is for
 a person at a terminal, so stderr is a pseudo-terminal here.
 """
 import os
@@ -14,7 +14,7 @@ from riskset.kernels.cpu.compile_notice import NOTE
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-CALL_KERNEL = "import riskset; from riskset.solver.step import newton_step; newton_step(1.0, -1.0, 0.0, 0.0, 0.0)"
+CALL_KERNEL = "import riskset; from riskset.core.step import newton_step; newton_step(1.0, -1.0, 0.0, 0.0, 0.0)"
 USER_KERNEL = ("import riskset, numba; f = numba.njit(lambda x: x + 1); f(1.0); "
                "from riskset.kernels.cpu.compile_notice import is_riskset_kernel; assert not is_riskset_kernel(f)")
 

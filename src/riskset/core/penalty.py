@@ -90,16 +90,6 @@ class Penalty:
         off = np.abs(grad - self.l2 * d - self.l1 * np.sign(d))
         return np.where(d == 0, np.maximum(np.abs(grad) - self.l1, 0.0), off)
 
-    def kkt_scale(self, grad_at_start, free) -> float:
-        """The unit of a fit's KKT violation: its largest L1 rate (the violation is then a
-        fraction of the penalty rate), else the largest gradient at the start (a fraction
-        of the initial slope); 1 if both are 0."""
-        l1 = self.l1[free]
-        if l1.size and l1.max() > 0:
-            return float(l1.max())
-        g = np.abs(np.asarray(grad_at_start)[free])
-        return float(g.max()) if g.size and np.isfinite(g.max()) and g.max() > 0 else 1.0
-
     def row(self, r: int) -> "Penalty":
         """The penalty of replicate r of a batch."""
         out = Penalty.__new__(Penalty)

@@ -337,18 +337,28 @@ def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, un
     return beta, state, result
 
 
-def kkt_unit(datafit, state, pen: Penalty, free) -> float:
-    """The unit of the fit's KKT violation (:meth:`~riskset.core.penalty.Penalty.kkt_scale`):
-    its largest L1 rate, else the largest slope at ``state`` (the start)."""
+def kkt_unit(datafit, state, pen: Penalty, free) -> np.ndarray:
+    """Per coefficient, the unit of its KKT violation: with an L1 prior the largest L1 rate
+    (a violation is a fraction of the penalty rate); without, the square root of its
+    information at ``state``, sqrt(I_jj + l2_j) (a violation is then a score statistic:
+    how many standard errors the coordinate is from its optimum, the others held); 1 for a
+    coefficient with no information."""
+    unit = np.ones(pen.l1.shape)
     if np.any(pen.l1[free] > 0):
-        return pen.kkt_scale(None, free)
-    return pen.kkt_scale(datafit.gradient(state), free)
+        return unit * float(np.max(pen.l1[free]))
+    columns = np.flatnonzero(free)
+    if columns.size:
+        info = np.sqrt(np.maximum(datafit.information_scale(state, columns), 0.0) + pen.l2[columns])
+        unit[columns] = np.where(np.isfinite(info) & (info > 0), info, 1.0)
+    return unit
 
 
-def kkt_violation(datafit, state, beta, pen: Penalty, free, unit: float) -> float:
-    """The largest KKT violation of the ``free`` coefficients at ``beta``, in ``unit``s."""
-    violations = pen.kkt_violations(beta, datafit.gradient(state))[free]
-    return float(np.max(violations)) / unit if violations.size else 0.0
+def kkt_violation(datafit, state, beta, pen: Penalty, free, unit: np.ndarray, grad=None) -> float:
+    """The largest KKT violation of the ``free`` coefficients at ``beta``, in ``unit``s
+    (:func:`kkt_unit`); ``grad``: the log-likelihood's gradient there, if known."""
+    grad = datafit.gradient(state) if grad is None else grad
+    violations = (pen.kkt_violations(beta, grad) / unit)[free]
+    return float(np.max(violations)) if violations.size else 0.0
 
 
 def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
@@ -380,7 +390,7 @@ def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
     if not done:
         return beta, state, gamma_max, None
     result = _ended(datafit, beta, state, pen, True, AT_GAMMA_MAX)
-    result.kkt = float(np.max(pen.kkt_violations(beta, grad)[free])) / pen.kkt_scale(grad, free)
+    result.kkt = kkt_violation(datafit, state, beta, pen, free, kkt_unit(datafit, state, pen, free), grad)
     return beta, state, gamma_max, result
 
 

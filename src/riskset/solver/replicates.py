@@ -16,7 +16,7 @@ import numpy as np
 
 from riskset.core.penalty import Penalty
 from riskset.core.replicates import ReplicateBatch
-from riskset.solver.ccd import (AT_GAMMA_MAX, CycleControl, SolverOptions, fit_status,
+from riskset.solver.ccd import (AT_GAMMA_MAX, CycleControl, SolverOptions, fit_status, kkt_unit,
                                 end_of_fit, polish, polish_set, state_problem, zero_test)
 
 
@@ -118,7 +118,7 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts):
     coords = [np.flatnonzero(row) for row in base]
     control = [CycleControl(objective[r], opts) if coords[r].size else None for r in range(R)]
     running = np.array([c is not None and not c.done for c in control])
-    unit = _kkt_units(batch, state, pen, base, np.flatnonzero(running))
+    unit = _kkt_units(batch, beta, pen, base, np.flatnonzero(running))
     while running.any():
         mask = np.zeros(beta.shape, bool)
         for r in np.flatnonzero(running):
@@ -129,8 +129,8 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts):
             control[r].record(objective[r])
         check = [r for r in np.flatnonzero(running) if control[r].wants_kkt]
         for r, grad in zip(check, batch.gradient(state, check) if check else ()):
-            violations = pen.row(r).kkt_violations(beta[r], grad)[base[r]]
-            control[r].checked(float(np.max(violations)) / unit[r])
+            violations = (pen.row(r).kkt_violations(beta[r], grad) / unit[r])[base[r]]
+            control[r].checked(float(np.max(violations)) if violations.size else 0.0)
         due = []
         for r in np.flatnonzero(running):
             if control[r].polish_due:
@@ -147,13 +147,17 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts):
     return beta, state, converged, n_iter, messages, kkt
 
 
-def _kkt_units(batch, state, pen: Penalty, base, rows) -> np.ndarray:
-    """Per replicate, the unit of its KKT violation (:func:`riskset.solver.ccd.kkt_unit`)."""
-    unit = np.ones(pen.l1.shape[0])
-    slope = [r for r in rows if not np.any(pen.l1[r, base[r]] > 0)]
-    grads = dict(zip(slope, batch.gradient(state, slope))) if slope else {}
-    for r in rows:
-        unit[r] = pen.row(r).kkt_scale(grads.get(r), base[r])
+def _kkt_units(batch, beta, pen: Penalty, base, rows) -> np.ndarray:
+    """Per replicate, the units of its KKT violations (:func:`riskset.solver.ccd.kkt_unit`,
+    on the replicate's own view at ``beta``), (R, P)."""
+    unit = np.ones(beta.shape)
+
+    def one(r):
+        view = batch.view(r)
+        return kkt_unit(view, view.new_state(beta[r]), pen.row(r), base[r])
+
+    for r, u in zip(rows, batch.map(one, list(rows))):
+        unit[r] = u
     return unit
 
 

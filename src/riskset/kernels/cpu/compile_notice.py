@@ -14,7 +14,7 @@ nothing. It is not a warning (nothing is wrong, and ``-W error`` must not turn i
 one).
 
 >>> from riskset.kernels.cpu.compile_notice import is_riskset_kernel
->>> from riskset.solver.step import newton_step
+>>> from riskset.core.step import newton_step
 >>> is_riskset_kernel(newton_step)
 True
 """
@@ -29,7 +29,7 @@ NOTE = ("riskset: compiling kernels, first run only (this can take a minute; "
 
 # The cached library kernels; ODE right-hand sides (riskset.ode) and GPU kernels are
 # compiled per run by design and say nothing.
-KERNEL_MODULES = ("riskset.kernels.cpu.", "riskset.solver.")
+KERNEL_MODULES = ("riskset.kernels.cpu.", "riskset.core.")
 
 
 def is_riskset_kernel(dispatcher) -> bool:
