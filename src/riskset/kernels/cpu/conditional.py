@@ -40,7 +40,7 @@ from riskset.core.sweep import compile_family
 
 
 # -- exact (elementary symmetric polynomial) strata --------------------------------
-# _log_esp, _exact_stratum_derivs and _exact_stratum_gradient call no other compiled function
+# _log_esp and _exact_stratum_derivs call no other compiled function
 # and no ``min`` (the caller passes the scale): the GPU backend compiles their source as CUDA
 # device functions.
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -98,34 +98,6 @@ def _exact_stratum_derivs(w, a, b, m, big, idx, val, p, q, B, dB, d2B):
                 B[k] += v * B[k - 1]
     d1 = dB[m] / B[m]
     return d1, d2B[m] / B[m] - d1 * d1
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _exact_stratum_gradient(w, a, b, m, big, idx, val, p, q, B, dB):
-    """First derivative of log e_m(w[a:b]) along x alone: the recursion of
-    :func:`_exact_stratum_derivs` without its second-derivative polynomial (two of its
-    three per-row updates; the same arithmetic, so the same value as its ``d1``)."""
-    for k in range(m + 1):
-        B[k] = 0.0
-        dB[k] = 0.0
-    B[0] = 1.0
-    ptr = p
-    for r in range(a, b):
-        v = w[r] / big
-        x = 0.0
-        if ptr < q and idx[ptr] == r:
-            x = val[ptr]
-            ptr += 1
-        top = m if m < r - a + 1 else r - a + 1  # min(m, rows so far)
-        if x == 0.0:
-            for k in range(top, 0, -1):
-                dB[k] += v * dB[k - 1]
-                B[k] += v * B[k - 1]
-        else:
-            for k in range(top, 0, -1):
-                dB[k] += v * (x * B[k - 1] + dB[k - 1])
-                B[k] += v * B[k - 1]
-    return dB[m] / B[m]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -214,8 +186,8 @@ def loglik(eta, w, W, y, n_s, stratum_ptr, exact_m, c_s, B):
 def _column_derivatives(data, state, j, curvature):
     """(dl/dbeta_j, d2l/dbeta_j^2), visiting only the strata of column j's non-zeros, run by
     run. With ``curvature`` False, dl/dbeta_j alone (the second derivative is returned as
-    0): the multinomial strata skip their second moments, the exact ones the
-    second-derivative polynomial; g is the same number either way."""
+    0): the multinomial strata skip their second moments (the exact ones' recursion gives
+    both at once); g is the same number either way."""
     col_runs, run_start, run_stratum, indices, values, indicator, xy, stratum_ptr, n_s, exact_m, c_s = data
     eta, w, W, B, dB, d2B = state
     g = xy[j]
@@ -228,12 +200,10 @@ def _column_derivatives(data, state, j, curvature):
             a = stratum_ptr[s]
             b = stratum_ptr[s + 1]
             big = _stratum_scale(w, a, b)
-            if curvature:
-                d1, d2 = _exact_stratum_derivs(w, a, b, exact_m[s], big, indices, values, p, q, B, dB, d2B)
-                h -= c_s[s] * d2
-            else:
-                d1 = _exact_stratum_gradient(w, a, b, exact_m[s], big, indices, values, p, q, B, dB)
+            d1, d2 = _exact_stratum_derivs(w, a, b, exact_m[s], big, indices, values, p, q, B, dB, d2B)
             g -= c_s[s] * d1
+            if curvature:
+                h -= c_s[s] * d2
         else:  # g -= n_s mu_s, h -= n_s (second moment - mu_s^2)
             s1 = 0.0
             s2 = 0.0

@@ -52,24 +52,27 @@ def new_state(eta, cw, w, ks, ke, event, ex, en, ev):
             ev[ke[r] - 1] += wr
 
 
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def moved_weight(eta, w, r, x, delta, factor, indicator):
+    """eta_r += delta x and w_r *= exp(delta x) (``factor`` = exp(delta), reused for an
+    indicator column: one exp per move); returns the change of w_r. The risk-set families'
+    moves add it to their slot sums; their log-likelihood recomputes w = c exp(eta) exactly."""
+    eta[r] += delta * x
+    wo = w[r]
+    wn = wo * (factor if indicator else math.exp(delta * x))
+    w[r] = wn
+    return wn - wo
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, evn, has_start, ex, en, ev):
-    """beta_j += delta: eta, w and the slot sums at the non-zeros of column j.
-
-    w is updated multiplicatively (one exp per move for indicator columns); the
-    per-cycle log-likelihood recomputes w = c exp(eta) exactly. Without start times
-    the entry sums ``en`` are never read (every row enters at its stratum's first slot).
-    """
+    """beta_j += delta: eta, w and the slot sums at the non-zeros of column j
+    (:func:`moved_weight`). Without start times the entry sums ``en`` are never read
+    (every row enters at its stratum's first slot)."""
     ind = indicator[j]
     factor = math.exp(delta)
     for i in range(indptr[j], indptr[j + 1]):
-        r = indices[i]
-        x = values[i]
-        eta[r] += delta * x
-        wo = w[r]
-        wn = wo * (factor if ind else math.exp(delta * x))
-        dw = wn - wo
-        w[r] = wn
+        dw = moved_weight(eta, w, indices[i], values[i], delta, factor, ind)
         ex[ken[i]] += dw
         if has_start:
             en[ksn[i]] += dw

@@ -48,7 +48,7 @@ import numpy as np
 from numba import njit
 
 from riskset.core.sweep import compile_family
-from riskset.kernels.cpu.cox import move_scan
+from riskset.kernels.cpu.cox import move_scan, moved_weight
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -171,17 +171,13 @@ def coordinate_sparse(indptr, indices, values, j, gx0, w, slot, cinv, A1, B1, A2
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, slot, cinv, W, Wc):
-    """beta_j += delta: eta, w and the slot sums at the non-zeros of column j (O(nnz_j))."""
+    """beta_j += delta: eta, w (:func:`~riskset.kernels.cpu.cox.moved_weight`) and the slot
+    sums at the non-zeros of column j (O(nnz_j))."""
     ind = indicator[j]
     factor = math.exp(delta)
     for i in range(indptr[j], indptr[j + 1]):
         r = indices[i]
-        x = values[i]
-        eta[r] += delta * x
-        wo = w[r]
-        wn = wo * (factor if ind else math.exp(delta * x))
-        dw = wn - wo
-        w[r] = wn
+        dw = moved_weight(eta, w, r, values[i], delta, factor, ind)
         s = slot[r]
         W[s] += dw
         ig = cinv[r]
