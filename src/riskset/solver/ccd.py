@@ -29,7 +29,7 @@ linear predictor) methods. Named steps:
    Small sets solve the formed Hessian block; large ones take conjugate-gradient steps
    on Hessian-vector products (O(nnz_A) each). From a warm start this replaces the long
    tail of active-set sweeps: typically two full sweeps and one polish end a fit.
-   After convergence, small sets are polished once more to machine precision.
+   Before each KKT check, small sets are polished to machine precision.
 5. ``end`` (:func:`finish`, also per replicate): a non-finite state (checked with the
    objective after every sweep and by ``Datafit.diagnose`` at the end) stops the fit with
    a message naming where; otherwise the test that the estimate exists
@@ -76,7 +76,7 @@ class SolverOptions:
     max_iter : cap on the number of cycles.
     polish_max_active : largest active set polished by Newton steps while cycling (0 =
         never); sets above :data:`DENSE_NEWTON_MAX` take conjugate-gradient steps, and only
-        sets up to that size are polished to machine precision after convergence.
+        sets up to that size are polished to machine precision before each KKT check.
     progress : show a progress bar over cycles.
     """
 
@@ -88,7 +88,7 @@ class SolverOptions:
 
     @property
     def final_polish_max_active(self) -> int:
-        """Largest active set polished to machine precision after convergence."""
+        """Largest active set polished to machine precision before a KKT check."""
         return min(self.polish_max_active, DENSE_NEWTON_MAX)
 
 
@@ -163,14 +163,7 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
     start_objective = datafit.loglik(state) - pen.value(beta)
     unit = kkt_unit(datafit, state, pen, free)
     beta, state, result = _cycles(datafit, beta, state, pen, np.flatnonzero(free), opts, start_objective, unit)
-    if result.converged and opts.polish_max_active > 0:
-        polished, state = polish(datafit, beta, state, pen, free, opts.final_polish_max_active)
-        if not np.array_equal(polished, beta):
-            result.kkt = np.nan  # measured again below
-        beta = polished
-        result.loglik = datafit.loglik(state)
-        result.objective = result.loglik - pen.value(beta)
-    if np.isnan(result.kkt) and np.isfinite(result.objective):
+    if np.isnan(result.kkt) and np.isfinite(result.objective):  # stopped before any KKT check
         result.kkt = kkt_violation(datafit, state, beta, pen, free, unit)
     result.beta, result.state, result.gamma_max = beta, state, gamma_max
     return finish(datafit, result, pen, free, start_objective)
@@ -320,7 +313,11 @@ def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, un
     while not ctl.done:
         datafit.sweep(state, ctl.coords(coords, beta, pen), beta, pen.table, radius)
         ctl.record(datafit.loglik(state) - pen.value(beta))
-        if ctl.wants_kkt:
+        if ctl.wants_kkt:  # small active sets polished to machine precision first: one KKT check
+            polished, state = polish(datafit, beta, state, pen, free, opts.final_polish_max_active)
+            if not np.array_equal(polished, beta):
+                beta = polished
+                ctl.objective = datafit.loglik(state) - pen.value(beta)
             ctl.checked(kkt_violation(datafit, state, beta, pen, free, unit))
         if ctl.failed:
             ctl.message = state_problem(datafit, beta, datafit.diagnose(state, beta), f"at cycle {ctl.k}") or ctl.message
@@ -379,7 +376,6 @@ def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
         beta, state, start = _cycles(datafit, beta, state, pen, unpen, opts)
         if not np.isfinite(start.objective):
             return beta, state, None, start
-        beta, state = polish(datafit, beta, state, pen, free & (l1 == 0), opts.final_polish_max_active)
     grad = datafit.gradient(state)
     if not np.all(np.isfinite(grad)):
         j = int(np.flatnonzero(~np.isfinite(grad))[0])

@@ -128,6 +128,8 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts):
         for r in np.flatnonzero(running):
             control[r].record(objective[r])
         check = [r for r in np.flatnonzero(running) if control[r].wants_kkt]
+        for r, obj in _polish(batch, state, beta, pen, base, check, opts.final_polish_max_active).items():
+            control[r].objective = obj  # small active sets at machine precision before the check
         for r, grad in zip(check, batch.gradient(state, check) if check else ()):
             violations = (pen.row(r).kkt_violations(beta[r], grad) / unit[r])[base[r]]
             control[r].checked(float(np.max(violations)) if violations.size else 0.0)
@@ -138,8 +140,6 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts):
             running[r] = not control[r].done
         for r, obj in _polish(batch, state, beta, pen, base, due, opts.polish_max_active, opts.tol).items():
             control[r].polished(obj)
-    finished = [r for r in range(R) if control[r] is not None and control[r].converged]
-    _polish(batch, state, beta, pen, base, finished, opts.final_polish_max_active)
     converged = np.array([c is not None and c.converged for c in control])
     n_iter = np.array([c.k if c is not None else 0 for c in control])
     messages = [c.message if c is not None else "" for c in control]
