@@ -2,10 +2,12 @@
 
 Numba keys the disk cache of a closure on its bytecode and a pickle of its closure
 cells. Cells holding compiled functions pickle with each function's UUID, random per
-process, so the key would change every run. :func:`stable_uuid` gives a compiled
-function a UUID from its qualified name and its source file's size and modification
-time (Numba's own rule for when a cache is stale): stable across processes, new when
-the source changes, so a sweep that inlines a changed family kernel recompiles.
+process, and with its Python function, whose globals bring the compiled functions it
+calls (with theirs), so the key would change every run. :func:`stable_uuid` gives a
+compiled function, and every compiled function it reaches through its globals, a UUID
+from its qualified name and its source file's size and modification time (Numba's own
+rule for when a cache is stale): stable across processes, new when a source changes, so
+a sweep that inlines a changed family kernel (or step) recompiles.
 :func:`closure_jit` also gives each closure a distinct name, since Numba derives symbol
 names from ``__qualname__`` and two cached libraries exposing one symbol would be
 linked to each other.
@@ -16,12 +18,18 @@ import os
 import types
 
 from numba import njit
+from numba.core.dispatcher import Dispatcher
 
 OPTIONS = dict(cache=True, nogil=True, error_model="numpy")
 
 
-def stable_uuid(dispatcher) -> None:
-    """Give a compiled function a deterministic UUID (see the module docstring)."""
+def stable_uuid(dispatcher, _seen=None) -> None:
+    """Give a compiled function, and those it calls, deterministic UUIDs (see the module
+    docstring)."""
+    seen = set() if _seen is None else _seen
+    if id(dispatcher) in seen:
+        return
+    seen.add(id(dispatcher))
     fn = dispatcher.py_func
     try:
         st = os.stat(fn.__code__.co_filename)
@@ -30,8 +38,21 @@ def stable_uuid(dispatcher) -> None:
         stamp = "?"
     try:
         dispatcher._set_uuid(f"riskset/{fn.__module__}.{fn.__qualname__}/{stamp}")
-    except AssertionError:  # already set (e.g. shared by two families)
+    except AssertionError:  # already set (a kernel shared by two families)
         pass
+    for name in _global_names(fn.__code__):
+        callee = fn.__globals__.get(name)
+        if isinstance(callee, Dispatcher):
+            stable_uuid(callee, seen)
+
+
+def _global_names(code) -> set:
+    """Names a code object (and the code nested in it) may read as globals."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
 
 
 def closure_jit(fn, suffix: str, **options):

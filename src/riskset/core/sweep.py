@@ -43,7 +43,8 @@ def compile_family(name: str, refresh, gradient, terms, move) -> CompiledFamily:
     """The family's sweep and single-coordinate entry points, compiled for its kernels
     (``gradient=None``: the family has no cheaper g than the one of ``terms``)."""
     screen = gradient is not None  # a constant of the closure: Numba compiles one branch below
-    for kernel in (refresh, gradient, terms, move):
+    step = prior_step  # a cell of the closures, so that their cache key follows the step's source
+    for kernel in (refresh, gradient, terms, move, step):
         if kernel is not None:
             stable_uuid(kernel)
 
@@ -65,9 +66,9 @@ def compile_family(name: str, refresh, gradient, terms, move) -> CompiledFamily:
                 g, h = terms(data, state, j)
                 if at_kink and abs(g) <= l1:
                     continue
-            step, new = prior_step(g, h, beta, prior, radius, j)
-            if step != 0.0:
-                move(data, state, j, step)
+            delta, new = step(g, h, beta, prior, radius, j)
+            if delta != 0.0:
+                move(data, state, j, delta)
                 beta[j] = new
 
     return CompiledFamily(name, refresh, gradient, terms, move, closure_jit(coordinate, name),

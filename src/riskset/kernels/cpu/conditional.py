@@ -296,22 +296,22 @@ def exact_hessian_block(sub_ptr, sub_idx, sub_val, k, w, stratum_ptr, exact_m, c
 # data = (col_runs, run_start, run_stratum, indices, values, indicator, xy, stratum_ptr, n_s, exact_m, c_s)
 # (the first three from :func:`column_runs`); state = (eta, w, W, B, dB, d2B).
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_refresh(data, state):
     """Nothing to refresh: each move keeps w and W current at the rows it touches."""
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_gradient(data, state, j):
     return _column_derivatives(data, state, j, False)[0]
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_terms(data, state, j):
     return _column_derivatives(data, state, j, True)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_move(data, state, j, delta):
     col_runs, run_start, run_stratum, indices, values, indicator, xy, stratum_ptr, n_s, exact_m, c_s = data
     eta, w, W, B, dB, d2B = state

@@ -503,7 +503,7 @@ def weighted_cross(A, q, B, out):
 # ``codes`` (the column breakpoints) are read only with start times; ``dirty`` is an array
 # of one flag: a move leaves the aggregates stale, the next refresh makes them current.
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_refresh(data, state):
     """The aggregates from the slot sums, O(n_slots), if a move left them stale."""
     (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
@@ -514,7 +514,7 @@ def sparse_refresh(data, state):
         dirty[0] = False
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_gradient(data, state, j):
     (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
      slot_d, slot_m, slot_ptr, efron) = data
@@ -522,7 +522,7 @@ def sparse_gradient(data, state, j):
     return gradient_column(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, R1, efron)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_terms(data, state, j):
     """The walk over the column's non-zeros in slot order: sorted rows, or breakpoints with start times."""
     (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
@@ -534,7 +534,7 @@ def sparse_terms(data, state, j):
     return coordinate_sorted(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_move(data, state, j, delta):
     (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
      slot_d, slot_m, slot_ptr, efron) = data
@@ -551,19 +551,19 @@ SPARSE_KERNELS = compile_family("cox_sparse", sparse_refresh, sparse_gradient, s
 #   data  = (indptr, indices, values, cw, ks, ke, event, slot_d, slot_m, slot_last, efron)
 #   state = (eta, w, xd)
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def scan_refresh(data, state):
     """Nothing to refresh: every scan starts from w alone."""
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def scan_terms(data, state, j):
     indptr, indices, values, cw, ks, ke, event, slot_d, slot_m, slot_last, efron = data
     eta, w, xd = state
     return coordinate_scan(indptr, indices, values, j, xd, w, cw, ks, ke, event, slot_d, slot_m, slot_last, efron)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def scan_move(data, state, j, delta):
     indptr, indices, values, cw, ks, ke, event, slot_d, slot_m, slot_last, efron = data
     eta, w, xd = state

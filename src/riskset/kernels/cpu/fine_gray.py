@@ -319,7 +319,7 @@ def numerators(cols, indptr, indices, values, w, slot, cinv, Gev, N1):
 # data  = (indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev) for both;
 # state = (eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty) for "sparse", (eta, w, xd, work) for "scan".
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_refresh(data, state):
     """The aggregates from the slot sums, if a move left them stale (``dirty[0]``)."""
     indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
@@ -329,21 +329,21 @@ def sparse_refresh(data, state):
         dirty[0] = False
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_gradient(data, state, j):
     indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
     eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
     return gradient_column(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, SB)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_terms(data, state, j):
     indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
     eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
     return coordinate_sparse(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, SB, A2, A2G, A2GG)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_move(data, state, j, delta):
     """beta_j += delta: eta, w and the slot sums; the aggregates are stale until the next refresh."""
     indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
@@ -352,12 +352,12 @@ def sparse_move(data, state, j, delta):
     dirty[0] = True
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def scan_refresh(data, state):
     """Nothing to refresh: the scan reads no aggregate."""
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def scan_terms(data, state, j):
     """(g_j, h_j) by a full scan (which costs the same without h_j: no separate screen)."""
     indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
@@ -365,7 +365,7 @@ def scan_terms(data, state, j):
     return coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def scan_move(data, state, j, delta):
     """beta_j += delta: eta and w at the non-zeros of column j."""
     indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data

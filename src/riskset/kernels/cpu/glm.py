@@ -107,18 +107,18 @@ def loglik(family, rows):
 # data = (family, first, indptr, indices, values, indicator); state = (rows,).
 # Coefficient j is CSC column j - first (the implicit intercept when negative).
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_refresh(data, state):
     """Nothing to refresh: every row's state is current after each move."""
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_terms(data, state, j):
     family, first, indptr, indices, values, indicator = data
     return coordinate(indptr, indices, values, j - first, state[0])
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_move(data, state, j, delta):
     family, first, indptr, indices, values, indicator = data
     move(family, indptr, indices, values, indicator, j - first, delta, state[0])

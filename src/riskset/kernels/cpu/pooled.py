@@ -158,19 +158,19 @@ def cross_moments(lin, K, wt, ftab, ma, mb, out):
 # -- the compiled family contract (riskset.core.sweep) ------------------------------------------
 # data = (indptr, indices, values, src, fidx, ysum, K, wt, ftab), state = (lin, G, H, SP).
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_refresh(data, state):
     """Nothing to refresh: a move refreshes the sums of every subject it touches."""
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_terms(data, state, j):
     indptr, indices, values, src, fidx, ysum, K, wt, ftab = data
     lin, G, H, SP = state
     return coordinate(indptr, indices, values, src[j], fidx[j], ysum[j], G, H)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_move(data, state, j, delta):
     indptr, indices, values, src, fidx, ysum, K, wt, ftab = data
     lin, G, H, SP = state
