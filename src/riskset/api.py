@@ -37,8 +37,9 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
         penalty by default.
     tol, kkt_tol, max_iter : stopping rule. After a full sweep whose relative change of the
         objective is below ``tol``, the fit has converged when its largest violation of the
-        optimality (KKT) conditions, relative to the largest L1 rate (else to the largest
-        slope at the start), is at most ``kkt_tol`` (reported as ``FitResult.kkt``);
+        optimality (KKT) conditions, relative to the largest L1 rate (without an L1 prior,
+        in standard errors: over sqrt(I_jj + l2_j)), is at most ``kkt_tol`` (reported as
+        ``FitResult.kkt``);
         ``max_iter`` caps the cycles.
     warm_start : FitResult or mapping name -> value, optional
         Starting coefficients, matched by name (integer covariate ids name the

@@ -33,8 +33,9 @@ class FitResult:
     loglik : log-likelihood at the estimate; objective: penalized log-likelihood.
     converged, message, n_iter : how the solver ended.
     kkt : the largest violation of the optimality (KKT) conditions at the estimate,
-        relative to the largest L1 rate (else to the largest slope at the start): how
-        close to the optimum "converged" is (at most ``SolverOptions.kkt_tol``, 1e-4).
+        relative to the largest L1 rate (without an L1 prior, in standard errors: each
+        coefficient's violation over sqrt(I_jj + l2_j)): how close to the optimum
+        "converged" is (at most ``kkt_tol``, 1e-4 by default).
     status : 'converged', 'not_converged' or 'estimate_does_not_exist' (monotone
         likelihood: the likelihood keeps increasing along some unpenalized coefficients).
     diverging : those coefficients, name -> +1 / -1 (the direction); ``coef`` holds the

@@ -20,8 +20,8 @@ linear predictor) methods. Named steps:
    sweep whose relative change of the objective ``|f_k - f_{k-1}| / (|f_k| + 1)`` is below
    ``tol``, the full gradient is computed and the largest distance from 0 to the
    subdifferential of the objective (:meth:`~riskset.core.penalty.Penalty.kkt_violations`),
-   relative to the largest L1 rate (else to the largest slope at the start), must be at
-   most ``kkt_tol``; if not, full sweeps and Newton polishing go on. The achieved
+   in the units of :func:`kkt_unit` (the largest L1 rate; without an L1 prior, each
+   coefficient's sqrt(I_jj + l2_j)), must be at most ``kkt_tol``; if not, full sweeps and Newton polishing go on. The achieved
    violation is reported (``SolverResult.kkt``).
 4. ``polish``: Newton steps on the active set, projected on its orthant (a coordinate
    that would cross zero stops there): after each full sweep that did not converge
@@ -71,8 +71,8 @@ class SolverOptions:
     """Stopping rule and strategy of the solver.
 
     tol : relative objective change over a full sweep at which the KKT conditions are checked.
-    kkt_tol : largest KKT violation of a converged fit, relative to the largest L1 rate (else
-        to the largest slope at the start): the stated accuracy of "converged".
+    kkt_tol : largest KKT violation of a converged fit, in the units of :func:`kkt_unit` (the
+        largest L1 rate; without an L1 prior, standard errors): the stated accuracy of "converged".
     max_iter : cap on the number of cycles.
     polish_max_active : largest active set polished by Newton steps while cycling (0 =
         never); sets above :data:`DENSE_NEWTON_MAX` take conjugate-gradient steps, and only
