@@ -90,6 +90,12 @@ class Penalty:
         off = np.abs(grad - self.l2 * d - self.l1 * np.sign(d))
         return np.where(d == 0, np.maximum(np.abs(grad) - self.l1, 0.0), off)
 
+    def kkt_violation(self, beta, grad, unit, free) -> float:
+        """The largest of :meth:`kkt_violations` over the ``free`` coefficients, each in its
+        ``unit`` (0 if none is free)."""
+        violations = (self.kkt_violations(beta, grad) / unit)[free]
+        return float(np.max(violations)) if violations.size else 0.0
+
     def row(self, r: int) -> "Penalty":
         """The penalty of replicate r of a batch."""
         out = Penalty.__new__(Penalty)

@@ -161,7 +161,7 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
             return finish(datafit, start, pen, free)
 
     start_objective = datafit.loglik(state) - pen.value(beta)
-    unit = kkt_unit(datafit, state, pen, free)
+    unit = kkt_unit(datafit, pen, free, state)
     beta, state, result = _cycles(datafit, beta, state, pen, np.flatnonzero(free), opts, start_objective, unit)
     if np.isnan(result.kkt) and np.isfinite(result.objective):  # stopped before any KKT check
         result.kkt = kkt_violation(datafit, state, beta, pen, free, unit)
@@ -308,7 +308,7 @@ def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, un
         objective = datafit.loglik(state) - pen.value(beta)
     ctl = CycleControl(objective, opts)
     free = np.isin(np.arange(datafit.n_coef), coords)
-    unit = kkt_unit(datafit, state, pen, free) if unit is None else unit
+    unit = kkt_unit(datafit, pen, free, state) if unit is None else unit
     bar = _progress_bar(opts.progress)
     while not ctl.done:
         datafit.sweep(state, ctl.coords(coords, beta, pen), beta, pen.table, radius)
@@ -334,17 +334,19 @@ def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, un
     return beta, state, result
 
 
-def kkt_unit(datafit, state, pen: Penalty, free) -> np.ndarray:
+def kkt_unit(datafit, pen: Penalty, free, state=None, beta=None) -> np.ndarray:
     """Per coefficient, the unit of its KKT violation: with an L1 prior the largest L1 rate
     (a violation is a fraction of the penalty rate); without, the square root of its
-    information at ``state``, sqrt(I_jj + l2_j) (a violation is then a score statistic:
-    how many standard errors the coordinate is from its optimum, the others held); 1 for a
-    coefficient with no information."""
+    information at ``state`` (a new state at ``beta`` if not given), sqrt(I_jj + l2_j) (a
+    violation is then a score statistic: how many standard errors the coordinate is from
+    its optimum, the others held); 1 for a coefficient with no information. Only the
+    information needs a state."""
     unit = np.ones(pen.l1.shape)
     if np.any(pen.l1[free] > 0):
         return unit * float(np.max(pen.l1[free]))
     columns = np.flatnonzero(free)
     if columns.size:
+        state = datafit.new_state(beta) if state is None else state
         info = np.sqrt(np.maximum(datafit.information_scale(state, columns), 0.0) + pen.l2[columns])
         unit[columns] = np.where(np.isfinite(info) & (info > 0), info, 1.0)
     return unit
@@ -353,9 +355,7 @@ def kkt_unit(datafit, state, pen: Penalty, free) -> np.ndarray:
 def kkt_violation(datafit, state, beta, pen: Penalty, free, unit: np.ndarray, grad=None) -> float:
     """The largest KKT violation of the ``free`` coefficients at ``beta``, in ``unit``s
     (:func:`kkt_unit`); ``grad``: the log-likelihood's gradient there, if known."""
-    grad = datafit.gradient(state) if grad is None else grad
-    violations = (pen.kkt_violations(beta, grad) / unit)[free]
-    return float(np.max(violations)) if violations.size else 0.0
+    return pen.kkt_violation(beta, datafit.gradient(state) if grad is None else grad, unit, free)
 
 
 def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
@@ -386,7 +386,7 @@ def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
     if not done:
         return beta, state, gamma_max, None
     result = _ended(datafit, beta, state, pen, True, AT_GAMMA_MAX)
-    result.kkt = kkt_violation(datafit, state, beta, pen, free, kkt_unit(datafit, state, pen, free), grad)
+    result.kkt = kkt_violation(datafit, state, beta, pen, free, kkt_unit(datafit, pen, free, state), grad)
     return beta, state, gamma_max, result
 
 

@@ -131,8 +131,7 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts):
         for r, obj in _polish(batch, state, beta, pen, base, check, opts.final_polish_max_active).items():
             control[r].objective = obj  # small active sets at machine precision before the check
         for r, grad in zip(check, batch.gradient(state, check) if check else ()):
-            violations = (pen.row(r).kkt_violations(beta[r], grad) / unit[r])[base[r]]
-            control[r].checked(float(np.max(violations)) if violations.size else 0.0)
+            control[r].checked(pen.row(r).kkt_violation(beta[r], grad, unit[r], base[r]))
         due = []
         for r in np.flatnonzero(running):
             if control[r].polish_due:
@@ -149,12 +148,11 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts):
 
 def _kkt_units(batch, beta, pen: Penalty, base, rows) -> np.ndarray:
     """Per replicate, the units of its KKT violations (:func:`riskset.solver.ccd.kkt_unit`,
-    on the replicate's own view at ``beta``), (R, P)."""
+    on the replicate's own view at ``beta``; a state is built only without an L1 prior), (R, P)."""
     unit = np.ones(beta.shape)
 
     def one(r):
-        view = batch.view(r)
-        return kkt_unit(view, view.new_state(beta[r]), pen.row(r), base[r])
+        return kkt_unit(batch.view(r), pen.row(r), base[r], beta=beta[r])
 
     for r, u in zip(rows, batch.map(one, list(rows))):
         unit[r] = u
