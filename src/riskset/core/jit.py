@@ -55,13 +55,19 @@ def _global_names(code) -> set:
     return names
 
 
+def renamed(fn, suffix: str):
+    """A copy of the function ``fn`` named ``<name>__<suffix>`` (its closure shared): closures
+    compiled from one factory get distinct symbol names."""
+    new = types.FunctionType(fn.__code__, fn.__globals__, f"{fn.__name__}__{suffix}", fn.__defaults__,
+                             fn.__closure__)
+    new.__qualname__ = f"{fn.__qualname__}__{suffix}"
+    new.__module__ = fn.__module__
+    new.__doc__ = fn.__doc__
+    return new
+
+
 def closure_jit(fn, suffix: str, **options):
-    """``njit`` of the closure ``fn`` renamed ``<name>__<suffix>``, with a stable UUID."""
-    renamed = types.FunctionType(fn.__code__, fn.__globals__, f"{fn.__name__}__{suffix}", fn.__defaults__,
-                                 fn.__closure__)
-    renamed.__qualname__ = f"{fn.__qualname__}__{suffix}"
-    renamed.__module__ = fn.__module__
-    renamed.__doc__ = fn.__doc__
-    dispatcher = njit(**{**OPTIONS, **options})(renamed)
+    """``njit`` of the closure ``fn`` :func:`renamed` with ``suffix``, with a stable UUID."""
+    dispatcher = njit(**{**OPTIONS, **options})(renamed(fn, suffix))
     stable_uuid(dispatcher)
     return dispatcher

@@ -23,11 +23,12 @@ import marshal
 import os
 import re
 import threading
-import types
 
 import numba
 import numpy as np
 from numba import njit, prange
+
+from riskset.core.jit import renamed
 
 from . import dopri
 
@@ -37,18 +38,9 @@ INLINE = "always"
 
 
 def _rename(fn, suffix):
-    """Give the per-model closures distinct names: numba derives the symbol
-    names of compiled functions from ``__qualname__``, and two cached
-    libraries exposing equal symbol names would be linked to one another."""
-    if not suffix:
-        return fn
-    new = types.FunctionType(fn.__code__, fn.__globals__,
-                             f"{fn.__name__}__{suffix}", fn.__defaults__,
-                             fn.__closure__)
-    new.__qualname__ = f"{fn.__qualname__}__{suffix}"
-    new.__module__ = fn.__module__
-    new.__doc__ = fn.__doc__
-    return new
+    """Give the per-model closures distinct names (:func:`riskset.core.jit.renamed`; two
+    cached libraries exposing equal symbol names would be linked to one another)."""
+    return renamed(fn, suffix) if suffix else fn
 
 
 def _make_jit(key, cache, inline="never"):
