@@ -1,5 +1,17 @@
-"""Shared checks for model tests: finite-difference derivatives of any datafit."""
+"""Shared pieces of the model tests: finite-difference derivatives of any datafit, and a
+datafit of no family."""
 import numpy as np
+
+from riskset.core.interface import Datafit
+
+
+class BareDatafit(Datafit):
+    """A datafit with only the abstract methods (no kernels, no weights, no device family)."""
+
+    def new_state(self, beta): ...
+    def loglik(self, state): ...
+    def gradient(self, state): ...
+    def hessian(self, state, columns): ...
 
 
 def loglik_at(datafit, beta):

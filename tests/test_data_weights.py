@@ -10,8 +10,10 @@ import scipy.sparse as sp
 
 import riskset
 from riskset.data.dataset import Dataset
-from riskset.models.base import Datafit, get_model
+from riskset.models.base import get_model
 from riskset.models.pooled_logistic import PooledLogistic
+
+from helpers import BareDatafit
 
 
 def _weights(n, seed=2):
@@ -104,13 +106,5 @@ def test_reweighting_by_data_weights_gives_the_same_datafit(family):
 
 
 def test_a_family_without_weights_says_so():
-    class Bare(Datafit):
-        def new_state(self, beta): ...
-        def loglik(self, state): ...
-        def coordinate(self, state, j): ...
-        def move(self, state, j, delta): ...
-        def gradient(self, state): ...
-        def hessian(self, state, columns): ...
-
-    with pytest.raises(NotImplementedError, match="Bare"):
-        Bare(sp.csc_matrix(np.eye(2))).data_weights()
+    with pytest.raises(NotImplementedError, match="BareDatafit"):
+        BareDatafit(sp.csc_matrix(np.eye(2))).data_weights()

@@ -260,8 +260,6 @@ class Datafit(ABC):
 SEPARABILITY_REACH = 50.0
 
 
-
-
 def sparse_product(X: sp.csc_matrix, beta: np.ndarray) -> np.ndarray:
     """X @ beta touching only the columns where beta is non-zero (sparse L1 fits)."""
     nz = np.flatnonzero(beta)
