@@ -34,11 +34,12 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from riskset.core.columns import columns_dot, columns_dot2, columns_times
 from riskset.data.dataset import row_label
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
-from riskset.models.base import (Datafit, FitState, Model, drop_constant_covariates, indicator_columns,
-                                 require_information, weight_overflow)
+from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates,
+                                 indicator_columns, require_information, weight_overflow)
 
 FORMULATIONS = ("sparse", "scan")
 
@@ -258,8 +259,7 @@ class FineGrayDatafit(Datafit):
         K.row_terms(state.w, self.slot, self.cinv, state.A1, state.B1, v)
         Xc = self.X[:, cols]
         H = -np.asarray((Xc.T @ sp.diags(v) @ Xc).todense()).reshape(m, m)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            q2 = np.where(self.slot_d > 0, self.slot_d / state.D ** 2, 0.0)
+        q2 = self._slot_curvature(state)
         bs = max(1, min(m, int(max_bytes // (2 * max(ns, 1) * 8))))
         blocks = [np.arange(a, min(a + bs, m)) for a in range(0, m, bs)]
         for ia, A in enumerate(blocks):
@@ -271,6 +271,38 @@ class FineGrayDatafit(Datafit):
                 if B is not A:
                     H[np.ix_(B, A)] += blk.T
         return H
+
+    def local_quadratic(self, state, columns):
+        """Gradient, a diagonal scale and ``b -> H b`` on ``columns`` (the block of
+        :meth:`hessian`, never formed): O(nnz of the columns + N + K) per product
+        (:func:`~riskset.kernels.cpu.fine_gray.hessian_vector_rows`).
+
+        With v = :func:`~riskset.kernels.cpu.fine_gray.row_terms`, g = gx0 - X' v and the
+        first Hessian term is -X' diag(v) X, whose diagonal X^2' v bounds -h_jj from above.
+        """
+        self._sync(state)
+        cols = np.ascontiguousarray(columns, dtype=np.int64)
+        v = np.empty(self.n_rows)
+        K.row_terms(state.w, self.slot, self.cinv, state.A1, state.B1, v)
+        xv, x2v = np.empty(cols.shape[0]), np.empty(cols.shape[0])
+        columns_dot2(self.indptr, self.indices, self.values, cols, v, xv, x2v)
+        q2 = self._slot_curvature(state)
+        U, Uc = np.empty(self.n_slots + 1), np.empty(self.n_slots + 1)
+        u, z = np.empty(self.n_rows), np.empty(self.n_rows)
+
+        def hessian_times(b):
+            columns_times(self.indptr, self.indices, self.values, cols, np.ascontiguousarray(b, np.float64), u)
+            K.hessian_vector_rows(u, state.w, v, self.slot, self.cinv, self.Gev, q2, U, Uc, z)
+            out = np.empty(cols.shape[0])
+            columns_dot(self.indptr, self.indices, self.values, cols, z, out)
+            return out
+
+        return LocalQuadratic(self.gx0[cols] - xv, x2v, hessian_times)
+
+    def _slot_curvature(self, state):
+        """d_k / D_k^2 per event slot (0 where d_k = 0; state must be synced)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.slot_d > 0, self.slot_d / state.D ** 2, 0.0)
 
     def numerators(self, state, cols):
         """(K, len(cols)) weighted risk-set sums of w x per event slot (state must be synced)."""

@@ -315,6 +315,61 @@ def numerators(cols, indptr, indices, values, w, slot, cinv, Gev, N1):
             N1[k, a] += pre
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def hessian_vector_rows(u, w, v, slot, cinv, Gev, q2, U, Uc, z):
+    """Row weights z with ``H_AA b = X_A' z`` for ``u = X_A b``: the dense block of
+    ``FineGrayDatafit.hessian`` applied to b in O(N + K); ``v`` from :func:`row_terms`,
+    ``q2 = d / D^2`` per slot, ``U`` / ``Uc`` scratch of length K + 1.
+
+    With the risk-set membership ``a_kr = [s_r <= k] + [s_r > k] cinv_r Gev_k`` (D_k =
+    sum_r a_kr w_r, G held at the data's censoring Kaplan-Meier), the Hessian of
+    ``l = sum c eta - sum_k d_k log D_k`` (docs/math.md section 2) is::
+
+        H = -X' diag(v) X + sum_k q2_k N1_k N1_k',   N1_k = sum_r a_kr w_r x_r,
+
+    so, with the risk-set sums of the "column" u, ``U_k = sum_r a_kr w_r u_r``::
+
+        z_r = -v_r u_r + w_r sum_k a_kr q2_k U_k
+            = -v_r u_r + w_r (C1[s_r] + cinv_r C2[s_r]),
+        C1[s] = sum_{k >= s} q2_k U_k,   C2[s] = sum_{k < s} Gev_k q2_k U_k.
+    """
+    K = Gev.shape[0]
+    U[:] = 0.0
+    Uc[:] = 0.0
+    for r in range(u.shape[0]):  # slot sums of w u (ordinary) and w u cinv (competing)
+        wu = w[r] * u[r]
+        s = slot[r]
+        U[s] += wu
+        ig = cinv[r]
+        if ig != 0.0:
+            Uc[s] += wu * ig
+    suf = 0.0  # U_k = sum_{s <= k} U[s] + Gev_k sum_{s > k} Uc[s]; U[k] <- q2_k U_k
+    for k in range(K - 1, -1, -1):
+        suf += Uc[k + 1]
+        Uc[k + 1] = suf
+    pre = 0.0
+    for k in range(K):
+        pre += U[k]
+        U[k] = q2[k] * (pre + Gev[k] * Uc[k + 1])
+    c2 = 0.0  # Uc[s] <- C2[s] (prefix), U[s] <- C1[s] (suffix)
+    for k in range(K):
+        Uc[k] = c2
+        c2 += Gev[k] * U[k]
+    Uc[K] = c2
+    c1 = 0.0
+    U[K] = 0.0
+    for k in range(K - 1, -1, -1):
+        c1 += U[k]
+        U[k] = c1
+    for r in range(u.shape[0]):
+        s = slot[r]
+        zr = -v[r] * u[r] + w[r] * U[s]
+        ig = cinv[r]
+        if ig != 0.0:
+            zr += w[r] * ig * Uc[s]
+        z[r] = zr
+
+
 # -- the compiled family contract (riskset.core.sweep), one family per formulation --------------
 # data  = (indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev) for both;
 # state = (eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty) for "sparse", (eta, w, xd, work) for "scan".
