@@ -349,13 +349,11 @@ def test_options_roundtrip():
 
 
 @pytest.mark.parametrize("ties", TIES)
-def test_hessian_column_blocks_and_subsets(ties):
+def test_hessian_column_subsets(ties):
     d = make_data(n=80, seed=18, start=True, n_strata=2)
     df = datafit(d, ties=ties)
     state = df.new_state(np.array([0.1, -0.2, 0.3, 0.0]))
     full = df.hessian(state, np.arange(4))
-    tiny = df.hessian(state, np.arange(4), max_bytes=1)  # one column per block
-    assert np.allclose(full, tiny, rtol=1e-13, atol=1e-13)
     sub = df.hessian(state, np.array([3, 1]))
     assert np.allclose(sub, full[np.ix_([3, 1], [3, 1])], rtol=1e-13)
 

@@ -200,38 +200,31 @@ class CoxDatafit(Datafit):
                        state.A1c, state.R1, self.efron, out)
         return out
 
-    def hessian(self, state, columns, max_bytes: int = 1 << 28):
-        """Exact block: -Xc' diag(v) Xc + N1' diag(Q2) N1 - N1' diag(R2) E1 - E1' diag(R2) N1 + E1' diag(T2) E1.
-
-        N1 / E1 (risk-set / event sums of w x per event slot) are built for blocks of
-        columns so that at most ``max_bytes`` of them are held at once.
+    def hessian(self, state, columns):
+        """Exact block: -Xc' diag(v) Xc + N1' diag(Q2) N1 - N1' diag(R2) E1 - E1' diag(R2) N1 + E1' diag(T2) E1
+        (N1 / E1: risk-set / event sums of w x per event slot), in O(nnz of the columns x
+        |columns| + N) from the rows of the columns (:func:`~riskset.kernels.cpu.cox.hessian_block`).
         """
         self._sync(state)
         cols = np.ascontiguousarray(columns, dtype=np.int64)
-        m, ns = cols.shape[0], self.rs.n_slots
+        m = cols.shape[0]
         v = np.empty(self.n_rows)
         K.row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron, v)
-        Xc = self.X[:, cols]
-        H = -np.asarray((Xc.T @ sp.diags(v) @ Xc).todense()).reshape(m, m)
-        per_col = ns * 8 * (2 if self.efron else 1)
-        bs = max(1, min(m, int(max_bytes // (2 * per_col))))
-        blocks = [np.arange(a, min(a + bs, m)) for a in range(0, m, bs)]
-        for ia, A in enumerate(blocks):
-            N1a, E1a = self._numerators(state, cols[A])
-            for B in blocks[ia:]:
-                N1b, E1b = (N1a, E1a) if B is A else self._numerators(state, cols[B])
-                blk = np.zeros((A.shape[0], B.shape[0]))
-                K.weighted_cross(N1a, state.Q2, N1b, blk)
-                if self.efron:
-                    C = np.zeros((B.shape[0], A.shape[0]))
-                    K.weighted_cross(E1a, state.T2, E1b, blk)
-                    K.weighted_cross(N1b, -state.R2, E1a, C)  # -(E1a' R2 N1b)' accumulated transposed
-                    K.weighted_cross(N1a, -state.R2, E1b, blk)
-                    blk += C.T
-                H[np.ix_(A, B)] += blk
-                if B is not A:
-                    H[np.ix_(B, A)] += blk.T
+        nnz = int(np.sum(self.indptr[cols + 1] - self.indptr[cols]))
+        rowptr, rcol, rval = np.empty(self.n_rows + 1, np.int64), np.empty(nnz, np.int64), np.empty(nnz)
+        K.rows_of_columns(cols, self.indptr, self.indices, self.values, rowptr, rcol, rval)
+        H = np.empty((m, m))
+        K.hessian_block(rowptr, rcol, rval, state.w, v, self.ks, self.ke, self.event, self._entry_points,
+                        self.rs.slot_stratum, self.efron, state.A2c, state.R2, state.T2, H)
         return H
+
+    @cached_property
+    def _entry_points(self):
+        """Rows entering their risk sets after their stratum's first slot (start times), in
+        (stratum ascending, entry slot descending) order: the entry points of
+        :func:`~riskset.kernels.cpu.cox.hessian_block`."""
+        late = np.flatnonzero(self.rs.slot_first[self.ks] == 0)
+        return np.ascontiguousarray(late[np.lexsort((-self.ks[late], self.rs.slot_stratum[self.ks[late]]))])
 
     def local_quadratic(self, state, columns):
         """Gradient, a diagonal scale and ``b -> H b`` on ``columns`` (the block of
@@ -259,14 +252,6 @@ class CoxDatafit(Datafit):
             return out
 
         return LocalQuadratic(self.gx0[cols] - xv, x2v, hessian_times)
-
-    def _numerators(self, state, cols):
-        ns = self.rs.n_slots
-        N1 = np.zeros((ns, cols.shape[0]))
-        E1 = np.zeros((ns if self.efron else 0, cols.shape[0]))
-        K.numerators(cols, self.indptr, self.indices, self.values, state.w, self.ks, self.ke, self.event,
-                     self.rs.slot_last, self.efron, N1, E1)
-        return N1, E1
 
     def diagnose(self, state, beta):
         return weight_overflow(state)

@@ -394,34 +394,6 @@ def gradient_all(indptr, indices, values, gx0, w, ksn, ken, evn, A1c, R1, efron,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def numerators(cols, indptr, indices, values, w, ks, ke, event, slot_last, efron, N1, E1):
-    """Risk-set sums N1[p, a] = sum_{at risk at p} w x_a and event sums E1[p, a] for columns ``cols``."""
-    ns = slot_last.shape[0]
-    ex = np.zeros(ns)
-    en = np.zeros(ns)
-    for a in range(cols.shape[0]):
-        j = cols[a]
-        ex[:] = 0.0
-        en[:] = 0.0
-        for i in range(indptr[j], indptr[j + 1]):
-            r = indices[i]
-            wx = w[r] * values[i]
-            ex[ke[r]] += wx
-            en[ks[r]] += wx
-            if efron and event[r]:
-                E1[ke[r] - 1, a] += wx
-        sx = 0.0
-        sn = 0.0
-        for p in range(ns - 1, -1, -1):
-            if slot_last[p]:
-                sx = 0.0
-                sn = 0.0
-            N1[p, a] = sx - sn
-            sx += ex[p]
-            sn += en[p]
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def row_hazard_terms(w, ks, ke, event, A1c, R1, efron, out):
     """Per-row weight of the first Hessian term: w (A1c[ke] - A1c[ks]) - event w R1[ke-1]."""
     for r in range(w.shape[0]):
@@ -476,23 +448,170 @@ def hessian_vector_rows(u, w, v, ks, ke, event, slot_ptr, efron, Q2, R2, T2, U1,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def weighted_cross(A, q, B, out):
-    """out[a, b] += sum_p q[p] A[p, a] B[p, b] for slot-major A (ns x ma) and B (ns x mb).
+def rows_of_columns(cols, indptr, indices, values, rowptr, rcol, rval):
+    """X[:, cols] in row-major form (a counting sort of its non-zeros by row, O(N + nnz)):
+    row r holds ``rcol[rowptr[r]:rowptr[r+1]]`` (positions in ``cols``, ascending) and
+    ``rval`` likewise. ``rowptr`` has N + 1 entries; ``rcol``, ``rval`` nnz of the columns."""
+    rowptr[:] = 0
+    for a in range(cols.shape[0]):
+        j = cols[a]
+        for i in range(indptr[j], indptr[j + 1]):
+            rowptr[indices[i] + 1] += 1
+    for r in range(rowptr.shape[0] - 1):
+        rowptr[r + 1] += rowptr[r]
+    fill = rowptr[:-1].copy()
+    for a in range(cols.shape[0]):
+        j = cols[a]
+        for i in range(indptr[j], indptr[j + 1]):
+            r = indices[i]
+            rcol[fill[r]] = a
+            rval[fill[r]] = values[i]
+            fill[r] += 1
 
-    A compiled loop instead of BLAS: the operands are very tall and thin (one row per
-    event time), a shape where a threaded GEMM is slow on a busy machine.
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _accumulate(rowptr, rcol, rval, r, weight, acc, listed, touched, n_touched):
+    """acc += weight x_r, a sparse accumulator whose touched positions are listed; returns
+    the new count of listed positions."""
+    for i in range(rowptr[r], rowptr[r + 1]):
+        a = rcol[i]
+        if not listed[a]:
+            listed[a] = True
+            touched[n_touched] = a
+            n_touched += 1
+        acc[a] += weight * rval[i]
+    return n_touched
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _add_outer(H, scale, acc, touched, n_touched, S, touched_s, n_touched_s):
+    """H[a, b] += scale acc[a] S[b] for the listed positions a of ``acc`` and b of ``S``."""
+    for t in range(n_touched):
+        a = touched[t]
+        sa = scale * acc[a]
+        for u in range(n_touched_s):
+            b = touched_s[u]
+            H[a, b] += sa * S[b]
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _add_inner(H, scale, acc, touched, n_touched):
+    """H[a, b] += scale acc[a] acc[b] for the listed positions a, b."""
+    for t in range(n_touched):
+        a = touched[t]
+        sa = scale * acc[a]
+        for u in range(n_touched):
+            b = touched[u]
+            H[a, b] += sa * acc[b]
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _clear(acc, listed, touched, n_touched):
+    for t in range(n_touched):
+        a = touched[t]
+        acc[a] = 0.0
+        listed[a] = False
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def hessian_block(rowptr, rcol, rval, w, v, ks, ke, event, entry, slot_stratum, efron, A2c, R2, T2, H):
+    """The dense Hessian block of ``CoxDatafit.hessian`` on the columns of the row-major
+    ``(rowptr, rcol, rval)`` (:func:`rows_of_columns`) in O(nnz x |A| + N), never forming the
+    risk-set sums N1 per slot and column (an n_slots x |A| matrix).
+
+    H = -X' diag(v) X + sum_p [Q2 N1 N1' - R2 (N1 E1' + E1 N1') + T2 E1 E1']_p. Risk-set sums
+    are suffix sums over *points* in (stratum, slot descending) order: every row is a point
+    +w x at its exit slot ke, and one with a start time after its stratum's first slot is
+    also a point -w x at its entry slot ks (``entry``: those rows in that order), so
+    ``N1_p = sum of the points of slot > p``. For two points i, j of one stratum the slots p
+    with both counted are those below min(slot_i, slot_j), hence, with A2c[k] = sum of Q2
+    over the stratum's slots below k::
+
+        sum_p Q2_p N1_p N1_p' = sum_{i, j} v_i v_j' A2c[min(slot_i, slot_j)]
+                              = sum_groups A2c[k] (R S' + S R' - R R')
+
+    over the groups of points of one slot k in walk order, R the group's sum, S the running
+    sum (after the group: N1_{k-1}). The Efron terms of slot k - 1 pair S with E1_{k-1}, the
+    group's event rows. Each group costs (its non-zero columns) x |A|.
     """
-    ma = A.shape[1]
-    mb = B.shape[1]
-    for p in range(A.shape[0]):
-        qp = q[p]
-        if qp == 0.0:
-            continue
-        for a in range(ma):
-            v = qp * A[p, a]
-            if v != 0.0:
-                for b in range(mb):
-                    out[a, b] += v * B[p, b]
+    m = H.shape[0]
+    n = rowptr.shape[0] - 1
+    n_entry = entry.shape[0]
+    S = np.zeros(m)
+    R = np.zeros(m)
+    E = np.zeros(m)
+    in_s = np.zeros(m, np.bool_)
+    in_r = np.zeros(m, np.bool_)
+    in_e = np.zeros(m, np.bool_)
+    touched_s = np.empty(m, np.int64)
+    touched_r = np.empty(m, np.int64)
+    touched_e = np.empty(m, np.int64)
+    ns = 0
+    H[:, :] = 0.0
+    i = 0
+    t = 0
+    stratum = -1
+    while True:
+        while i < n and rowptr[i] == rowptr[i + 1]:
+            i += 1
+        while t < n_entry and rowptr[entry[t]] == rowptr[entry[t] + 1]:
+            t += 1
+        if i == n and t == n_entry:
+            break
+        if t == n_entry:
+            key = ke[i]
+        elif i == n:
+            key = ks[entry[t]]
+        else:  # the next point in (stratum ascending, slot descending) order
+            k1 = ke[i]
+            k2 = ks[entry[t]]
+            s1 = slot_stratum[k1]
+            s2 = slot_stratum[k2]
+            key = k1 if s1 < s2 or (s1 == s2 and k1 >= k2) else k2
+        if slot_stratum[key] != stratum:  # S restarts (and stays sparse within small strata)
+            stratum = slot_stratum[key]
+            _clear(S, in_s, touched_s, ns)
+            ns = 0
+        nr = 0
+        ne = 0
+        while i < n and ke[i] == key:
+            wr = w[i]
+            nr = _accumulate(rowptr, rcol, rval, i, wr, R, in_r, touched_r, nr)
+            if efron and event[i]:
+                ne = _accumulate(rowptr, rcol, rval, i, wr, E, in_e, touched_e, ne)
+            half_v = 0.5 * v[i]  # -X' diag(v) X, half of it (H + H' at the end)
+            for p in range(rowptr[i], rowptr[i + 1]):
+                hx = half_v * rval[p]
+                a = rcol[p]
+                for q in range(rowptr[i], rowptr[i + 1]):
+                    H[a, rcol[q]] -= hx * rval[q]
+            i += 1
+        while t < n_entry and ks[entry[t]] == key:
+            r = entry[t]
+            nr = _accumulate(rowptr, rcol, rval, r, -w[r], R, in_r, touched_r, nr)
+            t += 1
+        for u in range(nr):
+            a = touched_r[u]
+            if not in_s[a]:
+                in_s[a] = True
+                touched_s[ns] = a
+                ns += 1
+            S[a] += R[a]
+        c = A2c[key]  # halves of the terms of H + H' (R S' + S R' - R R' -> R S' - R R' / 2)
+        if c != 0.0:
+            _add_outer(H, c, R, touched_r, nr, S, touched_s, ns)
+            _add_inner(H, -0.5 * c, R, touched_r, nr)
+        if ne > 0:
+            _add_outer(H, -R2[key - 1], E, touched_e, ne, S, touched_s, ns)
+            _add_inner(H, 0.5 * T2[key - 1], E, touched_e, ne)
+        _clear(R, in_r, touched_r, nr)
+        _clear(E, in_e, touched_e, ne)
+    for a in range(m):  # H <- H + H'
+        H[a, a] *= 2.0
+        for b in range(a + 1, m):
+            h = H[a, b] + H[b, a]
+            H[a, b] = h
+            H[b, a] = h
 
 
 # -- the compiled family contract (riskset.core.sweep) ---------------------------------
