@@ -77,3 +77,36 @@ def test_public_fit_with_many_active_coefficients(rng):
     data = from_arrays(X, time=time, status=status, weights=w)
     fit = riskset.fit(data, "fine_gray", riskset.Normal(variance=1.0))
     assert fit.converged and fit.kkt <= 1e-4
+
+
+def reference_hessian(df, state, cols):
+    """-X' diag(v) X + N1' diag(d / D^2) N1 from the dense (slots x rows) membership
+    a_kr = [s_r <= k] + [s_r > k] cinv_r G(t_k-), the likelihood's definition (D = a w)."""
+    X = df.X[:, cols].toarray()
+    k = np.arange(df.n_slots)[:, None]
+    a = (df.slot[None, :] <= k) + (df.slot[None, :] > k) * df.cinv[None, :] * df.Gev[:, None]
+    D = a @ state.w
+    q1 = np.where(df.slot_d > 0, df.slot_d / D, 0.0)
+    v = state.w * (a.T @ q1)
+    N1 = a @ (state.w[:, None] * X)
+    return -X.T @ (v[:, None] * X) + N1.T @ ((q1 / D)[:, None] * N1)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("formulation", ["sparse", "scan"])
+def test_hessian_block_equals_the_risk_set_sums(seed, formulation):
+    """The block from the walk over rows equals the risk-set sums written out (ties of events,
+    competing events and censorings; rows before the first and after the last event time;
+    zero weights; an empty column)."""
+    rng = np.random.default_rng(seed)
+    X, time, status, w = tied_data(rng, n=120, p=8, n_times=10, density=0.35)
+    X = X.tolil()
+    X[:, 5] = 0.0
+    w = np.where(rng.random(len(time)) < 0.1, 0.0, w)
+    df = datafit(X.tocsc(), time, status, w, formulation=formulation)
+    state = df.new_state(rng.normal(scale=0.4, size=X.shape[1]))
+    cols = rng.permutation(X.shape[1])[:6 + seed % 3]
+    H = df.hessian(state, cols)
+    ref = reference_hessian(df, state, cols)
+    np.testing.assert_allclose(H, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+    assert np.array_equal(H, H.T)

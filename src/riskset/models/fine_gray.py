@@ -38,6 +38,7 @@ from riskset.core.columns import columns_dot, columns_dot2, columns_times
 from riskset.data.dataset import row_label
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
+from riskset.kernels.cpu.cox import rows_of_columns
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates,
                                  indicator_columns, require_information, weight_overflow)
 
@@ -249,27 +250,17 @@ class FineGrayDatafit(Datafit):
                        state.A1, state.B1, out)
         return out
 
-    def hessian(self, state, columns, max_bytes: int = 1 << 28):
+    def hessian(self, state, columns):
         """Exact block: -Xc' diag(v) Xc + N1' diag(d / D^2) N1 (N1 = weighted risk-set sums of w x
-        per event slot, built for blocks of columns so that at most ``max_bytes`` are held)."""
+        per event slot), in O(nnz of the columns x |columns| + N) from the rows of the columns
+        (:func:`~riskset.kernels.cpu.fine_gray.hessian_block`)."""
         self._sync(state)
         cols = np.ascontiguousarray(columns, dtype=np.int64)
-        m, ns = cols.shape[0], self.n_slots
         v = np.empty(self.n_rows)
         K.row_terms(state.w, self.slot, self.cinv, state.A1, state.B1, v)
-        Xc = self.X[:, cols]
-        H = -np.asarray((Xc.T @ sp.diags(v) @ Xc).todense()).reshape(m, m)
-        q2 = self._slot_curvature(state)
-        bs = max(1, min(m, int(max_bytes // (2 * max(ns, 1) * 8))))
-        blocks = [np.arange(a, min(a + bs, m)) for a in range(0, m, bs)]
-        for ia, A in enumerate(blocks):
-            Na = self.numerators(state, cols[A])
-            for B in blocks[ia:]:
-                Nb = Na if B is A else self.numerators(state, cols[B])
-                blk = Na.T @ (q2[:, None] * Nb)
-                H[np.ix_(A, B)] += blk
-                if B is not A:
-                    H[np.ix_(B, A)] += blk.T
+        rowptr, rcol, rval = rows_of_columns(cols, self.indptr, self.indices, self.values, self.n_rows)
+        H = np.empty((cols.shape[0], cols.shape[0]))
+        K.hessian_block(rowptr, rcol, rval, state.w, v, self.slot, self.cinv, state.A2, state.A2G, state.A2GG, H)
         return H
 
     def local_quadratic(self, state, columns):
@@ -286,7 +277,8 @@ class FineGrayDatafit(Datafit):
         K.row_terms(state.w, self.slot, self.cinv, state.A1, state.B1, v)
         xv, x2v = np.empty(cols.shape[0]), np.empty(cols.shape[0])
         columns_dot2(self.indptr, self.indices, self.values, cols, v, xv, x2v)
-        q2 = self._slot_curvature(state)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q2 = np.where(self.slot_d > 0, self.slot_d / state.D ** 2, 0.0)  # d / D^2 per event slot
         U, Uc = np.empty(self.n_slots + 1), np.empty(self.n_slots + 1)
         u, z = np.empty(self.n_rows), np.empty(self.n_rows)
 
@@ -299,13 +291,9 @@ class FineGrayDatafit(Datafit):
 
         return LocalQuadratic(self.gx0[cols] - xv, x2v, hessian_times)
 
-    def _slot_curvature(self, state):
-        """d_k / D_k^2 per event slot (0 where d_k = 0; state must be synced)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.slot_d > 0, self.slot_d / state.D ** 2, 0.0)
-
     def numerators(self, state, cols):
-        """(K, len(cols)) weighted risk-set sums of w x per event slot (state must be synced)."""
+        """(K, len(cols)) weighted risk-set sums of w x per event slot (state must be synced; the
+        robust covariance of :mod:`riskset.competing_risks` reads them)."""
         N1 = np.zeros((self.n_slots, len(cols)))
         K.numerators(np.ascontiguousarray(cols, dtype=np.int64), self.indptr, self.indices, self.values,
                      state.w, self.slot, self.cinv, self.Gev, N1)

@@ -448,17 +448,19 @@ def hessian_vector_rows(u, w, v, ks, ke, event, slot_ptr, efron, Q2, R2, T2, U1,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def rows_of_columns(cols, indptr, indices, values, rowptr, rcol, rval):
-    """X[:, cols] in row-major form (a counting sort of its non-zeros by row, O(N + nnz)):
-    row r holds ``rcol[rowptr[r]:rowptr[r+1]]`` (positions in ``cols``, ascending) and
-    ``rval`` likewise. ``rowptr`` has N + 1 entries; ``rcol``, ``rval`` nnz of the columns."""
-    rowptr[:] = 0
+def rows_of_columns(cols, indptr, indices, values, n_rows):
+    """X[:, cols] in row-major form ``(rowptr, rcol, rval)``, a counting sort of its non-zeros
+    by row (O(N + nnz)): row r holds ``rcol[rowptr[r]:rowptr[r+1]]`` (positions in ``cols``,
+    ascending) and ``rval`` likewise."""
+    rowptr = np.zeros(n_rows + 1, np.int64)
     for a in range(cols.shape[0]):
         j = cols[a]
         for i in range(indptr[j], indptr[j + 1]):
             rowptr[indices[i] + 1] += 1
-    for r in range(rowptr.shape[0] - 1):
+    for r in range(n_rows):
         rowptr[r + 1] += rowptr[r]
+    rcol = np.empty(rowptr[n_rows], np.int64)
+    rval = np.empty(rowptr[n_rows])
     fill = rowptr[:-1].copy()
     for a in range(cols.shape[0]):
         j = cols[a]
@@ -467,10 +469,11 @@ def rows_of_columns(cols, indptr, indices, values, rowptr, rcol, rval):
             rcol[fill[r]] = a
             rval[fill[r]] = values[i]
             fill[r] += 1
+    return rowptr, rcol, rval
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _accumulate(rowptr, rcol, rval, r, weight, acc, listed, touched, n_touched):
+def accumulate_row(rowptr, rcol, rval, r, weight, acc, listed, touched, n_touched):
     """acc += weight x_r, a sparse accumulator whose touched positions are listed; returns
     the new count of listed positions."""
     for i in range(rowptr[r], rowptr[r + 1]):
@@ -484,7 +487,7 @@ def _accumulate(rowptr, rcol, rval, r, weight, acc, listed, touched, n_touched):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _add_outer(H, scale, acc, touched, n_touched, S, touched_s, n_touched_s):
+def add_outer(H, scale, acc, touched, n_touched, S, touched_s, n_touched_s):
     """H[a, b] += scale acc[a] S[b] for the listed positions a of ``acc`` and b of ``S``."""
     for t in range(n_touched):
         a = touched[t]
@@ -495,7 +498,7 @@ def _add_outer(H, scale, acc, touched, n_touched, S, touched_s, n_touched_s):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _add_inner(H, scale, acc, touched, n_touched):
+def add_inner(H, scale, acc, touched, n_touched):
     """H[a, b] += scale acc[a] acc[b] for the listed positions a, b."""
     for t in range(n_touched):
         a = touched[t]
@@ -506,11 +509,46 @@ def _add_inner(H, scale, acc, touched, n_touched):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _clear(acc, listed, touched, n_touched):
+def add_listed(dst, listed, touched, n_touched, scale, acc, acc_touched, n_acc):
+    """dst += scale acc over the listed positions of ``acc``, listing them in ``dst``'s
+    accumulator; returns its new count."""
+    for u in range(n_acc):
+        a = acc_touched[u]
+        if not listed[a]:
+            listed[a] = True
+            touched[n_touched] = a
+            n_touched += 1
+        dst[a] += scale * acc[a]
+    return n_touched
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def clear_listed(acc, listed, touched, n_touched):
     for t in range(n_touched):
         a = touched[t]
         acc[a] = 0.0
         listed[a] = False
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def add_row_square(H, rowptr, rcol, rval, r, scale):
+    """H += scale x_r x_r' over the non-zeros of row r."""
+    for p in range(rowptr[r], rowptr[r + 1]):
+        sx = scale * rval[p]
+        a = rcol[p]
+        for q in range(rowptr[r], rowptr[r + 1]):
+            H[a, rcol[q]] += sx * rval[q]
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def fold_halves(H):
+    """H <- H + H' (the block walks accumulate half of each symmetric term)."""
+    for a in range(H.shape[0]):
+        H[a, a] *= 2.0
+        for b in range(a + 1, H.shape[0]):
+            h = H[a, b] + H[b, a]
+            H[a, b] = h
+            H[b, a] = h
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -570,48 +608,32 @@ def hessian_block(rowptr, rcol, rval, w, v, ks, ke, event, entry, slot_stratum, 
             key = k1 if s1 < s2 or (s1 == s2 and k1 >= k2) else k2
         if slot_stratum[key] != stratum:  # S restarts (and stays sparse within small strata)
             stratum = slot_stratum[key]
-            _clear(S, in_s, touched_s, ns)
+            clear_listed(S, in_s, touched_s, ns)
             ns = 0
         nr = 0
         ne = 0
         while i < n and ke[i] == key:
             wr = w[i]
-            nr = _accumulate(rowptr, rcol, rval, i, wr, R, in_r, touched_r, nr)
+            nr = accumulate_row(rowptr, rcol, rval, i, wr, R, in_r, touched_r, nr)
             if efron and event[i]:
-                ne = _accumulate(rowptr, rcol, rval, i, wr, E, in_e, touched_e, ne)
-            half_v = 0.5 * v[i]  # -X' diag(v) X, half of it (H + H' at the end)
-            for p in range(rowptr[i], rowptr[i + 1]):
-                hx = half_v * rval[p]
-                a = rcol[p]
-                for q in range(rowptr[i], rowptr[i + 1]):
-                    H[a, rcol[q]] -= hx * rval[q]
+                ne = accumulate_row(rowptr, rcol, rval, i, wr, E, in_e, touched_e, ne)
+            add_row_square(H, rowptr, rcol, rval, i, -0.5 * v[i])  # -X' diag(v) X, halved
             i += 1
         while t < n_entry and ks[entry[t]] == key:
             r = entry[t]
-            nr = _accumulate(rowptr, rcol, rval, r, -w[r], R, in_r, touched_r, nr)
+            nr = accumulate_row(rowptr, rcol, rval, r, -w[r], R, in_r, touched_r, nr)
             t += 1
-        for u in range(nr):
-            a = touched_r[u]
-            if not in_s[a]:
-                in_s[a] = True
-                touched_s[ns] = a
-                ns += 1
-            S[a] += R[a]
+        ns = add_listed(S, in_s, touched_s, ns, 1.0, R, touched_r, nr)
         c = A2c[key]  # halves of the terms of H + H' (R S' + S R' - R R' -> R S' - R R' / 2)
         if c != 0.0:
-            _add_outer(H, c, R, touched_r, nr, S, touched_s, ns)
-            _add_inner(H, -0.5 * c, R, touched_r, nr)
+            add_outer(H, c, R, touched_r, nr, S, touched_s, ns)
+            add_inner(H, -0.5 * c, R, touched_r, nr)
         if ne > 0:
-            _add_outer(H, -R2[key - 1], E, touched_e, ne, S, touched_s, ns)
-            _add_inner(H, 0.5 * T2[key - 1], E, touched_e, ne)
-        _clear(R, in_r, touched_r, nr)
-        _clear(E, in_e, touched_e, ne)
-    for a in range(m):  # H <- H + H'
-        H[a, a] *= 2.0
-        for b in range(a + 1, m):
-            h = H[a, b] + H[b, a]
-            H[a, b] = h
-            H[b, a] = h
+            add_outer(H, -R2[key - 1], E, touched_e, ne, S, touched_s, ns)
+            add_inner(H, 0.5 * T2[key - 1], E, touched_e, ne)
+        clear_listed(R, in_r, touched_r, nr)
+        clear_listed(E, in_e, touched_e, ne)
+    fold_halves(H)
 
 
 # -- the compiled family contract (riskset.core.sweep) ---------------------------------

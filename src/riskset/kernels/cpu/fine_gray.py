@@ -48,7 +48,8 @@ import numpy as np
 from numba import njit
 
 from riskset.core.sweep import compile_family
-from riskset.kernels.cpu.cox import move_scan, moved_weight
+from riskset.kernels.cpu.cox import (accumulate_row, add_inner, add_listed, add_outer, add_row_square, clear_listed,
+                                     fold_halves, move_scan, moved_weight)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -313,6 +314,77 @@ def numerators(cols, indptr, indices, values, w, slot, cinv, Gev, N1):
         for k in range(K):
             pre += ex[k]
             N1[k, a] += pre
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def hessian_block(rowptr, rcol, rval, w, v, slot, cinv, A2, A2G, A2GG, H):
+    """The dense block of ``FineGrayDatafit.hessian`` on the columns of the row-major
+    ``(rowptr, rcol, rval)`` (:func:`~riskset.kernels.cpu.cox.rows_of_columns`) in
+    O(nnz x |A| + N), never forming the risk-set sums N1 per slot and column.
+
+    H = -X' diag(v) X + sum_k q2_k N1_k N1_k' (:func:`hessian_vector_rows`) and
+    sum_k q2_k N1_k N1_k' = sum_{i, j} f(i, j) u_i u_j' over pairs of rows (u = w x), where
+    for s_i <= s_j (the membership a_kr summed over the slots k)::
+
+        f(i, j) = A2[s_j] + cinv_j (A2G[s_i] - A2G[s_j]) + cinv_i cinv_j (A2GG[0] - A2GG[s_i])
+
+    Rows come in slot order (s ascending), so a walk over the groups of rows of one slot s
+    with the prefix sums of the earlier groups P = sum u, Q = sum (A2G[s_i] u + cinv_i
+    (A2GG[0] - A2GG[s_i]) u) adds, per group with sums R = sum u and Rc = sum cinv u,
+    ``A2[s] R P' + Rc (Q - A2G[s] P)'`` (its pairs with earlier rows) and
+    ``(A2[s] R R' + (A2GG[0] - A2GG[s]) Rc Rc') / 2`` (its pairs within), half of H + H'.
+    """
+    m = H.shape[0]
+    n = rowptr.shape[0] - 1
+    P = np.zeros(m)
+    Q = np.zeros(m)
+    V = np.zeros(m)
+    R = np.zeros(m)
+    Rc = np.zeros(m)
+    in_p = np.zeros(m, np.bool_)
+    in_r = np.zeros(m, np.bool_)
+    in_c = np.zeros(m, np.bool_)
+    touched_p = np.empty(m, np.int64)
+    touched_r = np.empty(m, np.int64)
+    touched_c = np.empty(m, np.int64)
+    n_p = 0
+    gg0 = A2GG[0]
+    H[:, :] = 0.0
+    i = 0
+    while True:
+        while i < n and rowptr[i] == rowptr[i + 1]:
+            i += 1
+        if i == n:
+            break
+        s = slot[i]
+        nr = 0
+        nc = 0
+        while i < n and slot[i] == s:
+            nr = accumulate_row(rowptr, rcol, rval, i, w[i], R, in_r, touched_r, nr)
+            if cinv[i] != 0.0:
+                nc = accumulate_row(rowptr, rcol, rval, i, w[i] * cinv[i], Rc, in_c, touched_c, nc)
+            add_row_square(H, rowptr, rcol, rval, i, -0.5 * v[i])  # -X' diag(v) X, halved
+            i += 1
+        add_outer(H, A2[s], R, touched_r, nr, P, touched_p, n_p)
+        add_inner(H, 0.5 * A2[s], R, touched_r, nr)
+        g = A2G[s]
+        gg = gg0 - A2GG[s]
+        if nc > 0:
+            for u in range(n_p):
+                b = touched_p[u]
+                V[b] = Q[b] - g * P[b]
+            add_outer(H, 1.0, Rc, touched_c, nc, V, touched_p, n_p)
+            add_inner(H, 0.5 * gg, Rc, touched_c, nc)
+        n_p = add_listed(P, in_p, touched_p, n_p, 1.0, R, touched_r, nr)
+        for u in range(nr):  # Q shares P's list (Rc's positions are R's)
+            a = touched_r[u]
+            Q[a] += g * R[a]
+        for u in range(nc):
+            a = touched_c[u]
+            Q[a] += gg * Rc[a]
+        clear_listed(R, in_r, touched_r, nr)
+        clear_listed(Rc, in_c, touched_c, nc)
+    fold_halves(H)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
