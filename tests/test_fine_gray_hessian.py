@@ -2,11 +2,11 @@
 gradients) against the dense Hessian block and against finite differences of the gradient."""
 import numpy as np
 import pytest
+from test_fine_gray import datafit, tied_data
 
 import riskset
 from riskset.data import from_arrays
 from riskset.solver.ccd import SolverOptions, fit_ccd
-from test_fine_gray import datafit, tied_data
 
 
 def products(df, state, cols, vectors):
