@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit, prange
 
 from riskset.exceptions import InputError
 
@@ -105,6 +106,25 @@ def build_risk_sets(time, status, start=None, strata=None, weights=None) -> Risk
     return RiskSets(order=order, ks=ks, ke=ke, event=ev.astype(np.uint8), row_stratum=s,
                     slot_time=slot_time, slot_stratum=slot_stratum, slot_first=slot_first,
                     slot_last=slot_last, slot_d=slot_d, slot_m=slot_m, has_start=has_start)
+
+
+def slots_at_nonzeros(indices, rs: RiskSets):
+    """Entry slot, exit slot and status of the row of every stored non-zero (``indices``: their
+    rows): ``ks[indices]``, ``ke[indices]`` (int32 when the slots fit) and ``event[indices]``."""
+    itype = np.int32 if rs.n_slots < 2**31 - 1 else np.int64
+    nnz = indices.shape[0]
+    ksn, ken, evn = np.empty(nnz, itype), np.empty(nnz, itype), np.empty(nnz, np.uint8)
+    _gather_rows(indices, rs.ks, rs.ke, rs.event, ksn, ken, evn)
+    return ksn, ken, evn
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def _gather_rows(indices, ks, ke, event, ksn, ken, evn):
+    for k in prange(indices.shape[0]):
+        r = indices[k]
+        ksn[k] = ks[r]
+        ken[k] = ke[r]
+        evn[k] = event[r]
 
 
 def column_breakpoints(indptr, indices, ks, ke):
