@@ -72,7 +72,7 @@ def build_risk_sets(time, status, start=None, strata=None, weights=None) -> Risk
     n_strata = int(s.max()) + 1 if n else 0
 
     # integer codes of all time values so that (stratum, time) pairs become one int64 key
-    uniq = np.unique(np.concatenate([t, st[np.isfinite(st)]]))
+    uniq = sorted_unique(np.concatenate([t, st[np.isfinite(st)]]))
     mult = np.int64(uniq.shape[0] + 2)
 
     def key(strat, tt):
@@ -81,7 +81,7 @@ def build_risk_sets(time, status, start=None, strata=None, weights=None) -> Risk
         return strat * mult + code
 
     evmask = ev == 1
-    ev_key = np.unique(key(s[evmask], t[evmask]))  # sorted (stratum, event time) pairs
+    ev_key = sorted_unique(key(s[evmask], t[evmask]))  # sorted (stratum, event time) pairs
     ev_strat = ev_key // mult
     ev_time = uniq[(ev_key % mult) - 1]
     k_per_stratum = np.bincount(ev_strat, minlength=n_strata)
@@ -106,6 +106,17 @@ def build_risk_sets(time, status, start=None, strata=None, weights=None) -> Risk
     return RiskSets(order=order, ks=ks, ke=ke, event=ev.astype(np.uint8), row_stratum=s,
                     slot_time=slot_time, slot_stratum=slot_stratum, slot_first=slot_first,
                     slot_last=slot_last, slot_d=slot_d, slot_m=slot_m, has_start=has_start)
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` of finite or integer values by one sort (numpy >= 2.3 takes a hash table
+    for integers, ~50x slower at a million values).
+
+    >>> sorted_unique(np.array([3, 1, 3, 2])).tolist()
+    [1, 2, 3]
+    """
+    values = np.sort(values)
+    return values[np.r_[True, values[1:] != values[:-1]]] if values.size else values
 
 
 def slots_at_nonzeros(indices, rs: RiskSets):
