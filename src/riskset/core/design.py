@@ -68,10 +68,13 @@ def take_rows(X: sp.csc_matrix, rows: np.ndarray) -> sp.csc_matrix:
     if np.count_nonzero(new_row >= 0) != rows.shape[0]:
         raise ValueError("take_rows: the rows must be distinct")
     itype = np.int32 if max(X.nnz, n_rows, rows.shape[0]) < 2**31 - 1 else np.int64
-    indptr = np.empty(X.shape[1] + 1, itype)
-    indptr[0] = 0
-    _count_kept(X.indptr, X.indices, new_row, indptr[1:])
-    np.cumsum(indptr[1:], out=indptr[1:])
+    if rows.shape[0] == n_rows:  # a permutation keeps every column's count
+        indptr = X.indptr.astype(itype)
+    else:
+        indptr = np.empty(X.shape[1] + 1, itype)
+        indptr[0] = 0
+        _count_kept(X.indptr, X.indices, new_row, indptr[1:])
+        np.cumsum(indptr[1:], out=indptr[1:])
     indices = np.empty(indptr[-1], itype)
     values = np.empty(indptr[-1])
     digit_bits = max(1, int(rows.shape[0] - 1).bit_length())
@@ -95,31 +98,47 @@ def _count_kept(indptr, indices, new_row, counts):
 def _fill_sorted(indptr, indices, values, new_row, out_ptr, out_indices, out_values, key_bits):
     """Each column's kept non-zeros at their new rows, sorted by new row (keys < 2^key_bits)."""
     for j in prange(indptr.shape[0] - 1):
-        a = out_ptr[j]
-        t = a
-        in_order = True
-        for k in range(indptr[j], indptr[j + 1]):
-            r = new_row[indices[k]]
-            if r >= 0:
-                out_indices[t] = r
-                out_values[t] = values[k]
-                in_order = in_order and (t == a or out_indices[t - 1] < r)
-                t += 1
-        if not in_order:
-            _sort_column(out_indices[a:t], out_values[a:t], key_bits)
+        a, b = out_ptr[j], out_ptr[j + 1]
+        _radix_column(indptr[j], indptr[j + 1], indices, values, new_row, out_indices[a:b], out_values[a:b],
+                      key_bits)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _sort_column(keys, values, key_bits):
-    """Sort distinct ``keys`` (< 2^key_bits) ascending, ``values`` alongside."""
-    m = keys.shape[0]
-    if m <= SMALL_COLUMN:
-        _insertion_sort(keys, values)
+def _radix_column(k0, k1, indices, values, new_row, out_indices, out_values, key_bits):
+    """A column's kept non-zeros k0 <= k < k1 in new row order: gathered with the counts of
+    every radix digit, then sorted by radix (insertion for short columns) unless in order."""
+    bits, passes = _radix_digits(out_indices.shape[0], key_bits)
+    mask = (1 << bits) - 1
+    counts = np.zeros((passes, mask + 2), np.int64)
+    t = 0
+    in_order = True
+    for k in range(k0, k1):
+        r = new_row[indices[k]]
+        if r >= 0:
+            out_indices[t] = r
+            out_values[t] = values[k]
+            in_order = in_order and (t == 0 or out_indices[t - 1] < r)
+            for p in range(passes):
+                counts[p, ((r >> (p * bits)) & mask) + 1] += 1
+            t += 1
+    if in_order:
         return
+    if passes:
+        _radix_sort(out_indices, out_values, counts, bits)
+    else:
+        _insertion_sort(out_indices, out_values)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _radix_digits(m, key_bits):
+    """(digit bits, passes) of the radix sort of m keys < 2^key_bits; (0, 0) for a column short
+    enough for insertion sort. Digits of about log2(m) bits keep the counters no larger than
+    the column; equal digits make the fewest counters for the number of passes."""
+    if m <= SMALL_COLUMN:
+        return 0, 0
     bits = min(MAX_DIGIT_BITS, max(1, int(np.log2(m))))
     passes = (key_bits + bits - 1) // bits
-    bits = (key_bits + passes - 1) // passes  # equal digits: fewest counters for the passes
-    _radix_sort(keys, values, bits, passes)
+    return (key_bits + passes - 1) // passes, passes
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -136,20 +155,19 @@ def _insertion_sort(keys, values):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _radix_sort(keys, values, bits, passes):
-    """Least-significant-digit radix sort: ``passes`` stable counting passes of ``bits`` each."""
+def _radix_sort(keys, values, counts, bits):
+    """Least-significant-digit radix sort of ``keys``, ``values`` alongside: one stable counting
+    scatter per pass; ``counts[p, d + 1]`` = number of keys whose digit p is d."""
     m = keys.shape[0]
     src_k, src_v = keys, values
     dst_k, dst_v = np.empty_like(keys), np.empty_like(values)
     mask = (1 << bits) - 1
-    start = np.empty(mask + 2, np.int64)
+    passes = counts.shape[0]
     for p in range(passes):
-        shift = p * bits
-        start[:] = 0
-        for a in range(m):
-            start[((src_k[a] >> shift) & mask) + 1] += 1
+        start = counts[p]
         for d in range(mask + 1):
             start[d + 1] += start[d]
+        shift = p * bits
         for a in range(m):
             d = (src_k[a] >> shift) & mask
             t = start[d]
