@@ -105,11 +105,8 @@ def _fill_sorted(indptr, indices, values, new_row, out_ptr, out_indices, out_val
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _radix_column(k0, k1, indices, values, new_row, out_indices, out_values, key_bits):
-    """A column's kept non-zeros k0 <= k < k1 in new row order: gathered with the counts of
-    every radix digit, then sorted by radix (insertion for short columns) unless in order."""
-    bits, passes = _radix_digits(out_indices.shape[0], key_bits)
-    mask = (1 << bits) - 1
-    counts = np.zeros((passes, mask + 2), np.int64)
+    """A column's kept non-zeros k0 <= k < k1 in new row order: gathered, then sorted unless
+    they came in order (radix sort; insertion sort for short columns)."""
     t = 0
     in_order = True
     for k in range(k0, k1):
@@ -118,27 +115,15 @@ def _radix_column(k0, k1, indices, values, new_row, out_indices, out_values, key
             out_indices[t] = r
             out_values[t] = values[k]
             in_order = in_order and (t == 0 or out_indices[t - 1] < r)
-            for p in range(passes):
-                counts[p, ((r >> (p * bits)) & mask) + 1] += 1
             t += 1
     if in_order:
         return
-    if passes:
-        _radix_sort(out_indices, out_values, counts, bits)
-    else:
+    if t <= SMALL_COLUMN:
         _insertion_sort(out_indices, out_values)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _radix_digits(m, key_bits):
-    """(digit bits, passes) of the radix sort of m keys < 2^key_bits; (0, 0) for a column short
-    enough for insertion sort. Digits of about log2(m) bits keep the counters no larger than
-    the column; equal digits make the fewest counters for the number of passes."""
-    if m <= SMALL_COLUMN:
-        return 0, 0
-    bits = min(MAX_DIGIT_BITS, max(1, int(np.log2(m))))
+        return
+    bits = min(MAX_DIGIT_BITS, max(1, int(np.log2(t))))  # counters no more than the keys
     passes = (key_bits + bits - 1) // bits
-    return (key_bits + passes - 1) // passes, passes
+    _radix_sort(out_indices, out_values, (key_bits + passes - 1) // passes, passes)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -155,19 +140,21 @@ def _insertion_sort(keys, values):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _radix_sort(keys, values, counts, bits):
-    """Least-significant-digit radix sort of ``keys``, ``values`` alongside: one stable counting
-    scatter per pass; ``counts[p, d + 1]`` = number of keys whose digit p is d."""
+def _radix_sort(keys, values, bits, passes):
+    """Least-significant-digit radix sort of ``keys`` (< 2^(bits passes)), ``values`` alongside:
+    per pass, the digit counts of every key, then one stable counting scatter."""
     m = keys.shape[0]
     src_k, src_v = keys, values
     dst_k, dst_v = np.empty_like(keys), np.empty_like(values)
     mask = (1 << bits) - 1
-    passes = counts.shape[0]
+    start = np.empty(mask + 2, np.int64)
     for p in range(passes):
-        start = counts[p]
+        shift = p * bits
+        start[:] = 0
+        for a in range(m):
+            start[((src_k[a] >> shift) & mask) + 1] += 1
         for d in range(mask + 1):
             start[d + 1] += start[d]
-        shift = p * bits
         for a in range(m):
             d = (src_k[a] >> shift) & mask
             t = start[d]
