@@ -82,7 +82,8 @@ def assert_same_datafit(new, ref):
 
 @pytest.fixture
 def scipy_preparation(monkeypatch):
-    """Build datafits with the preparation this module replaced (a context for references)."""
+    """A function that makes the datafits built after its call use the scipy / numpy
+    preparation that riskset.core.design replaced (the references)."""
     def use():
         monkeypatch.setattr(interface, "canonical_csc", scipy_canonical)
         monkeypatch.setattr(interface, "take_rows", scipy_take_rows)
