@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from riskset.core.columns import columns_times
+from riskset.core.design import canonical_csc, take_rows
 from riskset.core.sweep import CompiledFamily
 
 
@@ -80,15 +81,18 @@ class Datafit(ABC):
     #: "fine_gray", "conditional"), or None where it has none.
     device_family: ClassVar[str | None] = None
 
-    def __init__(self, X: sp.csc_matrix, offset: np.ndarray | None = None):
-        X = sp.csc_matrix(X, dtype=np.float64)
-        X.sum_duplicates()
-        X.sort_indices()
+    def __init__(self, X: sp.csc_matrix, offset: np.ndarray | None = None, rows: np.ndarray | None = None):
+        """``X`` (any sparse or dense matrix) becomes :attr:`X`, canonical float64 CSC; with ``rows``
+        (distinct rows of X, in the datafit's order) :attr:`X` is ``X[rows]``, built in O(nnz)
+        (:mod:`riskset.core.design`). ``offset`` is in datafit row order."""
+        X = canonical_csc(X)
+        if rows is not None:
+            X = take_rows(X, rows)
         self.X = X
         n = X.shape[0]
         self.offset = np.zeros(n) if offset is None else np.ascontiguousarray(offset, dtype=np.float64)
         # CSC components handed to the kernels, shared with X (no copy of the non-zeros).
-        self.indptr = X.indptr.astype(np.int64)
+        self.indptr = np.asarray(X.indptr, dtype=np.int64)
         self.indices = np.ascontiguousarray(X.indices)
         self.values = X.data
 

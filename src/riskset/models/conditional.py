@@ -57,17 +57,19 @@ class ConditionalDatafit(Datafit):
 
     Parameters (rows already sorted by stratum, strata coded 0..S-1 ascending)
     ----------
-    X : csc (n_rows, p); y : responses (counts or 0/1 case indicators);
+    X : csc (n_rows, p), or (n, p) with ``rows``; y : responses (counts or 0/1 case indicators);
     strata : non-decreasing stratum codes; offset : fixed part of eta;
     stratum_weight : c_s per stratum (None = 1);
     exact_m : per stratum, number of cases for strata using the exact conditional
-        likelihood (0 = multinomial form).
+        likelihood (0 = multinomial form);
+    rows : the rows of X (Dataset rows) that are the datafit's rows, in order (None: all,
+        as they are); ``y``, ``strata`` and ``offset`` are in this order.
     """
 
     device_family = "conditional"
 
-    def __init__(self, X, y, strata, offset=None, stratum_weight=None, exact_m=None):
-        super().__init__(X, offset)
+    def __init__(self, X, y, strata, offset=None, stratum_weight=None, exact_m=None, rows=None):
+        super().__init__(X, offset, rows)
         strata = np.ascontiguousarray(strata, dtype=np.int64)
         n_strata = int(strata[-1]) + 1 if strata.size else 0
         if strata.size and np.any(np.diff(strata) < 0):
@@ -79,7 +81,7 @@ class ConditionalDatafit(Datafit):
         self._set_stratum_weights(np.ones(n_strata) if stratum_weight is None else stratum_weight)
         self.exact_m = (np.zeros(n_strata, np.int64) if exact_m is None
                         else np.ascontiguousarray(exact_m, dtype=np.int64))
-        self.rows = np.arange(self.n_rows)  # Dataset row of each datafit row (set by the models)
+        self.rows = np.arange(self.n_rows) if rows is None else rows  # Dataset row of each datafit row
         self.indicator = indicator_columns(self.indptr, self.values)
         self.col_runs, self.run_start, self.run_stratum = conditional_kernels.column_runs(
             self.indptr, self.indices, self.row_stratum)
@@ -297,8 +299,7 @@ class ConditionalPoisson(_Conditional):
         rows, codes, old = sorted_by_stratum(data, keep)
         c_s = None if c_all is None else c_all[np.unique(old)]
         offset = None if data.offset is None else np.asarray(data.offset)[rows]
-        df = ConditionalDatafit(data.X[rows].tocsc(), y[rows], codes, offset, c_s)
-        df.rows = rows
+        df = ConditionalDatafit(data.X, y[rows], codes, offset, c_s, rows=rows)
         df.row_ids = data.row_ids[rows]
         return require_information(df, self.name)
 
@@ -362,8 +363,7 @@ class ConditionalLogistic(_Conditional):
         m = cases[kept]
         exact_m = np.where(m >= 2, m, 0) if self.ties == "exact" else None
         offset = None if data.offset is None else np.asarray(data.offset)[rows]
-        df = ConditionalDatafit(data.X[rows].tocsc(), y[rows], codes, offset, c_s, exact_m)
-        df.rows = rows
+        df = ConditionalDatafit(data.X, y[rows], codes, offset, c_s, exact_m, rows=rows)
         df.row_ids = data.row_ids[rows]
         return require_information(df, self.name)
 

@@ -33,10 +33,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from riskset.data.risksets import (build_risk_sets, check_survival, column_breakpoints, expand_time_varying,
-                                   interval_labels)
+                                   interval_labels, slots_at_nonzeros)
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
 from riskset.core.columns import columns_dot, columns_dot2, columns_times
+from riskset.core.design import transposed_times
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates, indicator_columns,
                                  require_information, weight_overflow)
 from riskset.validation import coef_mapping, finite_numbers, one_of
@@ -65,8 +66,6 @@ class CoxDatafit(Datafit):
         weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
         rs = build_risk_sets(time, status, start, strata, weights)
         order = rs.order
-        X = sp.csc_matrix(X)
-        Xs = X[order] if X.shape[1] else X
         off = None
         if offset is not None:
             off = np.asarray(offset, dtype=np.float64)[order]
@@ -74,7 +73,7 @@ class CoxDatafit(Datafit):
                 shift = np.full(int(rs.row_stratum.max()) + 1, -np.inf)
                 np.maximum.at(shift, rs.row_stratum, off)
                 off = off - shift[rs.row_stratum]
-        super().__init__(Xs, off)
+        super().__init__(X, off, rows=order)
         self.rs = rs
         self.order = order
         self.ties = ties
@@ -85,14 +84,11 @@ class CoxDatafit(Datafit):
         self.ks, self.ke, self.event = rs.ks, rs.ke, rs.event
         self.has_start = rs.has_start
         # static: sum over event rows of c x_j
-        self.gx0 = np.ascontiguousarray(self.X.T @ (self.cw * self.event), dtype=np.float64)
+        self.gx0 = transposed_times(self.indptr, self.indices, self.values, self.cw * self.event)
         self.indicator = indicator_columns(self.indptr, self.values)
         # static per stored non-zero: entry / exit slot and status of its row (sequential reads)
         if formulation == "sparse":
-            itype = np.int32 if rs.n_slots < 2**31 - 1 else np.int64
-            self.ksn = self.ks[self.indices].astype(itype)
-            self.ken = self.ke[self.indices].astype(itype)
-            self.evn = self.event[self.indices]
+            self.ksn, self.ken, self.evn = slots_at_nonzeros(self.indices, rs)
         self.slot_ptr = np.r_[0, np.flatnonzero(rs.slot_last) + 1].astype(np.int64)
         self.codes = None
         if formulation == "sparse" and self.has_start:

@@ -139,13 +139,12 @@ class FineGrayDatafit(Datafit):
         censored = np.asarray(censored, dtype=np.uint8)
         weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
         order = np.lexsort((-event.astype(np.int64), -time)).astype(np.int64)
-        X = sp.csc_matrix(X)
         off = None
         if offset is not None:
             off = np.asarray(offset, dtype=np.float64)[order]
             if off.size and np.max(np.abs(off)) > 50:  # the likelihood is invariant to a common shift
                 off = off - off.max()
-        super().__init__(X[order] if X.shape[1] else X, off)
+        super().__init__(X, off, rows=order)
         self.order = order
         self.formulation = formulation
         self.time = np.ascontiguousarray(time[order])

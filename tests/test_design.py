@@ -1,0 +1,201 @@
+"""Preparing a design (riskset.core.design): the O(nnz) kernels give exactly what scipy gave.
+
+The datafits of every family built with the compiled preparation must hold the same arrays,
+bit for bit and dtype for dtype, as those built with the scipy / numpy code it replaced
+(``X[order]`` + ``sum_duplicates`` + ``sort_indices``, ``ks[indices]``, ``X.T @ z``,
+``np.unique``), which the reference datafits below get by monkeypatching, on designs with
+duplicates, unsorted indices, explicit zeros, tied times, strata and (start, stop] rows.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import riskset.core.interface as interface
+import riskset.data.risksets as risksets
+import riskset.models.cox as cox
+from riskset.core.design import canonical_csc, is_canonical, take_rows, transposed_times
+from riskset.data.dataset import Dataset
+from riskset.models.conditional import ConditionalLogistic, ConditionalPoisson
+from riskset.models.cox import CoxDatafit
+from riskset.models.fine_gray import FineGrayDatafit
+from riskset.models.glm import GLMDatafit
+
+
+def messy_csc(n, p, seed, density=0.3):
+    """A CSC matrix with duplicate entries, unsorted row indices within columns and explicit
+    zeros; values are multiples of 1/4 so that duplicates sum exactly in any order."""
+    rng = np.random.default_rng(seed)
+    counts = rng.binomial(n, density, p)
+    counts[0] = n  # one dense column
+    rows = [rng.permutation(n)[:c] for c in counts]
+    for j in range(1, p, 2):  # duplicates in every other column
+        rows[j] = np.concatenate([rows[j], rows[j][: counts[j] // 3]])
+    indices = np.concatenate(rows).astype(np.int32)
+    data = rng.integers(-8, 9, indices.size) / 4.0  # explicit zeros among them
+    indptr = np.r_[0, np.cumsum([r.size for r in rows])].astype(np.int32)
+    return sp.csc_matrix((data, indices, indptr), shape=(n, p))
+
+
+def scipy_canonical(X):
+    X = sp.csc_matrix(X, dtype=np.float64)
+    X.sum_duplicates()
+    X.sort_indices()
+    return X
+
+
+def scipy_take_rows(X, rows):
+    return scipy_canonical(X[rows])
+
+
+def assert_same_csc(A, B):
+    assert A.shape == B.shape
+    for name in ("indptr", "indices", "data"):
+        a, b = getattr(A, name), getattr(B, name)
+        assert a.dtype == b.dtype, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+def assert_same(a, b, where="datafit"):
+    """Equal attributes: arrays bit for bit with their dtype, sparse matrices by their
+    components, dataclasses field by field."""
+    if sp.issparse(a):
+        assert_same_csc(a, b)
+    elif isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray) and a.dtype == b.dtype, where
+        np.testing.assert_array_equal(a, b, err_msg=where)
+    elif dataclasses.is_dataclass(a):
+        for f in dataclasses.fields(a):
+            assert_same(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
+    elif isinstance(a, (bool, int, float, str, type(None))):
+        assert a == b, where
+
+
+def assert_same_datafit(new, ref):
+    assert set(vars(new)) == set(vars(ref))
+    for name, value in vars(new).items():
+        assert_same(value, vars(ref)[name], name)
+
+
+@pytest.fixture
+def scipy_preparation(monkeypatch):
+    """A function that makes the datafits built after its call use the scipy / numpy
+    preparation that riskset.core.design replaced (the references)."""
+    def use():
+        monkeypatch.setattr(interface, "canonical_csc", scipy_canonical)
+        monkeypatch.setattr(interface, "take_rows", scipy_take_rows)
+        monkeypatch.setattr(risksets, "sorted_unique", np.unique)
+        monkeypatch.setattr(cox, "transposed_times",
+                            lambda indptr, indices, values, z: sp.csc_matrix((values, indices, indptr)).T @ z)
+
+        def slots(indices, rs):
+            itype = np.int32 if rs.n_slots < 2**31 - 1 else np.int64
+            return rs.ks[indices].astype(itype), rs.ke[indices].astype(itype), rs.event[indices]
+
+        monkeypatch.setattr(cox, "slots_at_nonzeros", slots)
+    return use
+
+
+# -- the kernels against scipy ------------------------------------------------------------
+@pytest.mark.parametrize("n, p, seed", [(0, 3, 0), (1, 2, 1), (40, 5, 2), (700, 9, 3), (5000, 4, 4)])
+def test_take_rows_is_scipy_fancy_indexing_sorted(n, p, seed):
+    rng = np.random.default_rng(seed)
+    X = scipy_canonical(messy_csc(n, p, seed)) if n else sp.csc_matrix((0, p))
+    assert is_canonical(X.indptr, X.indices, n)
+    for rows in (rng.permutation(n), np.sort(rng.permutation(n)[: n // 2]), rng.permutation(n)[: n // 3],
+                 np.arange(n)):
+        out = take_rows(X, rows)
+        assert_same_csc(out, scipy_take_rows(X, rows))
+        assert out.has_canonical_format
+
+
+def test_take_rows_refuses_repeated_rows():
+    with pytest.raises(ValueError, match="distinct"):
+        take_rows(sp.csc_matrix(np.eye(3)), np.array([0, 0, 1]))
+
+
+def test_canonical_csc_checks_rather_than_assumes():
+    messy = messy_csc(300, 6, seed=5)
+    assert not is_canonical(messy.indptr, messy.indices, 300)
+    assert_same_csc(canonical_csc(messy.copy()), scipy_canonical(messy.copy()))
+    # only unsorted (no duplicate): still caught
+    X = scipy_canonical(messy)
+    X.indices[[0, 1]] = X.indices[[1, 0]]
+    assert not is_canonical(X.indptr, X.indices, 300)
+    clean = scipy_canonical(messy)
+    out = canonical_csc(clean)
+    assert out.data is clean.data or np.shares_memory(out.data, clean.data)  # no copy when canonical
+    assert canonical_csc(np.array([[1.0, 0.0], [0.0, 2.0]])).nnz == 2
+
+
+def test_transposed_times_sums_in_storage_order():
+    X = scipy_canonical(messy_csc(2000, 7, seed=6))
+    z = np.random.default_rng(0).normal(size=2000)
+    np.testing.assert_array_equal(transposed_times(X.indptr, X.indices, X.data, z), X.T @ z)
+
+
+# -- whole datafits against the scipy preparation ---------------------------------------
+def survival(n, seed, strata=False, start=False):
+    rng = np.random.default_rng(seed)
+    time = rng.integers(1, 15, n).astype(float)  # heavy ties
+    st = np.where(rng.random(n) < 0.4, 0.0, np.floor(rng.random(n) * time)) if start else None
+    return dict(time=time, status=(rng.random(n) < 0.6).astype(np.int64), start=st,
+                strata=rng.integers(0, 6, n) if strata else None, weights=rng.integers(1, 4, n).astype(float),
+                offset=rng.normal(size=n))
+
+
+COX_CASES = [dict(), dict(strata=True), dict(start=True), dict(strata=True, start=True)]
+
+
+@pytest.mark.parametrize("case", COX_CASES)
+@pytest.mark.parametrize("ties, formulation", [("breslow", "sparse"), ("efron", "sparse"), ("breslow", "scan")])
+def test_cox_datafit_equals_the_scipy_preparation(case, ties, formulation, scipy_preparation):
+    n = 400
+    d = survival(n, seed=len(COX_CASES) * 7 + len(case), **case)
+    X = messy_csc(n, 6, seed=11)
+    args = (d["time"], d["status"], d["start"], d["strata"], d["weights"], d["offset"])
+    new = CoxDatafit(X.copy(), *args, ties=ties, formulation=formulation)
+    scipy_preparation()
+    ref = CoxDatafit(X.copy(), *args, ties=ties, formulation=formulation)
+    assert_same_datafit(new, ref)
+    assert_same_csc(new.X, scipy_canonical(sp.csc_matrix(X)[ref.order]))  # as the code before: permute, then sort
+
+
+def test_fine_gray_datafit_equals_the_scipy_preparation(scipy_preparation):
+    rng = np.random.default_rng(3)
+    n = 500
+    status = rng.integers(0, 3, n)
+    X = messy_csc(n, 5, seed=12)
+    args = (rng.integers(1, 20, n).astype(float), (status == 1), (status == 2), (status == 0),
+            rng.integers(1, 3, n).astype(float), rng.normal(size=n))
+    new = FineGrayDatafit(X.copy(), *args)
+    scipy_preparation()
+    assert_same_datafit(new, FineGrayDatafit(X.copy(), *args))
+
+
+def test_glm_datafit_equals_the_scipy_preparation(scipy_preparation):
+    rng = np.random.default_rng(4)
+    X = messy_csc(300, 5, seed=13)
+    y = (rng.random(300) < 0.5).astype(float)
+    new = GLMDatafit(0, X.copy(), y, intercept=True)
+    scipy_preparation()
+    assert_same_datafit(new, GLMDatafit(0, X.copy(), y, intercept=True))
+
+
+@pytest.mark.parametrize("model", [ConditionalLogistic(), ConditionalLogistic("breslow"), ConditionalPoisson()])
+def test_conditional_datafit_equals_the_scipy_preparation(model, scipy_preparation):
+    rng = np.random.default_rng(5)
+    n = 600
+    strata = rng.integers(0, 80, n)  # unsorted: the datafit reorders the rows; some sets are dropped
+    y = (rng.random(n) < 0.3).astype(float)
+    data = Dataset(X=scipy_canonical(messy_csc(n, 4, seed=14)), covariate_names=["a", "b", "c", "d"],
+                   row_ids=np.arange(n), y=y, strata=strata)
+    with pytest.warns(Warning):
+        new = model.datafit(data)
+    scipy_preparation()
+    with pytest.warns(Warning):
+        ref = model.datafit(data)
+    assert_same_datafit(new, ref)
