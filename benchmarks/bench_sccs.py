@@ -13,6 +13,11 @@ event counts per era with a few true drug effects, and fits the Bayesian SCCS
 Run by hand (not in CI)::
 
     python benchmarks/bench_sccs.py --cases 100000 --drugs 1000
+    python benchmarks/bench_sccs.py --cases 1000000 --exposures 15 --no-dense --cv 10   # ~20M eras, L1 + 10-fold CV
+
+``--cv K`` then cross-validates the Laplace prior's variance (``riskset.cross_validate``,
+K folds of cases, a grid of ``--grid`` variances plus ``--refine`` golden-section steps,
+``--jobs`` threads) and refits: wall time and peak RSS of the whole selection.
 
 Peak memory is measured with tracemalloc (NumPy buffers) around building and fitting.
 """
@@ -158,15 +163,17 @@ def run(args):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
         sparse_df = SCCS().datafit(data)
-        dense_df = DenseSCCSDatafit(sparse_df.X, sparse_df.y_raw, sparse_df.row_stratum, sparse_df.offset)
+        dense_df = None if args.no_dense else DenseSCCSDatafit(sparse_df.X, sparse_df.y_raw, sparse_df.row_stratum,
+                                                                sparse_df.offset)
     p = sparse_df.n_coef
-    # warm up the JIT
-    fit_ccd(sparse_df, np.zeros(p), np.ones(p), options=SolverOptions(max_iter=1, polish_max_active=0))
-    fit_ccd(dense_df, np.zeros(p), np.ones(p), options=SolverOptions(max_iter=1, polish_max_active=0))
+    for df in (sparse_df, dense_df):  # warm up the JIT
+        if df is not None:
+            fit_ccd(df, np.zeros(p), np.ones(p), options=SolverOptions(max_iter=1, polish_max_active=0))
 
+    methods = [("sparse", sparse_df, 1000)] + ([] if args.no_dense else [("dense", dense_df, args.dense_cycles)])
     for prior, l1, l2 in [("Normal(var=1)", np.zeros(p), np.ones(p)),
                           (f"Laplace(gamma={args.gamma:g})", np.full(p, args.gamma), np.zeros(p))]:
-        for name, df, max_iter in [("sparse", sparse_df, 1000), ("dense", dense_df, args.dense_cycles)]:
+        for name, df, max_iter in methods:
             # identical iterates: dense runs the same cycles (to convergence unless --dense-cycles caps it)
             tracemalloc.reset_peak()
             base = tracemalloc.get_traced_memory()[0]
@@ -187,6 +194,28 @@ def run(args):
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     data_mib = (data.X.data.nbytes + data.X.indices.nbytes + data.X.indptr.nbytes + 3 * data.n_rows * 8) / 2**20
     print(f"data (X + y + offset + strata): {data_mib:.0f} MiB")
+    if args.cv:
+        cross_validation(data, args)
+
+
+def cross_validation(data, args):
+    """Select the Laplace prior's variance by K-fold CV of cases, then refit: wall time, peak RSS."""
+    import resource
+
+    import riskset
+
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        cv = riskset.cross_validate(data, "sccs", riskset.Laplace(gamma=1.0), n_folds=args.cv, n_grid=args.grid,
+                                    auto=args.refine > 0, n_refine=args.refine, n_jobs=args.jobs, progress=True)
+    sec = time.perf_counter() - t0
+    fits = len(cv.scores) + args.grid + 1
+    print(f"cross-validation: {args.cv} folds x {args.grid} variances + {args.refine} refinements "
+          f"({len(cv.scores)} fold fits, {fits} fits with the path and the refit) on {args.jobs} thread(s): "
+          f"{sec:.1f} s wall; selected variance {cv.selected_variance:.4g}, "
+          f"{int(np.count_nonzero(cv.fit.coef))} non-zero, refit {cv.fit.status} (KKT {cv.fit.kkt:.1e}); "
+          f"peak RSS of the process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10:.0f} MiB")
 
 
 if __name__ == "__main__":
@@ -198,4 +227,9 @@ if __name__ == "__main__":
     ap.add_argument("--gamma", type=float, default=20.0)
     ap.add_argument("--dense-cycles", type=int, default=1000, help="cap on the dense fit's cycles")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-dense", action="store_true", help="skip the dense formulation (large data)")
+    ap.add_argument("--cv", type=int, default=0, metavar="K", help="then K-fold cross-validation of the variance")
+    ap.add_argument("--grid", type=int, default=8, help="variances of the CV grid")
+    ap.add_argument("--refine", type=int, default=4, help="golden-section refinements after the grid")
+    ap.add_argument("--jobs", type=int, default=2, help="threads of the cross-validation")
     run(ap.parse_args())
