@@ -29,6 +29,7 @@ import warnings
 from dataclasses import dataclass, replace
 from functools import cached_property
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -168,14 +169,16 @@ class CoxDatafit(Datafit):
         return state
 
     def kernel_data(self):
-        """The static arrays of the formulation's kernels (:mod:`riskset.kernels.cpu.cox`, bottom)."""
+        """The static arrays of the formulation's kernels (:mod:`riskset.kernels.cpu.cox`, bottom), and
+        whether they may run in parallel (the calling thread's numba thread count, see
+        :mod:`riskset.backend`)."""
         rs = self.rs
         if self.formulation == "scan":
             return (self.indptr, self.indices, self.values, self.cw, self.ks, self.ke, self.event, rs.slot_d,
                     rs.slot_m, rs.slot_last, self.efron)
         return (self.indptr, self.indices, self.values, self.indicator, self.gx0, self.ksn, self.ken, self.evn,
                 self.has_start, NO_CODES if self.codes is None else self.codes, rs.slot_stratum, rs.slot_d,
-                rs.slot_m, self.slot_ptr, self.efron, self.strata_ptr, self.col_strata)
+                rs.slot_m, self.slot_ptr, self.efron, self.strata_ptr, self.col_strata, numba.get_num_threads() > 1)
 
     def _sync(self, state):
         """Exact recomputation of w, the slot sums and the aggregates from eta (O(N))."""
@@ -186,8 +189,8 @@ class CoxDatafit(Datafit):
         """The aggregates of every stratum from the slot sums; none is stale after it."""
         rs = self.rs
         K.refresh(self.all_strata, self.n_strata, self.slot_ptr, state.ex, state.en, state.ev, rs.slot_d, rs.slot_m,
-                  self.has_start, self.efron, full, state.D, state.Q1, state.Q2, state.R1, state.R2, state.T2,
-                  state.A1c, state.A2c)
+                  self.has_start, self.efron, full, numba.get_num_threads() > 1, state.D, state.Q1, state.Q2, state.R1,
+                  state.R2, state.T2, state.A1c, state.A2c)
         state.moved[0] = 0
 
     def loglik(self, state):

@@ -32,7 +32,7 @@ At the bottom, both formulations on the compiled family contract of
 import math
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
 from riskset.core.sweep import compile_family
 
@@ -301,8 +301,8 @@ def refresh_small_parallel(strata, count, slot_ptr, ex, en, ev, slot_d, slot_m, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def refresh(strata, count, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efron, full, D, Q1, Q2, R1, R2, T2,
-            A1c, A2c):
+def refresh(strata, count, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efron, full, parallel, D, Q1, Q2, R1,
+            R2, T2, A1c, A2c):
     """Per-slot denominators and the cumulative aggregates of the strata ``strata[:count]``,
     O(their slots (+ tied events for Efron)).
 
@@ -310,13 +310,13 @@ def refresh(strata, count, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efro
     ``full`` also stores the per-slot Q1, Q2 (needed by the Hessian and the baseline
     hazard, not by the coordinates); R1, R2, T2 are stored whenever ``efron``.
 
-    On one thread (``numba.get_num_threads()``), one serial scan per stratum. On more, a
-    stratum of :data:`BLOCKED_SLOTS` slots or more takes the blocked scans
+    Without ``parallel`` (one thread: ``numba.get_num_threads()``, read by the caller: a
+    compiled read would keep the sweep out of the disk cache), one serial scan per stratum.
+    With it, a stratum of :data:`BLOCKED_SLOTS` slots or more takes the blocked scans
     (:func:`refresh_blocked`: the same result on 2 or 16 threads, equal to the serial one up
     to rounding), and the smaller ones run one per task when together they have
     :data:`PARALLEL_SLOTS` slots or more (the serial result).
     """
-    parallel = get_num_threads() > 1
     small = 0
     for i in range(count):
         s = strata[i]
@@ -679,13 +679,14 @@ def weighted_cross(A, q, B, out):
 # -- the compiled family contract (riskset.core.sweep) ---------------------------------
 # "sparse" formulation, O(nnz_j) per coordinate:
 #   data  = (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
-#            slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata)
+#            slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel)
 #   state = (eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved)
 # ``codes`` (the column breakpoints) are read only with start times. ``col_strata[strata_ptr[j]
 # : strata_ptr[j+1]]`` are the strata of column j's rows: a move of column j leaves only
 # their aggregates stale. ``moved`` lists the columns moved since the last refresh
 # (``moved[0]`` of them, then their indices; :data:`ALL_MOVED` when more than fit): the
-# next refresh makes those strata current, and only those.
+# next refresh makes those strata current, and only those; ``parallel``: more than one
+# kernel thread (see :func:`refresh`).
 
 #: ``moved[0]`` once more columns moved than ``moved`` holds: the next refresh takes every stratum.
 ALL_MOVED = -1
@@ -698,25 +699,25 @@ MOVED_COLUMNS = 8
 def sparse_refresh(data, state):
     """The aggregates of the strata that moves left stale, from the slot sums (O(their slots))."""
     (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
-     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata) = data
+     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel) = data
     eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved = state
     count = moved[0]
     if count == ALL_MOVED:
         n = slot_ptr.shape[0] - 1
-        refresh(np.arange(n), n, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efron, False, D, Q1, Q2, R1, R2,
-                T2, A1c, A2c)
+        refresh(np.arange(n), n, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efron, False, parallel, D, Q1, Q2,
+                R1, R2, T2, A1c, A2c)
     for c in range(1, count + 1):
         j = moved[c]
         a = strata_ptr[j]
         refresh(col_strata[a:], strata_ptr[j + 1] - a, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efron, False,
-                D, Q1, Q2, R1, R2, T2, A1c, A2c)
+                parallel, D, Q1, Q2, R1, R2, T2, A1c, A2c)
     moved[0] = 0
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_gradient(data, state, j):
     (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
-     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata) = data
+     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel) = data
     eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved = state
     return gradient_column(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, R1, efron)
 
@@ -725,7 +726,7 @@ def sparse_gradient(data, state, j):
 def sparse_terms(data, state, j):
     """The walk over the column's non-zeros in slot order: sorted rows, or breakpoints with start times."""
     (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
-     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata) = data
+     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel) = data
     eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved = state
     if has_start:
         return coordinate_breakpoints(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, slot_stratum, codes,
@@ -736,7 +737,7 @@ def sparse_terms(data, state, j):
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_move(data, state, j, delta):
     (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
-     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata) = data
+     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel) = data
     eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved = state
     move_sparse(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, evn, has_start, ex, en, ev)
     count = moved[0]
