@@ -20,9 +20,11 @@ Threads (``n_jobs``), the contract: numba's thread count is per calling thread. 
 :meth:`~Backend.fit_threads` the thread that runs a fit gives its ``@njit(parallel=True)``
 kernels ``n_jobs`` threads (``numba.get_num_threads()``); the workers of a replicate pool
 (:meth:`~Backend.threads`, :func:`serial_kernel_pool`) give theirs one, so k Python threads
-never run k x n_jobs kernel threads. A parallel kernel reads ``numba.get_num_threads()``
-(1: its serial code, today's result bit for bit) and, on more threads, splits its work into
-blocks fixed by the data, so that its result is the same on 2 or 16 threads.
+never run k x n_jobs kernel threads. A parallel kernel splits its work into blocks fixed by
+the data, never by the thread count, so that its result is the same on 2 or 16 threads; one
+whose blocked form costs more work than its serial code runs the serial code on one
+thread (the caller reads ``numba.get_num_threads()`` in Python and passes it: a compiled
+read keeps a function out of Numba's disk cache).
 
 No other module outside :mod:`riskset.kernels` imports the GPU kernels; they are imported
 only when a GPU backend is used, so ``import riskset`` never loads ``numba.cuda``.
