@@ -186,12 +186,12 @@ def block_sum(x, a, z):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def scan_denominators(lo, hi, sx, sn, ex, en, has_start, D, ev, slot_d, slot_m, efron):
+def scan_denominators(lo, hi, sx, sn, ex, en, has_start, D, ev, slot_d, slot_m, efron, sums):
     """D[p] = sum over the slots q > p of ex[q] - en[q], for p = hi-1 .. lo (descending),
     ``sx, sn``: the sums of ex, en over the slots of the stratum from ``hi`` on. Without
-    start times en is never read (every row enters at its stratum's first slot). Returns
-    the sums of Q1 and Q2 over the slots (in the same pass: independent chains of additions;
-    unused by a serial refresh, which leaves them to the compiler to drop)."""
+    start times en is never read (every row enters at its stratum's first slot). With
+    ``sums``, returns the sums of Q1 and Q2 over the slots (in the same pass: independent
+    chains of additions), else (0, 0)."""
     t1 = 0.0
     t2 = 0.0
     for p in range(hi - 1, lo - 1, -1):
@@ -200,37 +200,54 @@ def scan_denominators(lo, hi, sx, sn, ex, en, has_start, D, ev, slot_d, slot_m, 
         sx += ex[p]
         if has_start:
             sn += en[p]
-        q, q2, r1, r2, tt = slot_terms(slot_d[p], Dp, slot_m[p], ev[p], efron)
-        t1 += q
-        t2 += q2
+        if sums:
+            q, q2, r1, r2, tt = slot_terms(slot_d[p], Dp, slot_m[p], ev[p], efron)
+            t1 += q
+            t2 += q2
     return t1, t2
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def scan_aggregates(lo, hi, c1, c2, D, ev, slot_d, slot_m, efron, full, Q1, Q2, R1, R2, T2, A1c, A2c):
     """A1c[p] = c1 + the sum of Q1 over the slots lo .. p-1, A2c likewise with Q2 and c2
-    (ascending); stores Q1, Q2 when ``full`` or ``efron`` and R1, R2, T2 when ``efron``."""
-    store = full or efron
+    (ascending); stores Q1, Q2 when ``full`` or ``efron`` and R1, R2, T2 when ``efron``
+    (:func:`slot_terms`, whose Breslow case is written out: the loop of most fits)."""
+    if not efron:  # Breslow: the tight loop of one division per event slot
+        for p in range(lo, hi):
+            A1c[p] = c1
+            A2c[p] = c2
+            d = slot_d[p]
+            if d > 0.0:
+                inv = 1.0 / D[p]
+                q = d * inv
+                q2 = q * inv
+                c1 += q
+                c2 += q2
+                if full:
+                    Q1[p] = q
+                    Q2[p] = q2
+            elif full:
+                Q1[p] = 0.0
+                Q2[p] = 0.0
+        return
     for p in range(lo, hi):
         A1c[p] = c1
         A2c[p] = c2
         q, q2, r1, r2, t2 = slot_terms(slot_d[p], D[p], slot_m[p], ev[p], efron)
         c1 += q
         c2 += q2
-        if store:
-            Q1[p] = q
-            Q2[p] = q2
-        if efron:
-            R1[p] = r1
-            R2[p] = r2
-            T2[p] = t2
+        Q1[p] = q
+        Q2[p] = q2
+        R1[p] = r1
+        R2[p] = r2
+        T2[p] = t2
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def refresh_stratum(lo, hi, ex, en, ev, slot_d, slot_m, has_start, efron, full, D, Q1, Q2, R1, R2, T2, A1c,
                     A2c):
     """The aggregates of the stratum owning slots lo .. hi-1 by two serial scans."""
-    scan_denominators(lo, hi, 0.0, 0.0, ex, en, has_start, D, ev, slot_d, slot_m, efron)
+    scan_denominators(lo, hi, 0.0, 0.0, ex, en, has_start, D, ev, slot_d, slot_m, efron, False)
     scan_aggregates(lo, hi, 0.0, 0.0, D, ev, slot_d, slot_m, efron, full, Q1, Q2, R1, R2, T2, A1c, A2c)
 
 
@@ -269,7 +286,7 @@ def refresh_blocked(lo, hi, ex, en, ev, slot_d, slot_m, has_start, efron, full, 
         a = lo + b * BLOCK
         z = min(hi, a + BLOCK)
         carry[b, 2], carry[b, 3] = scan_denominators(a, z, carry[b, 0], carry[b, 1], ex, en, has_start, D, ev, slot_d,
-                                                     slot_m, efron)
+                                                     slot_m, efron, True)
     c1 = 0.0
     c2 = 0.0
     for b in range(nb):  # exclusive prefix sums
