@@ -57,7 +57,9 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     dtype : {'float64', 'float32'}
         Precision of the device state (GPU only; accumulations stay in float64).
     n_jobs : int
-        Threads fitting the points of the profile searches (CPU backend).
+        CPU threads: of the fit's compiled kernels (the large ones run in parallel blocks fixed
+        by the data, so 2 or 16 threads give the same fit, equal to the one-thread fit up to
+        rounding), and then the threads fitting the points of the profile searches, each on one.
 
     Returns
     -------
@@ -91,26 +93,27 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     profile = check.coef_names("profile", profile)
     if profile:
         check.probability("level", level)
-    datafit = m.datafit(data)
-    names = m.coef_names(data)
-    datafit.names = names
-    datafit = backend.prepare(datafit)  # takes the names along
-    penalty = prior.penalty(names, m.unpenalized_names())
-    beta0 = _align_start(warm_start, names)
-    options = SolverOptions(tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, progress=progress)
-    t_prepare = time.perf_counter()
-    res = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=beta0, options=options, center=penalty.center)
-    t_solve = time.perf_counter()
-    if not res.converged:
-        what = "fit" if res.diverging else "fit did not converge"
-        warnings.warn(f"{m.name} {what}: {res.message}", ConvergenceWarning, stacklevel=2)
-    se, aliased = np.full(len(names), np.nan), np.zeros(len(names), bool)
-    if (res.converged or res.diverging) and not penalty.is_penalized:
-        if res.converged:
-            res, aliased = refit_without_aliased(datafit, res, penalty, options)
-        # the information vanishes along diverging coefficients: the others' SEs are those at the limit
-        kept = np.flatnonzero(~aliased & ~np.isin(np.arange(len(names)), list(res.diverging)))
-        se[kept] = standard_errors(datafit, res.state, kept)
+    with backend.fit_threads():  # every kernel of this fit (not of the profile's pool)
+        datafit = m.datafit(data)
+        names = m.coef_names(data)
+        datafit.names = names
+        datafit = backend.prepare(datafit)  # takes the names along
+        penalty = prior.penalty(names, m.unpenalized_names())
+        beta0 = _align_start(warm_start, names)
+        options = SolverOptions(tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, progress=progress)
+        t_prepare = time.perf_counter()
+        res = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=beta0, options=options, center=penalty.center)
+        t_solve = time.perf_counter()
+        if not res.converged:
+            what = "fit" if res.diverging else "fit did not converge"
+            warnings.warn(f"{m.name} {what}: {res.message}", ConvergenceWarning, stacklevel=2)
+        se, aliased = np.full(len(names), np.nan), np.zeros(len(names), bool)
+        if (res.converged or res.diverging) and not penalty.is_penalized:
+            if res.converged:
+                res, aliased = refit_without_aliased(datafit, res, penalty, options)
+            # the information vanishes along diverging coefficients: the others' SEs are those at the limit
+            kept = np.flatnonzero(~aliased & ~np.isin(np.arange(len(names)), list(res.diverging)))
+            se[kept] = standard_errors(datafit, res.state, kept)
     result = FitResult(model_name=m.name, model_options=m.options(), coef=pd.Series(res.beta, index=names),
                        se=pd.Series(se, index=names), loglik=res.loglik, objective=res.objective,
                        converged=res.converged, message=res.message, n_iter=res.n_iter, prior=prior,

@@ -13,7 +13,18 @@ the two (docs/architecture.md, "Replicates" and "GPU backend"):
 * :meth:`~Backend.repeated`: R copies of it (the points of a profile likelihood);
 * how replicate work is split (:attr:`~Backend.batch_size`, :meth:`~Backend.threads`,
   :meth:`~Backend.check_executor`) and whether the device is usable here
-  (:meth:`~Backend.problem`).
+  (:meth:`~Backend.problem`);
+* the threads of one fit's compiled kernels (:meth:`~Backend.fit_threads`).
+
+Threads (``n_jobs``), the contract: numba's thread count is per calling thread. Inside
+:meth:`~Backend.fit_threads` the thread that runs a fit gives its ``@njit(parallel=True)``
+kernels ``n_jobs`` threads (``numba.get_num_threads()``); the workers of a replicate pool
+(:meth:`~Backend.threads`, :func:`serial_kernel_pool`) give theirs one, so k Python threads
+never run k x n_jobs kernel threads. A parallel kernel splits its work into blocks fixed by
+the data, never by the thread count, so that its result is the same on 2 or 16 threads; one
+whose blocked form costs more work than its serial code runs the serial code on one
+thread (the caller reads ``numba.get_num_threads()`` in Python and passes it: a compiled
+read keeps a function out of Numba's disk cache).
 
 No other module outside :mod:`riskset.kernels` imports the GPU kernels; they are imported
 only when a GPU backend is used, so ``import riskset`` never loads ``numba.cuda``.
@@ -25,6 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, ClassVar
 
+import numba
 import numpy as np
 
 from riskset import validation as check
@@ -35,7 +47,7 @@ from riskset.core.replicates import ReplicateBatch, ViewReplicates
 @dataclass(frozen=True)
 class Backend:
     """Where the sweeps run (``name``), the precision of the device state (``dtype``) and the
-    CPU threads for replicate sweeps (``n_jobs``).
+    CPU threads (``n_jobs``): of one fit's kernels, or of the replicate sweeps (each serial).
 
     >>> Backend.of("cpu", n_jobs=2)
     Backend(name='cpu', dtype='float64', n_jobs=2)
@@ -129,11 +141,36 @@ class Backend:
         if self.on_device or self.n_jobs == 1:
             yield None
             return
-        with ThreadPoolExecutor(self.n_jobs) as pool:
+        with serial_kernel_pool(self.n_jobs) as pool:
             yield pool
+
+    @contextmanager
+    def fit_threads(self):
+        """Inside: the compiled kernels called from this thread (one fit's) use up to ``n_jobs``
+        threads (:func:`kernel_threads`)."""
+        with kernel_threads(1 if self.on_device else self.n_jobs):
+            yield
 
     def check_executor(self, executor) -> None:
         """A device batch runs in this process: no Dask executor with the GPU."""
         if self.on_device and executor is not None:
             raise ValueError(f"backend={self.name!r} fits all replicates in one device batch in this process; "
                              "a Dask executor cannot be combined with it")
+
+
+@contextmanager
+def kernel_threads(n: int):
+    """Inside: numba's parallel kernels called from this thread use up to ``n`` threads (at most
+    ``NUMBA_NUM_THREADS``); the thread's previous count is restored after."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(int(n), numba.config.NUMBA_NUM_THREADS)))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
+def serial_kernel_pool(n_jobs: int) -> ThreadPoolExecutor:
+    """A pool of ``n_jobs`` threads whose compiled kernels each run on one thread: a batch of
+    fits in parallel threads (replicates, folds) uses ``n_jobs`` threads in all."""
+    return ThreadPoolExecutor(n_jobs, initializer=numba.set_num_threads, initargs=(1,))

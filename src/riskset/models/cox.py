@@ -29,6 +29,7 @@ import warnings
 from dataclasses import dataclass, replace
 from functools import cached_property
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -90,6 +91,9 @@ class CoxDatafit(Datafit):
         if formulation == "sparse":
             self.ksn, self.ken, self.evn = slots_at_nonzeros(self.indices, rs)
         self.slot_ptr = np.r_[0, np.flatnonzero(rs.slot_last) + 1].astype(np.int64)
+        self.n_strata = self.slot_ptr.shape[0] - 1
+        self.all_strata = np.arange(self.n_strata, dtype=np.int64)
+        self.strata_ptr, self.col_strata = K.column_strata(self.indptr, self.indices, rs.row_stratum)
         self.codes = None
         if formulation == "sparse" and self.has_start:
             self.codes = column_breakpoints(self.indptr, self.indices, self.ks, self.ke)
@@ -143,31 +147,34 @@ class CoxDatafit(Datafit):
     def new_state(self, beta):
         """State at ``beta``. It owns every array a sweep writes (the scan's column work
         vector ``xd`` included), so states of one datafit can be swept in parallel threads.
-        ``dirty`` (an array of one flag, set by a sparse move) says the aggregates are stale."""
+        ``moved`` (their count, then their indices) lists the columns that sparse moves changed
+        since the aggregates of their strata were last refreshed (:mod:`riskset.kernels.cpu.cox`, bottom)."""
         state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))
         n, ns = self.n_rows, self.rs.n_slots
         state.w = np.empty(n)
         for name in ("ex", "en", "ev", "D", "Q1", "Q2", "R1", "R2", "T2", "A1c", "A2c"):
             setattr(state, name, np.zeros(ns))
-        state.dirty = np.zeros(1, np.bool_)
+        state.moved = np.zeros(K.MOVED_COLUMNS + 1, np.int64)
         self._sync(state)
         if self.formulation == "scan":
             state.xd = np.zeros(n)  # the column of the scan, scattered to rows
             state.kernel = (state.eta, state.w, state.xd)
         else:
             state.kernel = (state.eta, state.w, state.ex, state.en, state.ev, state.D, state.Q1, state.Q2, state.R1,
-                            state.R2, state.T2, state.A1c, state.A2c, state.dirty)
+                            state.R2, state.T2, state.A1c, state.A2c, state.moved)
         return state
 
     def kernel_data(self):
-        """The static arrays of the formulation's kernels (:mod:`riskset.kernels.cpu.cox`, bottom)."""
+        """The static arrays of the formulation's kernels (:mod:`riskset.kernels.cpu.cox`, bottom), and
+        whether they may run in parallel (the calling thread's numba thread count, see
+        :mod:`riskset.backend`)."""
         rs = self.rs
         if self.formulation == "scan":
             return (self.indptr, self.indices, self.values, self.cw, self.ks, self.ke, self.event, rs.slot_d,
                     rs.slot_m, rs.slot_last, self.efron)
         return (self.indptr, self.indices, self.values, self.indicator, self.gx0, self.ksn, self.ken, self.evn,
                 self.has_start, NO_CODES if self.codes is None else self.codes, rs.slot_stratum, rs.slot_d,
-                rs.slot_m, self.slot_ptr, self.efron)
+                rs.slot_m, self.slot_ptr, self.efron, self.strata_ptr, self.col_strata, numba.get_num_threads() > 1)
 
     def _sync(self, state):
         """Exact recomputation of w, the slot sums and the aggregates from eta (O(N))."""
@@ -175,10 +182,12 @@ class CoxDatafit(Datafit):
         self._refresh(state, full=True)
 
     def _refresh(self, state, full=False):
+        """The aggregates of every stratum from the slot sums; none is stale after it."""
         rs = self.rs
-        K.refresh(state.ex, state.en, state.ev, rs.slot_d, rs.slot_m, self.slot_ptr, self.has_start, self.efron,
-                  full, state.D, state.Q1, state.Q2, state.R1, state.R2, state.T2, state.A1c, state.A2c)
-        state.dirty[0] = False
+        K.refresh(self.all_strata, self.n_strata, self.slot_ptr, state.ex, state.en, state.ev, rs.slot_d, rs.slot_m,
+                  self.has_start, self.efron, full, numba.get_num_threads() > 1, state.D, state.Q1, state.Q2, state.R1,
+                  state.R2, state.T2, state.A1c, state.A2c)
+        state.moved[0] = 0
 
     def loglik(self, state):
         self._sync(state)

@@ -6,7 +6,9 @@ cluster from Dask distributed (a LocalCluster by default, or a scheduler address
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import as_completed
+
+from riskset.backend import serial_kernel_pool
 
 
 def run_tasks(fn, context, tasks, *, executor=None, n_jobs: int = 1, progress: bool = True, desc: str = "fits"):
@@ -26,7 +28,7 @@ def run_tasks(fn, context, tasks, *, executor=None, n_jobs: int = 1, progress: b
                 results[i] = fn(context, t)
                 bar and bar.update(1)
         else:
-            with ThreadPoolExecutor(n_jobs) as pool:
+            with serial_kernel_pool(n_jobs) as pool:  # each task's kernels on one thread
                 futures = {pool.submit(fn, context, t): i for i, t in enumerate(tasks)}
                 for fut in as_completed(futures):
                     results[futures[fut]] = fut.result()

@@ -32,20 +32,42 @@ At the bottom, both formulations on the compiled family contract of
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from riskset.core.sweep import compile_family
 
 
+#: Slots per block of the blocked scans of a large stratum, and rows per block of the
+#: O(N) passes: fixed, so the sums (and the fit) do not depend on the thread count.
+BLOCK = 4096
+
+#: A stratum with at least this many slots is refreshed by blocked scans (in parallel);
+#: a smaller one by one serial scan of its own.
+BLOCKED_SLOTS = 4 * BLOCK
+
+#: Slots of small strata to refresh from which their scans run in parallel (one stratum per task).
+PARALLEL_SLOTS = 1 << 13
+
+
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def row_weights(eta, cw, w):
+    """w = c exp(eta), in parallel blocks of rows (each w_r depends on row r alone)."""
+    n = eta.shape[0]
+    for b in prange((n + BLOCK - 1) // BLOCK):
+        for r in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
+            w[r] = cw[r] * math.exp(eta[r])
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def new_state(eta, cw, w, ks, ke, event, ex, en, ev):
-    """w = c exp(eta) and the slot sums ex (w by exit slot), en (w by entry slot), ev (events)."""
+    """w = c exp(eta) (:func:`row_weights`) and the slot sums ex (w by exit slot), en (w by
+    entry slot), ev (events), added in row order."""
+    row_weights(eta, cw, w)
     ex[:] = 0.0
     en[:] = 0.0
     ev[:] = 0.0
     for r in range(eta.shape[0]):
-        wr = cw[r] * math.exp(eta[r])
-        w[r] = wr
+        wr = w[r]
         ex[ke[r]] += wr
         en[ks[r]] += wr
         if event[r]:
@@ -62,6 +84,28 @@ def moved_weight(eta, w, r, x, delta, factor, indicator):
     wn = wo * (factor if indicator else math.exp(delta * x))
     w[r] = wn
     return wn - wo
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def column_strata(indptr, indices, row_stratum):
+    """(ptr, strata): ``strata[ptr[j] : ptr[j+1]]`` are the distinct strata of the rows of
+    column j's non-zeros, ascending (rows are sorted by stratum), in O(nnz)."""
+    p = indptr.shape[0] - 1
+    ptr = np.zeros(p + 1, np.int64)
+    for j in range(p):
+        n = 0
+        for i in range(indptr[j], indptr[j + 1]):
+            if i == indptr[j] or row_stratum[indices[i]] != row_stratum[indices[i - 1]]:
+                n += 1
+        ptr[j + 1] = ptr[j] + n
+    strata = np.empty(ptr[p], np.int64)
+    for j in range(p):
+        k = ptr[j]
+        for i in range(indptr[j], indptr[j + 1]):
+            if i == indptr[j] or row_stratum[indices[i]] != row_stratum[indices[i - 1]]:
+                strata[k] = row_stratum[indices[i]]
+                k += 1
+    return ptr, strata
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -89,106 +133,260 @@ def move_scan(indptr, indices, values, j, delta, eta, cw, w):
         w[r] = cw[r] * math.exp(eta[r])
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def refresh(ex, en, ev, slot_d, slot_m, slot_ptr, has_start, efron, full, D, Q1, Q2, R1, R2, T2, A1c, A2c):
-    """Per-slot denominators and the cumulative aggregates, O(n_slots (+ tied events for Efron)).
-
-    Stratum s owns slots ``slot_ptr[s] .. slot_ptr[s+1] - 1`` (the last one terminal).
-    ``full`` also stores the per-slot Q1, Q2 (needed by the Hessian and the baseline
-    hazard, not by the coordinates); R1, R2, T2 are stored whenever ``efron``.
-    """
-    for s in range(slot_ptr.shape[0] - 1):
-        lo = slot_ptr[s]
-        hi = slot_ptr[s + 1]
-        sx = 0.0
-        sn = 0.0
-        if has_start:
-            for p in range(hi - 1, lo - 1, -1):
-                D[p] = sx - sn
-                sx += ex[p]
-                sn += en[p]
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def slot_terms(d, Dp, m, E, efron):
+    """(Q1, Q2, R1, R2, T2) of one slot with weighted event count d, denominator D = Dp, m
+    tied event rows and event weight E (all zero without an event)."""
+    q = 0.0
+    q2 = 0.0
+    r1 = 0.0
+    r2 = 0.0
+    t2 = 0.0
+    if d > 0.0:
+        if not efron or m <= 1.0:
+            inv = 1.0 / Dp
+            q = d * inv
+            q2 = q * inv
         else:
-            for p in range(hi - 1, lo - 1, -1):
-                D[p] = sx
-                sx += ex[p]
-        c1 = 0.0
-        c2 = 0.0
-        if not efron:
-            for p in range(lo, hi):
-                A1c[p] = c1
-                A2c[p] = c2
-                d = slot_d[p]
-                if d > 0.0:
-                    inv = 1.0 / D[p]
-                    q = d * inv
-                    q2 = q * inv
-                    c1 += q
-                    c2 += q2
-                    if full:
-                        Q1[p] = q
-                        Q2[p] = q2
-                elif full:
-                    Q1[p] = 0.0
-                    Q2[p] = 0.0
-            continue
+            wbar = d / m
+            for l in range(int(m)):
+                f = l / m
+                zi = 1.0 / (Dp - f * E)
+                q += zi
+                q2 += zi * zi
+                r1 += f * zi
+                r2 += f * zi * zi
+                t2 += f * f * zi * zi
+            q *= wbar
+            q2 *= wbar
+            r1 *= wbar
+            r2 *= wbar
+            t2 *= wbar
+    return q, q2, r1, r2, t2
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def block_sum(x, a, z):
+    """sum of x[a:z] by four interleaved partial sums (a fixed order, not a serial chain)."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    p = a
+    while p + 4 <= z:
+        s0 += x[p]
+        s1 += x[p + 1]
+        s2 += x[p + 2]
+        s3 += x[p + 3]
+        p += 4
+    while p < z:
+        s0 += x[p]
+        p += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def scan_denominators(lo, hi, sx, sn, ex, en, has_start, D, ev, slot_d, slot_m, efron, sums):
+    """D[p] = sum over the slots q > p of ex[q] - en[q], for p = hi-1 .. lo (descending),
+    ``sx, sn``: the sums of ex, en over the slots of the stratum from ``hi`` on. Without
+    start times en is never read (every row enters at its stratum's first slot). With
+    ``sums``, returns the sums of Q1 and Q2 over the slots (in the same pass: independent
+    chains of additions), else (0, 0)."""
+    t1 = 0.0
+    t2 = 0.0
+    for p in range(hi - 1, lo - 1, -1):
+        Dp = sx - sn if has_start else sx
+        D[p] = Dp
+        sx += ex[p]
+        if has_start:
+            sn += en[p]
+        if sums:
+            q, q2, r1, r2, tt = slot_terms(slot_d[p], Dp, slot_m[p], ev[p], efron)
+            t1 += q
+            t2 += q2
+    return t1, t2
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def scan_aggregates(lo, hi, c1, c2, D, ev, slot_d, slot_m, efron, full, Q1, Q2, R1, R2, T2, A1c, A2c):
+    """A1c[p] = c1 + the sum of Q1 over the slots lo .. p-1, A2c likewise with Q2 and c2
+    (ascending); stores Q1, Q2 when ``full`` or ``efron`` and R1, R2, T2 when ``efron``
+    (:func:`slot_terms`, whose Breslow case is written out: the loop of most fits)."""
+    if not efron:  # Breslow: the tight loop of one division per event slot
         for p in range(lo, hi):
             A1c[p] = c1
             A2c[p] = c2
             d = slot_d[p]
-            q = 0.0
-            q2 = 0.0
-            r1 = 0.0
-            r2 = 0.0
-            t2 = 0.0
             if d > 0.0:
-                Dp = D[p]
-                m = slot_m[p]
-                if m <= 1.0:
-                    inv = 1.0 / Dp
-                    q = d * inv
-                    q2 = q * inv
-                else:
-                    wbar = d / m
-                    E = ev[p]
-                    for l in range(int(m)):
-                        f = l / m
-                        zi = 1.0 / (Dp - f * E)
-                        q += zi
-                        q2 += zi * zi
-                        r1 += f * zi
-                        r2 += f * zi * zi
-                        t2 += f * f * zi * zi
-                    q *= wbar
-                    q2 *= wbar
-                    r1 *= wbar
-                    r2 *= wbar
-                    t2 *= wbar
-            c1 += q
-            c2 += q2
-            Q1[p] = q
-            Q2[p] = q2
-            R1[p] = r1
-            R2[p] = r2
-            T2[p] = t2
+                inv = 1.0 / D[p]
+                q = d * inv
+                q2 = q * inv
+                c1 += q
+                c2 += q2
+                if full:
+                    Q1[p] = q
+                    Q2[p] = q2
+            elif full:
+                Q1[p] = 0.0
+                Q2[p] = 0.0
+        return
+    for p in range(lo, hi):
+        A1c[p] = c1
+        A2c[p] = c2
+        q, q2, r1, r2, t2 = slot_terms(slot_d[p], D[p], slot_m[p], ev[p], efron)
+        c1 += q
+        c2 += q2
+        Q1[p] = q
+        Q2[p] = q2
+        R1[p] = r1
+        R2[p] = r2
+        T2[p] = t2
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def refresh_stratum(lo, hi, ex, en, ev, slot_d, slot_m, has_start, efron, full, D, Q1, Q2, R1, R2, T2, A1c,
+                    A2c):
+    """The aggregates of the stratum owning slots lo .. hi-1 by two serial scans."""
+    scan_denominators(lo, hi, 0.0, 0.0, ex, en, has_start, D, ev, slot_d, slot_m, efron, False)
+    scan_aggregates(lo, hi, 0.0, 0.0, D, ev, slot_d, slot_m, efron, full, Q1, Q2, R1, R2, T2, A1c, A2c)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def refresh_blocked(lo, hi, ex, en, ev, slot_d, slot_m, has_start, efron, full, D, Q1, Q2, R1, R2, T2, A1c,
+                    A2c):
+    """The aggregates of a large stratum (slots lo .. hi-1) by blocked scans over fixed blocks
+    of :data:`BLOCK` slots, the blocks in parallel:
+
+    1. per block, the sums of ex, en; serially, their suffix sums (the carry of each block);
+    2. per block, the descending scan of D from its carry and the block's sums of the slot
+       terms Q1, Q2; serially, their prefix sums;
+    3. per block, the ascending scan of A1c, A2c from its carry (the slot terms recomputed:
+       a division costs less than storing and reloading them).
+
+    The blocks and the order of every sum are fixed by the data, so the result does not
+    depend on the number of threads (it differs from :func:`refresh_stratum` by rounding).
+    """
+    nb = (hi - lo + BLOCK - 1) // BLOCK
+    carry = np.empty((nb, 4))
+    for b in prange(nb):
+        a = lo + b * BLOCK
+        z = min(hi, a + BLOCK)
+        carry[b, 0] = block_sum(ex, a, z)
+        carry[b, 1] = block_sum(en, a, z) if has_start else 0.0
+    sx = 0.0
+    sn = 0.0
+    for b in range(nb - 1, -1, -1):  # exclusive suffix sums
+        tx = carry[b, 0]
+        tn = carry[b, 1]
+        carry[b, 0] = sx
+        carry[b, 1] = sn
+        sx += tx
+        sn += tn
+    for b in prange(nb):
+        a = lo + b * BLOCK
+        z = min(hi, a + BLOCK)
+        carry[b, 2], carry[b, 3] = scan_denominators(a, z, carry[b, 0], carry[b, 1], ex, en, has_start, D, ev, slot_d,
+                                                     slot_m, efron, True)
+    c1 = 0.0
+    c2 = 0.0
+    for b in range(nb):  # exclusive prefix sums
+        t1 = carry[b, 2]
+        t2 = carry[b, 3]
+        carry[b, 2] = c1
+        carry[b, 3] = c2
+        c1 += t1
+        c2 += t2
+    for b in prange(nb):
+        a = lo + b * BLOCK
+        z = min(hi, a + BLOCK)
+        scan_aggregates(a, z, carry[b, 2], carry[b, 3], D, ev, slot_d, slot_m, efron, full, Q1, Q2, R1, R2, T2,
+                        A1c, A2c)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def refresh_small_parallel(strata, count, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efron, full, D, Q1,
+                           Q2, R1, R2, T2, A1c, A2c):
+    """:func:`refresh_stratum` of each stratum ``strata[:count]`` below :data:`BLOCKED_SLOTS`
+    slots, one stratum per task (strata are independent: the result is the serial one)."""
+    for i in prange(count):
+        s = strata[i]
+        lo = slot_ptr[s]
+        hi = slot_ptr[s + 1]
+        if hi - lo < BLOCKED_SLOTS:
+            refresh_stratum(lo, hi, ex, en, ev, slot_d, slot_m, has_start, efron, full, D, Q1, Q2, R1, R2, T2,
+                            A1c, A2c)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def refresh(strata, count, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efron, full, parallel, D, Q1, Q2, R1,
+            R2, T2, A1c, A2c):
+    """Per-slot denominators and the cumulative aggregates of the strata ``strata[:count]``,
+    O(their slots (+ tied events for Efron)).
+
+    Stratum s owns slots ``slot_ptr[s] .. slot_ptr[s+1] - 1`` (the last one terminal).
+    ``full`` also stores the per-slot Q1, Q2 (needed by the Hessian and the baseline
+    hazard, not by the coordinates); R1, R2, T2 are stored whenever ``efron``.
+
+    Without ``parallel`` (one thread: ``numba.get_num_threads()``, read by the caller: a
+    compiled read would keep the sweep out of the disk cache), one serial scan per stratum.
+    With it, a stratum of :data:`BLOCKED_SLOTS` slots or more takes the blocked scans
+    (:func:`refresh_blocked`: the same result on 2 or 16 threads, equal to the serial one up
+    to rounding), and the smaller ones run one per task when together they have
+    :data:`PARALLEL_SLOTS` slots or more (the serial result).
+    """
+    small = 0
+    for i in range(count):
+        s = strata[i]
+        lo = slot_ptr[s]
+        hi = slot_ptr[s + 1]
+        if parallel and hi - lo >= BLOCKED_SLOTS:
+            refresh_blocked(lo, hi, ex, en, ev, slot_d, slot_m, has_start, efron, full, D, Q1, Q2, R1, R2, T2,
+                            A1c, A2c)
+        else:
+            small += hi - lo
+    if parallel and small >= PARALLEL_SLOTS:
+        refresh_small_parallel(strata, count, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efron, full, D, Q1,
+                               Q2, R1, R2, T2, A1c, A2c)
+    elif small > 0:
+        for i in range(count):
+            s = strata[i]
+            lo = slot_ptr[s]
+            hi = slot_ptr[s + 1]
+            if not parallel or hi - lo < BLOCKED_SLOTS:
+                refresh_stratum(lo, hi, ex, en, ev, slot_d, slot_m, has_start, efron, full, D, Q1, Q2, R1, R2,
+                                T2, A1c, A2c)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def loglik_terms(eta, cw, event, D, ev, slot_d, slot_m, efron):
-    """sum_events c eta - sum_p wbar sum_l log Z_l (D and ev must be current)."""
+    """sum_events c eta - sum_p wbar sum_l log Z_l (D and ev must be current): partial sums
+    over fixed blocks of :data:`BLOCK` rows, then of slots, in parallel, added in block order."""
+    n = eta.shape[0]
+    row_blocks = (n + BLOCK - 1) // BLOCK
+    blocks = row_blocks + (D.shape[0] + BLOCK - 1) // BLOCK
+    part = np.zeros(blocks)
+    for b in prange(blocks):
+        t = 0.0
+        if b < row_blocks:
+            for r in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
+                if event[r]:
+                    t += cw[r] * eta[r]
+        else:
+            a = (b - row_blocks) * BLOCK
+            for p in range(a, min(D.shape[0], a + BLOCK)):
+                d = slot_d[p]
+                if d > 0.0:
+                    if not efron or slot_m[p] <= 1.0:
+                        t -= d * math.log(D[p])
+                    else:
+                        m = slot_m[p]
+                        wbar = d / m
+                        for l in range(int(m)):
+                            t -= wbar * math.log(D[p] - (l / m) * ev[p])
+        part[b] = t
     ll = 0.0
-    for r in range(eta.shape[0]):
-        if event[r]:
-            ll += cw[r] * eta[r]
-    for p in range(D.shape[0]):
-        d = slot_d[p]
-        if d > 0.0:
-            if not efron or slot_m[p] <= 1.0:
-                ll -= d * math.log(D[p])
-            else:
-                m = slot_m[p]
-                wbar = d / m
-                for l in range(int(m)):
-                    ll -= wbar * math.log(D[p] - (l / m) * ev[p])
+    for b in range(blocks):
+        ll += part[b]
     return ll
 
 
@@ -639,27 +837,46 @@ def hessian_block(rowptr, rcol, rval, w, v, ks, ke, event, entry, slot_stratum, 
 # -- the compiled family contract (riskset.core.sweep) ---------------------------------
 # "sparse" formulation, O(nnz_j) per coordinate:
 #   data  = (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
-#            slot_d, slot_m, slot_ptr, efron)
-#   state = (eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, dirty)
-# ``codes`` (the column breakpoints) are read only with start times; ``dirty`` is an array
-# of one flag: a move leaves the aggregates stale, the next refresh makes them current.
+#            slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel)
+#   state = (eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved)
+# ``codes`` (the column breakpoints) are read only with start times. ``col_strata[strata_ptr[j]
+# : strata_ptr[j+1]]`` are the strata of column j's rows: a move of column j leaves only
+# their aggregates stale. ``moved`` lists the columns moved since the last refresh
+# (``moved[0]`` of them, then their indices; :data:`ALL_MOVED` when more than fit): the
+# next refresh makes those strata current, and only those; ``parallel``: more than one
+# kernel thread (see :func:`refresh`).
+
+#: ``moved[0]`` once more columns moved than ``moved`` holds: the next refresh takes every stratum.
+ALL_MOVED = -1
+
+#: Columns ``moved`` holds (a sweep refreshes after each move: one is enough there).
+MOVED_COLUMNS = 8
+
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_refresh(data, state):
-    """The aggregates from the slot sums, O(n_slots), if a move left them stale."""
+    """The aggregates of the strata that moves left stale, from the slot sums (O(their slots))."""
     (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
-     slot_d, slot_m, slot_ptr, efron) = data
-    eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, dirty = state
-    if dirty[0]:
-        refresh(ex, en, ev, slot_d, slot_m, slot_ptr, has_start, efron, False, D, Q1, Q2, R1, R2, T2, A1c, A2c)
-        dirty[0] = False
+     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel) = data
+    eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved = state
+    count = moved[0]
+    if count == ALL_MOVED:
+        n = slot_ptr.shape[0] - 1
+        refresh(np.arange(n), n, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efron, False, parallel, D, Q1, Q2,
+                R1, R2, T2, A1c, A2c)
+    for c in range(1, count + 1):
+        j = moved[c]
+        a = strata_ptr[j]
+        refresh(col_strata[a:], strata_ptr[j + 1] - a, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efron, False,
+                parallel, D, Q1, Q2, R1, R2, T2, A1c, A2c)
+    moved[0] = 0
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_gradient(data, state, j):
     (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
-     slot_d, slot_m, slot_ptr, efron) = data
-    eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, dirty = state
+     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel) = data
+    eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved = state
     return gradient_column(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, R1, efron)
 
 
@@ -667,8 +884,8 @@ def sparse_gradient(data, state, j):
 def sparse_terms(data, state, j):
     """The walk over the column's non-zeros in slot order: sorted rows, or breakpoints with start times."""
     (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
-     slot_d, slot_m, slot_ptr, efron) = data
-    eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, dirty = state
+     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel) = data
+    eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved = state
     if has_start:
         return coordinate_breakpoints(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, slot_stratum, codes,
                                       A1c, A2c, R1, R2, T2, efron)
@@ -678,10 +895,16 @@ def sparse_terms(data, state, j):
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_move(data, state, j, delta):
     (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
-     slot_d, slot_m, slot_ptr, efron) = data
-    eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, dirty = state
+     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel) = data
+    eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved = state
     move_sparse(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, evn, has_start, ex, en, ev)
-    dirty[0] = True
+    count = moved[0]
+    if count != ALL_MOVED:
+        if count + 1 < moved.shape[0]:
+            moved[count + 1] = j
+            moved[0] = count + 1
+        else:
+            moved[0] = ALL_MOVED
 
 
 SPARSE_KERNELS = compile_family("cox_sparse", sparse_refresh, sparse_gradient, sparse_terms, sparse_move)

@@ -49,17 +49,18 @@ from numba import njit
 
 from riskset.core.sweep import compile_family
 from riskset.kernels.cpu.cox import (accumulate_row, add_inner, add_listed, add_outer, add_row_square, clear_listed,
-                                     fold_halves, move_scan, moved_weight)
+                                     fold_halves, move_scan, moved_weight, row_weights)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def sync(eta, cw, slot, cinv, w, W, Wc):
-    """w = c exp(eta) and the slot sums W, Wc from scratch (O(N))."""
+    """w = c exp(eta) (:func:`~riskset.kernels.cpu.cox.row_weights`, in parallel blocks) and
+    the slot sums W, Wc from scratch, added in row order (O(N))."""
+    row_weights(eta, cw, w)
     W[:] = 0.0
     Wc[:] = 0.0
     for r in range(eta.shape[0]):
-        wr = cw[r] * math.exp(eta[r])
-        w[r] = wr
+        wr = w[r]
         s = slot[r]
         W[s] += wr
         ig = cinv[r]

@@ -1,0 +1,168 @@
+"""One fit on every core: the parallel kernels of the risk-set families and the thread plumbing.
+
+The data are large enough for the parallel paths (a stratum of more than
+``BLOCKED_SLOTS`` event times: the blocked scans; many small strata: one stratum per
+task). A fit on 2 threads equals the one-thread fit (its serial code) to 1e-12, the
+blocked scans give the same bits on 1 and 2 threads, and the refresh of only the strata a
+move touched equals a refresh of all of them.
+"""
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import riskset
+from riskset.backend import Backend, kernel_threads, serial_kernel_pool
+from riskset.kernels.cpu import cox as K
+from riskset.models.cox import CoxDatafit
+
+TWO = numba.config.NUMBA_NUM_THREADS >= 2
+needs_two = pytest.mark.skipif(not TWO, reason="needs NUMBA_NUM_THREADS >= 2")
+
+
+def design(n, p=6, density=0.2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, p, density=density, format="csc", random_state=seed, data_rvs=lambda k: rng.normal(size=k))
+    eta = X @ np.linspace(-0.5, 0.5, p)
+    return rng, X, eta
+
+
+def survival(n=40_000, ties=False, start=False, strata=False, seed=0):
+    """A data set whose first stratum has more than BLOCKED_SLOTS distinct event times; with
+    ``strata`` also 6000 small strata (about 2.5 slots each)."""
+    n = n + 20_000 if strata else n
+    rng, X, eta = design(n, seed=seed)
+    t = rng.exponential(1.0 / np.exp(eta))
+    c = rng.exponential(1.0, n)
+    time, status = np.minimum(t, c), (t <= c).astype(float)
+    if ties:  # a few event times shared by 2-3 rows (Efron)
+        time = np.round(time, 5) + 1e-6
+    kw = {}
+    if start:
+        kw["start"] = np.where(rng.random(n) < 0.3, time * rng.random(n), 0.0)
+    if strata:
+        kw["strata"] = np.where(np.arange(n) < 40_000, 0, 1 + rng.integers(0, 6000, n))
+    return riskset.from_arrays(X, time=time, status=status, **kw)
+
+
+def fit_on(threads, data, model="cox", prior=riskset.Normal(variance=1.0), **options):
+    return riskset.fit(data, model, prior, n_jobs=threads, **options)
+
+
+CASES = {
+    "plain": dict(),
+    "stratified": dict(strata=True),
+    "efron": dict(ties=True),
+    "start_stop": dict(start=True),
+}
+
+
+@needs_two
+@pytest.mark.parametrize("case", list(CASES))
+def test_cox_fit_on_two_threads_equals_the_serial_fit(case):
+    data = survival(**CASES[case])
+    ties = "efron" if case == "efron" else "breslow"
+    one = fit_on(1, data, ties=ties)
+    two = fit_on(2, data, ties=ties)
+    again = fit_on(2, data, ties=ties)
+    assert one.converged and two.converged
+    np.testing.assert_array_equal(two.coef.to_numpy(), again.coef.to_numpy())  # deterministic
+    np.testing.assert_allclose(two.coef.to_numpy(), one.coef.to_numpy(), rtol=1e-12, atol=1e-12)
+    assert two.objective == pytest.approx(one.objective, rel=1e-12)
+
+
+def test_the_data_take_the_parallel_paths():
+    """The cases above reach the blocked scans and the parallel small strata."""
+    df = CoxDatafit(*survival_arrays(strata=True))
+    sizes = np.diff(df.slot_ptr)
+    assert sizes.max() >= K.BLOCKED_SLOTS
+    assert sizes[sizes < K.BLOCKED_SLOTS].sum() >= K.PARALLEL_SLOTS
+
+
+def survival_arrays(**kw):
+    data = survival(**kw)
+    return data.X, data.time, data.status, data.start, data.strata
+
+
+@needs_two
+def test_fine_gray_fit_on_two_threads_equals_the_serial_fit():
+    rng, X, eta = design(30_000, seed=3)
+    t1 = rng.exponential(1.0 / np.exp(eta))
+    t2 = rng.exponential(2.0, t1.shape[0])
+    c = rng.exponential(1.5, t1.shape[0])
+    time = np.minimum(np.minimum(t1, t2), c)
+    status = np.where(time == c, 0, np.where(time == t1, 1, 2))
+    data = riskset.from_arrays(X, time=time, status=status)
+    one, two = fit_on(1, data, "fine_gray"), fit_on(2, data, "fine_gray")
+    np.testing.assert_allclose(two.coef.to_numpy(), one.coef.to_numpy(), rtol=1e-12, atol=1e-12)
+
+
+@needs_two
+@pytest.mark.parametrize("case", ["plain", "efron", "start_stop"])
+def test_blocked_scans_give_the_same_bits_on_one_and_two_threads(case):
+    kw = CASES[case]
+    df = CoxDatafit(*survival_arrays(**kw), ties="efron" if case == "efron" else "breslow")
+    beta = np.linspace(-0.3, 0.3, df.n_coef)
+    out = []
+    for threads in (1, 2):
+        state = df.new_state(beta)
+        with kernel_threads(threads):
+            K.refresh_blocked(0, df.slot_ptr[1], state.ex, state.en, state.ev, df.rs.slot_d, df.rs.slot_m,
+                              df.has_start, df.efron, True, state.D, state.Q1, state.Q2, state.R1, state.R2,
+                              state.T2, state.A1c, state.A2c)
+        out.append(np.concatenate([state.D, state.Q1, state.A1c, state.A2c, state.R1, state.T2]))
+    np.testing.assert_array_equal(out[0], out[1])
+    serial = df.new_state(beta)  # one thread: one serial scan per stratum
+    np.testing.assert_allclose(out[0][:4 * df.rs.n_slots],
+                               np.concatenate([serial.D, serial.Q1, serial.A1c, serial.A2c]), rtol=1e-13)
+
+
+def small_strata_datafit(n=3000, seed=1):
+    rng, X, eta = design(n, seed=seed)
+    time = rng.exponential(1.0 / np.exp(eta))
+    status = (rng.random(n) < 0.7).astype(float)
+    return CoxDatafit(X, time, status, strata=rng.integers(0, 400, n))
+
+
+@pytest.mark.parametrize("moves", [1, 3, K.MOVED_COLUMNS + 2])
+def test_refresh_of_the_moved_strata_equals_a_full_refresh(moves):
+    """A coordinate after ``moves`` moves refreshes only the strata of the moved columns (all of
+    them once more columns moved than the state lists): the aggregates of a full refresh."""
+    df = small_strata_datafit()
+    state = df.new_state(np.zeros(df.n_coef))
+    for k in range(moves):
+        df.move(state, k % df.n_coef, 0.1 * (k + 1))
+    assert np.all(state.moved[0] == (moves if moves <= K.MOVED_COLUMNS else K.ALL_MOVED))
+    g, h = df.coordinate(state, 0)
+    assert state.moved[0] == 0
+    partial = (state.D.copy(), state.A1c.copy(), state.A2c.copy())
+    df._refresh(state)
+    for a, b in zip(partial, (state.D, state.A1c, state.A2c)):
+        np.testing.assert_array_equal(a, b)
+    assert (g, h) == df.coordinate(state, 0)
+
+
+def test_a_column_touches_only_the_strata_of_its_rows():
+    df = small_strata_datafit()
+    for j in range(df.n_coef):
+        rows = df.indices[df.indptr[j]:df.indptr[j + 1]]
+        np.testing.assert_array_equal(df.col_strata[df.strata_ptr[j]:df.strata_ptr[j + 1]],
+                                      np.unique(df.rs.row_stratum[rows]))
+
+
+def test_kernel_threads_are_set_for_the_fit_and_restored():
+    before = numba.get_num_threads()
+    with kernel_threads(10_000):
+        assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
+        with Backend.of("cpu", n_jobs=1).fit_threads():
+            assert numba.get_num_threads() == 1
+        assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
+    assert numba.get_num_threads() == before
+
+
+def test_replicate_workers_run_serial_kernels():
+    """k Python threads of a replicate batch never run k x n_jobs kernel threads."""
+    with kernel_threads(2), serial_kernel_pool(2) as pool:
+        assert set(pool.map(lambda _: numba.get_num_threads(), range(8))) == {1}
+    with Backend.of("cpu", n_jobs=2).threads() as pool:
+        assert set(pool.map(lambda _: numba.get_num_threads(), range(8))) == {1}
