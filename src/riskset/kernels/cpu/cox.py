@@ -387,13 +387,6 @@ def gradient_column(indptr, indices, values, j, gx0, w, ksn, ken, evn, A1c, R1, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def gradient_all(indptr, indices, values, gx0, w, ksn, ken, evn, A1c, R1, efron, out):
-    """dl/dbeta for every column in O(nnz) (aggregates must be current; per-non-zero slots)."""
-    for j in range(indptr.shape[0] - 1):
-        out[j] = gradient_column(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, R1, efron)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def numerators(cols, indptr, indices, values, w, ks, ke, event, slot_last, efron, N1, E1):
     """Risk-set sums N1[p, a] = sum_{at risk at p} w x_a and event sums E1[p, a] for columns ``cols``."""
     ns = slot_last.shape[0]
