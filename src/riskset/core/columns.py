@@ -75,6 +75,7 @@ class ColumnProducts:
         self.n_rows, self.n_cols = n_rows, indptr.shape[0] - 1
         self.bounds = row_blocks(n_rows)
         self._csr = None
+        self._unit = None
         self._lock = threading.Lock()
 
     # -- the products ------------------------------------------------------------------
@@ -94,7 +95,7 @@ class ColumnProducts:
             full, ones = self._spread(cols, b)
             csr_times(rptr, rcol, rval, full, ones, self.bounds, out)
         else:
-            csc_times(self.indptr, self.indices, self.values, cols, b, out)
+            csc_times(self.indptr, self.indices, self.values, self.unit, cols, b, out)
         return out
 
     def dot(self, cols, z, out=None) -> np.ndarray:
@@ -123,6 +124,13 @@ class ColumnProducts:
             csc_gram(self.indptr, self.indices, self.values, cols, c, out)
         return np.triu(out) + np.triu(out, 1).T
 
+    @property
+    def unit(self) -> np.ndarray:
+        """Per column: all its stored values are 1 (computed on first use)."""
+        if self._unit is None:
+            self._unit = indicator_columns(self.indptr, self.values)
+        return self._unit
+
     # -- layouts -----------------------------------------------------------------------
     def row_major(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(indptr, column indices, values) of the CSR copy, built on first use; the values
@@ -134,7 +142,7 @@ class ColumnProducts:
 
     def _build_row_major(self):
         itype = np.int32 if self.n_cols < 2**31 else np.int64
-        unit = bool(np.all(self.values == 1.0))
+        unit = bool(np.all(self.unit))
         counts = np.zeros(self.n_rows + 1, np.int64)
         csc_row_counts(self.indptr, self.indices, self.bounds, counts)
         rptr = np.cumsum(counts)
@@ -189,7 +197,7 @@ class ColumnProducts:
             if squares:
                 _sum_blocks(partial2[:, :m], out2)
         else:
-            csc_dot(self.indptr, self.indices, self.values, cols, z, squares, out,
+            csc_dot(self.indptr, self.indices, self.values, self.unit, cols, z, squares, out,
                     out2 if squares else out)
         return out
 
@@ -212,8 +220,9 @@ def _first_at_or_after(indices, lo, hi, row):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def csc_times(indptr, indices, values, cols, b, out):
-    """out = X[:, cols] @ b, column by column (one thread: the columns' terms go to any row)."""
+def csc_times(indptr, indices, values, unit, cols, b, out):
+    """out = X[:, cols] @ b, column by column (one thread: the columns' terms go to any row);
+    ``unit`` columns (all values 1) are read without their values."""
     out[:] = 0.0
     for a in range(cols.shape[0]):
         j = cols[a]
@@ -223,13 +232,16 @@ def csc_times(indptr, indices, values, cols, b, out):
         if j < 0:
             for i in range(out.shape[0]):
                 out[i] += ba
+        elif unit[j]:
+            for k in range(indptr[j], indptr[j + 1]):
+                out[indices[k]] += ba
         else:
             for k in range(indptr[j], indptr[j + 1]):
                 out[indices[k]] += values[k] * ba
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def csc_dot(indptr, indices, values, cols, z, squares, out, out2):
+def csc_dot(indptr, indices, values, unit, cols, z, squares, out, out2):
     """out = X[:, cols]' @ z (and out2 = (X[:, cols] ** 2)' @ z if ``squares``), column by column."""
     for a in prange(cols.shape[0]):
         j = cols[a]
@@ -238,6 +250,10 @@ def csc_dot(indptr, indices, values, cols, z, squares, out, out2):
         if j < 0:
             for i in range(z.shape[0]):
                 s += z[i]
+            s2 = s
+        elif unit[j]:
+            for k in range(indptr[j], indptr[j + 1]):
+                s += z[indices[k]]
             s2 = s
         else:
             for k in range(indptr[j], indptr[j + 1]):
