@@ -412,7 +412,7 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
     A step is accepted only if the objective stays finite and increases (else it is halved, at most
     :data:`BACKTRACKS` times); polishing can therefore never make a fit worse. Steps stop
     when one gains less than ``tol / 10`` (relative; ``tol = 0``: machine precision), or
-    when the next one is expected to (:func:`gain_ahead`), and after a conjugate-gradient
+    with ``tol > 0`` when the next one is expected to (:func:`gain_ahead`), and after a conjugate-gradient
     step that moved coordinates to their centers (the next full sweep settles the active
     set for one product, where more such steps spent tens on a set that full sweep
     then refills).
@@ -448,7 +448,7 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
         conjugate_gradients = active.size > DENSE_NEWTON_MAX
         if crossed.any() and conjugate_gradients:
             break  # the active set changed: a full sweep (one product) re-decides it before more CG steps
-        if not crossed.any() and gain_ahead(gain, predicted, conjugate_gradients) <= threshold:
+        if tol > 0 and not crossed.any() and gain_ahead(gain, predicted, conjugate_gradients) <= threshold:
             break
         active = polish_set(beta, pen, free, max_active)  # crossing coordinates have left it
         if active is None:
