@@ -17,8 +17,7 @@ from riskset.data.dataset import Dataset, row_label
 from riskset.exceptions import InputError
 from riskset.kernels.cpu import glm as glm_kernels
 from riskset.kernels.cpu import separability as separability_kernels
-from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, indicator_columns, no_weight,
-                                 require_information)
+from riskset.models.base import Datafit, FitState, LocalQuadratic, Model, no_weight, require_information
 
 class GLMDatafit(Datafit):
     """Datafit of a GLM family with canonical link (kernels in ``kernels.cpu.glm``).
@@ -36,7 +35,7 @@ class GLMDatafit(Datafit):
         self.first = int(intercept)
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.w = np.ones(self.n_rows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
-        self.indicator = indicator_columns(self.indptr, self.values)
+        self.indicator = self.products.unit
 
     @property
     def n_coef(self):
@@ -78,7 +77,7 @@ class GLMDatafit(Datafit):
         return state
 
     def loglik(self, state):
-        return glm_kernels.loglik(self.family, state.rows)
+        return glm_kernels.loglik(self.family, state.rows, self.products.bounds)
 
     kernels = glm_kernels.KERNELS
 
