@@ -32,6 +32,9 @@ from numba import get_num_threads, njit, prange
 MIN_BLOCK_ROWS = 4096
 #: Most row blocks: enough to balance 16 threads; each block of an ``X_A' z`` keeps an |A|-vector.
 MAX_BLOCKS = 64
+#: Most bytes of the row blocks' partial |A| x |A| blocks of :meth:`ColumnProducts.gram`
+#: (fewer, longer blocks for large A).
+GRAM_PARTIAL_BYTES = 1 << 26
 #: Relative cost of a CSC non-zero (a random access into an N-vector) to a streamed CSR one,
 #: for N-vectors that leave the cache (measured: ~3 ns against ~1 ns at N = 1M) ...
 RANDOM_ACCESS_COST = 3.0
@@ -52,13 +55,14 @@ def indicator_columns(indptr, values):
     return out
 
 
-def row_blocks(n_rows: int) -> np.ndarray:
-    """Boundaries of the row blocks of the threaded kernels: a function of N alone.
+def row_blocks(n_rows: int, max_blocks: int = MAX_BLOCKS) -> np.ndarray:
+    """Boundaries of the row blocks of the threaded kernels: a function of N (and of the
+    size of a block's partial result, through ``max_blocks``), never of the threads.
 
     >>> row_blocks(10).tolist(), row_blocks(3 * MIN_BLOCK_ROWS).tolist()
     ([0, 10], [0, 4096, 8192, 12288])
     """
-    n_blocks = int(min(MAX_BLOCKS, max(1, n_rows // MIN_BLOCK_ROWS)))
+    n_blocks = int(min(max_blocks, max(1, n_rows // MIN_BLOCK_ROWS)))
     return np.linspace(0, n_rows, n_blocks + 1).round().astype(np.int64)
 
 
@@ -109,16 +113,17 @@ class ColumnProducts:
         return self._dots(cols, z, None, out2), out2
 
     def gram(self, cols, c) -> np.ndarray:
-        """The dense block X[:, cols]' diag(c) X[:, cols]."""
+        """The dense block X[:, cols]' diag(c) X[:, cols]: pairs of CSC columns merged, or
+        (:meth:`_gram_on_rows`) each CSR row's outer product, by row blocks."""
         cols, c = _index(cols), np.ascontiguousarray(c, dtype=np.float64)
         m = cols.shape[0]
         out = np.zeros((m, m))
-        nnz = self._nnz(cols)
-        if m * nnz > 2 * (self.indptr[-1] + self.n_rows + nnz * nnz / max(self.n_rows, 1)):
+        if self._gram_on_rows(cols):
             rptr, rcol, rval = self.row_major()
             pos, ones = self._positions(cols)
-            partial = np.zeros((self.bounds.shape[0] - 1, m, m))
-            csr_gram(rptr, rcol, rval, pos, ones, c, self.bounds, partial)
+            bounds = row_blocks(self.n_rows, max(1, GRAM_PARTIAL_BYTES // (8 * m * m)))
+            partial = np.zeros((bounds.shape[0] - 1, m, m))
+            csr_gram(rptr, rcol, rval, pos, ones, c, bounds, partial)
             _sum_blocks(partial.reshape(partial.shape[0], m * m), out.reshape(m * m))
         else:
             csc_gram(self.indptr, self.indices, self.values, cols, c, out)
@@ -163,6 +168,14 @@ class ColumnProducts:
         N-vectors leave the cache)."""
         random_cost = RANDOM_ACCESS_COST if self.n_rows > CACHED_ROWS else 1.0
         return random_cost * self._nnz(cols) * threads > self.indptr[-1] + self.n_rows
+
+    def _gram_on_rows(self, cols) -> bool:
+        """Whether the CSR rows' outer products (every non-zero of X read, then ~nnz_A^2 / N
+        products) do less work than merging each pair of CSC columns (~|A| nnz_A); a
+        factor 2 for the CSR's scattered writes into the block."""
+        nnz = self._nnz(cols)
+        rows_work = self.indptr[-1] + self.n_rows + nnz * nnz / max(self.n_rows, 1)
+        return cols.shape[0] * nnz > 2 * rows_work
 
     def _spread(self, cols, b):
         """b as a vector over all columns (0 off A) and the coefficient of the ones column."""
