@@ -59,11 +59,6 @@ DENSE_NEWTON_MAX = 100
 #: the polish loop repeats the step, so it need not be exact).
 NEWTON_CG_RTOL = 1e-3
 
-#: Fraction of the active set whose crossing of their centers in one conjugate-gradient step
-#: ends a polish: the active set is still moving, and the next full sweep settles it for
-#: one product where more steps spend tens on coordinates that the sweep then brings back.
-UNSETTLED = 0.01
-
 #: Halvings of a Newton step that does not increase the objective before polishing stops.
 BACKTRACKS = 3
 
@@ -418,8 +413,9 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
     :data:`BACKTRACKS` times); polishing can therefore never make a fit worse. Steps stop
     when one gains less than ``tol / 10`` (relative; ``tol = 0``: machine precision), or
     with ``tol > 0`` when the next one is expected to (:func:`gain_ahead`), and after a
-    conjugate-gradient step that moved more than :data:`UNSETTLED` of the active set to
-    their centers.
+    conjugate-gradient step that moved coordinates to their centers: the next full sweep
+    settles the active set for one product, where more steps spent tens on coordinates
+    that the sweep then brought back (at N = 1M even a few crossings cost a whole cycle).
     """
     active = polish_set(beta, pen, free, max_active)
     if active is None:
@@ -450,8 +446,8 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
         if np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(beta[active]))) or gain <= threshold:
             break
         conjugate_gradients = active.size > DENSE_NEWTON_MAX
-        if conjugate_gradients and crossed.sum() > UNSETTLED * active.size:
-            break  # the active set is moving: a full sweep (one product) re-decides it before more CG steps
+        if conjugate_gradients and crossed.any():
+            break  # the active set moved: a full sweep (one product) re-decides it before more CG steps
         if tol > 0 and not crossed.any() and gain_ahead(gain, predicted, conjugate_gradients) <= threshold:
             break
         active = polish_set(beta, pen, free, max_active)  # crossing coordinates have left it
