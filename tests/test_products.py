@@ -112,3 +112,15 @@ def test_polished_fits_are_bitwise_equal_on_one_and_two_threads(model, monkeypat
 
     (beta1, obj1), (beta2, obj2) = on_threads(1, run), on_threads(2, run)
     assert np.array_equal(beta1, beta2) and obj1 == obj2
+
+
+def test_products_pickle_without_their_lock_or_row_major_copy(rng, monkeypatch):
+    """Datafits travel to dask workers: their products must pickle."""
+    import pickle
+
+    X = design(rng, indicators=True)
+    cp = products(X, monkeypatch, "csr")
+    cols, b = np.array([0, 4]), rng.normal(size=2)
+    expected = cp.times(cols, b)
+    copy = pickle.loads(pickle.dumps(cp))
+    assert copy._csr is None and np.array_equal(copy.times(cols, b), expected)

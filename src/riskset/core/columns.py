@@ -82,6 +82,15 @@ class ColumnProducts:
         self._unit = None
         self._lock = threading.Lock()
 
+    def __getstate__(self):
+        """Pickled (e.g. for dask workers) without the lock, nor the row-major copy: a worker
+        builds its own if it needs one."""
+        return {**self.__dict__, "_lock": None, "_csr": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     # -- the products ------------------------------------------------------------------
     def times(self, cols, b, out=None) -> np.ndarray:
         """out = X[:, cols] @ b (an N-vector).
