@@ -1,6 +1,45 @@
-"""Static facts about the columns of a CSC matrix, computed once per datafit."""
+"""Products of column subsets X[:, A] of one CSC matrix with vectors, computed once per datafit.
+
+:class:`ColumnProducts` gives every family the products its Newton polish, full gradient
+and Hessian blocks need: ``X_A b`` (:meth:`~ColumnProducts.times`), ``X_A' z``
+(:meth:`~ColumnProducts.dot`, :meth:`~ColumnProducts.dot2`) and ``X_A' diag(c) X_A``
+(:meth:`~ColumnProducts.gram`). Column ``-1`` of a set A is the column of ones (a GLM's
+implicit intercept).
+
+Two layouts, chosen per call by the work they do:
+
+* the CSC itself, O(nnz of A) per product, but each non-zero reads or writes an N-vector at
+  a random row (about 3 ns per non-zero once N-vectors leave the cache, N ~ 1M);
+* a row-major copy (CSR, built lazily, once), which streams: ``X_A b`` gathers from the
+  small ``b`` row by row and ``X_A' z`` scatters into a small |A|-vector; it reads every
+  non-zero of the row, so it wins when A holds a good share of X's non-zeros. For designs
+  of indicators its values are not stored.
+
+Threads: the kernels split the rows into blocks whose boundaries depend on N only
+(:func:`row_blocks`), or work column by column; partial |A|-vectors of the row blocks are
+summed in block order. Each number is therefore computed by the same operations in the
+same order whatever the number of threads (``numba.set_num_threads``, set by the caller):
+results are bitwise equal on 1 and k threads.
+"""
+from __future__ import annotations
+
+import threading
+
 import numpy as np
-from numba import njit
+from numba import get_num_threads, njit, prange
+
+#: Fewest rows of a block of the threaded kernels (a block's work must dwarf its start-up).
+MIN_BLOCK_ROWS = 4096
+#: Most row blocks: enough to balance 16 threads; each block of an ``X_A' z`` keeps an |A|-vector.
+MAX_BLOCKS = 64
+#: Most bytes of the row blocks' partial |A| x |A| blocks of :meth:`ColumnProducts.gram`
+#: (fewer, longer blocks for large A).
+GRAM_PARTIAL_BYTES = 1 << 26
+#: Relative cost of a CSC non-zero (a random access into an N-vector) to a streamed CSR one,
+#: for N-vectors that leave the cache (measured: ~3 ns against ~1 ns at N = 1M) ...
+RANDOM_ACCESS_COST = 3.0
+#: ... and the N up to which the N-vectors stay in the cache (both layouts cost about the same).
+CACHED_ROWS = 1 << 17
 
 
 @njit(cache=True, error_model="numpy")
@@ -16,39 +55,392 @@ def indicator_columns(indptr, values):
     return out
 
 
+def row_blocks(n_rows: int, max_blocks: int = MAX_BLOCKS) -> np.ndarray:
+    """Boundaries of the row blocks of the threaded kernels: a function of N (and of the
+    size of a block's partial result, through ``max_blocks``), never of the threads.
+
+    >>> row_blocks(10).tolist(), row_blocks(3 * MIN_BLOCK_ROWS).tolist()
+    ([0, 10], [0, 4096, 8192, 12288])
+    """
+    n_blocks = int(min(max_blocks, max(1, n_rows // MIN_BLOCK_ROWS)))
+    return np.linspace(0, n_rows, n_blocks + 1).round().astype(np.int64)
+
+
+class ColumnProducts:
+    """``X_A b``, ``X_A' z`` and ``X_A' diag(c) X_A`` for sets A of columns of one CSC matrix
+    (``-1``: the column of ones), on the CSC or a row-major copy, whichever does less work.
+
+    Built once per datafit from its CSC arrays (shared, not copied); reweighted views of
+    the datafit share it, and its row-major copy.
+    """
+
+    def __init__(self, indptr, indices, values, n_rows: int):
+        self.indptr, self.indices, self.values = indptr, indices, values
+        self.n_rows, self.n_cols = n_rows, indptr.shape[0] - 1
+        self.bounds = row_blocks(n_rows)
+        self._csr = None
+        self._unit = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self):
+        """Pickled (e.g. for dask workers) without the lock, nor the row-major copy: a worker
+        builds its own if it needs one."""
+        return {**self.__dict__, "_lock": None, "_csr": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    # -- the products ------------------------------------------------------------------
+    def times(self, cols, b, out=None) -> np.ndarray:
+        """out = X[:, cols] @ b (an N-vector).
+
+        Each row adds its terms in the order of the columns (ones first) on either layout,
+        so both give the same bits and the layout may depend on the threads: the CSC
+        product runs on one thread, the CSR one on all.
+        """
+        cols, b = _index(cols), np.ascontiguousarray(b, dtype=np.float64)
+        order = np.argsort(cols, kind="stable")
+        cols, b = cols[order], b[order]
+        out = np.empty(self.n_rows) if out is None else out
+        if self._rows_cheaper(cols, get_num_threads()):
+            rptr, rcol, rval = self.row_major()
+            full, ones = self._spread(cols, b)
+            csr_times(rptr, rcol, rval, full, ones, self.bounds, out)
+        else:
+            csc_times(self.indptr, self.indices, self.values, self.unit, cols, b, out)
+        return out
+
+    def dot(self, cols, z, out=None) -> np.ndarray:
+        """out = X[:, cols]' @ z (an |A|-vector)."""
+        return self._dots(cols, z, out, None)
+
+    def dot2(self, cols, z) -> tuple[np.ndarray, np.ndarray]:
+        """(X[:, cols]' @ z, (X[:, cols] ** 2)' @ z) in one pass."""
+        cols = _index(cols)
+        out2 = np.empty(cols.shape[0])
+        return self._dots(cols, z, None, out2), out2
+
+    def gram(self, cols, c) -> np.ndarray:
+        """The dense block X[:, cols]' diag(c) X[:, cols]: pairs of CSC columns merged, or
+        (:meth:`_gram_on_rows`) each CSR row's outer product, by row blocks."""
+        cols, c = _index(cols), np.ascontiguousarray(c, dtype=np.float64)
+        m = cols.shape[0]
+        out = np.zeros((m, m))
+        if self._gram_on_rows(cols):
+            rptr, rcol, rval = self.row_major()
+            pos, ones = self._positions(cols)
+            bounds = row_blocks(self.n_rows, max(1, GRAM_PARTIAL_BYTES // (8 * m * m)))
+            partial = np.zeros((bounds.shape[0] - 1, m, m))
+            csr_gram(rptr, rcol, rval, pos, ones, c, bounds, partial)
+            _sum_blocks(partial.reshape(partial.shape[0], m * m), out.reshape(m * m))
+        else:
+            csc_gram(self.indptr, self.indices, self.values, cols, c, out)
+        return np.triu(out) + np.triu(out, 1).T
+
+    @property
+    def unit(self) -> np.ndarray:
+        """Per column: all its stored values are 1 (computed on first use)."""
+        if self._unit is None:
+            self._unit = indicator_columns(self.indptr, self.values)
+        return self._unit
+
+    # -- layouts -----------------------------------------------------------------------
+    def row_major(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(indptr, column indices, values) of the CSR copy, built on first use; the values
+        are empty when every stored value is 1."""
+        with self._lock:
+            if self._csr is None:
+                self._csr = self._build_row_major()
+        return self._csr
+
+    def _build_row_major(self):
+        itype = np.int32 if self.n_cols < 2**31 else np.int64
+        unit = bool(np.all(self.unit))
+        counts = np.zeros(self.n_rows + 1, np.int64)
+        csc_row_counts(self.indptr, self.indices, self.bounds, counts)
+        rptr = np.cumsum(counts)
+        rptr[1:] = rptr[:-1].copy()
+        rptr[0] = 0
+        rcol = np.empty(self.indptr[-1], itype)
+        rval = np.empty(0 if unit else self.indptr[-1])
+        csc_to_csr(self.indptr, self.indices, self.values, self.bounds, rptr, rcol, rval)
+        return rptr, rcol, rval
+
+    def _nnz(self, cols) -> int:
+        real = cols[cols >= 0]
+        return int(np.sum(self.indptr[real + 1] - self.indptr[real])) + self.n_rows * int(np.sum(cols < 0))
+
+    def _rows_cheaper(self, cols, threads: int = 1) -> bool:
+        """Whether a product over the CSR (every non-zero of X, streamed; on ``threads``)
+        does less work than over the CSC (the non-zeros of A, each a random access once
+        N-vectors leave the cache)."""
+        random_cost = RANDOM_ACCESS_COST if self.n_rows > CACHED_ROWS else 1.0
+        return random_cost * self._nnz(cols) * threads > self.indptr[-1] + self.n_rows
+
+    def _gram_on_rows(self, cols) -> bool:
+        """Whether the CSR rows' outer products (every non-zero of X read, then ~nnz_A^2 / N
+        products) do less work than merging each pair of CSC columns (~|A| nnz_A); a
+        factor 2 for the CSR's scattered writes into the block."""
+        nnz = self._nnz(cols)
+        rows_work = self.indptr[-1] + self.n_rows + nnz * nnz / max(self.n_rows, 1)
+        return cols.shape[0] * nnz > 2 * rows_work
+
+    def _spread(self, cols, b):
+        """b as a vector over all columns (0 off A) and the coefficient of the ones column."""
+        full = np.zeros(self.n_cols)
+        real = cols >= 0
+        full[cols[real]] = b[real]
+        return full, float(b[~real].sum())
+
+    def _positions(self, cols):
+        """Position in A of each column of X (|A|, a discarded slot, where not in A) and that
+        of the ones column (-1 where not in A)."""
+        m = cols.shape[0]
+        pos = np.full(self.n_cols, m, np.int64)
+        real = np.flatnonzero(cols >= 0)
+        pos[cols[real]] = real
+        ones = np.flatnonzero(cols < 0)
+        return pos, int(ones[0]) if ones.size else -1
+
+    def _dots(self, cols, z, out, out2):
+        cols, z = _index(cols), np.ascontiguousarray(z, dtype=np.float64)
+        m = cols.shape[0]
+        out = np.empty(m) if out is None else out
+        squares = out2 is not None
+        if self._rows_cheaper(cols):
+            rptr, rcol, rval = self.row_major()
+            pos, ones = self._positions(cols)
+            nb = self.bounds.shape[0] - 1
+            partial = np.zeros((nb, m + 1))
+            partial2 = np.zeros((nb, m + 1) if squares else (0, 0))
+            csr_dot(rptr, rcol, rval, pos, ones, z, self.bounds, squares, partial, partial2)
+            _sum_blocks(partial[:, :m], out)
+            if squares:
+                _sum_blocks(partial2[:, :m], out2)
+        else:
+            csc_dot(self.indptr, self.indices, self.values, self.unit, cols, z, squares, out,
+                    out2 if squares else out)
+        return out
+
+
+def _index(cols) -> np.ndarray:
+    return np.ascontiguousarray(cols, dtype=np.int64)
+
+
+# -- CSC kernels ---------------------------------------------------------------------------
 @njit(cache=True, nogil=True, error_model="numpy")
-def columns_times(indptr, indices, values, cols, b, out):
-    """out = X[:, cols] @ b without slicing X (O(nnz of the columns))."""
+def _first_at_or_after(indices, lo, hi, row):
+    """The first k in [lo, hi) with indices[k] >= row (indices sorted)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if indices[mid] < row:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def csc_times(indptr, indices, values, unit, cols, b, out):
+    """out = X[:, cols] @ b, column by column (one thread: the columns' terms go to any row);
+    ``unit`` columns (all values 1) are read without their values."""
     out[:] = 0.0
     for a in range(cols.shape[0]):
         j = cols[a]
         ba = b[a]
-        if ba != 0.0:
+        if ba == 0.0:
+            continue
+        if j < 0:
+            for i in range(out.shape[0]):
+                out[i] += ba
+        elif unit[j]:
+            for k in range(indptr[j], indptr[j + 1]):
+                out[indices[k]] += ba
+        else:
             for k in range(indptr[j], indptr[j + 1]):
                 out[indices[k]] += values[k] * ba
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def columns_dot(indptr, indices, values, cols, z, out):
-    """out = X[:, cols]' @ z without slicing X (O(nnz of the columns))."""
-    for a in range(cols.shape[0]):
-        j = cols[a]
-        s = 0.0
-        for k in range(indptr[j], indptr[j + 1]):
-            s += values[k] * z[indices[k]]
-        out[a] = s
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def columns_dot2(indptr, indices, values, cols, z, out, out2):
-    """out = X[:, cols]' @ z and out2 = (X[:, cols] ** 2)' @ z in one pass."""
-    for a in range(cols.shape[0]):
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def csc_dot(indptr, indices, values, unit, cols, z, squares, out, out2):
+    """out = X[:, cols]' @ z (and out2 = (X[:, cols] ** 2)' @ z if ``squares``), column by column."""
+    for a in prange(cols.shape[0]):
         j = cols[a]
         s = 0.0
         s2 = 0.0
-        for k in range(indptr[j], indptr[j + 1]):
-            xz = values[k] * z[indices[k]]
-            s += xz
-            s2 += values[k] * xz
+        if j < 0:
+            for i in range(z.shape[0]):
+                s += z[i]
+            s2 = s
+        elif unit[j]:
+            for k in range(indptr[j], indptr[j + 1]):
+                s += z[indices[k]]
+            s2 = s
+        else:
+            for k in range(indptr[j], indptr[j + 1]):
+                xz = values[k] * z[indices[k]]
+                s += xz
+                s2 += values[k] * xz
         out[a] = s
-        out2[a] = s2
+        if squares:
+            out2[a] = s2
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _column_pair(indptr, indices, values, ja, jb, c):
+    """sum_i c_i x_ia x_ib by merging two sorted columns (-1: the column of ones)."""
+    s = 0.0
+    if ja < 0 and jb < 0:
+        for i in range(c.shape[0]):
+            s += c[i]
+        return s
+    if ja < 0 or jb < 0:
+        j = jb if ja < 0 else ja
+        for k in range(indptr[j], indptr[j + 1]):
+            s += c[indices[k]] * values[k]
+        return s
+    ka, ea, kb, eb = indptr[ja], indptr[ja + 1], indptr[jb], indptr[jb + 1]
+    while ka < ea and kb < eb:
+        ra, rb = indices[ka], indices[kb]
+        if ra == rb:
+            s += c[ra] * values[ka] * values[kb]
+            ka += 1
+            kb += 1
+        elif ra < rb:
+            ka += 1
+        else:
+            kb += 1
+    return s
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def csc_gram(indptr, indices, values, cols, c, out):
+    """Upper triangle of X[:, cols]' diag(c) X[:, cols], one merge per pair of columns."""
+    m = cols.shape[0]
+    for a in prange(m):
+        for b in range(a, m):
+            out[a, b] = _column_pair(indptr, indices, values, cols[a], cols[b], c)
+
+
+# -- the row-major copy --------------------------------------------------------------------
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def csc_row_counts(indptr, indices, bounds, counts):
+    """counts[i + 1] = non-zeros of row i (rows by block, so each block's writes stay local)."""
+    for blk in prange(bounds.shape[0] - 1):
+        lo, hi = bounds[blk], bounds[blk + 1]
+        for j in range(indptr.shape[0] - 1):
+            end = indptr[j + 1]
+            k = _first_at_or_after(indices, indptr[j], end, lo)
+            while k < end and indices[k] < hi:
+                counts[indices[k] + 1] += 1
+                k += 1
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def csc_to_csr(indptr, indices, values, bounds, rptr, rcol, rval):
+    """Fill the CSR copy (columns ascending within a row); ``rptr`` holds each row's start
+    and ends as its end, which is the next row's start: the row pointers. ``rval`` empty:
+    no values stored."""
+    store = rval.shape[0] > 0
+    for blk in prange(bounds.shape[0] - 1):
+        lo, hi = bounds[blk], bounds[blk + 1]
+        for j in range(indptr.shape[0] - 1):
+            end = indptr[j + 1]
+            k = _first_at_or_after(indices, indptr[j], end, lo)
+            while k < end and indices[k] < hi:
+                i = indices[k]
+                q = rptr[i + 1]
+                rcol[q] = j
+                if store:
+                    rval[q] = values[k]
+                rptr[i + 1] = q + 1
+                k += 1
+
+
+# -- CSR kernels ---------------------------------------------------------------------------
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def csr_times(rptr, rcol, rval, full, ones, bounds, out):
+    """out_i = ones + sum_k x_ik full_k (full: b spread over all columns, 0 off A)."""
+    unit = rval.shape[0] == 0
+    for blk in prange(bounds.shape[0] - 1):
+        for i in range(bounds[blk], bounds[blk + 1]):
+            s = 0.0
+            s += ones
+            if unit:
+                for k in range(rptr[i], rptr[i + 1]):
+                    s += full[rcol[k]]
+            else:
+                for k in range(rptr[i], rptr[i + 1]):
+                    s += rval[k] * full[rcol[k]]
+            out[i] = s
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def csr_dot(rptr, rcol, rval, pos, ones, z, bounds, squares, partial, partial2):
+    """partial[blk, pos_j] = sum over the block's rows of x_ij z_i (and partial2 of x_ij^2 z_i);
+    pos sends the columns off A to a discarded last slot, ``ones`` is the slot of the ones
+    column (or -1)."""
+    unit = rval.shape[0] == 0
+    for blk in prange(bounds.shape[0] - 1):
+        acc = partial[blk]
+        acc2 = partial2[blk] if squares else partial[blk]
+        total = 0.0
+        for i in range(bounds[blk], bounds[blk + 1]):
+            zi = z[i]
+            total += zi
+            if unit:
+                for k in range(rptr[i], rptr[i + 1]):
+                    acc[pos[rcol[k]]] += zi
+            else:
+                for k in range(rptr[i], rptr[i + 1]):
+                    xz = rval[k] * zi
+                    p = pos[rcol[k]]
+                    acc[p] += xz
+                    if squares:
+                        acc2[p] += rval[k] * xz
+        if unit and squares:
+            acc2[:] = acc
+        if ones >= 0:
+            acc[ones] = total
+            if squares:
+                acc2[ones] = total
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def csr_gram(rptr, rcol, rval, pos, ones, c, bounds, partial):
+    """partial[blk] = upper triangle of sum over the block's rows of c_i x_iA' x_iA."""
+    unit = rval.shape[0] == 0
+    m = partial.shape[1]
+    for blk in prange(bounds.shape[0] - 1):
+        acc = partial[blk]
+        at = np.empty(m + 1, np.int64)
+        xs = np.empty(m + 1)
+        for i in range(bounds[blk], bounds[blk + 1]):
+            n = 0
+            if ones >= 0:
+                at[0] = ones
+                xs[0] = 1.0
+                n = 1
+            for k in range(rptr[i], rptr[i + 1]):
+                p = pos[rcol[k]]
+                if p < m:
+                    at[n] = p
+                    xs[n] = 1.0 if unit else rval[k]
+                    n += 1
+            ci = c[i]
+            for u in range(n):
+                cx = ci * xs[u]
+                for v in range(n):
+                    if at[u] <= at[v]:
+                        acc[at[u], at[v]] += cx * xs[v]
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def _sum_blocks(partial, out):
+    """out = the column sums of ``partial`` (block by block, in block order)."""
+    for a in prange(out.shape[0]):
+        s = 0.0
+        for blk in range(partial.shape[0]):
+            s += partial[blk, a]
+        out[a] = s

@@ -22,7 +22,7 @@ from typing import Callable, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from riskset.core.columns import columns_times
+from riskset.core.columns import ColumnProducts
 from riskset.core.design import canonical_csc, take_rows
 from riskset.core.sweep import CompiledFamily
 
@@ -95,6 +95,9 @@ class Datafit(ABC):
         self.indptr = np.asarray(X.indptr, dtype=np.int64)
         self.indices = np.ascontiguousarray(X.indices)
         self.values = X.data
+        # products of column sets with vectors (its row-major copy is built on first use and
+        # shared, like X, by the reweighted views)
+        self.products = ColumnProducts(self.indptr, self.indices, self.values, n)
 
     @property
     def n_rows(self) -> int:
@@ -119,7 +122,8 @@ class Datafit(ABC):
 
     def linear_predictor(self, beta: np.ndarray) -> np.ndarray:
         """X beta + offset, reading only the columns of non-zero coefficients."""
-        return sparse_product(self.X, beta) + self.offset
+        nz = np.flatnonzero(beta)
+        return self.products.times(nz, beta[nz]) + self.offset
 
     def reach(self, direction: np.ndarray) -> float:
         """max_i |x_i direction|: how far a step ``direction`` moves the linear predictor of
@@ -262,13 +266,3 @@ class Datafit(ABC):
 
 #: |b| max|x_j| at which :meth:`Datafit.univariable_separation` reads the slope far out.
 SEPARABILITY_REACH = 50.0
-
-
-def sparse_product(X: sp.csc_matrix, beta: np.ndarray) -> np.ndarray:
-    """X @ beta touching only the columns where beta is non-zero (sparse L1 fits)."""
-    nz = np.flatnonzero(beta)
-    if nz.size == X.shape[1]:
-        return X @ beta
-    out = np.empty(X.shape[0])
-    columns_times(X.indptr, X.indices, X.data, nz, np.ascontiguousarray(beta[nz], np.float64), out)
-    return out

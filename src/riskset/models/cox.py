@@ -37,7 +37,6 @@ from riskset.data.risksets import (build_risk_sets, check_survival, column_break
                                    interval_labels, slots_at_nonzeros)
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
-from riskset.core.columns import columns_dot, columns_dot2, columns_times
 from riskset.core.design import transposed_times
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates, indicator_columns,
                                  require_information, weight_overflow)
@@ -195,15 +194,16 @@ class CoxDatafit(Datafit):
                               self.efron)
 
     def gradient(self, state):
+        """dl/dbeta = gx0 - X' v with v the per-row hazard terms (:meth:`_row_hazards`)."""
+        return self.gx0 - self.products.dot(np.arange(self.n_coef), self._row_hazards(state))
+
+    def _row_hazards(self, state):
+        """v = :func:`~riskset.kernels.cpu.cox.row_hazard_terms` at the (synced) state: the
+        gradient is gx0 - X' v and the first Hessian term -X' diag(v) X."""
         self._sync(state)
-        out = np.empty(self.n_coef)
-        if self.formulation == "sparse":
-            ksn, ken, evn = self.ksn, self.ken, self.evn
-        else:
-            ksn, ken, evn = self.ks[self.indices], self.ke[self.indices], self.event[self.indices]
-        K.gradient_all(self.indptr, self.indices, self.values, self.gx0, state.w, ksn, ken, evn,
-                       state.A1c, state.R1, self.efron, out)
-        return out
+        v = np.empty(self.n_rows)
+        K.row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron, v)
+        return v
 
     def hessian(self, state, columns):
         """Exact block: -Xc' diag(v) Xc + N1' diag(Q2) N1 - N1' diag(R2) E1 - E1' diag(R2) N1 + E1' diag(T2) E1
@@ -233,26 +233,21 @@ class CoxDatafit(Datafit):
         """Gradient, a diagonal scale and ``b -> H b`` on ``columns`` (the block of
         :meth:`hessian`, never formed): O(nnz of the columns + N + n_slots) per product.
 
-        With v = :func:`~riskset.kernels.cpu.cox.row_hazard_terms`, g = gx0 - X' v and the
-        first Hessian term is -X' diag(v) X, whose diagonal X^2' v bounds -h_jj from above.
+        With v = :meth:`_row_hazards`, g = gx0 - X' v and the first Hessian term is
+        -X' diag(v) X, whose diagonal X^2' v bounds -h_jj from above.
         """
-        self._sync(state)  # w and the full aggregates (Q2, R2, T2) of this state
         cols = np.ascontiguousarray(columns, dtype=np.int64)
-        v = np.empty(self.n_rows)
-        K.row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron, v)
-        xv, x2v = np.empty(cols.shape[0]), np.empty(cols.shape[0])
-        columns_dot2(self.indptr, self.indices, self.values, cols, v, xv, x2v)
+        v = self._row_hazards(state)  # w and the full aggregates (Q2, R2, T2) of this state
+        xv, x2v = self.products.dot2(cols, v)
         ns = self.rs.n_slots
         U1, E1u, C = np.empty(ns), np.empty(ns), np.empty(ns)
         u, z = np.empty(self.n_rows), np.empty(self.n_rows)
 
         def hessian_times(b):
-            columns_times(self.indptr, self.indices, self.values, cols, np.ascontiguousarray(b, np.float64), u)
+            self.products.times(cols, b, u)
             K.hessian_vector_rows(u, state.w, v, self.ks, self.ke, self.event, self.slot_ptr, self.efron,
                                   state.Q2, state.R2, state.T2, U1, E1u, C, z)
-            out = np.empty(cols.shape[0])
-            columns_dot(self.indptr, self.indices, self.values, cols, z, out)
-            return out
+            return self.products.dot(cols, z)
 
         return LocalQuadratic(self.gx0[cols] - xv, x2v, hessian_times)
 

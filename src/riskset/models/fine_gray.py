@@ -34,7 +34,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from riskset.core.columns import columns_dot, columns_dot2, columns_times
 from riskset.data.dataset import row_label
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
@@ -243,11 +242,16 @@ class FineGrayDatafit(Datafit):
         return K.loglik_terms(state.eta, self.cw, self.event, self.slot_d, state.D)
 
     def gradient(self, state):
+        """dl/dbeta = gx0 - X' v with v the per-row terms (:meth:`_row_terms`)."""
+        return self.gx0 - self.products.dot(np.arange(self.n_coef), self._row_terms(state))
+
+    def _row_terms(self, state):
+        """v = :func:`~riskset.kernels.cpu.fine_gray.row_terms` at the (synced) state: the
+        gradient is gx0 - X' v and the first Hessian term -X' diag(v) X."""
         self._sync(state)
-        out = np.empty(self.n_coef)
-        K.gradient_all(self.indptr, self.indices, self.values, self.gx0, state.w, self.slot, self.cinv,
-                       state.A1, state.B1, out)
-        return out
+        v = np.empty(self.n_rows)
+        K.row_terms(state.w, self.slot, self.cinv, state.A1, state.B1, v)
+        return v
 
     def hessian(self, state, columns):
         """Exact block: -Xc' diag(v) Xc + N1' diag(d / D^2) N1 (N1 = weighted risk-set sums of w x
@@ -270,23 +274,18 @@ class FineGrayDatafit(Datafit):
         With v = :func:`~riskset.kernels.cpu.fine_gray.row_terms`, g = gx0 - X' v and the
         first Hessian term is -X' diag(v) X, whose diagonal X^2' v bounds -h_jj from above.
         """
-        self._sync(state)
         cols = np.ascontiguousarray(columns, dtype=np.int64)
-        v = np.empty(self.n_rows)
-        K.row_terms(state.w, self.slot, self.cinv, state.A1, state.B1, v)
-        xv, x2v = np.empty(cols.shape[0]), np.empty(cols.shape[0])
-        columns_dot2(self.indptr, self.indices, self.values, cols, v, xv, x2v)
+        v = self._row_terms(state)  # synced: w, D and the aggregates of this state
+        xv, x2v = self.products.dot2(cols, v)
         with np.errstate(divide="ignore", invalid="ignore"):
             q2 = np.where(self.slot_d > 0, self.slot_d / state.D ** 2, 0.0)  # d / D^2 per event slot
         U, Uc = np.empty(self.n_slots + 1), np.empty(self.n_slots + 1)
         u, z = np.empty(self.n_rows), np.empty(self.n_rows)
 
         def hessian_times(b):
-            columns_times(self.indptr, self.indices, self.values, cols, np.ascontiguousarray(b, np.float64), u)
+            self.products.times(cols, b, u)
             K.hessian_vector_rows(u, state.w, v, self.slot, self.cinv, self.Gev, q2, U, Uc, z)
-            out = np.empty(cols.shape[0])
-            columns_dot(self.indptr, self.indices, self.values, cols, z, out)
-            return out
+            return self.products.dot(cols, z)
 
         return LocalQuadratic(self.gx0[cols] - xv, x2v, hessian_times)
 

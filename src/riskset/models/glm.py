@@ -11,15 +11,13 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-import scipy.sparse as sp
 
 from riskset import validation as check
 from riskset.data.dataset import Dataset, row_label
 from riskset.exceptions import InputError
 from riskset.kernels.cpu import glm as glm_kernels
 from riskset.kernels.cpu import separability as separability_kernels
-from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, indicator_columns, no_weight,
-                                 require_information, sparse_product)
+from riskset.models.base import Datafit, FitState, LocalQuadratic, Model, no_weight, require_information
 
 class GLMDatafit(Datafit):
     """Datafit of a GLM family with canonical link (kernels in ``kernels.cpu.glm``).
@@ -37,7 +35,7 @@ class GLMDatafit(Datafit):
         self.first = int(intercept)
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.w = np.ones(self.n_rows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
-        self.indicator = indicator_columns(self.indptr, self.values)
+        self.indicator = self.products.unit
 
     @property
     def n_coef(self):
@@ -46,9 +44,14 @@ class GLMDatafit(Datafit):
     def coef_of_column(self, j):
         return j + self.first
 
+    def columns(self, coefs) -> np.ndarray:
+        """The CSC column of each coefficient, -1 for the intercept (a column of ones for
+        :class:`~riskset.core.columns.ColumnProducts`)."""
+        return np.asarray(coefs, dtype=np.int64) - self.first
+
     def linear_predictor(self, beta):
-        eta = sparse_product(self.X, beta[self.first:]) + self.offset
-        return eta + beta[0] if self.first else eta
+        nz = np.flatnonzero(beta)
+        return self.products.times(self.columns(nz), beta[nz]) + self.offset
 
     def missing_information(self):
         return no_weight(self.w)
@@ -74,7 +77,7 @@ class GLMDatafit(Datafit):
         return state
 
     def loglik(self, state):
-        return glm_kernels.loglik(self.family, state.rows)
+        return glm_kernels.loglik(self.family, state.rows, self.products.bounds)
 
     kernels = glm_kernels.KERNELS
 
@@ -82,26 +85,25 @@ class GLMDatafit(Datafit):
         return (self.family, self.first, self.indptr, self.indices, self.values, self.indicator)
 
     def gradient(self, state):
-        resid = np.ascontiguousarray(state.rows[:, glm_kernels.RESID])
-        grad = self.X.T @ resid
-        return np.r_[resid.sum(), grad] if self.first else grad
-
-    def design_columns(self, columns) -> sp.csc_matrix:
-        """Columns of the full design (the intercept as ones) as a sparse matrix."""
-        cols = [sp.csc_matrix(np.ones((self.n_rows, 1))) if j < self.first else self.X[:, [j - self.first]]
-                for j in columns]
-        return sp.hstack(cols, format="csc") if cols else sp.csc_matrix((self.n_rows, 0))
+        return self.products.dot(self.columns(np.arange(self.n_coef)), state.rows[:, glm_kernels.RESID])
 
     def hessian(self, state, columns):
-        Xc = self.design_columns(columns)
-        return -np.asarray((Xc.T @ sp.diags(state.rows[:, glm_kernels.CURV]) @ Xc).todense())
+        return -self.products.gram(self.columns(columns), state.rows[:, glm_kernels.CURV])
 
     def local_quadratic(self, state, columns):
-        """Gradient, exact diagonal and ``b -> H b`` on ``columns`` (O(nnz) per product)."""
-        Xc = self.design_columns(columns)
+        """Gradient X_A' resid, exact diagonal (X_A ** 2)' curv and ``b -> -X_A' (curv X_A b)``
+        on ``columns`` (O(nnz) per product)."""
+        cols = self.columns(columns)
         curv = np.ascontiguousarray(state.rows[:, glm_kernels.CURV])
-        grad = Xc.T @ np.ascontiguousarray(state.rows[:, glm_kernels.RESID])
-        return LocalQuadratic(grad, Xc.multiply(Xc).T @ curv, lambda b: -(Xc.T @ (curv * (Xc @ b))))
+        grad = self.products.dot(cols, state.rows[:, glm_kernels.RESID])
+        work = np.empty(self.n_rows)
+
+        def hessian_times(b):
+            z = self.products.times(cols, b, work)
+            z *= curv
+            return -self.products.dot(cols, z)
+
+        return LocalQuadratic(grad, self.products.dot2(cols, curv)[1], hessian_times)
 
     def diagnose(self, state, beta):
         """A non-finite linear predictor, fitted mean or weight, or None."""

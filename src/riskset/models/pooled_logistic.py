@@ -27,7 +27,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
@@ -197,15 +196,10 @@ class PooledLogisticDatafit(Datafit):
             g[sel] -= sums
         return g
 
-    def _columns(self, columns):
-        """Sparse (N, k) matrix of the subject-level factors c of the virtual columns."""
-        blocks = []
-        for v in columns:
-            s = self.src[v]
-            blocks.append(sp.csc_matrix(np.ones((self.n_rows, 1))) if s < 0 else self.X[:, [s]])
-        return sp.hstack(blocks, format="csc")
-
     def hessian(self, state, columns):
+        """Blocks -C_a' diag(Q_ab) C_b of the pairs (a, b) of time functions, C_a the
+        subject-level factors of the columns with function a (:meth:`ColumnProducts.gram`
+        over the distinct factors of the pair: a covariate may carry several functions)."""
         columns = np.asarray(columns, dtype=np.int64)
         k = len(columns)
         fm = self.fidx[columns]
@@ -215,12 +209,14 @@ class PooledLogisticDatafit(Datafit):
         mb = np.array([p[1] for p in pairs], dtype=np.int64)
         Q = np.empty((len(pairs), self.n_rows))
         pooled_kernels.cross_moments(state.lin, self.K, self.wt, self.ftab, ma, mb, Q)
-        C = self._columns(columns)
+        factors = self.src[columns]  # -1: the constant, the products' column of ones
         H = np.zeros((k, k))
         for q, (a, b) in enumerate(pairs):
             ia = np.flatnonzero(fm == a)
             ib = np.flatnonzero(fm == b)
-            block = -np.asarray((C[:, ia].T @ sp.diags(Q[q]) @ C[:, ib]).todense())
+            distinct, at = np.unique(factors[np.r_[ia, ib]], return_inverse=True)
+            gram = self.products.gram(distinct, Q[q])
+            block = -gram[np.ix_(at[:ia.size], at[ia.size:])]
             H[np.ix_(ia, ib)] = block
             H[np.ix_(ib, ia)] = block.T
         return H

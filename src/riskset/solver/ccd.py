@@ -411,7 +411,11 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
 
     A step is accepted only if the objective stays finite and increases (else it is halved, at most
     :data:`BACKTRACKS` times); polishing can therefore never make a fit worse. Steps stop
-    when one gains less than ``tol / 10`` (relative; ``tol = 0``: machine precision).
+    when one gains less than ``tol / 10`` (relative; ``tol = 0``: machine precision), or
+    with ``tol > 0`` when the next one is expected to (:func:`gain_ahead`), and after a
+    conjugate-gradient step that moved coordinates to their centers: the next full sweep
+    settles the active set for one product, where more steps spent tens on coordinates
+    that the sweep then brought back (at N = 1M even a few crossings cost a whole cycle).
     """
     active = polish_set(beta, pen, free, max_active)
     if active is None:
@@ -419,9 +423,10 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
     objective = datafit.loglik(state) - pen.value(beta)
     l1, center = pen.l1, pen.center
     for _ in range(max_steps):
-        step = newton_step(datafit, state, beta, active, pen)
-        if step is None or not np.all(np.isfinite(step)):
+        found = newton_step(datafit, state, beta, active, pen)
+        if found is None or not np.all(np.isfinite(found[0])):
             break
+        step, predicted = found
         for _ in range(BACKTRACKS + 1):
             trial = beta.copy()
             trial[active] += step
@@ -437,8 +442,13 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
             break
         gain = trial_objective - objective
         beta, state, objective = trial, trial_state, trial_objective
-        if (np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(beta[active])))
-                or gain <= max(1e-15, tol / 10) * (abs(objective) + 1)):
+        threshold = max(1e-15, tol / 10) * (abs(objective) + 1)
+        if np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(beta[active]))) or gain <= threshold:
+            break
+        conjugate_gradients = active.size > DENSE_NEWTON_MAX
+        if conjugate_gradients and crossed.any():
+            break  # the active set moved: a full sweep (one product) re-decides it before more CG steps
+        if tol > 0 and not crossed.any() and gain_ahead(gain, predicted, conjugate_gradients) <= threshold:
             break
         active = polish_set(beta, pen, free, max_active)  # crossing coordinates have left it
         if active is None:
@@ -446,8 +456,20 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
     return beta, state
 
 
+def gain_ahead(gain: float, predicted: float, conjugate_gradients: bool) -> float:
+    """What the next Newton step should gain after one that gained ``gain`` where its
+    quadratic model promised ``predicted``: Newton's gap shrinks as the square of the
+    model's relative error (the error is cubic in the step, the gap quadratic), and an
+    inexact (conjugate-gradient) step leaves ~rtol^2 of it; a factor 10 for safety.
+    """
+    model_error = abs(gain - predicted) / predicted if predicted > 0 else np.inf
+    rtol = NEWTON_CG_RTOL if conjugate_gradients else 0.0
+    return 10.0 * (model_error**2 + rtol**2) * predicted
+
+
 def newton_step(datafit, state, beta, active, pen: Penalty):
-    """The Newton step s on the active set A (signs of the L1 terms held), or None:
+    """The Newton step s on the active set A (signs of the L1 terms held) and the gain its
+    quadratic model predicts, g's / 2, or None:
     ``(diag(l2) - H_AA) s = g_A - l2 (beta_A - m_A) - l1 sign(beta_A - m_A)``.
 
     Up to :data:`DENSE_NEWTON_MAX` coordinates the block H_AA is formed and solved;
@@ -460,9 +482,10 @@ def newton_step(datafit, state, beta, active, pen: Penalty):
     if active.size <= DENSE_NEWTON_MAX:
         grad = np.array([datafit.coordinate(state, j)[0] for j in active]) - prior_slope
         try:
-            return np.linalg.solve(np.diag(qa) - datafit.hessian(state, active), grad)
+            step = np.linalg.solve(np.diag(qa) - datafit.hessian(state, active), grad)
         except np.linalg.LinAlgError:
             return None
+        return step, 0.5 * float(grad @ step)
     quad = datafit.local_quadratic(state, active)
     if quad is None:
         return None
@@ -473,7 +496,7 @@ def newton_step(datafit, state, beta, active, pen: Penalty):
     system = LinearOperator((m, m), matvec=lambda v: qa * v - quad.hessian_times(v), dtype=np.float64)
     jacobi = LinearOperator((m, m), matvec=lambda r: r / scale, dtype=np.float64)
     step, info = cg(system, grad, rtol=NEWTON_CG_RTOL, maxiter=10 * m, M=jacobi)
-    return step if info == 0 else None
+    return (step, 0.5 * float(grad @ step)) if info == 0 else None
 
 
 def polish_set(beta, pen: Penalty, free, max_active):

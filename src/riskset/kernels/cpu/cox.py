@@ -585,13 +585,6 @@ def gradient_column(indptr, indices, values, j, gx0, w, ksn, ken, evn, A1c, R1, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def gradient_all(indptr, indices, values, gx0, w, ksn, ken, evn, A1c, R1, efron, out):
-    """dl/dbeta for every column in O(nnz) (aggregates must be current; per-non-zero slots)."""
-    for j in range(indptr.shape[0] - 1):
-        out[j] = gradient_column(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, R1, efron)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def row_hazard_terms(w, ks, ke, event, A1c, R1, efron, out):
     """Per-row weight of the first Hessian term: w (A1c[ke] - A1c[ks]) - event w R1[ke-1]."""
     for r in range(w.shape[0]):

@@ -270,13 +270,6 @@ def gradient_column(indptr, indices, values, j, gx0, w, slot, cinv, A1, B1):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def gradient_all(indptr, indices, values, gx0, w, slot, cinv, A1, B1, out):
-    """dl/dbeta for every column in O(nnz) (aggregates must be current)."""
-    for j in range(indptr.shape[0] - 1):
-        out[j] = gradient_column(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, B1)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def row_terms(w, slot, cinv, A1, B1, out):
     """Per-row weight of the first Hessian term: w [A1[s] + cinv B1[s]]."""
     sb0 = B1[0]

@@ -13,7 +13,8 @@ cache line per non-zero instead of six scattered ones.
 """
 import math
 
-from numba import njit
+import numpy as np
+from numba import njit, prange
 
 from riskset.core.sweep import compile_family
 
@@ -32,10 +33,10 @@ def _mean_and_curvature(family, eta, expeta):
     return eta, 1.0
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def refresh_rows(family, rows):
-    """Fill exp(eta), resid and curv of every row from its eta, y and w."""
-    for i in range(rows.shape[0]):
+    """Fill exp(eta), resid and curv of every row from its eta, y and w (rows on all threads)."""
+    for i in prange(rows.shape[0]):
         rows[i, EXPETA] = math.exp(rows[i, ETA])
         _set_mean(family, rows, i)
 
@@ -86,21 +87,32 @@ def move(family, indptr, indices, values, indicator, c, delta, rows):
         _update_row(family, rows, indices[k], dx, factor if indicator[c] else math.exp(dx))
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def loglik(family, rows):
-    """Weighted log-likelihood; Poisson includes -log(y!), Gaussian is -RSS/2."""
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def loglik(family, rows, bounds):
+    """Weighted log-likelihood; Poisson includes -log(y!), Gaussian is -RSS/2. Summed by
+    the row blocks ``bounds`` (:func:`riskset.core.columns.row_blocks`), then in block
+    order: the same bits on any number of threads."""
+    partial = np.zeros(bounds.shape[0] - 1)
+    for blk in prange(bounds.shape[0] - 1):
+        total = 0.0
+        for i in range(bounds[blk], bounds[blk + 1]):
+            total += _row_loglik(family, rows[i, ETA], rows[i, Y], rows[i, W])
+        partial[blk] = total
     total = 0.0
-    for i in range(rows.shape[0]):
-        e, y, w = rows[i, ETA], rows[i, Y], rows[i, W]
-        if family == LOGISTIC:
-            softplus = e + math.log1p(math.exp(-e)) if e > 0 else math.log1p(math.exp(e))
-            total += w * (y * e - softplus)
-        elif family == POISSON:
-            total += w * (y * e - math.exp(e) - math.lgamma(y + 1.0))
-        else:
-            r = y - e
-            total -= 0.5 * w * r * r
+    for blk in range(partial.shape[0]):
+        total += partial[blk]
     return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _row_loglik(family, e, y, w):
+    if family == LOGISTIC:
+        softplus = e + math.log1p(math.exp(-e)) if e > 0 else math.log1p(math.exp(e))
+        return w * (y * e - softplus)
+    if family == POISSON:
+        return w * (y * e - math.exp(e) - math.lgamma(y + 1.0))
+    r = y - e
+    return -0.5 * w * r * r
 
 
 # -- the compiled family contract (riskset.core.sweep) ---------------------------------

@@ -1,0 +1,126 @@
+"""Column-set products (core.columns.ColumnProducts): both layouts against scipy, and the
+same bits on 1 and 2 threads (fixed row blocks, partial sums reduced in block order)."""
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import riskset
+from riskset.core import columns
+from riskset.core.columns import ColumnProducts
+from riskset.models import get_model
+from riskset.solver import ccd
+from riskset.solver.ccd import SolverOptions, fit_ccd
+
+two_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="Numba has a single thread here")
+
+
+def products(X, monkeypatch, layout):
+    """ColumnProducts of X with small row blocks (several even for a small X) on one layout."""
+    monkeypatch.setattr(columns, "MIN_BLOCK_ROWS", 16)
+    X = sp.csc_matrix(X)
+    X.sort_indices()
+    cp = ColumnProducts(X.indptr.astype(np.int64), X.indices, X.data, X.shape[0])
+    monkeypatch.setattr(ColumnProducts, "_rows_cheaper", lambda self, cols, threads=1: layout == "csr")
+    return cp
+
+
+def design(rng, indicators, n=300, p=12):
+    X = sp.random(n, p, density=0.3, random_state=np.random.RandomState(3), format="csc")
+    if indicators:
+        X.data[:] = 1.0
+    else:
+        X.data = rng.normal(size=X.nnz)
+    return X
+
+
+def dense(X, cols):
+    """X[:, cols] with -1 the column of ones."""
+    full = np.hstack([np.ones((X.shape[0], 1)), X.toarray()])
+    return full[:, np.asarray(cols) + 1]
+
+
+@pytest.mark.parametrize("layout", ["csc", "csr"])
+@pytest.mark.parametrize("indicators", [False, True])
+def test_products_equal_the_dense_ones(layout, indicators, rng, monkeypatch):
+    X = design(rng, indicators)
+    cp = products(X, monkeypatch, layout)
+    cols = np.array([7, -1, 0, 3, 11])  # unsorted, with the column of ones
+    Xa = dense(X, cols)
+    b, z, c = rng.normal(size=cols.size), rng.normal(size=X.shape[0]), rng.uniform(size=X.shape[0])
+    assert np.allclose(cp.times(cols, b), Xa @ b, rtol=1e-14, atol=1e-13)
+    assert np.allclose(cp.dot(cols, z), Xa.T @ z, rtol=1e-14, atol=1e-13)
+    xz, x2z = cp.dot2(cols, z)
+    assert np.allclose(xz, Xa.T @ z, rtol=1e-14, atol=1e-13)
+    assert np.allclose(x2z, (Xa**2).T @ z, rtol=1e-14, atol=1e-13)
+    assert np.allclose(cp.gram(cols, c), Xa.T @ (c[:, None] * Xa), rtol=1e-14, atol=1e-13)
+
+
+@pytest.mark.parametrize("indicators", [False, True])
+def test_both_layouts_give_the_same_bits_for_x_times_b(indicators, rng, monkeypatch):
+    """Every row adds its terms in column order on either layout, so the layout of X_A b may
+    follow the thread count."""
+    X = design(rng, indicators)
+    cols, b = np.array([-1, 2, 5, 9]), rng.normal(size=4)
+    on_csc = products(X, monkeypatch, "csc").times(cols, b)
+    assert np.array_equal(products(X, monkeypatch, "csr").times(cols, b), on_csc)
+
+
+def on_threads(k, fn):
+    before = numba.get_num_threads()
+    numba.set_num_threads(k)
+    try:
+        return fn()
+    finally:
+        numba.set_num_threads(before)
+
+
+@two_threads
+@pytest.mark.parametrize("layout", ["csc", "csr"])
+def test_products_are_bitwise_equal_on_one_and_two_threads(layout, rng, monkeypatch):
+    X = design(rng, indicators=False, n=2000, p=30)
+    cp = products(X, monkeypatch, layout)
+    cols = np.r_[-1, np.arange(0, 30, 2)]
+    b, z, c = rng.normal(size=cols.size), rng.normal(size=X.shape[0]), rng.uniform(size=X.shape[0])
+
+    def run():
+        return [cp.times(cols, b), cp.dot(cols, z), *cp.dot2(cols, z), cp.gram(cols, c)]
+
+    assert cp.bounds.size > 3
+    for one, two in zip(on_threads(1, run), on_threads(2, run)):
+        assert np.array_equal(one, two)
+
+
+@two_threads
+@pytest.mark.parametrize("model", ["cox", "logistic"])
+def test_polished_fits_are_bitwise_equal_on_one_and_two_threads(model, monkeypatch):
+    """Conjugate-gradient Newton steps (every active set) on the row-major copy, in blocks."""
+    monkeypatch.setattr(columns, "MIN_BLOCK_ROWS", 64)
+    monkeypatch.setattr(columns, "CACHED_ROWS", 0)
+    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)
+    d = riskset.simulate(n=3000, p=40, density=0.3, model=model, seed=11)
+
+    def run():
+        df = get_model(model).datafit(d)
+        steps = []
+        original = ccd.newton_step
+        monkeypatch.setattr(ccd, "newton_step", lambda *a: steps.append(a[3].size) or original(*a))
+        l1 = np.full(df.n_coef, 2.0)
+        result = fit_ccd(df, l1, np.zeros(df.n_coef), options=SolverOptions(tol=1e-12))
+        assert result.converged and max(steps) > 1
+        return result.beta, result.objective
+
+    (beta1, obj1), (beta2, obj2) = on_threads(1, run), on_threads(2, run)
+    assert np.array_equal(beta1, beta2) and obj1 == obj2
+
+
+def test_products_pickle_without_their_lock_or_row_major_copy(rng, monkeypatch):
+    """Datafits travel to dask workers: their products must pickle."""
+    import pickle
+
+    X = design(rng, indicators=True)
+    cp = products(X, monkeypatch, "csr")
+    cols, b = np.array([0, 4]), rng.normal(size=2)
+    expected = cp.times(cols, b)
+    copy = pickle.loads(pickle.dumps(cp))
+    assert copy._csr is None and np.array_equal(copy.times(cols, b), expected)
