@@ -37,6 +37,14 @@ def time_limit(seconds=SECONDS):
         signal.signal(signal.SIGALRM, old)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def compiled_kernels():
+    """Compile the fit kernels before the timed cases (a cold Numba cache takes seconds per
+    family; the time limit is for hangs in riskset, not for compilation)."""
+    for model in ("cox", "logistic"):
+        riskset.fit(riskset.simulate(n=200, p=3, model=model, seed=1), model, riskset.Laplace(variance=1.0))
+
+
 # -- small data sets, the same every run ---------------------------------------------------------------
 def cox_data(n=200, seed=3):
     return riskset.simulate(n=n, p=5, model="cox", seed=seed)
