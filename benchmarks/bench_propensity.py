@@ -1,8 +1,10 @@
 """A large propensity score: L1 logistic regression, 10-fold cross-validation of the prior variance.
 
-    python benchmarks/bench_propensity.py                                  # N = 1M, P = 20k (hours: see below)
-    python benchmarks/bench_propensity.py --small                          # N = 50k, P = 2k, every system
-    python benchmarks/bench_propensity.py --n 200000 --p 5000 --subsample 50000 --jobs 1
+    python benchmarks/bench_propensity.py                 # N = 1M, P = 20k, subsample 100k: ~1.5 h
+    python benchmarks/bench_propensity.py --systems sklearn-saga@sub   # saga on 100k rows alone: hours
+    python benchmarks/bench_propensity.py --small         # N = 50k, P = 2k, every system on all rows
+    python benchmarks/bench_propensity.py --n 200000 --p 5000 --subsample 50000 \
+        --systems riskset,glmnet,cyclops,sklearn-liblinear,cyclops@sub,riskset@sub
 
 Data: a claims-like simulation (seeded, cached under benchmarks/.cache): binary
 covariates whose prevalences are log-normal (``--skew`` is its log-sd), so a few
@@ -38,8 +40,29 @@ log-likelihood at the system's chosen variance, on its rows); 'gap' is the tight
 riskset optimum (tol 1e-12) minus that objective: the accuracy at which the time was
 bought.
 
-Full size: P = 20k columns at 0.5% density is 1e8 non-zeros; 'estimate' in the docs
-of this file's results (benchmarks/README.md, section "Propensity score").
+Full size: N = 1M, P = 20k at 0.5% density is 1e8 non-zeros (X: 1.1 GiB as CSC
+float64 + int32).
+
+RESULTS (2-core machine shared by six jobs: CPU seconds of cv+refit, one job per system;
+10 variances, 10 folds; every system chose the same variance, 'gap' to the optimum):
+
+    N x P (nnz)            riskset   glmnet   Cyclops   liblinear      saga
+    50k x 2k (5e5)            12.8      1.8       5.8   10.8 (gap 0.03)  249 (gap 7e-6)
+    200k x 5k (5e6)           76.5     23.4     149     242 (gap 0.05)     -
+    50k x 5k (1.25e6)         12.8       -       11.9      -               -
+    peak RSS at 200k x 5k   517 MiB  541 MiB  771 MiB   556 MiB
+
+riskset's time at these sizes is ~85% the Newton polish of its fold fits, in
+GLMDatafit.design_columns (scipy column slicing + hstack of the active columns).
+Estimate at 1M x 20k (nnz x20 over 200k x 5k; each system's small -> mid growth
+exponent in nnz applied once more): riskset ~1,500-3,000 CPU s, peak ~6 GiB (X 1.15
+GiB + ~4x X in the polish's copies of the active columns); glmnet ~700 s, ~9 GiB;
+Cyclops ~3 h on all rows, so it runs on 100k rows (~400 s); liblinear ~4 h on all
+rows, ~600 s on 100k; saga ~1.5-5 h on 100k rows.
+At N = 2k-5k riskset's CV takes minutes (Cyclops: 0.2 s): a fold fit warm-started from
+the full-data path with a non-zero coefficient on a column that has no rows in that
+training set never moves it (zero curvature) and runs to max_iter; the 'note' column
+counts such unconverged fold fits.
 """
 from __future__ import annotations
 
@@ -56,6 +79,7 @@ import scipy.sparse as sp
 from _common import cached_dir, peak_rss_mb, print_table, reset_peak_rss, run_measured
 
 SYSTEMS = "riskset,sklearn-liblinear,sklearn-saga,glmnet,cyclops"
+FULL_SYSTEMS = "riskset,glmnet,riskset@sub,cyclops@sub,sklearn-liblinear@sub"
 
 
 # ---------------------------------------------------------------- data
@@ -151,7 +175,9 @@ def run_riskset(X, y, folds, grid, args):
     cv = riskset.cross_validate(data, "logistic", riskset.Laplace(variance=1.0), variances=grid, n_folds=10,
                                 seed=0, n_jobs=args.jobs, progress=False, tol=args.tol)
     coef = cv.fit.coef.to_numpy()
-    return _result(start, cv.selected_variance, coef[0], coef[1:], kkt=cv.fit.kkt, note=f"{cv.fit.n_iter} cycles")
+    unconverged = int((~cv.scores["converged"]).sum())
+    return _result(start, cv.selected_variance, coef[0], coef[1:], kkt=cv.fit.kkt,
+                   note=f"refit {cv.fit.n_iter} cycles; {unconverged} of {len(cv.scores)} fold fits unconverged")
 
 
 def run_sklearn(X, y, folds, grid, args, solver):
@@ -282,7 +308,9 @@ def main():
     ap.add_argument("--grid", type=int, default=10, help="number of variances")
     ap.add_argument("--decades", type=float, default=2.5, help="lambda from gamma_max/2 down this many decades")
     ap.add_argument("--subsample", type=int, default=100_000, help="rows of the systems written name@sub")
-    ap.add_argument("--systems", default=SYSTEMS + ",cyclops@sub,riskset@sub")
+    ap.add_argument("--systems", default=FULL_SYSTEMS,
+                    help=f"comma-separated, name@sub on the subsample; default {FULL_SYSTEMS}; --small: all of "
+                         f"{SYSTEMS} on all rows, then cyclops@sub and riskset@sub")
     ap.add_argument("--jobs", type=int, default=1, help="threads / processes of each system")
     ap.add_argument("--tol", type=float, default=1e-8, help="riskset's tolerance")
     ap.add_argument("--sk-tol", type=float, default=1e-6)
@@ -300,6 +328,8 @@ def main():
         return python_worker(args)
     if args.small:
         args.n, args.p, args.subsample = 50_000, 2_000, 20_000
+        if args.systems == FULL_SYSTEMS:
+            args.systems = SYSTEMS + ",cyclops@sub,riskset@sub"
     name = f"propensity_{args.n}_{args.p}_{args.density}_{args.skew}_{args.true_nonzero}_{args.seed}"
     t0 = time.perf_counter()
     folder = cached_dir(name, lambda d: simulate_claims(d, args.n, args.p, args.density, args.skew,
