@@ -127,7 +127,6 @@ def _intercept_for_rate(xb, rate):
 
 
 def _folds(X, y):
-    import riskset
     from riskset.selection.folds import assign_folds
 
     return assign_folds(_dataset(X, y), n_folds=10, n_repeats=1, seed=0, model="logistic")[0]
@@ -285,7 +284,7 @@ def command(system, args, folder, rows, grid_file, out):
 # ---------------------------------------------------------------- the table
 
 def reference(X, y, variance, start, tol):
-    """riskset's tight optimum at ``variance`` (warm-started at ``start``): objective, KKT."""
+    """riskset's objective at its tight optimum at ``variance`` (warm-started at ``start``)."""
     import pandas as pd
     import riskset
 
