@@ -95,6 +95,7 @@ def simulate_claims(folder, n, p, density, skew, true_nonzero, seed):
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
     X = sp.csc_matrix((np.ones(indptr[-1]), np.concatenate(rows), indptr), shape=(n, p))
     del rows
+    true_nonzero = min(true_nonzero, p)
     beta = np.zeros(p)
     beta[rng.choice(p, size=true_nonzero, replace=False)] = rng.normal(0.0, 0.5, true_nonzero)
     xb = X @ beta
