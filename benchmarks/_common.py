@@ -88,3 +88,29 @@ def _fmt(v):
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v)
+
+
+def cached_dir(name: str, make) -> str:
+    """Path of the folder CACHE/name, filled once by ``make(folder)`` (written aside, then renamed,
+    so an interrupted run leaves no half-made cache)."""
+    path = os.path.join(CACHE, name)
+    if not os.path.isdir(path):
+        tmp = f"{path}.tmp{os.getpid()}"
+        os.makedirs(tmp)
+        make(tmp)
+        os.rename(tmp, path)
+    return path
+
+
+def run_measured(cmd: list[str], env: dict | None = None) -> dict:
+    """Run ``cmd`` under GNU time: its wall seconds, CPU seconds (user + system) and peak RSS
+    in MiB. (Not os.wait4 on a direct child: a child's peak starts from the parent's, whose
+    memory it shares until exec; GNU time's own child starts from GNU time's.)"""
+    import subprocess
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
+        code = subprocess.call(["/usr/bin/time", "-f", "%e %U %S %M", "-o", out.name, *cmd], env=env)
+        wall, user, system, peak_kb = out.read().split()[-4:]
+    return {"returncode": code, "process wall s": float(wall), "process cpu s": float(user) + float(system),
+            "peak MiB": int(peak_kb) / 1024}
