@@ -4,6 +4,8 @@
 The violation is recomputed here from the datafit's gradient, independently of the solver's
 bookkeeping, for every family.
 """
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -72,3 +74,16 @@ def test_unpenalized_fit_violation_is_relative_to_the_slope_at_the_start():
     data = riskset.simulate(n=500, p=4, model="logistic", seed=2)
     fit = riskset.fit(data, "logistic")
     assert fit.converged and fit.kkt <= 1e-4
+
+
+@pytest.mark.parametrize("model", ["logistic", "poisson", "cox"])
+def test_a_warm_start_off_center_on_a_column_without_information_returns_to_the_center(model):
+    """A training fold warm-started from the full-data fit can hold a coefficient whose column
+    has no row of positive weight: no curvature, gradient 0, so the L1 optimum is its center.
+    The step must take it there (it stayed put, and the fit ran to max_iter with KKT 1)."""
+    data = riskset.simulate(n=400, p=5, model=model, seed=3)
+    weights = np.where(data.X[:, 3].toarray().ravel() != 0, 0.0, 1.0)
+    fit = riskset.fit(dataclasses.replace(data, weights=weights), model, riskset.Laplace(variance=1.0),
+                      warm_start={"x3": 0.7})
+    assert fit.converged and fit.kkt <= 1e-4, fit.message
+    assert fit.coef["x3"] == 0.0

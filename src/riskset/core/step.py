@@ -27,9 +27,14 @@ def newton_step(g, h, b, l1, l2):
     """Step for the coefficient's offset ``b = beta_j - m_j`` from its prior center,
     given dl/dbeta_j = g and d2l/dbeta_j^2 = h."""
     curv = l2 - h  # curvature of the negated objective; > 0 unless degenerate
-    if not curv > 0.0:
-        return 0.0
     grad = g - l2 * b
+    if not curv > 0.0:
+        # no curvature (a column without rows of positive weight, e.g. in a training fold
+        # warm-started from the full data): the objective is linear in b beside the L1 term,
+        # whose minimum is the center if |slope| <= l1 (else there is none: no step)
+        if l1 > 0.0 and b != 0.0 and abs(grad) <= l1:
+            return -b
+        return 0.0
     if l1 == 0.0:
         return grad / curv
     if b == 0.0:
