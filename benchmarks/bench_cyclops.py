@@ -37,19 +37,19 @@ import pyarrow.parquet as pq
 HERE = os.path.dirname(os.path.abspath(__file__))
 CYCLOPS_R = os.path.join(HERE, "..", "..", "shared", "bench", "cyclops", "cyclops_fit.R")
 
-#: case -> (data set, riskset model, Cyclops model, prior variance as cyclops_fit.R names it,
-#: Cyclops' case name in OUT)
+#: case -> (data set, riskset model, Cyclops model, prior variance); Cyclops' files in OUT are
+#: named by the case
 CASES = {
-    "cox_v1": ("cox100k", "cox", "cox", "1", "cox100k"),
-    "cox_v1e-5": ("cox100k", "cox", "cox", "1e-5", "cox100k"),
-    "cox_s1000_v1": ("cox100k_s1000", "cox", "cox", "1", "cox100k_s1000"),
-    "cox_s50000_v1": ("cox100k_s50000", "cox", "cox", "1", "cox100k_s50000"),
-    "cox_s50000_v1e-5": ("cox100k_s50000", "cox", "cox", "1e-5", "cox100k_s50000"),
-    "fine_gray_v1": ("fg100k", "fine_gray", "fgr", "1", "fg100k"),
-    "fine_gray_v1e-5": ("fg100k", "fine_gray", "fgr", "1e-5", "fg100k"),
-    "logistic_v1": ("cox100k", "logistic", "lr", "1", "logistic100k"),
-    "logistic_v1e-5": ("cox100k", "logistic", "lr", "1e-5", "logistic100k"),
-    "cox_1M_v1": ("cox1M", "cox", "cox", "1", "cox1M"),
+    "cox_v1": ("cox100k", "cox", "cox", "1"),
+    "cox_v1e-5": ("cox100k", "cox", "cox", "1e-5"),
+    "cox_s1000_v1": ("cox100k_s1000", "cox", "cox", "1"),
+    "cox_s50000_v1": ("cox100k_s50000", "cox", "cox", "1"),
+    "cox_s50000_v1e-5": ("cox100k_s50000", "cox", "cox", "1e-5"),
+    "fine_gray_v1": ("fg100k", "fine_gray", "fgr", "1"),
+    "fine_gray_v1e-5": ("fg100k", "fine_gray", "fgr", "1e-5"),
+    "logistic_v1": ("cox100k", "logistic", "lr", "1"),
+    "logistic_v1e-5": ("cox100k", "logistic", "lr", "1e-5"),
+    "cox_1M_v1": ("cox1M", "cox", "cox", "1"),
 }
 
 
@@ -69,14 +69,13 @@ def load(data_dir, model, nrows=None):
 
 def run_cyclops(args, case):
     """Cyclops' result row for ``case`` (run once, then read from OUT)."""
-    data_set, _, cy_model, v, tag = CASES[case]
-    results = os.path.join(args.out, f"results_cyclops_{tag}.csv")
-    coef = os.path.join(args.out, f"coef_cyclops_{tag}_v{v}_tol1e-8.csv")
+    data_set, _, cy_model, v = CASES[case]
+    results = os.path.join(args.out, f"results_cyclops_{case}.csv")
+    coef = os.path.join(args.out, f"coef_cyclops_{case}_v{v}_tol1e-8.csv")
     if args.rerun_cyclops or not os.path.exists(coef):
-        subprocess.run(["Rscript", CYCLOPS_R, os.path.join(args.data, data_set), cy_model, args.out, tag,
+        subprocess.run(["Rscript", CYCLOPS_R, os.path.join(args.data, data_set), cy_model, args.out, case,
                         f"{v}:1e-8", "1"], check=True)
-    table = pd.read_csv(results)
-    row = table[np.isclose(table.variance, float(v))].iloc[-1]
+    row = pd.read_csv(results).iloc[-1]
     c = pd.read_csv(coef, dtype={"name": str})
     names = ["intercept" if n == "(Intercept)" else str(int(float(n)) - 1) for n in c.name]  # ids 1..P
     return dict(cpu_s=float(row.cpu_s), wall_s=float(row.wall_s), coef=dict(zip(names, c.beta)))
@@ -104,7 +103,7 @@ def child(spec):
 
 
 def run_riskset(args, case, threads):
-    data_set, model, _, variance, _ = CASES[case]
+    data_set, model, _, variance = CASES[case]
     spec = dict(data=os.path.join(args.data, data_set), model=model, variance=float(variance), threads=threads,
                 repeats=args.repeats)
     env = dict(os.environ, NUMBA_NUM_THREADS=str(threads), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
@@ -119,7 +118,7 @@ def evaluate(case, vectors):
     """Objective and relative KKT violation of each named coefficient vector, by one function."""
     from riskset.models.base import get_model
 
-    data_set, model, _, variance, _ = CASES[case]
+    data_set, model, _, variance = CASES[case]
     data = load(os.path.join(ARGS.data, data_set), model)
     m = get_model(model)
     datafit, names = m.datafit(data), m.coef_names(data)
