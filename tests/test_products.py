@@ -22,6 +22,8 @@ def products(X, monkeypatch, layout):
     X.sort_indices()
     cp = ColumnProducts(X.indptr.astype(np.int64), X.indices, X.data, X.shape[0])
     monkeypatch.setattr(ColumnProducts, "_rows_cheaper", lambda self, cols, threads=1: layout == "csr")
+    gram_layout = {"csc": None, "csr": "all", "subset": "subset"}[layout]  # subset: X_A's own row copy
+    monkeypatch.setattr(ColumnProducts, "_gram_on_rows", lambda self, cols: gram_layout)
     return cp
 
 
@@ -40,7 +42,7 @@ def dense(X, cols):
     return full[:, np.asarray(cols) + 1]
 
 
-@pytest.mark.parametrize("layout", ["csc", "csr"])
+@pytest.mark.parametrize("layout", ["csc", "csr", "subset"])
 @pytest.mark.parametrize("indicators", [False, True])
 def test_products_equal_the_dense_ones(layout, indicators, rng, monkeypatch):
     X = design(rng, indicators)
@@ -76,7 +78,7 @@ def on_threads(k, fn):
 
 
 @two_threads
-@pytest.mark.parametrize("layout", ["csc", "csr"])
+@pytest.mark.parametrize("layout", ["csc", "csr", "subset"])
 def test_products_are_bitwise_equal_on_one_and_two_threads(layout, rng, monkeypatch):
     X = design(rng, indicators=False, n=2000, p=30)
     cp = products(X, monkeypatch, layout)
@@ -124,3 +126,13 @@ def test_products_pickle_without_their_lock_or_row_major_copy(rng, monkeypatch):
     expected = cp.times(cols, b)
     copy = pickle.loads(pickle.dumps(cp))
     assert copy._csr is None and np.array_equal(copy.times(cols, b), expected)
+
+
+def test_gram_layout_follows_the_work(rng):
+    """Few columns: merge pairs; a few dozen sparse ones: their own row copy; most of X: X's."""
+    X = sp.random(4000, 200, density=0.05, random_state=np.random.RandomState(5), format="csc")
+    X.sort_indices()
+    cp = ColumnProducts(X.indptr.astype(np.int64), X.indices, X.data, X.shape[0])
+    assert cp._gram_on_rows(np.array([3, 8])) is None
+    assert cp._gram_on_rows(np.r_[-1, np.arange(40)]) == "subset"
+    assert cp._gram_on_rows(np.arange(150)) == "all"

@@ -123,19 +123,28 @@ class ColumnProducts:
 
     def gram(self, cols, c) -> np.ndarray:
         """The dense block X[:, cols]' diag(c) X[:, cols]: pairs of CSC columns merged, or
-        (:meth:`_gram_on_rows`) each CSR row's outer product, by row blocks."""
+        (:meth:`_gram_on_rows`) each row's outer product over the rows of A's own row-major
+        copy (built for the call) or of X's (when A holds most of X), by row blocks."""
         cols, c = _index(cols), np.ascontiguousarray(c, dtype=np.float64)
         m = cols.shape[0]
         out = np.zeros((m, m))
-        if self._gram_on_rows(cols):
+        layout = self._gram_on_rows(cols)
+        if layout is None:
+            csc_gram(self.indptr, self.indices, self.values, cols, c, out)
+            return np.triu(out) + np.triu(out, 1).T
+        if layout == "subset":
+            real = np.flatnonzero(cols >= 0)
+            unit = bool(np.all(self.unit[cols[real]]))
+            rptr, rcol, rval = csc_subset_to_csr(self.indptr, self.indices, self.values, cols[real], real,
+                                                 self.n_rows, unit)
+            pos, ones = np.arange(m, dtype=np.int64), (int(np.flatnonzero(cols < 0)[0]) if real.size < m else -1)
+        else:
             rptr, rcol, rval = self.row_major()
             pos, ones = self._positions(cols)
-            bounds = row_blocks(self.n_rows, max(1, GRAM_PARTIAL_BYTES // (8 * m * m)))
-            partial = np.zeros((bounds.shape[0] - 1, m, m))
-            csr_gram(rptr, rcol, rval, pos, ones, c, bounds, partial)
-            _sum_blocks(partial.reshape(partial.shape[0], m * m), out.reshape(m * m))
-        else:
-            csc_gram(self.indptr, self.indices, self.values, cols, c, out)
+        bounds = row_blocks(self.n_rows, max(1, GRAM_PARTIAL_BYTES // (8 * m * m)))
+        partial = np.zeros((bounds.shape[0] - 1, m, m))
+        csr_gram(rptr, rcol, rval, pos, ones, c, bounds, partial)
+        _sum_blocks(partial.reshape(partial.shape[0], m * m), out.reshape(m * m))
         return np.triu(out) + np.triu(out, 1).T
 
     @property
@@ -178,13 +187,19 @@ class ColumnProducts:
         random_cost = RANDOM_ACCESS_COST if self.n_rows > CACHED_ROWS else 1.0
         return random_cost * self._nnz(cols) * threads > self.indptr[-1] + self.n_rows
 
-    def _gram_on_rows(self, cols) -> bool:
-        """Whether the CSR rows' outer products (every non-zero of X read, then ~nnz_A^2 / N
-        products) do less work than merging each pair of CSC columns (~|A| nnz_A); a
-        factor 2 for the CSR's scattered writes into the block."""
+    def _gram_on_rows(self, cols) -> str | None:
+        """Whether the rows' outer products (~nnz_A^2 / N products, after a row-major copy of
+        A: ~2 nnz_A + N, or reading X's: nnz + N) do less work than merging each pair of CSC
+        columns (~|A| nnz_A); a factor 2 for the rows' scattered writes into the block.
+        Returns None (merge), ``"subset"`` (A's own copy) or ``"all"`` (X's copy, kept: A
+        holds most of X's non-zeros)."""
         nnz = self._nnz(cols)
-        rows_work = self.indptr[-1] + self.n_rows + nnz * nnz / max(self.n_rows, 1)
-        return cols.shape[0] * nnz > 2 * rows_work
+        real = nnz - self.n_rows * int(np.sum(cols < 0))
+        whole = 2 * real > self.indptr[-1]
+        copy = (self.indptr[-1] if whole else 2 * real) + self.n_rows
+        if cols.shape[0] * nnz <= 2 * (copy + nnz * nnz / max(self.n_rows, 1)):
+            return None
+        return "all" if whole else "subset"
 
     def _spread(self, cols, b):
         """b as a vector over all columns (0 off A) and the coefficient of the ones column."""
@@ -356,6 +371,29 @@ def csc_to_csr(indptr, indices, values, bounds, rptr, rcol, rval):
                     rval[q] = values[k]
                 rptr[i + 1] = q + 1
                 k += 1
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def csc_subset_to_csr(indptr, indices, values, cols, positions, n_rows, unit):
+    """(row pointers, positions, values) of the row-major copy of X[:, cols]: the entry of
+    column ``cols[a]`` holds ``positions[a]`` in place of the column; no values if ``unit``."""
+    rptr = np.zeros(n_rows + 1, np.int64)
+    for a in range(cols.shape[0]):
+        for k in range(indptr[cols[a]], indptr[cols[a] + 1]):
+            rptr[indices[k] + 1] += 1
+    for i in range(n_rows):
+        rptr[i + 1] += rptr[i]
+    fill = rptr[:-1].copy()
+    rcol = np.empty(rptr[n_rows], np.int64)
+    rval = np.empty(0 if unit else rptr[n_rows])
+    for a in range(cols.shape[0]):
+        for k in range(indptr[cols[a]], indptr[cols[a] + 1]):
+            q = fill[indices[k]]
+            rcol[q] = positions[a]
+            if not unit:
+                rval[q] = values[k]
+            fill[indices[k]] = q + 1
+    return rptr, rcol, rval
 
 
 # -- CSR kernels ---------------------------------------------------------------------------
