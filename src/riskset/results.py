@@ -61,7 +61,7 @@ class FitResult:
     >>> import riskset
     >>> data = riskset.simulate(n=500, p=8, model="logistic", seed=1)
     >>> riskset.fit(data, "logistic", riskset.Laplace(gamma=2.0))
-    FitResult: logistic model, converged after 2 cycles, 500 rows
+    FitResult: logistic model, converged after 1 cycle, 500 rows
       prior: laplace, gamma=2
       4 of 9 coefficients non-zero, log-likelihood -292.13
       coef: intercept -0.9597, x6 -0.2292, x3 -0.1928, x1 0.1561
@@ -98,7 +98,7 @@ class FitResult:
         status = status if self.converged else f"{status} ({self.message})"
         nonzero = int(np.count_nonzero(self.coef.drop(self.aliased).to_numpy()))
         return "\n".join([
-            f"FitResult: {self.model_name} model, {status} after {self.n_iter} cycles, {self.n_rows:,} rows",
+            f"FitResult: {self.model_name} model, {status} after {_cycles(self.n_iter)}, {self.n_rows:,} rows",
             f"  prior: {_describe_prior(self.prior)}",
             f"  {nonzero:,} of {len(self.coef):,} coefficients non-zero{self._aliased_note()}, "
             f"log-likelihood {self.loglik:.6g}",
@@ -175,7 +175,7 @@ class FitResult:
         """A printable summary: status line and coefficient table (intervals at ``level``)."""
         status = _STATUS_TEXT.get(self.status, self.status)
         head = (f"{self.model_name} model, {self.n_rows} rows, prior {self.prior.to_dict()}\n"
-                f"{status} after {self.n_iter} cycles ({self.message}), KKT violation {self.kkt:.1e}\n"
+                f"{status} after {_cycles(self.n_iter)} ({self.message}), KKT violation {self.kkt:.1e}\n"
                 f"roles: {describe_roles(self.roles)}\n"
                 f"log-likelihood {self.loglik:.6f}, penalized {self.objective:.6f}")
         if self.gamma_max is not None:
@@ -384,3 +384,8 @@ def _describe_prior(prior: Prior) -> str:
 
 
 __all__ = ["FitResult", "coef_labels", "fit_roles"]
+
+
+def _cycles(n: int) -> str:
+    """'1 cycle', '3 cycles'."""
+    return f"{n} cycle" if n == 1 else f"{n} cycles"

@@ -18,11 +18,14 @@ linear predictor) methods. Named steps:
    (``Datafit.sweep``, :mod:`riskset.core.sweep`).
 3. ``convergence``: the optimality (Karush-Kuhn-Tucker) conditions hold: after a *full*
    sweep whose relative change of the objective ``|f_k - f_{k-1}| / (|f_k| + 1)`` is below
-   ``tol``, the full gradient is computed and the largest distance from 0 to the
+   ``tol``, or a polish whose Newton steps settled (the gain of the next one is expected
+   below ``tol``), the full gradient is computed and the largest distance from 0 to the
    subdifferential of the objective (:meth:`~riskset.core.penalty.Penalty.kkt_violations`),
    in the units of :func:`kkt_unit` (the largest L1 rate; without an L1 prior, each
-   coefficient's sqrt(I_jj + l2_j)), must be at most ``kkt_tol``; if not, full sweeps and Newton polishing go on. The achieved
-   violation is reported (``SolverResult.kkt``).
+   coefficient's sqrt(I_jj + l2_j)), must be at most ``kkt_tol``; if not, full sweeps and
+   Newton polishing go on. The achieved violation is reported (``SolverResult.kkt``). A
+   gradient costs one pass over X, a sweep one refresh of the risk-set sums per coordinate
+   (of the order of a thousand passes): a polish that settled is checked, not swept again.
 4. ``polish``: Newton steps on the active set, projected on its orthant (a coordinate
    that would cross zero stops there): after each full sweep that did not converge
    (it has just settled the active set) and every few cycles of slow linear progress.
@@ -293,10 +296,14 @@ class CycleControl:
         linear progress (correlated coordinates, e.g. an intercept beside uncentred covariates)."""
         return self.kkt_failed or (self.change >= self.tol and (self.after_full or self.k % POLISH_EVERY == 0))
 
-    def polished(self, objective: float) -> None:
-        """Account for a polish that ended at ``objective``: a full sweep checks it next."""
+    def polished(self, objective: float, settled: float | None = None) -> None:
+        """Account for a polish that ended at ``objective``: a full sweep checks it next, or
+        the KKT conditions (:meth:`checked`, computed by the caller) if its Newton steps
+        ``settled`` (the relative gain they had come down to) below ``tol``."""
         self.objective = objective
         self.full = True
+        if settled is not None and settled < self.tol:
+            self.change, self.wants_kkt = settled, True
 
 
 def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, unit=None):
@@ -310,20 +317,27 @@ def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, un
     free = np.isin(np.arange(datafit.n_coef), coords)
     unit = kkt_unit(datafit, pen, free, state) if unit is None else unit
     bar = _progress_bar(opts.progress)
+
+    def check(beta, state):  # small active sets polished to machine precision first: one KKT check
+        polished, state, _ = polish(datafit, beta, state, pen, free, opts.final_polish_max_active)
+        if not np.array_equal(polished, beta):
+            beta = polished
+            ctl.objective = datafit.loglik(state) - pen.value(beta)
+        ctl.checked(kkt_violation(datafit, state, beta, pen, free, unit))
+        return beta, state
+
     while not ctl.done:
         datafit.sweep(state, ctl.coords(coords, beta, pen), beta, pen.table, radius)
         ctl.record(datafit.loglik(state) - pen.value(beta))
-        if ctl.wants_kkt:  # small active sets polished to machine precision first: one KKT check
-            polished, state = polish(datafit, beta, state, pen, free, opts.final_polish_max_active)
-            if not np.array_equal(polished, beta):
-                beta = polished
-                ctl.objective = datafit.loglik(state) - pen.value(beta)
-            ctl.checked(kkt_violation(datafit, state, beta, pen, free, unit))
+        if ctl.wants_kkt:
+            beta, state = check(beta, state)
         if ctl.failed:
             ctl.message = state_problem(datafit, beta, datafit.diagnose(state, beta), f"at cycle {ctl.k}") or ctl.message
         if ctl.polish_due:  # never makes the fit worse
-            beta, state = polish(datafit, beta, state, pen, free, opts.polish_max_active, opts.tol)
-            ctl.polished(datafit.loglik(state) - pen.value(beta))
+            beta, state, settled = polish(datafit, beta, state, pen, free, opts.polish_max_active, opts.tol)
+            ctl.polished(datafit.loglik(state) - pen.value(beta), settled)
+            if ctl.wants_kkt:
+                beta, state = check(beta, state)
         if bar is not None:
             bar.update(1)
             bar.set_postfix_str(f"objective {ctl.objective:.6g}, change {ctl.change:.1e} (tol {ctl.tol:g})")
@@ -408,6 +422,9 @@ def zero_test(grad, l1, penalized):
 def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_steps=25):
     """Newton steps on the active set (from :func:`newton_step`), projected on its orthant:
     an L1 coordinate that would cross its center stops there and leaves the active set.
+    Returns (beta, state, settled): ``settled`` is the relative gain the steps had come down
+    to (the last one's, or the one expected of the next) when they stopped for want of
+    progress without moving a coordinate to its center, else None.
 
     A step is accepted only if the objective stays finite and increases (else it is halved, at most
     :data:`BACKTRACKS` times); polishing can therefore never make a fit worse. Steps stop
@@ -419,9 +436,10 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
     """
     active = polish_set(beta, pen, free, max_active)
     if active is None:
-        return beta, state
+        return beta, state, None
     objective = datafit.loglik(state) - pen.value(beta)
     l1, center = pen.l1, pen.center
+    settled = None
     for _ in range(max_steps):
         found = newton_step(datafit, state, beta, active, pen)
         if found is None or not np.all(np.isfinite(found[0])):
@@ -442,18 +460,22 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
             break
         gain = trial_objective - objective
         beta, state, objective = trial, trial_state, trial_objective
-        threshold = max(1e-15, tol / 10) * (abs(objective) + 1)
+        scale = abs(objective) + 1
+        threshold = max(1e-15, tol / 10) * scale
         if np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(beta[active]))) or gain <= threshold:
+            settled = None if crossed.any() else gain / scale
             break
         conjugate_gradients = active.size > DENSE_NEWTON_MAX
         if conjugate_gradients and crossed.any():
             break  # the active set moved: a full sweep (one product) re-decides it before more CG steps
-        if tol > 0 and not crossed.any() and gain_ahead(gain, predicted, conjugate_gradients) <= threshold:
+        ahead = gain_ahead(gain, predicted, conjugate_gradients)
+        if tol > 0 and not crossed.any() and ahead <= threshold:
+            settled = ahead / scale
             break
         active = polish_set(beta, pen, free, max_active)  # crossing coordinates have left it
         if active is None:
             break
-    return beta, state
+    return beta, state, settled
 
 
 def gain_ahead(gain: float, predicted: float, conjugate_gradients: bool) -> float:

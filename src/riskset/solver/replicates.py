@@ -119,6 +119,16 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts):
     control = [CycleControl(objective[r], opts) if coords[r].size else None for r in range(R)]
     running = np.array([c is not None and not c.done for c in control])
     unit = _kkt_units(batch, beta, pen, base, np.flatnonzero(running))
+
+    def check():
+        """The KKT check of the replicates that want one, small active sets polished to machine
+        precision first."""
+        rows = [r for r in np.flatnonzero(running) if control[r].wants_kkt]
+        for r, (obj, _) in _polish(batch, state, beta, pen, base, rows, opts.final_polish_max_active).items():
+            control[r].objective = obj
+        for r, grad in zip(rows, batch.gradient(state, rows) if rows else ()):
+            control[r].checked(pen.row(r).kkt_violation(beta[r], grad, unit[r], base[r]))
+
     while running.any():
         mask = np.zeros(beta.shape, bool)
         for r in np.flatnonzero(running):
@@ -127,18 +137,14 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts):
         objective = batch.loglik(state) - pen.values(beta)
         for r in np.flatnonzero(running):
             control[r].record(objective[r])
-        check = [r for r in np.flatnonzero(running) if control[r].wants_kkt]
-        for r, obj in _polish(batch, state, beta, pen, base, check, opts.final_polish_max_active).items():
-            control[r].objective = obj  # small active sets at machine precision before the check
-        for r, grad in zip(check, batch.gradient(state, check) if check else ()):
-            control[r].checked(pen.row(r).kkt_violation(beta[r], grad, unit[r], base[r]))
-        due = []
+        check()
+        due = [r for r in np.flatnonzero(running) if control[r].polish_due]
+        for r, (obj, settled) in _polish(batch, state, beta, pen, base, due, opts.polish_max_active,
+                                         opts.tol).items():
+            control[r].polished(obj, settled)
+        check()
         for r in np.flatnonzero(running):
-            if control[r].polish_due:
-                due.append(r)
             running[r] = not control[r].done
-        for r, obj in _polish(batch, state, beta, pen, base, due, opts.polish_max_active, opts.tol).items():
-            control[r].polished(obj)
     converged = np.array([c is not None and c.converged for c in control])
     n_iter = np.array([c.k if c is not None else 0 for c in control])
     messages = [c.message if c is not None else "" for c in control]
@@ -161,20 +167,20 @@ def _kkt_units(batch, beta, pen: Penalty, base, rows) -> np.ndarray:
 
 def _polish(batch, state, beta, pen: Penalty, base, rows, max_active, tol=0.0) -> dict:
     """Newton-polish replicates ``rows`` on their own views (``batch.map``: in parallel where the
-    batch can); returns their new objectives."""
+    batch can); returns their new objectives and how their steps settled (:func:`polish`)."""
     rows = [r for r in rows if polish_set(beta[r], pen.row(r), base[r], max_active) is not None]
 
     def one(r):
         view = batch.view(r)
-        b, st = polish(view, beta[r].copy(), view.new_state(beta[r]), pen.row(r), base[r], max_active, tol)
-        return b, view.loglik(st) - pen.row(r).value(b)
+        b, st, settled = polish(view, beta[r].copy(), view.new_state(beta[r]), pen.row(r), base[r], max_active, tol)
+        return b, view.loglik(st) - pen.row(r).value(b), settled
 
     out, moved = {}, []
-    for r, (b, objective) in zip(rows, batch.map(one, rows)):
+    for r, (b, objective, settled) in zip(rows, batch.map(one, rows)):
         if not np.array_equal(b, beta[r]):
             beta[r] = b
             moved.append(r)
-        out[r] = objective
+        out[r] = objective, settled
     if moved:
         batch.set_coef(state, np.array(moved), beta)
     return out
