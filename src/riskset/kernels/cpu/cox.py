@@ -92,22 +92,36 @@ def moved_weight(eta, w, r, x, delta, factor, indicator):
 @njit(cache=True, nogil=True, error_model="numpy")
 def column_strata(indptr, indices, row_stratum):
     """(ptr, strata): ``strata[ptr[j] : ptr[j+1]]`` are the distinct strata of the rows of
-    column j's non-zeros, ascending (rows are sorted by stratum), in O(nnz)."""
+    column j's non-zeros, ascending (rows are sorted by stratum), in O(nnz); O(P) with one stratum."""
     p = indptr.shape[0] - 1
     ptr = np.zeros(p + 1, np.int64)
+    single = row_stratum.shape[0] == 0 or row_stratum[0] == row_stratum[-1]
     for j in range(p):
         n = 0
-        for i in range(indptr[j], indptr[j + 1]):
-            if i == indptr[j] or row_stratum[indices[i]] != row_stratum[indices[i - 1]]:
-                n += 1
+        if single:
+            n = 1 if indptr[j + 1] > indptr[j] else 0
+        else:
+            prev = -1
+            for i in range(indptr[j], indptr[j + 1]):
+                s = row_stratum[indices[i]]
+                if s != prev:
+                    n += 1
+                    prev = s
         ptr[j + 1] = ptr[j] + n
     strata = np.empty(ptr[p], np.int64)
     for j in range(p):
         k = ptr[j]
+        if single:
+            if ptr[j + 1] > k:
+                strata[k] = row_stratum[0]
+            continue
+        prev = -1
         for i in range(indptr[j], indptr[j + 1]):
-            if i == indptr[j] or row_stratum[indices[i]] != row_stratum[indices[i - 1]]:
-                strata[k] = row_stratum[indices[i]]
+            s = row_stratum[indices[i]]
+            if s != prev:
+                strata[k] = s
                 k += 1
+                prev = s
     return ptr, strata
 
 
