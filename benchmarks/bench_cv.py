@@ -2,6 +2,7 @@
 
     python benchmarks/bench_cv.py --model cox --n 100000 --p 1000 --folds 10 --repeats 1 --grid 5 --boot 20
     python benchmarks/bench_cv.py --n 1000000 --grid 3 --boot 0 --no-baseline            # absolute time only
+    python benchmarks/bench_cv.py --n 1000000 --grid 5 --refine 4 --repeats 2 --boot 0 --no-baseline
     python benchmarks/bench_cv.py --n 1000000 --grid 3 --boot 0 --no-baseline --backend gpu
 
 'batched' is riskset.cross_validate / riskset.bootstrap: every replicate is a
@@ -65,6 +66,8 @@ def main():
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--grid", type=int, default=5)
+    ap.add_argument("--refine", type=int, default=0,
+                    help="golden-section refinement steps after the grid (cross_validate's auto=True, n_refine)")
     ap.add_argument("--boot", type=int, default=20)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--tol", type=float, default=1e-8, help="solver tolerance of every fit (default 1e-8)")
@@ -83,10 +86,12 @@ def main():
     t = time.perf_counter()
     cv = riskset.cross_validate(data, args.model, prior, variances=grid, n_folds=args.folds, n_repeats=args.repeats,
                                 seed=0, n_jobs=args.jobs, progress=False, refit=False, tol=args.tol,
-                                backend=args.backend)
+                                backend=args.backend, auto=args.refine > 0, n_refine=args.refine)
     batched = time.perf_counter() - t
-    fits = args.folds * args.repeats * args.grid
-    row = {"task": f"CV {args.folds}x{args.repeats}, {args.grid} variances", "fits": fits, "batched s": batched,
+    points = cv.summary.shape[0]
+    fits = args.folds * args.repeats * points
+    task = f"CV {args.folds}x{args.repeats}, {args.grid} variances" + (f" + {points - args.grid} refined" if args.refine else "")
+    row = {"task": task, "fits": fits, "batched s": batched,
            "10x10 CV est. s": batched / (args.folds * args.repeats) * 100}
     if not args.no_baseline:
         t = time.perf_counter()

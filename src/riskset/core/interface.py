@@ -48,9 +48,15 @@ class FitState:
     ``eta`` holds X @ beta (+ offset) in the datafit's row order. Families add their
     own arrays (exp(eta), risk-set sums ...) as attributes, and ``kernel``: the tuple of
     the state arrays their compiled kernels read and write (the same arrays).
+
+    ``synced``: the family's exact recomputation of those arrays from ``eta`` (which its
+    log-likelihood, gradient and Hessian start from) is current: set by the family, cleared
+    by every :meth:`Datafit.move` and :meth:`Datafit.sweep`, so that a state is recomputed
+    once between moves, not once per question (a polish trial asks three).
     """
 
     kernel: tuple = ()
+    synced: bool = False
 
     def __init__(self, eta: np.ndarray):
         self.eta = eta
@@ -155,6 +161,7 @@ class Datafit(ABC):
 
     def move(self, state: FitState, j: int, delta: float) -> None:
         """Apply beta_j += delta: update eta at the non-zeros of column j and any aggregate."""
+        state.synced = False
         self.kernels.move(self.kernel_data(), state.kernel, j, delta)
 
     def sweep(self, state: FitState, coords: np.ndarray, beta: np.ndarray, prior: np.ndarray,
@@ -162,6 +169,7 @@ class Datafit(ABC):
         """One CCD sweep over ``coords`` in order, in one compiled call: Newton steps under the
         penalty table ``prior`` (:class:`riskset.core.penalty.Penalty`), trust-region
         half-widths ``radius``; updates ``beta``, ``radius`` and the state in place."""
+        state.synced = False
         self.kernels.sweep(self.kernel_data(), state.kernel, np.ascontiguousarray(coords, dtype=np.int64), beta,
                            prior, radius)
 

@@ -176,9 +176,13 @@ class CoxDatafit(Datafit):
                 rs.slot_m, self.slot_ptr, self.efron, self.strata_ptr, self.col_strata, numba.get_num_threads() > 1)
 
     def _sync(self, state):
-        """Exact recomputation of w, the slot sums and the aggregates from eta (O(N))."""
+        """Exact recomputation of w, the slot sums and the aggregates from eta (O(N)), unless
+        current (``FitState.synced``)."""
+        if state.synced:
+            return
         K.new_state(state.eta, self.cw, state.w, self.ks, self.ke, self.event, state.ex, state.en, state.ev)
         self._refresh(state, full=True)
+        state.synced = True
 
     def _refresh(self, state, full=False):
         """The aggregates of every stratum from the slot sums; none is stale after it."""

@@ -231,11 +231,15 @@ class FineGrayDatafit(Datafit):
         return state
 
     def _sync(self, state):
-        """w = c exp(eta), the slot sums and the aggregates from scratch."""
+        """w = c exp(eta), the slot sums and the aggregates from scratch, unless current
+        (``FitState.synced``)."""
+        if state.synced:
+            return
         K.sync(state.eta, self.cw, self.slot, self.cinv, state.w, state.W, state.Wc)
         K.refresh(state.W, state.Wc, self.slot_d, self.Gev, state.D, state.A1, state.B1, state.A2, state.A2G,
                   state.A2GG)
         state.dirty[0] = False
+        state.synced = True
 
     def loglik(self, state):
         self._sync(state)
