@@ -2,7 +2,8 @@
 
 The data are large enough for the parallel paths (a stratum of more than
 ``BLOCKED_SLOTS`` event times: the blocked scans; many small strata: one stratum per
-task). A fit on 2 threads equals the one-thread fit (its serial code) to 1e-12, the
+task; a column of more than two ``WALK_CHUNK``s of non-zeros, made small here: its walk and
+move by chunks). A fit on 2 threads equals the one-thread fit (its serial code) to 1e-12, the
 blocked scans give the same bits on 1 and 2 threads, and the refresh of only the strata a
 move touched equals a refresh of all of them.
 """
@@ -69,6 +70,41 @@ def test_cox_fit_on_two_threads_equals_the_serial_fit(case):
     np.testing.assert_array_equal(two.coef.to_numpy(), again.coef.to_numpy())  # deterministic
     np.testing.assert_allclose(two.coef.to_numpy(), one.coef.to_numpy(), rtol=1e-12, atol=1e-12)
     assert two.objective == pytest.approx(one.objective, rel=1e-12)
+
+
+@needs_two
+@pytest.mark.parametrize("case", ["plain", "stratified", "efron"])
+def test_chunked_walks_and_moves_equal_the_serial_ones(case, monkeypatch):
+    """Columns walked and moved by chunks of 64 non-zeros on 2 threads: (g, h) equal the serial
+    walk's to 1e-12, the screen's g is the chunked walk's g bit for bit, and a move leaves
+    the same bits as the serial move."""
+    monkeypatch.setattr(K, "WALK_CHUNK", 64)
+    df = CoxDatafit(*survival_arrays(**CASES[case]), ties="efron" if case == "efron" else "breslow")
+    assert np.diff(df.indptr).min() > 2 * df.walk_chunk
+    beta = np.linspace(-0.3, 0.3, df.n_coef)
+    serial, chunked = df.new_state(beta), df.new_state(beta)
+    for j in range(df.n_coef):
+        with kernel_threads(1):
+            g1, h1 = df.coordinate(serial, j)
+            df.move(serial, j, 0.1 * (j + 1))
+        with kernel_threads(2):
+            g2, h2 = df.coordinate(chunked, j)
+            assert df.kernels.gradient(df.kernel_data(), chunked.kernel, j) == g2
+            df.move(chunked, j, 0.1 * (j + 1))
+        assert g2 == pytest.approx(g1, rel=1e-12) and h2 == pytest.approx(h1, rel=1e-12)
+        for name in ("eta", "w", "ex", "ev"):
+            np.testing.assert_array_equal(getattr(chunked, name), getattr(serial, name))
+
+
+@needs_two
+@pytest.mark.parametrize("case", ["plain", "stratified"])
+def test_a_fit_with_chunked_walks_on_two_threads_equals_the_serial_fit(case, monkeypatch):
+    monkeypatch.setattr(K, "WALK_CHUNK", 64)
+    data = survival(**CASES[case])
+    one, two, again = fit_on(1, data), fit_on(2, data), fit_on(2, data)
+    assert one.converged and two.converged
+    np.testing.assert_array_equal(two.coef.to_numpy(), again.coef.to_numpy())
+    np.testing.assert_allclose(two.coef.to_numpy(), one.coef.to_numpy(), rtol=1e-12, atol=1e-12)
 
 
 def test_the_data_take_the_parallel_paths():

@@ -93,6 +93,7 @@ class CoxDatafit(Datafit):
         self.n_strata = self.slot_ptr.shape[0] - 1
         self.all_strata = np.arange(self.n_strata, dtype=np.int64)
         self.strata_ptr, self.col_strata = K.column_strata(self.indptr, self.indices, rs.row_stratum)
+        self.walk_chunk = K.WALK_CHUNK  # non-zeros per chunk of a column's parallel walk and move
         self.codes = None
         if formulation == "sparse" and self.has_start:
             self.codes = column_breakpoints(self.indptr, self.indices, self.ks, self.ke)
@@ -173,7 +174,8 @@ class CoxDatafit(Datafit):
                     rs.slot_m, rs.slot_last, self.efron)
         return (self.indptr, self.indices, self.values, self.indicator, self.gx0, self.ksn, self.ken, self.evn,
                 self.has_start, NO_CODES if self.codes is None else self.codes, rs.slot_stratum, rs.slot_d,
-                rs.slot_m, self.slot_ptr, self.efron, self.strata_ptr, self.col_strata, numba.get_num_threads() > 1)
+                rs.slot_m, self.slot_ptr, self.efron, self.strata_ptr, self.col_strata, numba.get_num_threads() > 1,
+                self.walk_chunk)
 
     def _sync(self, state):
         """Exact recomputation of w, the slot sums and the aggregates from eta (O(N)), unless

@@ -51,6 +51,11 @@ PARALLEL_SLOTS = 1 << 13
 #: Strata per task of the parallel refresh of many small strata.
 STRATA_CHUNK = 256
 
+#: Stored non-zeros per chunk of a column's parallel walk and move (:func:`walk_chunks`); on
+#: more than one thread, a right-censored column with more than two chunks' worth (a few
+#: milliseconds of random reads at N = 1M) walks and moves its chunks in parallel.
+WALK_CHUNK = 1 << 13
+
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def row_weights(eta, cw, w):
@@ -632,6 +637,142 @@ def coordinate_scan(indptr, indices, values, j, xd, w, cw, ks, ke, event, slot_d
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def walk_chunks(a, b, ksn, ken, size):
+    """Boundaries of the chunks of a column's stored non-zeros a .. b-1 (right-censored rows,
+    in slot order): one every ``size``, each moved forward to the end of its run (non-zeros
+    of one stratum and exit slot), so that no slot sum is touched by two chunks. Fixed by
+    the data, not by the threads."""
+    n = (b - a + size - 1) // size
+    out = np.empty(n + 1, np.int64)
+    out[0] = a
+    m = 1
+    for c in range(1, n):
+        k = max(a + c * size, out[m - 1] + 1)
+        while k < b and ken[k] == ken[k - 1] and ksn[k] == ksn[k - 1]:
+            k += 1
+        if k < b:
+            out[m] = k
+            m += 1
+    out[m] = b
+    return out[:m + 1]
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def walk_chunk(lo, hi, b, indices, values, w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron, out):
+    """:func:`coordinate_sorted`'s sums over the whole runs lo .. hi-1 of a column ending at
+    ``b``, its running risk-set sum c started at 0. ``out`` = (g, h, S, K0, K1, K2, c, reset):
+    K0, K1, K2 are the sums of dA2, c dA2 and e R2 over the runs before the chunk's first
+    change of stratum (``reset``), where a carry C of the chunks before adds
+    C^2 K0 + 2 C (K1 - K2) to S (S's terms c^2 dA2 and -2 e c R2 with c -> C + c)."""
+    g = 0.0
+    h = 0.0
+    S = 0.0
+    c = 0.0
+    e = 0.0
+    k0 = 0.0
+    k1 = 0.0
+    k2 = 0.0
+    first = True
+    for i in range(lo, hi):
+        x = values[i]
+        wx = w[indices[i]] * x
+        kr = ken[i]
+        a1 = A1c[kr] - A1c[ksn[i]]
+        g -= wx * a1
+        h -= wx * x * a1
+        if efron and evn[i]:
+            rr = R1[kr - 1]
+            g += wx * rr
+            h += wx * x * rr
+            e += wx
+        c += wx
+        same_stratum = False
+        same_run = False
+        if i + 1 < b:
+            same_stratum = ksn[i + 1] == ksn[i]
+            same_run = same_stratum and ken[i + 1] == kr
+        if not same_run:
+            if e != 0.0:
+                p = kr - 1
+                S += e * (e * T2[p] - 2.0 * c * R2[p])
+                if first:
+                    k2 += e * R2[p]
+                e = 0.0
+            d2 = A2c[kr] - A2c[ken[i + 1] if same_stratum else ksn[i]]
+            S += c * c * d2
+            if first:
+                k0 += d2
+                k1 += c * d2
+            if not same_stratum:
+                c = 0.0
+                first = False
+    out[0] = g
+    out[1] = h
+    out[2] = S
+    out[3] = k0
+    out[4] = k1
+    out[5] = k2
+    out[6] = c
+    out[7] = 0.0 if first else 1.0
+
+
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def coordinate_chunked(indptr, indices, values, j, gx0, w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron, size,
+                       gradient_only):
+    """(g_j, h_j) of :func:`coordinate_sorted` by chunks of :func:`walk_chunks` in parallel,
+    then their carries added in chunk order (the same bits on 2 or 16 threads; equal to the
+    serial walk up to rounding); ``gradient_only``: (g_j, 0) from the chunks' g alone, bit
+    for bit the g of the full walk (the screen of a coordinate at its center)."""
+    a = indptr[j]
+    b = indptr[j + 1]
+    bounds = walk_chunks(a, b, ksn, ken, size)
+    n = bounds.shape[0] - 1
+    part = np.empty((n, 8))
+    for k in prange(n):
+        if gradient_only:
+            g = 0.0
+            for i in range(bounds[k], bounds[k + 1]):
+                wx = w[indices[i]] * values[i]
+                g -= wx * (A1c[ken[i]] - A1c[ksn[i]])
+                if efron and evn[i]:
+                    g += wx * R1[ken[i] - 1]
+            part[k, 0] = g
+        else:
+            walk_chunk(bounds[k], bounds[k + 1], b, indices, values, w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron,
+                       part[k])
+    g = gx0
+    if gradient_only:
+        for k in range(n):
+            g += part[k, 0]
+        return g, 0.0
+    h = 0.0
+    S = 0.0
+    C = 0.0
+    for k in range(n):
+        g += part[k, 0]
+        h += part[k, 1]
+        S += part[k, 2] + C * C * part[k, 3] + 2.0 * C * (part[k, 4] - part[k, 5])
+        C = part[k, 6] if part[k, 7] != 0.0 else C + part[k, 6]
+    return g, h + S
+
+
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def move_chunked(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, evn, ex, ev, size):
+    """:func:`move_sparse` of a right-censored column by chunks of :func:`walk_chunks` in
+    parallel: every row and slot sum takes the same additions in the same order (no slot
+    is shared by two chunks), so the result is the serial one, bit for bit."""
+    ind = indicator[j]
+    factor = math.exp(delta)
+    bounds = walk_chunks(indptr[j], indptr[j + 1], ksn, ken, size)
+    for k in prange(bounds.shape[0] - 1):
+        for i in range(bounds[k], bounds[k + 1]):
+            dw = moved_weight(eta, w, indices[i], values[i], delta, factor, ind)
+            ex[ken[i]] += dw
+            if evn[i]:
+                ev[ken[i] - 1] += dw
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def gradient_column(indptr, indices, values, j, gx0, w, ksn, ken, evn, A1c, R1, efron):
     """dl/dbeta_j alone in O(nnz_j) (the g of :func:`coordinate_sorted`, bit for bit)."""
     g = gx0
@@ -889,14 +1030,15 @@ def hessian_block(rowptr, rcol, rval, w, v, ks, ke, event, entry, slot_stratum, 
 # -- the compiled family contract (riskset.core.sweep) ---------------------------------
 # "sparse" formulation, O(nnz_j) per coordinate:
 #   data  = (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
-#            slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel)
+#            slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel, walk_chunk)
 #   state = (eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved)
 # ``codes`` (the column breakpoints) are read only with start times. ``col_strata[strata_ptr[j]
 # : strata_ptr[j+1]]`` are the strata of column j's rows: a move of column j leaves only
 # their aggregates stale. ``moved`` lists the columns moved since the last refresh
 # (``moved[0]`` of them, then their indices; :data:`ALL_MOVED` when more than fit): the
 # next refresh makes those strata current, and only those; ``parallel``: more than one
-# kernel thread (see :func:`refresh`).
+# kernel thread (see :func:`refresh`), when right-censored columns of more than two
+# ``walk_chunk``s of non-zeros also walk and move by chunks in parallel (:func:`chunked`).
 
 #: ``moved[0]`` once more columns moved than ``moved`` holds: the next refresh takes every stratum.
 ALL_MOVED = -1
@@ -909,7 +1051,7 @@ MOVED_COLUMNS = 8
 def sparse_refresh(data, state):
     """The aggregates of the strata that moves left stale, from the slot sums (O(their slots))."""
     (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
-     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel) = data
+     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel, walk_chunk) = data
     eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved = state
     count = moved[0]
     if count == ALL_MOVED:
@@ -925,10 +1067,22 @@ def sparse_refresh(data, state):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def chunked(data, j):
+    """Whether column j walks and moves by chunks in parallel: more than one thread, no start
+    times (whose entry sums two chunks could share), more than two chunks of non-zeros."""
+    (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
+     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel, walk_chunk) = data
+    return parallel and not has_start and indptr[j + 1] - indptr[j] > 2 * walk_chunk
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_gradient(data, state, j):
     (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
-     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel) = data
+     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel, walk_chunk) = data
     eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved = state
+    if chunked(data, j):
+        return coordinate_chunked(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron,
+                                  walk_chunk, True)[0]
     return gradient_column(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, R1, efron)
 
 
@@ -936,20 +1090,26 @@ def sparse_gradient(data, state, j):
 def sparse_terms(data, state, j):
     """The walk over the column's non-zeros in slot order: sorted rows, or breakpoints with start times."""
     (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
-     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel) = data
+     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel, walk_chunk) = data
     eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved = state
     if has_start:
         return coordinate_breakpoints(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, slot_stratum, codes,
                                       A1c, A2c, R1, R2, T2, efron)
+    if chunked(data, j):
+        return coordinate_chunked(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron,
+                                  walk_chunk, False)
     return coordinate_sorted(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_move(data, state, j, delta):
     (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
-     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel) = data
+     slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel, walk_chunk) = data
     eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved = state
-    move_sparse(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, evn, has_start, ex, en, ev)
+    if chunked(data, j):
+        move_chunked(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, evn, ex, ev, walk_chunk)
+    else:
+        move_sparse(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, evn, has_start, ex, en, ev)
     count = moved[0]
     if count != ALL_MOVED:
         if count + 1 < moved.shape[0]:
