@@ -19,7 +19,7 @@ linear predictor) methods. Named steps:
 3. ``convergence``: the optimality (Karush-Kuhn-Tucker) conditions hold: after a *full*
    sweep whose relative change of the objective ``|f_k - f_{k-1}| / (|f_k| + 1)`` is below
    ``tol``, or a polish whose Newton steps settled (the gain of the next one is expected
-   below ``tol``), the full gradient is computed and the largest distance from 0 to the
+   below ``tol`` x :data:`POLISH_SETTLED`), the full gradient is computed and the largest distance from 0 to the
    subdifferential of the objective (:meth:`~riskset.core.penalty.Penalty.kkt_violations`),
    in the units of :func:`kkt_unit` (the largest L1 rate; without an L1 prior, each
    coefficient's sqrt(I_jj + l2_j)), must be at most ``kkt_tol``; if not, full sweeps and
@@ -65,10 +65,11 @@ NEWTON_CG_RTOL = 1e-3
 #: Halvings of a Newton step that does not increase the objective before polishing stops.
 BACKTRACKS = 3
 
-#: ``tol`` of the polish after a sweep and, relative to it, of a second polish when the KKT
-#: check of the first fails only on coefficients a polish moves (:func:`polish_mends`; at
-#: N = 1M a conjugate-gradient polish costs a seventh of the sweep it spares).
-REPOLISH_TOLS = np.array([1.0, 1e-2])
+#: A polish ends the cycles (with a KKT check) only when the gain its Newton steps expect
+#: next is below ``tol`` times this; one that settles above it (the steps stop at ``tol``)
+#: is followed at once by a polish at ``tol`` times this. A sweep would cost more: at
+#: N = 1M a conjugate-gradient polish costs a seventh of the sweep it spares.
+POLISH_SETTLED = 1e-2
 
 #: The message of a fit whose L1 rate leaves every penalized coefficient at zero.
 AT_GAMMA_MAX = "all penalized coefficients are zero: the L1 rate is at or above gamma_max"
@@ -304,10 +305,10 @@ class CycleControl:
     def polished(self, objective: float, settled: float | None = None) -> None:
         """Account for a polish that ended at ``objective``: a full sweep checks it next, or
         the KKT conditions (:meth:`checked`, computed by the caller) if its Newton steps
-        ``settled`` (the relative gain they had come down to) below ``tol``."""
+        ``settled`` (the relative gain they expect next) below ``tol`` x :data:`POLISH_SETTLED`."""
         self.objective = objective
         self.full = True
-        if settled is not None and settled < self.tol:
+        if settled is not None and settled < self.tol * POLISH_SETTLED:
             self.change, self.wants_kkt = settled, True
 
 
@@ -323,32 +324,29 @@ def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, un
     unit = kkt_unit(datafit, pen, free, state) if unit is None else unit
     bar = _progress_bar(opts.progress)
 
-    def check(beta, state):
-        """The KKT check (small active sets polished to machine precision first); also
-        whether a polish can mend what it found (:func:`polish_mends`)."""
+    def check(beta, state):  # small active sets polished to machine precision first: one KKT check
         polished, state, _ = polish(datafit, beta, state, pen, free, opts.final_polish_max_active)
         if not np.array_equal(polished, beta):
             beta = polished
             ctl.objective = datafit.loglik(state) - pen.value(beta)
-        violations = pen.kkt_violations(beta, datafit.gradient(state)) / unit
-        ctl.checked(float(np.max(violations[free], initial=0.0)))
-        return beta, state, polish_mends(violations, beta, pen, free, opts.kkt_tol)
+        ctl.checked(kkt_violation(datafit, state, beta, pen, free, unit))
+        return beta, state
 
     while not ctl.done:
         datafit.sweep(state, ctl.coords(coords, beta, pen), beta, pen.table, radius)
         ctl.record(datafit.loglik(state) - pen.value(beta))
         if ctl.wants_kkt:
-            beta, state, _ = check(beta, state)
+            beta, state = check(beta, state)
         if ctl.failed:
             ctl.message = state_problem(datafit, beta, datafit.diagnose(state, beta), f"at cycle {ctl.k}") or ctl.message
         if ctl.polish_due:  # never makes the fit worse
-            for tol in REPOLISH_TOLS * opts.tol:  # a settled polish checked; once more if it can mend the rest
+            for tol in (opts.tol, opts.tol * POLISH_SETTLED):  # the second after one that settled above
                 beta, state, settled = polish(datafit, beta, state, pen, free, opts.polish_max_active, tol)
                 ctl.polished(datafit.loglik(state) - pen.value(beta), settled)
-                if not ctl.wants_kkt:
+                if ctl.wants_kkt:
+                    beta, state = check(beta, state)
                     break
-                beta, state, mends = check(beta, state)
-                if ctl.done or not mends:
+                if settled is None:
                     break
         if bar is not None:
             bar.update(1)
@@ -358,15 +356,6 @@ def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, un
     ll = datafit.loglik(state)
     result = SolverResult(beta, state, ll, ctl.objective, ctl.converged, ctl.k, ctl.message, kkt=ctl.kkt)
     return beta, state, result
-
-
-def polish_mends(violations, beta, pen: Penalty, free, kkt_tol: float) -> bool:
-    """Whether every coefficient that violates the KKT conditions by more than ``kkt_tol``
-    (``violations`` in units) is one a polish moves (off its center, or without an L1
-    term): another polish, not a full sweep, then settles them (a coefficient at its center
-    that should leave it needs the sweep)."""
-    bad = free & (violations > kkt_tol)
-    return bool(np.all(~pen.at_center(beta)[bad] | (pen.l1[bad] == 0)))
 
 
 def kkt_unit(datafit, pen: Penalty, free, state=None, beta=None) -> np.ndarray:

@@ -16,8 +16,8 @@ import numpy as np
 
 from riskset.core.penalty import Penalty
 from riskset.core.replicates import ReplicateBatch
-from riskset.solver.ccd import (AT_GAMMA_MAX, REPOLISH_TOLS, CycleControl, SolverOptions, end_of_fit, fit_status,
-                                kkt_unit, polish, polish_mends, polish_set, state_problem, zero_test)
+from riskset.solver.ccd import (AT_GAMMA_MAX, POLISH_SETTLED, CycleControl, SolverOptions, end_of_fit, fit_status,
+                                kkt_unit, polish, polish_set, state_problem, zero_test)
 
 
 @dataclass
@@ -120,20 +120,14 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts):
     running = np.array([c is not None and not c.done for c in control])
     unit = _kkt_units(batch, beta, pen, base, np.flatnonzero(running))
 
-    def check() -> list:
+    def check():
         """The KKT check of the replicates that want one, small active sets polished to machine
-        precision first; returns those whose check failed where a polish can mend it."""
+        precision first."""
         rows = [r for r in np.flatnonzero(running) if control[r].wants_kkt]
         for r, (obj, _) in _polish(batch, state, beta, pen, base, rows, opts.final_polish_max_active).items():
             control[r].objective = obj
-        mends = []
         for r, grad in zip(rows, batch.gradient(state, rows) if rows else ()):
-            pen_r = pen.row(r)
-            violations = pen_r.kkt_violations(beta[r], grad) / unit[r]
-            control[r].checked(float(np.max(violations[base[r]], initial=0.0)))
-            if not control[r].done and polish_mends(violations, beta[r], pen_r, base[r], opts.kkt_tol):
-                mends.append(r)
-        return mends
+            control[r].checked(pen.row(r).kkt_violation(beta[r], grad, unit[r], base[r]))
 
     while running.any():
         mask = np.zeros(beta.shape, bool)
@@ -145,11 +139,13 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts):
             control[r].record(objective[r])
         check()
         due = [r for r in np.flatnonzero(running) if control[r].polish_due]
-        for tol in REPOLISH_TOLS * opts.tol:  # as ccd._cycles: a settled polish checked, once more if it mends
-            for r, (obj, settled) in _polish(batch, state, beta, pen, base, due, opts.polish_max_active,
-                                             tol).items():
+        for tol in (opts.tol, opts.tol * POLISH_SETTLED):  # as ccd._cycles
+            polished = _polish(batch, state, beta, pen, base, due, opts.polish_max_active, tol)
+            for r, (obj, settled) in polished.items():
                 control[r].polished(obj, settled)
-            due = check()
+            check()
+            due = [r for r, (_, settled) in polished.items()  # settled, but above the check's bar
+                   if settled is not None and settled >= opts.tol * POLISH_SETTLED]
         for r in np.flatnonzero(running):
             running[r] = not control[r].done
     converged = np.array([c is not None and c.converged for c in control])
