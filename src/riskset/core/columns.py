@@ -13,7 +13,9 @@ Two layouts, chosen per call by the work they do:
 * a row-major copy (CSR, built lazily, once), which streams: ``X_A b`` gathers from the
   small ``b`` row by row and ``X_A' z`` scatters into a small |A|-vector; it reads every
   non-zero of the row, so it wins when A holds a good share of X's non-zeros. For designs
-  of indicators its values are not stored.
+  of indicators its values are not stored. A weighted Hessian-vector product
+  ``X_A' diag(c) X_A b`` (:meth:`~ColumnProducts.gram_times`) takes both halves in one
+  pass over a row, which is still in the cache for the second.
 
 Threads: the kernels split the rows into blocks whose boundaries depend on N only
 (:func:`row_blocks`), or work column by column; partial |A|-vectors of the row blocks are
@@ -120,6 +122,30 @@ class ColumnProducts:
         cols = _index(cols)
         out2 = np.empty(cols.shape[0])
         return self._dots(cols, z, None, out2), out2
+
+    def gram_times(self, cols, c, b) -> np.ndarray:
+        """X[:, cols]' diag(c) X[:, cols] b (an |A|-vector; a GLM's Hessian-vector product).
+
+        On the row-major copy each row's ``x_iA b`` and its share ``c_i (x_iA b) x_iA`` of the
+        result are one pass over the row, by row blocks on all threads; on the CSC it is
+        :meth:`times` and then :meth:`dot`. The layout follows the work, never the threads,
+        so the bits are the same on any number of threads.
+        """
+        cols, b = _index(cols), np.ascontiguousarray(b, dtype=np.float64)
+        c = np.ascontiguousarray(c, dtype=np.float64)
+        if not self._rows_cheaper(cols, 2):  # one pass over X's rows against two over A's columns
+            z = self.times(cols, b)
+            z *= c
+            return self.dot(cols, z)
+        rptr, rcol, rval = self.row_major()
+        full, ones = self._spread(cols, b)
+        pos, at_ones = self._positions(cols)
+        m = cols.shape[0]
+        partial = np.zeros((self.bounds.shape[0] - 1, m + 1))
+        csr_gram_times(rptr, rcol, rval, full, ones, pos, at_ones, c, self.bounds, partial)
+        out = np.empty(m)
+        _sum_blocks(partial[:, :m], out)
+        return out
 
     def gram(self, cols, c) -> np.ndarray:
         """The dense block X[:, cols]' diag(c) X[:, cols]: pairs of CSC columns merged, or
@@ -443,6 +469,36 @@ def csr_dot(rptr, rcol, rval, pos, ones, z, bounds, squares, partial, partial2):
             acc[ones] = total
             if squares:
                 acc2[ones] = total
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def csr_gram_times(rptr, rcol, rval, full, ones, pos, at_ones, c, bounds, partial):
+    """partial[blk, pos_j] = sum over the block's rows of x_ij c_i (x_i . full + ones): full is b
+    spread over all columns (0 off A), ``ones`` its ones-column coefficient, ``at_ones`` the
+    slot of the ones column in the result (or -1); pos as :func:`csr_dot`."""
+    unit = rval.shape[0] == 0
+    for blk in prange(bounds.shape[0] - 1):
+        acc = partial[blk]
+        total = 0.0
+        for i in range(bounds[blk], bounds[blk + 1]):
+            lo, hi = rptr[i], rptr[i + 1]
+            s = 0.0
+            s += ones
+            if unit:
+                for k in range(lo, hi):
+                    s += full[rcol[k]]
+                s *= c[i]
+                for k in range(lo, hi):
+                    acc[pos[rcol[k]]] += s
+            else:
+                for k in range(lo, hi):
+                    s += rval[k] * full[rcol[k]]
+                s *= c[i]
+                for k in range(lo, hi):
+                    acc[pos[rcol[k]]] += rval[k] * s
+            total += s
+        if at_ones >= 0:
+            acc[at_ones] = total
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")

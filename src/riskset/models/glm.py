@@ -92,16 +92,13 @@ class GLMDatafit(Datafit):
 
     def local_quadratic(self, state, columns):
         """Gradient X_A' resid, exact diagonal (X_A ** 2)' curv and ``b -> -X_A' (curv X_A b)``
-        on ``columns`` (O(nnz) per product)."""
+        on ``columns`` (O(nnz) per product, one pass: :meth:`~riskset.core.columns.ColumnProducts.gram_times`)."""
         cols = self.columns(columns)
         curv = np.ascontiguousarray(state.rows[:, glm_kernels.CURV])
         grad = self.products.dot(cols, state.rows[:, glm_kernels.RESID])
-        work = np.empty(self.n_rows)
 
         def hessian_times(b):
-            z = self.products.times(cols, b, work)
-            z *= curv
-            return -self.products.dot(cols, z)
+            return -self.products.gram_times(cols, curv, b)
 
         return LocalQuadratic(grad, self.products.dot2(cols, curv)[1], hessian_times)
 
