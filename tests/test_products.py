@@ -56,6 +56,7 @@ def test_products_equal_the_dense_ones(layout, indicators, rng, monkeypatch):
     assert np.allclose(xz, Xa.T @ z, rtol=1e-14, atol=1e-13)
     assert np.allclose(x2z, (Xa**2).T @ z, rtol=1e-14, atol=1e-13)
     assert np.allclose(cp.gram(cols, c), Xa.T @ (c[:, None] * Xa), rtol=1e-14, atol=1e-13)
+    assert np.allclose(cp.gram_times(cols, c, b), Xa.T @ (c * (Xa @ b)), rtol=1e-14, atol=1e-13)
 
 
 @pytest.mark.parametrize("indicators", [False, True])
@@ -86,7 +87,7 @@ def test_products_are_bitwise_equal_on_one_and_two_threads(layout, rng, monkeypa
     b, z, c = rng.normal(size=cols.size), rng.normal(size=X.shape[0]), rng.uniform(size=X.shape[0])
 
     def run():
-        return [cp.times(cols, b), cp.dot(cols, z), *cp.dot2(cols, z), cp.gram(cols, c)]
+        return [cp.times(cols, b), cp.dot(cols, z), *cp.dot2(cols, z), cp.gram(cols, c), cp.gram_times(cols, c, b)]
 
     assert cp.bounds.size > 3
     for one, two in zip(on_threads(1, run), on_threads(2, run)):

@@ -81,13 +81,14 @@ class ColumnProducts:
         self.n_rows, self.n_cols = n_rows, indptr.shape[0] - 1
         self.bounds = row_blocks(n_rows)
         self._csr = None
+        self._rows_of = None
         self._unit = None
         self._lock = threading.Lock()
 
     def __getstate__(self):
         """Pickled (e.g. for dask workers) without the lock, nor the row-major copy: a worker
         builds its own if it needs one."""
-        return {**self.__dict__, "_lock": None, "_csr": None}
+        return {**self.__dict__, "_lock": None, "_csr": None, "_rows_of": None}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -172,6 +173,20 @@ class ColumnProducts:
         csr_gram(rptr, rcol, rval, pos, ones, c, bounds, partial)
         _sum_blocks(partial.reshape(partial.shape[0], m * m), out.reshape(m * m))
         return np.triu(out) + np.triu(out, 1).T
+
+    def rows_of(self, cols) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """X[:, cols] in row-major form ``(rowptr, rcol, rval)``: row r holds
+        ``rcol[rowptr[r]:rowptr[r+1]]`` (positions in ``cols``, ascending) and their values
+        ``rval`` (O(N + nnz of the columns)). The last set's copy is kept: the Newton steps
+        of a polish ask for the Hessian block of one active set again and again."""
+        cols = _index(cols)
+        key = cols.tobytes()
+        kept = self._rows_of  # one tuple, read and replaced whole: safe for the threads of replicates
+        if kept is None or kept[0] != key:
+            kept = key, csc_subset_to_csr(self.indptr, self.indices, self.values, cols,
+                                          np.arange(cols.shape[0], dtype=np.int64), self.n_rows, False)
+            self._rows_of = kept
+        return kept[1]
 
     @property
     def unit(self) -> np.ndarray:

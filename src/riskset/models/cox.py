@@ -221,7 +221,7 @@ class CoxDatafit(Datafit):
         m = cols.shape[0]
         v = np.empty(self.n_rows)
         K.row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron, v)
-        rowptr, rcol, rval = K.rows_of_columns(cols, self.indptr, self.indices, self.values, self.n_rows)
+        rowptr, rcol, rval = self.products.rows_of(cols)
         H = np.empty((m, m))
         K.hessian_block(rowptr, rcol, rval, state.w, v, self.ks, self.ke, self.event, self._entry_points,
                         self.rs.slot_stratum, self.efron, state.A2c, state.R2, state.T2, H)

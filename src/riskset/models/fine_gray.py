@@ -37,7 +37,6 @@ import scipy.sparse as sp
 from riskset.data.dataset import row_label
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
-from riskset.kernels.cpu.cox import rows_of_columns
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates,
                                  indicator_columns, require_information, weight_overflow)
 
@@ -265,7 +264,7 @@ class FineGrayDatafit(Datafit):
         cols = np.ascontiguousarray(columns, dtype=np.int64)
         v = np.empty(self.n_rows)
         K.row_terms(state.w, self.slot, self.cinv, state.A1, state.B1, v)
-        rowptr, rcol, rval = rows_of_columns(cols, self.indptr, self.indices, self.values, self.n_rows)
+        rowptr, rcol, rval = self.products.rows_of(cols)
         H = np.empty((cols.shape[0], cols.shape[0]))
         K.hessian_block(rowptr, rcol, rval, state.w, v, self.slot, self.cinv, state.A2, state.A2G, state.A2GG, H)
         return H

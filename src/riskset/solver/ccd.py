@@ -30,8 +30,10 @@ linear predictor) methods. Named steps:
    that would cross zero stops there): after each full sweep that did not converge
    (it has just settled the active set) and every few cycles of slow linear progress.
    Small sets solve the formed Hessian block; large ones take conjugate-gradient steps
-   on Hessian-vector products (O(nnz_A) each). From a warm start this replaces the long
-   tail of active-set sweeps: typically two full sweeps and one polish end a fit.
+   on Hessian-vector products (O(nnz_A) each). A polish that stopped on coordinates
+   reaching their centers is followed by another (:func:`polish_rounds`), the active set
+   re-decided by one gradient instead of a full sweep. This replaces the long tail of
+   active-set sweeps: typically one full sweep and a few polishes end a fit.
    Before each KKT check, small sets are polished to machine precision.
 5. ``end`` (:func:`finish`, also per replicate): a non-finite state (checked with the
    objective after every sweep and by ``Datafit.diagnose`` at the end) stops the fit with
@@ -66,7 +68,7 @@ NEWTON_CG_RTOL = 1e-3
 BACKTRACKS = 3
 
 #: Polishes in a row, the active set re-decided between them by one gradient, before a full
-#: sweep (:func:`_polish_rounds`).
+#: sweep (:func:`polish_rounds`).
 POLISH_ROUNDS = 20
 
 #: A polish ends the cycles (with a KKT check) only when the gain its Newton steps expect
@@ -328,26 +330,15 @@ def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, un
     unit = kkt_unit(datafit, pen, free, state) if unit is None else unit
     bar = _progress_bar(opts.progress)
 
-    def check(beta, state):
-        """The KKT check (small active sets polished to machine precision first); returns
-        the gradient it computed."""
-        polished, state, _ = polish(datafit, beta, state, pen, free, opts.final_polish_max_active)
-        if not np.array_equal(polished, beta):
-            beta = polished
-            ctl.objective = datafit.loglik(state) - pen.value(beta)
-        grad = datafit.gradient(state)
-        ctl.checked(kkt_violation(datafit, state, beta, pen, free, unit, grad))
-        return beta, state, grad
-
     while not ctl.done:
         datafit.sweep(state, ctl.coords(coords, beta, pen), beta, pen.table, radius)
         ctl.record(datafit.loglik(state) - pen.value(beta))
         if ctl.wants_kkt:
-            beta, state, _ = check(beta, state)
+            beta, state, _ = kkt_check(datafit, beta, state, pen, free, opts, ctl, unit)
         if ctl.failed:
             ctl.message = state_problem(datafit, beta, datafit.diagnose(state, beta), f"at cycle {ctl.k}") or ctl.message
         if ctl.polish_due:  # never makes the fit worse
-            beta, state = _polish_rounds(datafit, beta, state, pen, free, opts, ctl, check, radius)
+            beta, state = polish_rounds(datafit, beta, state, pen, free, opts, ctl, unit, radius)
         if bar is not None:
             bar.update(1)
             bar.set_postfix_str(f"objective {ctl.objective:.6g}, change {ctl.change:.1e} (tol {ctl.tol:g})")
@@ -358,7 +349,20 @@ def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, un
     return beta, state, result
 
 
-def _polish_rounds(datafit, beta, state, pen: Penalty, free, opts, ctl: CycleControl, check, radius):
+def kkt_check(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, ctl: CycleControl, unit):
+    """The KKT check of a fit that wants one (:attr:`CycleControl.wants_kkt`): small active
+    sets polished to machine precision first, then :meth:`CycleControl.checked` with the
+    violation in ``unit`` (:func:`kkt_unit`). Returns (beta, state, the gradient)."""
+    polished, state, _ = polish(datafit, beta, state, pen, free, opts.final_polish_max_active)
+    if not np.array_equal(polished, beta):
+        beta = polished
+        ctl.objective = datafit.loglik(state) - pen.value(beta)
+    grad = datafit.gradient(state)
+    ctl.checked(kkt_violation(datafit, state, beta, pen, free, unit, grad))
+    return beta, state, grad
+
+
+def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, ctl: CycleControl, unit, radius):
     """Newton polishes of the active set until one settles (then the KKT check) or stops
     gaining (then a full sweep, the caller's next): between two polishes the active set is
     re-decided from one gradient, not a full sweep (a gradient is one pass over X, a sweep
@@ -366,15 +370,15 @@ def _polish_rounds(datafit, beta, state, pen: Penalty, free, opts, ctl: CycleCon
     polish). Coordinates that a conjugate-gradient step stopped at their centers stay
     there unless their slope beats the L1 rate; those at their centers whose slope does
     (:meth:`~riskset.core.penalty.Penalty.kkt_violations` > 0) enter by one coordinate
-    step each (a sweep over them alone) before the next polish. At most
-    :data:`POLISH_ROUNDS` rounds; ``check(beta, state)`` is the caller's KKT check."""
+    step each (a sweep over them alone, trust regions ``radius``) before the next polish.
+    At most :data:`POLISH_ROUNDS` rounds. Returns (beta, state)."""
     for _ in range(POLISH_ROUNDS):
         start, grad = ctl.objective, None
         for tol in (opts.tol, opts.tol * POLISH_SETTLED):  # the second after one that settled above
             beta, state, settled = polish(datafit, beta, state, pen, free, opts.polish_max_active, tol)
             ctl.polished(datafit.loglik(state) - pen.value(beta), settled)
             if ctl.wants_kkt:
-                beta, state, grad = check(beta, state)
+                beta, state, grad = kkt_check(datafit, beta, state, pen, free, opts, ctl, unit)
                 break
             if settled is None:
                 break

@@ -2,8 +2,9 @@
 
 Every replicate r follows the single-fit algorithm step for step: restricted start
 and the gamma_max test, sweeps chosen and stopped by its own
-:class:`~riskset.solver.ccd.CycleControl`, Newton polishing of small active sets.
-Only the sweeps are batched: one ``batch.sweep`` per cycle advances every running
+:class:`~riskset.solver.ccd.CycleControl`, rounds of Newton polishing
+(:func:`~riskset.solver.ccd.polish_rounds`, on the replicate's own view).
+Only the full and active-set sweeps are batched: one ``batch.sweep`` per cycle advances every running
 replicate (a per-replicate coordinate mask), so a family with batched kernels reads
 each column once for all of them. A batched replicate therefore ends where its
 separate fit ends, to rounding.
@@ -16,8 +17,8 @@ import numpy as np
 
 from riskset.core.penalty import Penalty
 from riskset.core.replicates import ReplicateBatch
-from riskset.solver.ccd import (AT_GAMMA_MAX, POLISH_SETTLED, CycleControl, SolverOptions, end_of_fit, fit_status,
-                                kkt_unit, polish, polish_set, state_problem, zero_test)
+from riskset.solver.ccd import (AT_GAMMA_MAX, CycleControl, SolverOptions, end_of_fit, fit_status, kkt_unit, polish,
+                                polish_rounds, polish_set, state_problem, zero_test)
 
 
 @dataclass
@@ -139,13 +140,7 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts):
             control[r].record(objective[r])
         check()
         due = [r for r in np.flatnonzero(running) if control[r].polish_due]
-        for tol in (opts.tol, opts.tol * POLISH_SETTLED):  # as ccd._cycles
-            polished = _polish(batch, state, beta, pen, base, due, opts.polish_max_active, tol)
-            for r, (obj, settled) in polished.items():
-                control[r].polished(obj, settled)
-            check()
-            due = [r for r, (_, settled) in polished.items()  # settled, but above the check's bar
-                   if settled is not None and settled >= opts.tol * POLISH_SETTLED]
+        _polish_rounds(batch, state, beta, pen, base, due, opts, control, unit, radius)
         for r in np.flatnonzero(running):
             running[r] = not control[r].done
     converged = np.array([c is not None and c.converged for c in control])
@@ -168,14 +163,33 @@ def _kkt_units(batch, beta, pen: Penalty, base, rows) -> np.ndarray:
     return unit
 
 
-def _polish(batch, state, beta, pen: Penalty, base, rows, max_active, tol=0.0) -> dict:
+def _polish_rounds(batch, state, beta, pen: Penalty, base, rows, opts, control, unit, radius) -> None:
+    """:func:`riskset.solver.ccd.polish_rounds` of replicates ``rows``, each on its own view
+    (``batch.map``: in parallel where the batch can), then their batch state at the new ``beta``."""
+    rows = [r for r in rows if polish_set(beta[r], pen.row(r), base[r], opts.polish_max_active) is not None]
+
+    def one(r):
+        view = batch.view(r)
+        return polish_rounds(view, beta[r].copy(), view.new_state(beta[r]), pen.row(r), base[r], opts, control[r],
+                             unit[r], radius[r])[0]
+
+    moved = []
+    for r, b in zip(rows, batch.map(one, rows)):
+        if not np.array_equal(b, beta[r]):
+            beta[r] = b
+            moved.append(r)
+    if moved:
+        batch.set_coef(state, np.array(moved), beta)
+
+
+def _polish(batch, state, beta, pen: Penalty, base, rows, max_active) -> dict:
     """Newton-polish replicates ``rows`` on their own views (``batch.map``: in parallel where the
     batch can); returns their new objectives and how their steps settled (:func:`polish`)."""
     rows = [r for r in rows if polish_set(beta[r], pen.row(r), base[r], max_active) is not None]
 
     def one(r):
         view = batch.view(r)
-        b, st, settled = polish(view, beta[r].copy(), view.new_state(beta[r]), pen.row(r), base[r], max_active, tol)
+        b, st, settled = polish(view, beta[r].copy(), view.new_state(beta[r]), pen.row(r), base[r], max_active)
         return b, view.loglik(st) - pen.row(r).value(b), settled
 
     out, moved = {}, []

@@ -838,31 +838,6 @@ def hessian_vector_rows(u, w, v, ks, ke, event, slot_ptr, efron, Q2, R2, T2, U1,
         z[r] = zr
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def rows_of_columns(cols, indptr, indices, values, n_rows):
-    """X[:, cols] in row-major form ``(rowptr, rcol, rval)``, a counting sort of its non-zeros
-    by row (O(N + nnz)): row r holds ``rcol[rowptr[r]:rowptr[r+1]]`` (positions in ``cols``,
-    ascending) and ``rval`` likewise."""
-    rowptr = np.zeros(n_rows + 1, np.int64)
-    for a in range(cols.shape[0]):
-        j = cols[a]
-        for i in range(indptr[j], indptr[j + 1]):
-            rowptr[indices[i] + 1] += 1
-    for r in range(n_rows):
-        rowptr[r + 1] += rowptr[r]
-    rcol = np.empty(rowptr[n_rows], np.int64)
-    rval = np.empty(rowptr[n_rows])
-    fill = rowptr[:-1].copy()
-    for a in range(cols.shape[0]):
-        j = cols[a]
-        for i in range(indptr[j], indptr[j + 1]):
-            r = indices[i]
-            rcol[fill[r]] = a
-            rval[fill[r]] = values[i]
-            fill[r] += 1
-    return rowptr, rcol, rval
-
-
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def accumulate_row(rowptr, rcol, rval, r, weight, acc, listed, touched, n_touched):
     """acc += weight x_r, a sparse accumulator whose touched positions are listed; returns
@@ -945,7 +920,7 @@ def fold_halves(H):
 @njit(cache=True, nogil=True, error_model="numpy")
 def hessian_block(rowptr, rcol, rval, w, v, ks, ke, event, entry, slot_stratum, efron, A2c, R2, T2, H):
     """The dense Hessian block of ``CoxDatafit.hessian`` on the columns of the row-major
-    ``(rowptr, rcol, rval)`` (:func:`rows_of_columns`) in O(nnz x |A| + N), never forming the
+    ``(rowptr, rcol, rval)`` (:meth:`~riskset.core.columns.ColumnProducts.rows_of`) in O(nnz x |A| + N), never forming the
     risk-set sums N1 per slot and column (an n_slots x |A| matrix).
 
     H = -X' diag(v) X + sum_p [Q2 N1 N1' - R2 (N1 E1' + E1 N1') + T2 E1 E1']_p. Risk-set sums

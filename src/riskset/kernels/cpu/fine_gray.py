@@ -313,7 +313,7 @@ def numerators(cols, indptr, indices, values, w, slot, cinv, Gev, N1):
 @njit(cache=True, nogil=True, error_model="numpy")
 def hessian_block(rowptr, rcol, rval, w, v, slot, cinv, A2, A2G, A2GG, H):
     """The dense block of ``FineGrayDatafit.hessian`` on the columns of the row-major
-    ``(rowptr, rcol, rval)`` (:func:`~riskset.kernels.cpu.cox.rows_of_columns`) in
+    ``(rowptr, rcol, rval)`` (:meth:`~riskset.core.columns.ColumnProducts.rows_of`) in
     O(nnz x |A| + N), never forming the risk-set sums N1 per slot and column.
 
     H = -X' diag(v) X + sum_k q2_k N1_k N1_k' (:func:`hessian_vector_rows`) and
