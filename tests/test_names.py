@@ -290,7 +290,8 @@ def test_print_fit_is_short_and_names_the_largest_coefficients(named_data):
     text = str(fit)
     lines = text.splitlines()
     assert len(lines) == 5 and len(text) < 500
-    assert lines[0] == "FitResult: logistic model, converged after %d cycles, 500 rows" % fit.n_iter
+    cycles = f"{fit.n_iter} cycle" + ("" if fit.n_iter == 1 else "s")
+    assert lines[0] == f"FitResult: logistic model, converged after {cycles}, 500 rows"
     nonzero = int((fit.coef != 0).sum())
     assert lines[2].startswith(f"  {nonzero} of 301 coefficients non-zero")
     largest = fit.coef.abs().idxmax()

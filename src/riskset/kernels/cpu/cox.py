@@ -462,45 +462,10 @@ def coordinate_sorted(indptr, indices, values, j, gx0, w, ksn, ken, evn,
     ``ksn, ken, evn``: entry slot (= the stratum's first slot), exit slot and status of
     the row of each stored non-zero (static, so the walk reads them sequentially).
     """
-    a = indptr[j]
-    b = indptr[j + 1]
-    g = gx0
-    h = 0.0
-    S = 0.0
-    c = 0.0
-    e = 0.0
-    for i in range(a, b):
-        r = indices[i]
-        x = values[i]
-        wx = w[r] * x
-        kr = ken[i]
-        a1 = A1c[kr] - A1c[ksn[i]]
-        g -= wx * a1
-        h -= wx * x * a1
-        if efron and evn[i]:
-            rr = R1[kr - 1]
-            g += wx * rr
-            h += wx * x * rr
-            e += wx
-        c += wx
-        same_stratum = False
-        same_run = False
-        if i + 1 < b:
-            same_stratum = ksn[i + 1] == ksn[i]
-            same_run = same_stratum and ken[i + 1] == kr
-        if not same_run:
-            if e != 0.0:
-                p = kr - 1
-                S += e * (e * T2[p] - 2.0 * c * R2[p])
-                e = 0.0
-            if same_stratum:
-                lo = ken[i + 1]
-            else:
-                lo = ksn[i]
-            S += c * c * (A2c[kr] - A2c[lo])
-            if not same_stratum:
-                c = 0.0
-    return g, h + S
+    out = np.empty(8)
+    walk_chunk(indptr[j], indptr[j + 1], indptr[j + 1], gx0, indices, values, w, ksn, ken, evn, A1c, A2c, R1, R2,
+               T2, efron, out)
+    return out[0], out[1] + out[2]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -658,13 +623,13 @@ def walk_chunks(a, b, ksn, ken, size):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def walk_chunk(lo, hi, b, indices, values, w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron, out):
+def walk_chunk(lo, hi, b, g0, indices, values, w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron, out):
     """:func:`coordinate_sorted`'s sums over the whole runs lo .. hi-1 of a column ending at
-    ``b``, its running risk-set sum c started at 0. ``out`` = (g, h, S, K0, K1, K2, c, reset):
+    ``b``, its running risk-set sum c started at 0 and g at ``g0``. ``out`` = (g, h, S, K0, K1, K2, c, reset):
     K0, K1, K2 are the sums of dA2, c dA2 and e R2 over the runs before the chunk's first
     change of stratum (``reset``), where a carry C of the chunks before adds
     C^2 K0 + 2 C (K1 - K2) to S (S's terms c^2 dA2 and -2 e c R2 with c -> C + c)."""
-    g = 0.0
+    g = g0
     h = 0.0
     S = 0.0
     c = 0.0
@@ -738,8 +703,8 @@ def coordinate_chunked(indptr, indices, values, j, gx0, w, ksn, ken, evn, A1c, A
                     g += wx * R1[ken[i] - 1]
             part[k, 0] = g
         else:
-            walk_chunk(bounds[k], bounds[k + 1], b, indices, values, w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron,
-                       part[k])
+            walk_chunk(bounds[k], bounds[k + 1], b, 0.0, indices, values, w, ksn, ken, evn, A1c, A2c, R1, R2, T2,
+                       efron, part[k])
     g = gx0
     if gradient_only:
         for k in range(n):
