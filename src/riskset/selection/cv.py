@@ -3,8 +3,8 @@
 The full data are first fitted along the variance grid (the regularization path).
 Each task then fits a batch of (repetition, fold) training weightings at every grid
 point, each fit warm-started from the full-data fit at that point (a training set
-holds (k-1)/k of the rows, so its optimum is close: typically two full sweeps and one
-Newton polish), and scores the held-out rows by their predictive log-likelihood (one
+holds (k-1)/k of the rows, so its optimum is close: typically one full sweep and a
+Newton polish or two), and scores the held-out rows by their predictive log-likelihood (one
 split per task on the CPU, every split in one device batch on the GPU; see
 :mod:`riskset.selection.common`). The selected variance maximizes the mean score over
 splits; the refit on all data starts from the path.
