@@ -221,12 +221,13 @@ class ColumnProducts:
         real = cols[cols >= 0]
         return int(np.sum(self.indptr[real + 1] - self.indptr[real])) + self.n_rows * int(np.sum(cols < 0))
 
-    def _rows_cheaper(self, cols, threads: int = 1) -> bool:
-        """Whether a product over the CSR (every non-zero of X, streamed; on ``threads``)
-        does less work than over the CSC (the non-zeros of A, each a random access once
-        N-vectors leave the cache)."""
+    def _rows_cheaper(self, cols, csc_factor: int = 1) -> bool:
+        """Whether a product over the CSR (every non-zero of X, streamed) does less work than
+        over the CSC (the non-zeros of A, each a random access once N-vectors leave the
+        cache), the CSC's work counted ``csc_factor`` times: the threads the CSR product has
+        and the CSC one lacks, or the CSC's passes against one over the rows."""
         random_cost = RANDOM_ACCESS_COST if self.n_rows > CACHED_ROWS else 1.0
-        return random_cost * self._nnz(cols) * threads > self.indptr[-1] + self.n_rows
+        return random_cost * self._nnz(cols) * csc_factor > self.indptr[-1] + self.n_rows
 
     def _gram_on_rows(self, cols) -> str | None:
         """Whether the rows' outer products (~nnz_A^2 / N products, after a row-major copy of

@@ -390,7 +390,7 @@ def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions,
         if enter.size:
             datafit.sweep(state, enter, beta, pen.table, radius)
             ctl.objective = datafit.loglik(state) - pen.value(beta)
-        elif grad is not None and not gained > opts.tol:
+        elif not gained > opts.tol:
             return beta, state  # the KKT check failed on the active set and the polish no longer gains
     return beta, state
 

@@ -125,7 +125,7 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts):
         """The KKT check of the replicates that want one, small active sets polished to machine
         precision first."""
         rows = [r for r in np.flatnonzero(running) if control[r].wants_kkt]
-        for r, (obj, _) in _polish(batch, state, beta, pen, base, rows, opts.final_polish_max_active).items():
+        for r, obj in _polish(batch, state, beta, pen, base, rows, opts.final_polish_max_active).items():
             control[r].objective = obj
         for r, grad in zip(rows, batch.gradient(state, rows) if rows else ()):
             control[r].checked(pen.row(r).kkt_violation(beta[r], grad, unit[r], base[r]))
@@ -164,40 +164,40 @@ def _kkt_units(batch, beta, pen: Penalty, base, rows) -> np.ndarray:
 
 
 def _polish_rounds(batch, state, beta, pen: Penalty, base, rows, opts, control, unit, radius) -> None:
-    """:func:`riskset.solver.ccd.polish_rounds` of replicates ``rows``, each on its own view
-    (``batch.map``: in parallel where the batch can), then their batch state at the new ``beta``."""
+    """:func:`riskset.solver.ccd.polish_rounds` of replicates ``rows``, each on its own view."""
     rows = [r for r in rows if polish_set(beta[r], pen.row(r), base[r], opts.polish_max_active) is not None]
 
     def one(r):
         view = batch.view(r)
-        return polish_rounds(view, beta[r].copy(), view.new_state(beta[r]), pen.row(r), base[r], opts, control[r],
-                             unit[r], radius[r])[0]
+        b, _ = polish_rounds(view, beta[r].copy(), view.new_state(beta[r]), pen.row(r), base[r], opts, control[r],
+                             unit[r], radius[r])
+        return b, None
 
-    moved = []
-    for r, b in zip(rows, batch.map(one, rows)):
-        if not np.array_equal(b, beta[r]):
-            beta[r] = b
-            moved.append(r)
-    if moved:
-        batch.set_coef(state, np.array(moved), beta)
+    _on_views(batch, state, beta, rows, one)
 
 
 def _polish(batch, state, beta, pen: Penalty, base, rows, max_active) -> dict:
-    """Newton-polish replicates ``rows`` on their own views (``batch.map``: in parallel where the
-    batch can); returns their new objectives and how their steps settled (:func:`polish`)."""
+    """Newton-polish replicates ``rows`` on their own views; returns their new objectives."""
     rows = [r for r in rows if polish_set(beta[r], pen.row(r), base[r], max_active) is not None]
 
     def one(r):
         view = batch.view(r)
-        b, st, settled = polish(view, beta[r].copy(), view.new_state(beta[r]), pen.row(r), base[r], max_active)
-        return b, view.loglik(st) - pen.row(r).value(b), settled
+        b, st, _ = polish(view, beta[r].copy(), view.new_state(beta[r]), pen.row(r), base[r], max_active)
+        return b, view.loglik(st) - pen.row(r).value(b)
 
+    return _on_views(batch, state, beta, rows, one)
+
+
+def _on_views(batch, state, beta, rows, one) -> dict:
+    """Run ``one(r) -> (new beta_r, result)`` for replicates ``rows`` on their own views
+    (``batch.map``: in parallel where the batch can), put the new coefficients in ``beta`` and
+    the batch state of those that moved; returns {r: result}."""
     out, moved = {}, []
-    for r, (b, objective, settled) in zip(rows, batch.map(one, rows)):
+    for r, (b, result) in zip(rows, batch.map(one, rows)):
         if not np.array_equal(b, beta[r]):
             beta[r] = b
             moved.append(r)
-        out[r] = objective, settled
+        out[r] = result
     if moved:
         batch.set_coef(state, np.array(moved), beta)
     return out
