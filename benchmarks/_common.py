@@ -20,7 +20,9 @@ def cached_simulation(model: str, n: int, p: int, density: float, seed: int = 0)
     if not os.path.exists(path):
         ds = riskset.simulate(n=n, p=p, density=density, model=model, seed=seed)
         arrays = {f: getattr(ds, f) for f in ("y", "time", "status", "offset") if getattr(ds, f) is not None}
-        np.savez(path, data=ds.X.data, indices=ds.X.indices, indptr=ds.X.indptr, shape=ds.X.shape, **arrays)
+        tmp = f"{path}.tmp{os.getpid()}.npz"  # written aside, then renamed: processes may make it at once
+        np.savez(tmp, data=ds.X.data, indices=ds.X.indices, indptr=ds.X.indptr, shape=ds.X.shape, **arrays)
+        os.replace(tmp, path)
     return path
 
 

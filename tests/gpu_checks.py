@@ -529,6 +529,31 @@ for _family in DEVICE_FAMILIES:
         CHECKS[f"{_path}_on_device_{_family}"] = functools.partial(_check, _family)
 
 
+# -- on a real GPU only: the cooperative whole-grid sweep ---------------------------------------
+def _whole_grid_check(model):
+    """A single GLM fit at N = 200,000 sweeps with the cooperative whole-grid kernel, one
+    block per multiprocessor, every block holding rows of every column (the simulator runs
+    a grid as one block), and equals the CPU fit."""
+    from riskset.kernels.gpu import glm, simulator_enabled
+
+    if simulator_enabled():
+        raise AssertionError("needs a real CUDA GPU")
+    data = riskset.simulate(n=200_000, p=40, model=model, seed=11, density=0.2)
+    prior = riskset.Laplace(gamma=30.0)
+    cpu = riskset.fit(data, model, prior)
+    gpu = riskset.fit(data, model, prior, backend="gpu")
+    assert glm.GLMDeviceDatafit.single_fit_grid, "the cooperative launch fell back to one block"
+    assert glm.grid_blocks() > 1, "one multiprocessor"
+    assert gpu.converged, gpu.message
+    assert np.count_nonzero(cpu.coef.values) >= 5, "test data: too few non-zero coefficients"
+    close(gpu.coef.values, cpu.coef.values, 1e-8, f"{model} whole-grid coefficients")
+    close(gpu.loglik, cpu.loglik, 1e-10, f"{model} whole-grid loglik")
+
+
+for _model in ("logistic", "poisson", "least_squares"):
+    CHECKS[f"whole_grid_{_model}"] = functools.partial(_whole_grid_check, _model)
+
+
 # -- unsupported families ----------------------------------------------------------------------
 @check
 def unsupported_family():

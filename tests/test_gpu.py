@@ -1,9 +1,12 @@
-"""GPU backend (issue 7), tested in Numba's CUDA simulator.
+"""GPU backend (issue 7): the same checks in Numba's CUDA simulator or on a real GPU.
 
 numba.cuda chooses simulator mode when it is imported, so the GPU checks run in a
-subprocess with NUMBA_ENABLE_CUDASIM=1 (tests/gpu_checks.py, tiny inputs); the
-"no device" error is checked in a subprocess without the simulator (skipped where a
-real CUDA device is present).
+subprocess (tests/gpu_checks.py, tiny inputs): on the machine's CUDA GPU where one is
+usable (``python -m pytest tests/test_gpu.py`` on a GPU machine runs them on hardware, and
+also the checks the simulator cannot run: the cooperative whole-grid sweep over many
+blocks), else with NUMBA_ENABLE_CUDASIM=1. ``RISKSET_GPU_CHECKS=simulator`` forces the
+simulator. The "no device" error is checked in a subprocess without the simulator
+(skipped where a real CUDA device is present).
 """
 from __future__ import annotations
 
@@ -21,6 +24,19 @@ HERE = pathlib.Path(__file__).parent
 SIM_ENV = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
 NO_SIM_ENV = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
 
+
+def _on_device() -> bool:
+    """Whether the checks run on a real CUDA GPU: one is usable and the simulator is not forced."""
+    if os.environ.get("RISKSET_GPU_CHECKS") == "simulator":
+        return False
+    r = subprocess.run([sys.executable, "-c", "from numba import cuda; print(cuda.is_available())"], env=NO_SIM_ENV,
+                       capture_output=True, text=True, timeout=300)
+    return r.returncode == 0 and r.stdout.strip().endswith("True")
+
+
+ON_DEVICE = _on_device()
+CHECK_ENV = NO_SIM_ENV if ON_DEVICE else SIM_ENV
+
 CHECKS = ["sweep_logistic", "sweep_poisson", "sweep_least_squares", "sweep_cox", "sweep_cox_strata",
           "sweep_cox_float32", "sweep_fine_gray", "sweep_fine_gray_float32", "fit_logistic", "fit_poisson",
           "fit_cox", "fit_cox_strata", "fit_logistic_float32", "fit_cox_float32", "fit_fine_gray",
@@ -35,6 +51,9 @@ CHECKS = ["sweep_logistic", "sweep_poisson", "sweep_least_squares", "sweep_cox",
           "fit_cox_efron", "fit_cox_efron_startstop", "fit_cox_time_varying", "ccd_cox_efron_startstop_no_polish",
           "replicates_cox_startstop", "replicates_cox_efron_startstop", "float32_range_refused"]
 
+#: checks that need a real GPU (the simulator runs a cooperative grid as one block, and these sizes for days)
+DEVICE_ONLY_CHECKS = ["whole_grid_logistic", "whole_grid_poisson", "whole_grid_least_squares"]
+
 #: every family (Cox variant) with device kernels, as ``DEVICE_FAMILIES`` in tests/gpu_checks.py
 DEVICE_FAMILIES = ["logistic", "poisson", "least_squares", "cox", "cox_efron_strata", "cox_startstop", "fine_gray",
                    "conditional_poisson", "sccs", "conditional_logistic_breslow", "conditional_logistic_exact"]
@@ -44,10 +63,11 @@ REPLICATE_PATH_CHECKS = [f"{path}_on_device_{family}" for family in DEVICE_FAMIL
 
 
 def run_checks(directory, names) -> dict:
-    """{check: "ok" | error} of the named checks, run in one simulator subprocess (each group
-    of checks has its own time limit, far above its run time on a loaded machine)."""
+    """{check: "ok" | error} of the named checks, run in one subprocess on the GPU or in the
+    simulator (each group of checks has its own time limit, far above its run time on a
+    loaded machine)."""
     out = directory / "results.json"
-    proc = subprocess.run([sys.executable, str(HERE / "gpu_checks.py"), str(out), *names], env=SIM_ENV,
+    proc = subprocess.run([sys.executable, str(HERE / "gpu_checks.py"), str(out), *names], env=CHECK_ENV,
                           capture_output=True, text=True, timeout=600)
     if not out.exists():
         pytest.fail(f"GPU checks crashed (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -62,6 +82,13 @@ def sim_results(tmp_path_factory):
 @pytest.fixture(scope="module")
 def replicate_path_results(tmp_path_factory):
     return run_checks(tmp_path_factory.mktemp("gpu_paths"), REPLICATE_PATH_CHECKS)
+
+
+@pytest.fixture(scope="module")
+def device_only_results(tmp_path_factory):
+    if not ON_DEVICE:
+        pytest.skip("needs a real CUDA GPU")
+    return run_checks(tmp_path_factory.mktemp("gpu_device"), DEVICE_ONLY_CHECKS)
 
 
 def assert_ok(results, name):
@@ -83,12 +110,19 @@ def test_replicate_paths_on_simulator(replicate_path_results, name):
     assert_ok(replicate_path_results, name)
 
 
+@pytest.mark.parametrize("name", DEVICE_ONLY_CHECKS)
+def test_on_device_only(device_only_results, name):
+    """On a real GPU: a single GLM fit at N = 200,000 sweeps with the cooperative whole-grid
+    kernel, every block holding rows, and equals the CPU fit to 1e-8."""
+    assert_ok(device_only_results, name)
+
+
 def test_every_simulator_check_is_asserted():
     """tests/gpu_checks.py holds no check that no test asserts (it would never run)."""
     r = subprocess.run([sys.executable, str(HERE / "gpu_checks.py"), "--list"], env=SIM_ENV, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert sorted(json.loads(r.stdout)) == sorted(CHECKS + REPLICATE_PATH_CHECKS)
+    assert sorted(json.loads(r.stdout)) == sorted(CHECKS + REPLICATE_PATH_CHECKS + DEVICE_ONLY_CHECKS)
 
 
 @pytest.mark.parametrize("path", ["fit", "profile", "cross_validation", "bootstrap"])
@@ -141,7 +175,7 @@ def test_no_device_error():
 
 
 def test_cli_fit_backend_gpu(tmp_path):
-    """`riskset fit --backend gpu` under the simulator gives the CPU coefficients."""
+    """`riskset fit --backend gpu` (on the GPU or in the simulator) gives the CPU coefficients."""
     import riskset
     from riskset.cli import main
 
@@ -160,12 +194,49 @@ def test_cli_fit_backend_gpu(tmp_path):
     code = ("import sys; sys.setswitchinterval(1e-4)\n"
             "from riskset.cli import main\n"
             f"sys.exit(main({args + ['--backend', 'gpu', '--out', str(gpu_out)]!r}))\n")
-    r = subprocess.run([sys.executable, "-c", code], env=SIM_ENV, capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-c", code], env=CHECK_ENV, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     cpu, gpu = json.loads(cpu_out.read_text()), json.loads(gpu_out.read_text())
     assert gpu["converged"]
     cc, gc = pd.Series(cpu["coef"]), pd.Series(gpu["coef"])
     np.testing.assert_allclose(gc.to_numpy(float), cc.to_numpy(float), rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("module", ["glm", "cox", "fine_gray", "conditional"])
+def test_sweep_kernel_is_not_bound_to_the_datafit(module):
+    """A CUDA dispatcher binds like a function: a class attribute read through an instance
+    would be a bound method (on hardware: "'method' object is not subscriptable" at launch).
+    Each device datafit holds its sweep kernel as a static attribute."""
+    import importlib
+
+    mod = importlib.import_module(f"riskset.kernels.gpu.{module}")
+    cls = next(c for c in vars(mod).values() if isinstance(c, type) and c.__module__ == mod.__name__
+               and c.__name__.endswith("DeviceDatafit") and "sweep_kernel" in vars(c))
+    assert cls.__new__(cls).sweep_kernel is mod.sweep_kernel
+
+
+def test_device_copy_hands_numba_canonical_strides(monkeypatch):
+    """A (1, N) row from ``x[None, :]`` or ``np.broadcast_to`` has a stride-0 axis that NumPy calls
+    C-contiguous and numba-cuda copies element by element (one extent per element; 36 s of a
+    61 s Cox fit at N = 1M on an H200): ``device_copy`` passes such arrays as fresh ones."""
+    from numba import cuda
+    from numba.cuda.cudadrv import dummyarray
+
+    from riskset.kernels.gpu.device import device_copy
+
+    def extents(a):
+        return sum(1 for _ in dummyarray.Array.from_desc(0, a.shape, a.strides, a.itemsize).iter_contiguous_extent())
+
+    row = np.arange(1000.0)[None, :]
+    assert row.strides[0] == 0 and row.flags.c_contiguous and extents(row) == 1000  # the slow path
+    sent = []
+    monkeypatch.setattr(cuda, "to_device", lambda a, *args, **kwargs: sent.append(a) or a)
+    for a, dtype in [(row, None), (np.broadcast_to(np.arange(5.0), (1, 5)), np.float32), (np.ones((3, 4)), None)]:
+        out = device_copy(a, dtype)
+        assert extents(out) == 1 and 0 not in out.strides
+        np.testing.assert_array_equal(out, a)
+        assert out.dtype == (dtype or a.dtype)
+    assert len(sent) == 3
 
 
 def test_backend_gpu_bad_dtype():

@@ -26,11 +26,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import cuda
 
 from riskset.core.interface import Datafit, FitState
 
-from .device import state_dtype, threads_per_block
+from .device import device_copy, state_dtype, threads_per_block
 
 
 class DeviceState(FitState):
@@ -135,7 +134,7 @@ class DeviceDatafit(Datafit):
             eta = np.broadcast_to(self.cpu.linear_predictor(beta[0].copy()), (beta.shape[0], self.n_rows))
         else:
             eta = np.stack([self.cpu.linear_predictor(b) for b in beta])
-        state = DeviceState(cuda.to_device(np.ascontiguousarray(eta, dtype=np.float64)), beta.copy())
+        state = DeviceState(device_copy(eta, np.float64), beta.copy())
         self._allocate(state)
         state.kernel = tuple(state.d[name] for name in self.state_fields)
         self._refresh(state)
@@ -151,10 +150,10 @@ class DeviceDatafit(Datafit):
         if coords.size == 0:
             return
         p = self.n_coef
-        beta_d = cuda.to_device(np.ascontiguousarray(beta, dtype=np.float64).reshape(1, p))
-        radius_d = cuda.to_device(np.ascontiguousarray(radius, dtype=np.float64).reshape(1, p))
-        prior_d = cuda.to_device(np.ascontiguousarray(prior, dtype=np.float64).reshape(1, p, 3))
-        self.sweep_batch(state, cuda.to_device(coords), self._spare().mask[:1], beta_d, prior_d, radius_d)
+        beta_d = device_copy(np.reshape(beta, (1, p)), np.float64)
+        radius_d = device_copy(np.reshape(radius, (1, p)), np.float64)
+        prior_d = device_copy(np.reshape(prior, (1, p, 3)), np.float64)
+        self.sweep_batch(state, device_copy(coords), self._spare().mask[:1], beta_d, prior_d, radius_d)
         beta[:] = beta_d.copy_to_host()[0]
         radius[:] = radius_d.copy_to_host()[0]
         state.beta[0] = beta
@@ -167,16 +166,16 @@ class DeviceDatafit(Datafit):
 
     def coordinate(self, state, j):
         spare = self._spare()
-        out = cuda.to_device(np.zeros((self.n_rep, 2)))
-        self._launch_sweep(state, cuda.to_device(np.array([j], np.int64)), spare.mask, spare.beta, spare.prior,
+        out = device_copy(np.zeros((self.n_rep, 2)))
+        self._launch_sweep(state, device_copy(np.array([j], np.int64)), spare.mask, spare.beta, spare.prior,
                            spare.beta, 1, spare.fixed, out)
         g, h = out.copy_to_host()[0]
         return float(g), float(h)
 
     def move(self, state, j, delta):
         spare = self._spare()
-        fixed = cuda.to_device(np.full(self.n_rep, float(delta)))
-        self._launch_sweep(state, cuda.to_device(np.array([j], np.int64)), spare.mask, spare.beta, spare.prior,
+        fixed = device_copy(np.full(self.n_rep, float(delta)))
+        self._launch_sweep(state, device_copy(np.array([j], np.int64)), spare.mask, spare.beta, spare.prior,
                            spare.beta, 2, fixed, spare.out)
         state.beta[:, j] += delta
 
@@ -184,9 +183,9 @@ class DeviceDatafit(Datafit):
         """Arguments of the sweep kernel that a launch does not use (never written there)."""
         if self._spare_arrays is None:
             r, p = self.n_rep, self.n_coef
-            self._spare_arrays = Spare(cuda.to_device(np.ones((r, p), np.uint8)), cuda.to_device(np.zeros((r, p))),
-                                       cuda.to_device(np.zeros((r, p, 3))), cuda.to_device(np.zeros(r)),
-                                       cuda.to_device(np.zeros((r, 2))), cuda.to_device(np.zeros((2, 2, 1))))
+            self._spare_arrays = Spare(device_copy(np.ones((r, p), np.uint8)), device_copy(np.zeros((r, p))),
+                                       device_copy(np.zeros((r, p, 3))), device_copy(np.zeros(r)),
+                                       device_copy(np.zeros((r, 2))), device_copy(np.zeros((2, 2, 1))))
         return self._spare_arrays
 
     def _launch_sweep(self, state, coords, mask, beta, prior, radius, mode, fixed, out):

@@ -37,7 +37,7 @@ from riskset.kernels.cpu import conditional as cpu_kernels
 
 from .base import DeviceDatafit
 from .blocks import block_sum2
-from .device import MAX_THREADS, row_blocks
+from .device import MAX_THREADS, device_copy, row_blocks
 from .sweep import compile_sweep
 
 #: Largest number of cases of an exact (n:m) matched set on the device.
@@ -172,7 +172,7 @@ class ConditionalDeviceDatafit(DeviceDatafit):
     """
 
     family_name = "conditional"
-    sweep_kernel = sweep_kernel
+    sweep_kernel = staticmethod(sweep_kernel)  # a dispatcher binds like a function: no self
     state_fields = ("eta", "w", "W")
 
     def __init__(self, cpu, dtype="float64", weights=None):
@@ -187,20 +187,20 @@ class ConditionalDeviceDatafit(DeviceDatafit):
         cpu = self.cpu
         col_runs, run_start, run_stratum = cpu.col_runs, cpu.run_start, cpu.run_stratum
         stype = np.int32 if cpu.n_strata < 2**31 - 1 else np.int64
-        return dict(indices=cuda.to_device(cpu.indices.astype(self.itype)),
-                    values=cuda.to_device(cpu.values.astype(self.dtype)),
-                    indicator=cuda.to_device(np.asarray(cpu.indicator, np.uint8)),
-                    col_runs=cuda.to_device(col_runs), run_start=cuda.to_device(run_start),
-                    run_stratum=cuda.to_device(run_stratum.astype(stype)),
-                    stratum_ptr=cuda.to_device(cpu.stratum_ptr.astype(np.int64)),
-                    exact_m=cuda.to_device(cpu.exact_m.astype(np.int32)),
-                    y_raw=cuda.to_device(cpu.y_raw))
+        return dict(indices=device_copy(cpu.indices.astype(self.itype)),
+                    values=device_copy(cpu.values.astype(self.dtype)),
+                    indicator=device_copy(np.asarray(cpu.indicator, np.uint8)),
+                    col_runs=device_copy(col_runs), run_start=device_copy(run_start),
+                    run_stratum=device_copy(run_stratum.astype(stype)),
+                    stratum_ptr=device_copy(cpu.stratum_ptr.astype(np.int64)),
+                    exact_m=device_copy(cpu.exact_m.astype(np.int32)),
+                    y_raw=device_copy(cpu.y_raw))
 
     def _rep(self):
         """Weight-dependent device arrays (R rows each): c_s, n_s and the static gradient term xy."""
         if self._per_rep is None:
             views = [self._cpu_view(r) for r in range(self.n_rep)]
-            self._per_rep = {name: cuda.to_device(np.ascontiguousarray(np.stack([getattr(v, name) for v in views])))
+            self._per_rep = {name: device_copy(np.stack([getattr(v, name) for v in views]))
                              for name in ("c_s", "n_s", "xy")}
         return self._per_rep
 

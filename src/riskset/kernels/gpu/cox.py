@@ -56,7 +56,7 @@ from riskset.data.risksets import column_breakpoints
 
 from .base import DeviceDatafit
 from .blocks import block_sum2, carried_segscan, segscan2_slots, segscan_slots
-from .device import MAX_THREADS, simulator_enabled
+from .device import MAX_THREADS, device_copy, simulator_enabled
 from .sweep import compile_sweep
 
 
@@ -397,7 +397,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
     """
 
     family_name = "cox"
-    sweep_kernel = sweep_kernel
+    sweep_kernel = staticmethod(sweep_kernel)  # a dispatcher binds like a function: no self
     state_fields = ("eta", "w", "ex", "en", "ev", "S", "Q1", "Q2", "A1c", "A2c", "R1", "R2", "T2", "dirty")
 
     def __init__(self, cpu, dtype="float64", weights=None):
@@ -414,20 +414,20 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         stype = np.int32 if rs.n_slots < 2**31 - 1 else np.int64
         ev = np.asarray(cpu.event, np.uint8)
         one8 = np.zeros(1, np.uint8)
-        static = dict(indptr=cuda.to_device(cpu.indptr.astype(np.int64)),
-                      indices=cuda.to_device(idx.astype(self.itype)),
-                      values=cuda.to_device(cpu.values.astype(self.dtype)),
-                      indicator=cuda.to_device(np.asarray(cpu.indicator, np.uint8)),
-                      ksn=cuda.to_device(ks[idx].astype(stype)),
-                      ken=cuda.to_device(ke[idx].astype(stype)),
-                      evn=cuda.to_device(ev[idx] if self.efron else one8),
-                      ke=cuda.to_device(ke),
-                      ks=cuda.to_device(ks if self.has_start else np.zeros(1, np.int64)),
-                      event=cuda.to_device(ev),
-                      slot_first=cuda.to_device(np.asarray(rs.slot_first, np.uint8)),
-                      slot_last=cuda.to_device(np.asarray(rs.slot_last, np.uint8)))
+        static = dict(indptr=device_copy(cpu.indptr.astype(np.int64)),
+                      indices=device_copy(idx.astype(self.itype)),
+                      values=device_copy(cpu.values.astype(self.dtype)),
+                      indicator=device_copy(np.asarray(cpu.indicator, np.uint8)),
+                      ksn=device_copy(ks[idx].astype(stype)),
+                      ken=device_copy(ke[idx].astype(stype)),
+                      evn=device_copy(ev[idx] if self.efron else one8),
+                      ke=device_copy(ke),
+                      ks=device_copy(ks if self.has_start else np.zeros(1, np.int64)),
+                      event=device_copy(ev),
+                      slot_first=device_copy(np.asarray(rs.slot_first, np.uint8)),
+                      slot_last=device_copy(np.asarray(rs.slot_last, np.uint8)))
         bcode, bpos, bhead = self._breakpoints(stype)
-        static.update(bcode=cuda.to_device(bcode), bpos=cuda.to_device(bpos), bhead=cuda.to_device(bhead))
+        static.update(bcode=device_copy(bcode), bpos=device_copy(bpos), bhead=device_copy(bhead))
         return static
 
     def _breakpoints(self, stype):
@@ -478,10 +478,10 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
             else:
                 slot_m = np.zeros((1, 1))
             gx0 = np.asarray((cpu.X.T @ (cw * ev[None, :]).T).T)
-            self._per_rep = dict(cw=cuda.to_device(np.ascontiguousarray(cw, dtype=self.dtype)),
-                                 slot_d=cuda.to_device(np.ascontiguousarray(slot_d, dtype=np.float64)),
-                                 slot_m=cuda.to_device(np.ascontiguousarray(slot_m, dtype=np.float64)),
-                                 gx0=cuda.to_device(np.ascontiguousarray(gx0, dtype=np.float64)))
+            self._per_rep = dict(cw=device_copy(cw, self.dtype),
+                                 slot_d=device_copy(slot_d, np.float64),
+                                 slot_m=device_copy(slot_m, np.float64),
+                                 gx0=device_copy(gx0, np.float64))
         return self._per_rep
 
     def _allocate(self, state):
@@ -495,7 +495,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         unused = cuda.device_array((1, 1), dtype=np.float64)  # never read without its feature
         for name in ("en", "ev", "R1", "R2", "T2"):
             state.d.setdefault(name, unused)
-        state.d["dirty"] = cuda.to_device(np.ones(R, np.int32))
+        state.d["dirty"] = device_copy(np.ones(R, np.int32))
         state.d["ll"] = cuda.device_array(R, dtype=np.float64)
 
     def _slot_args(self, p, d):

@@ -39,7 +39,7 @@ from numba import cuda, float64, int32
 
 from .blocks import block_sum2, carried_segscan2, scan2_slots, segscan_slots
 from .cox import RiskSetDeviceDatafit, move_weight
-from .device import MAX_THREADS
+from .device import MAX_THREADS, device_copy
 from .sweep import compile_sweep
 
 
@@ -234,7 +234,7 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
     """
 
     family_name = "fine_gray"
-    sweep_kernel = sweep_kernel
+    sweep_kernel = staticmethod(sweep_kernel)  # a dispatcher binds like a function: no self
     state_fields = ("eta", "w", "W", "Wc", "D", "C", "A1", "SB", "A2", "A2G", "A2GG", "dirty")
 
     def _make_static(self):
@@ -242,14 +242,14 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
         K = cpu.n_slots
         st = np.int32 if K < 2**31 - 1 else np.int64
         slot = np.asarray(cpu.slot, st)
-        return dict(indptr=cuda.to_device(cpu.indptr.astype(np.int64)),
-                    indices=cuda.to_device(cpu.indices.astype(self.itype)),
-                    values=cuda.to_device(cpu.values.astype(self.dtype)),
-                    indicator=cuda.to_device(np.asarray(cpu.indicator, np.uint8)),
-                    slot=cuda.to_device(slot),
-                    slotn=cuda.to_device(slot[cpu.indices]),
-                    event=cuda.to_device(np.asarray(cpu.event, np.uint8)),
-                    none=cuda.to_device(np.zeros(K + 1, np.uint8)))
+        return dict(indptr=device_copy(cpu.indptr.astype(np.int64)),
+                    indices=device_copy(cpu.indices.astype(self.itype)),
+                    values=device_copy(cpu.values.astype(self.dtype)),
+                    indicator=device_copy(np.asarray(cpu.indicator, np.uint8)),
+                    slot=device_copy(slot),
+                    slotn=device_copy(slot[cpu.indices]),
+                    event=device_copy(np.asarray(cpu.event, np.uint8)),
+                    none=device_copy(np.zeros(K + 1, np.uint8)))
 
     def _rep(self):
         """Weight-dependent device arrays (R rows each): c, cinv, Gev, d, gx0 from the CPU
@@ -257,8 +257,7 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
         if self._per_rep is None:
             views = [self.cpu] if self.weights is None else [self.cpu.reweighted(w) for w in self.weights]
             types = dict(cw=self.dtype, cinv=self.dtype, Gev=np.float64, slot_d=np.float64, gx0=np.float64)
-            self._per_rep = {name: cuda.to_device(np.ascontiguousarray(np.stack([getattr(v, name) for v in views]),
-                                                                       dtype=dt))
+            self._per_rep = {name: device_copy(np.stack([getattr(v, name) for v in views]), dt)
                              for name, dt in types.items()}
         return self._per_rep
 
@@ -267,7 +266,7 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
         state.d["w"] = cuda.device_array((R, n), dtype=self.dtype)
         for name in ("W", "Wc", "D", "C", "A1", "SB", "A2", "A2G", "A2GG"):
             state.d[name] = cuda.device_array((R, K + 1), dtype=np.float64)
-        state.d["dirty"] = cuda.to_device(np.ones(R, np.int32))
+        state.d["dirty"] = device_copy(np.ones(R, np.int32))
         state.d["ll"] = cuda.device_array(R, dtype=np.float64)
 
     def _aggregates(self, state):

@@ -21,7 +21,7 @@ from riskset.kernels.cpu import glm as cpu_kernels
 
 from .base import DeviceDatafit
 from .blocks import block_sum2
-from .device import MAX_THREADS, row_blocks, simulator_enabled
+from .device import MAX_THREADS, device_copy, row_blocks, simulator_enabled
 from .sweep import compile_sweep
 
 LOGISTIC, POISSON, GAUSSIAN = cpu_kernels.LOGISTIC, cpu_kernels.POISSON, cpu_kernels.GAUSSIAN
@@ -149,7 +149,7 @@ class GLMDeviceDatafit(DeviceDatafit):
     """:class:`~riskset.models.glm.GLMDatafit` with X and the state on the device."""
 
     family_name = "glm"
-    sweep_kernel = sweep_kernel
+    sweep_kernel = staticmethod(sweep_kernel)  # a dispatcher binds like a function: no self
     state_fields = ("eta", "expeta", "resid", "curv")
     #: a single fit (R = 1) sweeps with the cooperative whole-grid kernel; replicates use one block each
     single_fit_grid = True
@@ -169,14 +169,14 @@ class GLMDeviceDatafit(DeviceDatafit):
             indices = np.r_[np.arange(n), indices]
             values = np.r_[np.ones(n), values]
             indicator = np.r_[np.uint8(1), indicator]
-        return dict(indptr=cuda.to_device(indptr), indices=cuda.to_device(indices.astype(self.itype)),
-                    values=cuda.to_device(values.astype(self.dtype)), indicator=cuda.to_device(indicator),
-                    y=cuda.to_device(cpu.y.astype(self.dtype)))
+        return dict(indptr=device_copy(indptr), indices=device_copy(indices.astype(self.itype)),
+                    values=device_copy(values.astype(self.dtype)), indicator=device_copy(indicator),
+                    y=device_copy(cpu.y.astype(self.dtype)))
 
     def _weights_dev(self):
         if self._per_rep is None:
             w = self.cpu.data_weights()[None, :] if self.weights is None else self.weights
-            self._per_rep = cuda.to_device(np.ascontiguousarray(w, dtype=self.dtype))
+            self._per_rep = device_copy(w, self.dtype)
         return self._per_rep
 
     def _allocate(self, state):

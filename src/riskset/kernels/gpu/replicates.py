@@ -15,9 +15,10 @@ table once per fit).
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda
 
 from riskset.core.replicates import ReplicateBatch
+
+from .device import device_copy
 
 
 class DeviceReplicates(ReplicateBatch):
@@ -26,7 +27,7 @@ class DeviceReplicates(ReplicateBatch):
     def __init__(self, device):
         self.device = device
         self.n_replicates, self.n_coef = device.n_rep, device.n_coef
-        self._coords = cuda.to_device(np.arange(self.n_coef, dtype=np.int64))
+        self._coords = device_copy(np.arange(self.n_coef, dtype=np.int64))
         self._prior = None  # (host table, its device copy): uploaded once per fit
 
     @classmethod
@@ -37,16 +38,16 @@ class DeviceReplicates(ReplicateBatch):
 
     def _prior_on_device(self, prior):
         if self._prior is None or self._prior[0] is not prior:
-            self._prior = (prior, cuda.to_device(np.ascontiguousarray(prior, dtype=np.float64)))
+            self._prior = (prior, device_copy(prior, np.float64))
         return self._prior[1]
 
     def new_state(self, beta):
         return self.device.new_state(beta)
 
     def sweep(self, state, mask, beta, prior, radius):
-        beta_d = cuda.to_device(np.ascontiguousarray(beta))
-        radius_d = cuda.to_device(np.ascontiguousarray(radius))
-        self.device.sweep_batch(state, self._coords, cuda.to_device(mask.astype(np.uint8)), beta_d,
+        beta_d = device_copy(beta)
+        radius_d = device_copy(radius)
+        self.device.sweep_batch(state, self._coords, device_copy(mask.astype(np.uint8)), beta_d,
                                 self._prior_on_device(prior), radius_d)
         beta[:] = beta_d.copy_to_host()
         radius[:] = radius_d.copy_to_host()
