@@ -1,4 +1,5 @@
 """Logistic, Poisson and least-squares families: derivatives, optimality, invariances."""
+import dataclasses
 import warnings
 
 import numpy as np
@@ -143,7 +144,8 @@ def test_perfect_separation_is_reported_not_converged():
 
 def test_iteration_cap_reports_non_convergence(rng, monkeypatch):
     """Newton polishing off: with it, one cycle reaches the optimum of this small fit."""
-    monkeypatch.setattr(ccd, "polish", lambda datafit, beta, state, *args, **kwargs: (beta, state, None))
+    monkeypatch.setattr(ccd, "polish", lambda datafit, beta, state, *args, objective=None, **kwargs:
+                        (beta, state, objective, None))
     data = make_data("logistic", rng)
     with pytest.warns(ConvergenceWarning, match="max_iter"):
         fit = riskset.fit(data, "logistic", max_iter=1)
@@ -212,3 +214,39 @@ def test_local_quadratic_is_the_hessian_block_without_forming_it(model, rng):
     assert np.allclose(quad.gradient, df.gradient(state)[cols], rtol=1e-12, atol=1e-12)
     assert np.allclose(quad.hessian_times(b), H @ b, rtol=1e-12, atol=1e-12)
     assert np.allclose(quad.curvature, -np.diag(H), rtol=1e-12)
+
+
+@pytest.mark.parametrize("model", FAMILIES)
+def test_intercept_start_is_the_intercept_only_optimum(model, rng):
+    """The restricted start's closed form (every covariate at 0, a constant offset): the
+    intercept's score vanishes there, with case weights; any other case has none."""
+    data = make_data(model, rng, weights=True)
+    data = dataclasses.replace(data, offset=np.full(data.n_rows, 0.4))
+    df = get_model(model).datafit(data)
+    zero = np.zeros(df.n_coef)
+    start = df.unpenalized_start(zero, np.array([0]))
+    assert np.array_equal(start[1:], zero[1:]) and start[0] != 0
+    score, info = df.coordinate(df.new_state(start), 0)
+    assert abs(score) < 1e-10 * abs(info)
+    assert df.unpenalized_start(zero, np.array([0, 1])) is None  # more than the intercept
+    moved = zero.copy()
+    moved[2] = 0.1
+    assert df.unpenalized_start(moved, np.array([0])) is None  # a covariate off 0
+    varying = get_model(model).datafit(dataclasses.replace(data, offset=np.linspace(0, 1, data.n_rows)))
+    assert varying.unpenalized_start(zero, np.array([0])) is None
+    if model != "least_squares":  # no event, no count: the intercept's estimate does not exist
+        none = get_model(model).datafit(dataclasses.replace(data, y=np.zeros(data.n_rows)))
+        assert none.unpenalized_start(zero, np.array([0])) is None
+
+
+def test_intercept_start_changes_no_fit(rng, monkeypatch):
+    """A lasso fit from the closed-form start ends where the Newton-fitted restricted start ends."""
+    from riskset.models.glm import GLMDatafit
+
+    data = make_data("logistic", rng, n=2000, p=30)
+    prior = riskset.Laplace(gamma=8.0)
+    fit = riskset.fit(data, "logistic", prior)
+    monkeypatch.setattr(GLMDatafit, "unpenalized_start", lambda self, beta, coefs: None)
+    newton = riskset.fit(data, "logistic", prior)
+    assert fit.converged and newton.converged and np.count_nonzero(fit.coef.values) >= 4
+    np.testing.assert_allclose(fit.coef.values, newton.coef.values, rtol=1e-7, atol=1e-9)

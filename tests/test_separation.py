@@ -246,7 +246,9 @@ def test_a_non_finite_objective_during_the_cycles_ends_the_fit(l1):
         return loglik(state) if calls["n"] < 3 else np.nan
 
     datafit.loglik = failing
+    datafit.unpenalized_start = lambda beta, coefs: None  # the intercept by cycles, not in closed form
     penalty = np.r_[0.0, np.full(3, l1)]
     res = fit_ccd(datafit, penalty, np.zeros(4), options=SolverOptions(polish_max_active=0))
     assert not res.converged and res.status == "not_converged"
     assert "stopped at cycle 2" in res.message and res.n_iter == 2  # no sweep after the non-finite objective
+    assert np.isnan(res.objective)  # the objective it stopped at, not the last finite one

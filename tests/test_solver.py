@@ -43,9 +43,9 @@ def test_polish_never_worsens_and_stops_crossing_coordinates_at_zero(dense_max, 
     start = rng.normal(scale=0.3, size=df.n_coef)  # far from the optimum: Newton steps cross zero
     state = df.new_state(start)
     before = df.loglik(state) - Penalty(l1, l2).value(start)
-    beta, state, _ = polish(df, start.copy(), state, Penalty(l1, l2), np.ones(df.n_coef, bool), 5000)
+    beta, state, objective, _ = polish(df, start.copy(), state, Penalty(l1, l2), np.ones(df.n_coef, bool), 5000)
     after = df.loglik(state) - Penalty(l1, l2).value(beta)
-    assert after > before
+    assert after > before and objective == after  # the objective it returns is the state's
     assert np.all((np.sign(beta) == np.sign(start)) | (beta == 0))
     assert np.any((beta == 0) & (start != 0))
 
@@ -58,7 +58,8 @@ def test_conjugate_gradient_newton_steps_converge_quadratically(monkeypatch):
     steps = []
     original = ccd.newton_step
     monkeypatch.setattr(ccd, "newton_step", lambda *a: steps.append(1) or original(*a))
-    beta, state, _ = polish(df, rough.beta.copy(), rough.state, Penalty(l1, l2), np.ones(df.n_coef, bool), 5000)
+    beta, state, _, _ = polish(df, rough.beta.copy(), rough.state, Penalty(l1, l2), np.ones(df.n_coef, bool),
+                               5000)
     active = np.flatnonzero(beta)
     kkt = df.gradient(state)[active] - l2[active] * beta[active] - l1[active] * np.sign(beta[active])
     assert np.array_equal(active, np.flatnonzero(rough.beta))

@@ -44,12 +44,12 @@ RANDOM_ACCESS_COST = 3.0
 CACHED_ROWS = 1 << 17
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def indicator_columns(indptr, values):
     """Boolean per column: every stored value is 1 (kernels then skip multiplications)."""
     n_cols = indptr.shape[0] - 1
     out = np.ones(n_cols, np.bool_)
-    for c in range(n_cols):
+    for c in prange(n_cols):
         for k in range(indptr[c], indptr[c + 1]):
             if values[k] != 1.0:
                 out[c] = False

@@ -206,6 +206,13 @@ class Datafit(ABC):
         has none."""
         return None
 
+    def unpenalized_start(self, beta: np.ndarray, coefs: np.ndarray) -> np.ndarray | None:
+        """``beta`` with the coefficients ``coefs`` at the maximum of the log-likelihood over
+        them (the others held), where it has a closed form; else None. The solver's
+        restricted start (the unpenalized coefficients fitted, the penalized ones at their
+        centers) begins there and its Newton steps then have nothing left to do."""
+        return None
+
     def diagnose(self, state: FitState, beta: np.ndarray) -> str | None:
         """What is wrong with a state the solver reached (a non-finite linear predictor or
         family array), or None. The solver ends a fit with this message."""

@@ -102,6 +102,27 @@ class GLMDatafit(Datafit):
 
         return LocalQuadratic(grad, self.products.dot2(cols, curv)[1], hessian_times)
 
+    def unpenalized_start(self, beta, coefs):
+        """The intercept alone, every covariate's coefficient 0 and the offset constant: its
+        score sum w (y - mu) = 0 makes mu the weighted mean outcome, so the intercept is that
+        mean through the link (logit, log, identity) less the offset. None otherwise, and
+        where the mean is at the edge of the family's range (the estimate does not exist)."""
+        if not self.first or list(coefs) != [0] or np.any(beta[1:] != 0) or np.ptp(self.offset) > 0:
+            return None
+        total = float(np.sum(self.w))
+        mean = float(self.w @ self.y) / total if total > 0 else np.nan
+        if self.family == glm_kernels.LOGISTIC:
+            eta = np.log(mean / (1.0 - mean)) if 0.0 < mean < 1.0 else np.nan
+        elif self.family == glm_kernels.POISSON:
+            eta = np.log(mean) if mean > 0.0 else np.nan
+        else:
+            eta = mean
+        if not np.isfinite(eta):
+            return None
+        start = beta.copy()
+        start[0] = eta - (self.offset[0] if self.offset.size else 0.0)
+        return start
+
     def diagnose(self, state, beta):
         """A non-finite linear predictor, fitted mean or weight, or None."""
         return None if np.all(np.isfinite(state.rows)) else "the linear predictor or a fitted mean is not finite"

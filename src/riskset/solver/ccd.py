@@ -134,6 +134,7 @@ class SolverResult:
     gamma_max: float | None = None
     diverging: dict = field(default_factory=dict)
     kkt: float = float("nan")  # largest KKT violation at beta, relative (see SolverOptions.kkt_tol)
+    grad: np.ndarray | None = None  # the log-likelihood's gradient at beta, where the KKT check that ended it has it
 
     @property
     def status(self) -> str:
@@ -251,6 +252,7 @@ class CycleControl:
         self.k, self.full, self.after_full, self.change = 0, True, False, np.inf
         self.done, self.converged, self.failed = options.max_iter <= 0, False, False
         self.wants_kkt, self.kkt, self.kkt_failed = False, np.nan, False
+        self.grad = None  # the gradient of the KKT check that ended the fit (converged: the last step)
         self.message = f"reached max_iter = {self.max_iter} cycles" if self.done else ""
 
     def coords(self, coords, beta, pen: Penalty):
@@ -263,8 +265,8 @@ class CycleControl:
     def record(self, objective: float) -> None:
         """Account for one sweep that ended at ``objective``."""
         self.k += 1
-        if not np.isfinite(objective):
-            self.done, self.change, self.failed = True, np.nan, True
+        if not np.isfinite(objective):  # kept: the fit's objective is this, not the last finite one
+            self.objective, self.done, self.change, self.failed = objective, True, np.nan, True
             self.message = f"the fit stopped at cycle {self.k}: the objective became {objective}"
             return
         self.change = abs(objective - self.objective) / (abs(objective) + 1.0)
@@ -280,10 +282,12 @@ class CycleControl:
             self.full = False
         self._cap()
 
-    def checked(self, kkt: float) -> None:
-        """Account for the KKT violation (relative) after a full sweep that met ``tol``."""
+    def checked(self, kkt: float, grad: np.ndarray | None = None) -> None:
+        """Account for the KKT violation (relative) after a full sweep that met ``tol``, found
+        from the gradient ``grad`` (kept if the fit ends here: nothing moves after)."""
         self.wants_kkt, self.kkt = False, kkt
         if kkt <= self.kkt_tol:
+            self.grad = grad
             self.done, self.converged = True, True
             self.message = (f"KKT violation {kkt:.1e} <= kkt_tol {self.kkt_tol:g} (relative objective change "
                             f"{self.change:.1e} < tol {self.tol:g})")
@@ -345,7 +349,8 @@ def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, un
     if bar is not None:
         bar.close()
     ll = datafit.loglik(state)
-    result = SolverResult(beta, state, ll, ctl.objective, ctl.converged, ctl.k, ctl.message, kkt=ctl.kkt)
+    result = SolverResult(beta, state, ll, ctl.objective, ctl.converged, ctl.k, ctl.message, kkt=ctl.kkt,
+                          grad=ctl.grad)
     return beta, state, result
 
 
@@ -353,12 +358,10 @@ def kkt_check(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, ctl
     """The KKT check of a fit that wants one (:attr:`CycleControl.wants_kkt`): small active
     sets polished to machine precision first, then :meth:`CycleControl.checked` with the
     violation in ``unit`` (:func:`kkt_unit`). Returns (beta, state, the gradient)."""
-    polished, state, _ = polish(datafit, beta, state, pen, free, opts.final_polish_max_active)
-    if not np.array_equal(polished, beta):
-        beta = polished
-        ctl.objective = datafit.loglik(state) - pen.value(beta)
+    beta, state, ctl.objective, _ = polish(datafit, beta, state, pen, free, opts.final_polish_max_active,
+                                           objective=ctl.objective)
     grad = datafit.gradient(state)
-    ctl.checked(kkt_violation(datafit, state, beta, pen, free, unit, grad))
+    ctl.checked(kkt_violation(datafit, state, beta, pen, free, unit, grad), grad)
     return beta, state, grad
 
 
@@ -375,8 +378,9 @@ def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions,
     for _ in range(POLISH_ROUNDS):
         start, grad = ctl.objective, None
         for tol in (opts.tol, opts.tol * POLISH_SETTLED):  # the second after one that settled above
-            beta, state, settled = polish(datafit, beta, state, pen, free, opts.polish_max_active, tol)
-            ctl.polished(datafit.loglik(state) - pen.value(beta), settled)
+            beta, state, objective, settled = polish(datafit, beta, state, pen, free, opts.polish_max_active, tol,
+                                                     objective=ctl.objective)
+            ctl.polished(objective, settled)
             if ctl.wants_kkt:
                 beta, state, grad = kkt_check(datafit, beta, state, pen, free, opts, ctl, unit)
                 break
@@ -434,10 +438,13 @@ def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
         return beta, state, None, None
     unpen = np.flatnonzero(free & (l1 == 0))
     if unpen.size:
+        closed_form = datafit.unpenalized_start(beta, unpen)  # e.g. a GLM's intercept alone: the mean outcome
+        if closed_form is not None:
+            beta, state = closed_form, datafit.new_state(closed_form)
         beta, state, start = _cycles(datafit, beta, state, pen, unpen, opts)
         if not np.isfinite(start.objective):
             return beta, state, None, start
-    grad = datafit.gradient(state)
+    grad = datafit.gradient(state) if not unpen.size or start.grad is None else start.grad
     if not np.all(np.isfinite(grad)):
         j = int(np.flatnonzero(~np.isfinite(grad))[0])
         message = (f"the fit stopped after the restricted start: the gradient of {datafit.coef_label(j)!r} "
@@ -466,12 +473,13 @@ def zero_test(grad, l1, penalized):
     return gamma_max, bool(np.all(g <= pen))
 
 
-def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_steps=25):
+def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_steps=25, objective=None):
     """Newton steps on the active set (from :func:`newton_step`), projected on its orthant:
     an L1 coordinate that would cross its center stops there and leaves the active set.
-    Returns (beta, state, settled): ``settled`` is the relative gain the steps had come down
-    to (the last one's, or the one expected of the next) when they stopped for want of
-    progress without moving a coordinate to its center, else None.
+    Returns (beta, state, objective, settled): ``objective`` is the penalized log-likelihood
+    there; ``settled`` is the relative gain the steps had come down to (the last one's, or
+    the one expected of the next) when they stopped for want of progress without moving a
+    coordinate to its center, else None.
 
     A step is accepted only if the objective stays finite and increases (else it is halved, at most
     :data:`BACKTRACKS` times); polishing can therefore never make a fit worse. Steps stop
@@ -480,11 +488,13 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
     conjugate-gradient step that moved coordinates to their centers: the next full sweep
     settles the active set for one product, where more steps spent tens on coordinates
     that the sweep then brought back (at N = 1M even a few crossings cost a whole cycle).
+    ``objective``: the penalized log-likelihood at ``state``, where the caller has it.
     """
+    if objective is None:
+        objective = datafit.loglik(state) - pen.value(beta)
     active = polish_set(beta, pen, free, max_active)
     if active is None:
-        return beta, state, None
-    objective = datafit.loglik(state) - pen.value(beta)
+        return beta, state, objective, None
     l1, center = pen.l1, pen.center
     settled = None
     for _ in range(max_steps):
@@ -522,7 +532,7 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
         active = polish_set(beta, pen, free, max_active)  # crossing coordinates have left it
         if active is None:
             break
-    return beta, state, settled
+    return beta, state, objective, settled
 
 
 def gain_ahead(gain: float, predicted: float, conjugate_gradients: bool) -> float:

@@ -182,8 +182,8 @@ def _polish(batch, state, beta, pen: Penalty, base, rows, max_active) -> dict:
 
     def one(r):
         view = batch.view(r)
-        b, st, _ = polish(view, beta[r].copy(), view.new_state(beta[r]), pen.row(r), base[r], max_active)
-        return b, view.loglik(st) - pen.row(r).value(b)
+        b, _, objective, _ = polish(view, beta[r].copy(), view.new_state(beta[r]), pen.row(r), base[r], max_active)
+        return b, objective
 
     return _on_views(batch, state, beta, rows, one)
 

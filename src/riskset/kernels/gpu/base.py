@@ -211,6 +211,9 @@ class DeviceDatafit(Datafit):
     def diagnose(self, state, beta):
         return self._cpu_view(0).diagnose(self._host_state(state, 0), beta)
 
+    def unpenalized_start(self, beta, coefs):
+        return self._cpu_view(0).unpenalized_start(beta, coefs)
+
     # -- host-side questions about the data: the CPU datafit's answers --------------------------
     def coef_of_column(self, j):
         return self.cpu.coef_of_column(j)
