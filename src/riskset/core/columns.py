@@ -160,11 +160,9 @@ class ColumnProducts:
             csc_gram(self.indptr, self.indices, self.values, cols, c, out)
             return np.triu(out) + np.triu(out, 1).T
         if layout == "subset":
-            real = np.flatnonzero(cols >= 0)
-            unit = bool(np.all(self.unit[cols[real]]))
-            rptr, rcol, rval = csc_subset_to_csr(self.indptr, self.indices, self.values, cols[real], real,
-                                                 self.n_rows, unit)
-            pos, ones = np.arange(m, dtype=np.int64), (int(np.flatnonzero(cols < 0)[0]) if real.size < m else -1)
+            real = cols >= 0
+            rptr, rcol, rval = self._subset_rows(cols, bool(np.all(self.unit[cols[real]])))
+            pos, ones = np.arange(m, dtype=np.int64), (int(np.flatnonzero(~real)[0]) if not real.all() else -1)
         else:
             rptr, rcol, rval = self.row_major()
             pos, ones = self._positions(cols)
@@ -179,12 +177,16 @@ class ColumnProducts:
         ``rcol[rowptr[r]:rowptr[r+1]]`` (positions in ``cols``, ascending) and their values
         ``rval`` (O(N + nnz of the columns)). The last set's copy is kept: the Newton steps
         of a polish ask for the Hessian block of one active set again and again."""
-        cols = _index(cols)
-        key = cols.tobytes()
+        return self._subset_rows(_index(cols), False)
+
+    def _subset_rows(self, cols, unit: bool):
+        """The row-major copy of the real columns of ``cols`` (entries hold their positions in
+        ``cols``; the ones column, -1, has none; no values if ``unit``), the last one kept."""
+        key = (cols.tobytes(), unit)
         kept = self._rows_of  # one tuple, read and replaced whole: safe for the threads of replicates
         if kept is None or kept[0] != key:
-            kept = key, csc_subset_to_csr(self.indptr, self.indices, self.values, cols,
-                                          np.arange(cols.shape[0], dtype=np.int64), self.n_rows, False)
+            real = np.flatnonzero(cols >= 0)
+            kept = key, csc_subset_to_csr(self.indptr, self.indices, self.values, cols[real], real, self.n_rows, unit)
             self._rows_of = kept
         return kept[1]
 
