@@ -120,7 +120,7 @@ class GLMDatafit(Datafit):
         if not np.isfinite(eta):
             return None
         start = beta.copy()
-        start[0] = eta - (self.offset[0] if self.offset.size else 0.0)
+        start[0] = eta - self.offset[0]
         return start
 
     def diagnose(self, state, beta):

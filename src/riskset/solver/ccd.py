@@ -437,6 +437,7 @@ def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
     if np.any(~pen.at_center(beta)[penalized]):  # warm start off the centers: nothing to test cheaply
         return beta, state, None, None
     unpen = np.flatnonzero(free & (l1 == 0))
+    grad = None
     if unpen.size:
         closed_form = datafit.unpenalized_start(beta, unpen)  # e.g. a GLM's intercept alone: the mean outcome
         if closed_form is not None:
@@ -444,7 +445,9 @@ def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
         beta, state, start = _cycles(datafit, beta, state, pen, unpen, opts)
         if not np.isfinite(start.objective):
             return beta, state, None, start
-    grad = datafit.gradient(state) if not unpen.size or start.grad is None else start.grad
+        grad = start.grad  # where the KKT check that ended the restricted cycles computed it
+    if grad is None:
+        grad = datafit.gradient(state)
     if not np.all(np.isfinite(grad)):
         j = int(np.flatnonzero(~np.isfinite(grad))[0])
         message = (f"the fit stopped after the restricted start: the gradient of {datafit.coef_label(j)!r} "
