@@ -137,3 +137,34 @@ def test_gram_layout_follows_the_work(rng):
     assert cp._gram_on_rows(np.array([3, 8])) is None
     assert cp._gram_on_rows(np.r_[-1, np.arange(40)]) == "subset"
     assert cp._gram_on_rows(np.arange(150)) == "all"
+
+
+@pytest.mark.parametrize("indicators", [False, True])
+def test_row_major_copy_of_a_column_subset_is_scipys(indicators, rng, monkeypatch):
+    """Entries hold positions in the (unsorted) set, a row's in the set's order, built by row
+    blocks: the same copy as scipy's CSR of X[:, cols], on 1 and 2 threads."""
+    X = design(rng, indicators, n=2000, p=30)
+    cp = products(X, monkeypatch, "csr")
+    cols = np.array([17, 3, 29, 0, 8])
+    expected = sp.csr_matrix(X.tocsc()[:, cols])
+    assert cp.bounds.size > 3
+    for k in (1, 2):
+        cp._kept.rows = None
+        rptr, rcol, rval = on_threads(k, lambda: cp.rows_of(cols))
+        assert np.array_equal(rptr, expected.indptr) and np.array_equal(rcol, expected.indices)
+        assert np.array_equal(rval, expected.data)
+
+
+def test_each_thread_keeps_its_own_row_copy(rng, monkeypatch):
+    """The replicates' polishes run in threads on different active sets: each thread's last
+    copy survives the other's."""
+    import threading
+
+    X = design(rng, indicators=True, n=500, p=20)
+    cp = products(X, monkeypatch, "csr")
+    first = cp.rows_of(np.array([1, 2, 3]))
+    other = []
+    worker = threading.Thread(target=lambda: other.append(cp.rows_of(np.array([4, 5]))))
+    worker.start()
+    worker.join()
+    assert cp.rows_of(np.array([1, 2, 3])) is first and other[0] is not first

@@ -13,7 +13,9 @@ Two layouts, chosen per call by the work they do:
 * a row-major copy (CSR, built lazily, once), which streams: ``X_A b`` gathers from the
   small ``b`` row by row and ``X_A' z`` scatters into a small |A|-vector; it reads every
   non-zero of the row, so it wins when A holds a good share of X's non-zeros. For designs
-  of indicators its values are not stored. A weighted Hessian-vector product
+  of indicators its values are not stored. Products asked again and again for one A (the
+  Newton steps of a polish: Hessian blocks, Hessian-vector products) read A's own row-major
+  copy instead, built by row blocks and kept per thread. A weighted Hessian-vector product
   ``X_A' diag(c) X_A b`` (:meth:`~ColumnProducts.gram_times`) takes both halves in one
   pass over a row, which is still in the cache for the second.
 
@@ -68,6 +70,12 @@ def row_blocks(n_rows: int, max_blocks: int = MAX_BLOCKS) -> np.ndarray:
     return np.linspace(0, n_rows, n_blocks + 1).round().astype(np.int64)
 
 
+class _Kept(threading.local):
+    """Per thread: the last row-major copy of a column subset, ``(key, (rptr, rcol, rval))``."""
+
+    rows = None
+
+
 class ColumnProducts:
     """``X_A b``, ``X_A' z`` and ``X_A' diag(c) X_A`` for sets A of columns of one CSC matrix
     (``-1``: the column of ones), on the CSC or a row-major copy, whichever does less work.
@@ -81,18 +89,18 @@ class ColumnProducts:
         self.n_rows, self.n_cols = n_rows, indptr.shape[0] - 1
         self.bounds = row_blocks(n_rows)
         self._csr = None
-        self._rows_of = None
+        self._kept = _Kept()
         self._unit = None
         self._lock = threading.Lock()
 
     def __getstate__(self):
         """Pickled (e.g. for dask workers) without the lock, nor the row-major copy: a worker
         builds its own if it needs one."""
-        return {**self.__dict__, "_lock": None, "_csr": None, "_rows_of": None}
+        return {**self.__dict__, "_lock": None, "_csr": None, "_kept": None}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._lock = threading.Lock()
+        self._lock, self._kept = threading.Lock(), _Kept()
 
     # -- the products ------------------------------------------------------------------
     def times(self, cols, b, out=None) -> np.ndarray:
@@ -127,10 +135,11 @@ class ColumnProducts:
     def gram_times(self, cols, c, b) -> np.ndarray:
         """X[:, cols]' diag(c) X[:, cols] b (an |A|-vector; a GLM's Hessian-vector product).
 
-        On the row-major copy each row's ``x_iA b`` and its share ``c_i (x_iA b) x_iA`` of the
-        result are one pass over the row, by row blocks on all threads; on the CSC it is
-        :meth:`times` and then :meth:`dot`. The layout follows the work, never the threads,
-        so the bits are the same on any number of threads.
+        On A's own row-major copy (:meth:`_subset_rows`, kept: the conjugate-gradient steps of
+        a polish ask for many products with one A) each row's ``x_iA b`` and its share
+        ``c_i (x_iA b) x_iA`` of the result are one pass over the row, by row blocks on all
+        threads; on the CSC it is :meth:`times` and then :meth:`dot`. The layout follows the
+        work, never the threads, so the bits are the same on any number of threads.
         """
         cols, b = _index(cols), np.ascontiguousarray(b, dtype=np.float64)
         c = np.ascontiguousarray(c, dtype=np.float64)
@@ -138,14 +147,15 @@ class ColumnProducts:
             z = self.times(cols, b)
             z *= c
             return self.dot(cols, z)
-        rptr, rcol, rval = self.row_major()
-        full, ones = self._spread(cols, b)
-        pos, at_ones = self._positions(cols)
         m = cols.shape[0]
-        partial = np.zeros((self.bounds.shape[0] - 1, m + 1))
-        csr_gram_times(rptr, rcol, rval, full, ones, pos, at_ones, c, self.bounds, partial)
+        real = cols >= 0
+        rptr, rcol, rval = self._subset_rows(cols, bool(np.all(self.unit[cols[real]])))
+        at_ones = -1 if real.all() else int(np.flatnonzero(~real)[0])
+        ones = 0.0 if at_ones < 0 else float(b[at_ones])
+        partial = np.zeros((self.bounds.shape[0] - 1, m))
+        csr_gram_times(rptr, rcol, rval, b, ones, at_ones, c, self.bounds, partial)
         out = np.empty(m)
-        _sum_blocks(partial[:, :m], out)
+        _sum_blocks(partial, out)
         return out
 
     def gram(self, cols, c) -> np.ndarray:
@@ -181,13 +191,15 @@ class ColumnProducts:
 
     def _subset_rows(self, cols, unit: bool):
         """The row-major copy of the real columns of ``cols`` (entries hold their positions in
-        ``cols``; the ones column, -1, has none; no values if ``unit``), the last one kept."""
+        ``cols``; the ones column, -1, has none; no values if ``unit``), the last one kept by
+        each thread (the replicates' polishes run in threads, each on its own active set)."""
         key = (cols.tobytes(), unit)
-        kept = self._rows_of  # one tuple, read and replaced whole: safe for the threads of replicates
+        kept = self._kept.rows
         if kept is None or kept[0] != key:
             real = np.flatnonzero(cols >= 0)
-            kept = key, csc_subset_to_csr(self.indptr, self.indices, self.values, cols[real], real, self.n_rows, unit)
-            self._rows_of = kept
+            kept = key, csc_subset_to_csr(self.indptr, self.indices, self.values, cols[real], real, self.n_rows, unit,
+                                          self.bounds)
+            self._kept.rows = kept
         return kept[1]
 
     @property
@@ -417,26 +429,39 @@ def csc_to_csr(indptr, indices, values, bounds, rptr, rcol, rval):
                 k += 1
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def csc_subset_to_csr(indptr, indices, values, cols, positions, n_rows, unit):
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def csc_subset_to_csr(indptr, indices, values, cols, positions, n_rows, unit, bounds):
     """(row pointers, positions, values) of the row-major copy of X[:, cols]: the entry of
-    column ``cols[a]`` holds ``positions[a]`` in place of the column; no values if ``unit``."""
+    column ``cols[a]`` holds ``positions[a]`` in place of the column; no values if ``unit``.
+    By row blocks on all threads: each block finds its rows in every column by bisection
+    and fills them in the order of ``cols`` (the same copy on any number of threads)."""
+    m = cols.shape[0]
     rptr = np.zeros(n_rows + 1, np.int64)
-    for a in range(cols.shape[0]):
-        for k in range(indptr[cols[a]], indptr[cols[a] + 1]):
-            rptr[indices[k] + 1] += 1
+    for blk in prange(bounds.shape[0] - 1):
+        lo, hi = bounds[blk], bounds[blk + 1]
+        for a in range(m):
+            end = indptr[cols[a] + 1]
+            k = _first_at_or_after(indices, indptr[cols[a]], end, lo)
+            while k < end and indices[k] < hi:
+                rptr[indices[k] + 1] += 1
+                k += 1
     for i in range(n_rows):
         rptr[i + 1] += rptr[i]
-    fill = rptr[:-1].copy()
-    rcol = np.empty(rptr[n_rows], np.int64)
+    rcol = np.empty(rptr[n_rows], np.int32)  # positions in cols
     rval = np.empty(0 if unit else rptr[n_rows])
-    for a in range(cols.shape[0]):
-        for k in range(indptr[cols[a]], indptr[cols[a] + 1]):
-            q = fill[indices[k]]
-            rcol[q] = positions[a]
-            if not unit:
-                rval[q] = values[k]
-            fill[indices[k]] = q + 1
+    for blk in prange(bounds.shape[0] - 1):
+        lo, hi = bounds[blk], bounds[blk + 1]
+        fill = rptr[lo:hi].copy()
+        for a in range(m):
+            end = indptr[cols[a] + 1]
+            k = _first_at_or_after(indices, indptr[cols[a]], end, lo)
+            while k < end and indices[k] < hi:
+                q = fill[indices[k] - lo]
+                rcol[q] = positions[a]
+                if not unit:
+                    rval[q] = values[k]
+                fill[indices[k] - lo] = q + 1
+                k += 1
     return rptr, rcol, rval
 
 
@@ -490,10 +515,10 @@ def csr_dot(rptr, rcol, rval, pos, ones, z, bounds, squares, partial, partial2):
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def csr_gram_times(rptr, rcol, rval, full, ones, pos, at_ones, c, bounds, partial):
-    """partial[blk, pos_j] = sum over the block's rows of x_ij c_i (x_i . full + ones): full is b
-    spread over all columns (0 off A), ``ones`` its ones-column coefficient, ``at_ones`` the
-    slot of the ones column in the result (or -1); pos as :func:`csr_dot`."""
+def csr_gram_times(rptr, rcol, rval, b, ones, at_ones, c, bounds, partial):
+    """partial[blk, a] = sum over the block's rows of x_ia c_i (x_i . b + ones), on A's row-major
+    copy (``rcol``: positions in A); ``ones``: the ones column's coefficient, ``at_ones`` its
+    slot in the result (or -1; it has no entries in the copy)."""
     unit = rval.shape[0] == 0
     for blk in prange(bounds.shape[0] - 1):
         acc = partial[blk]
@@ -504,16 +529,16 @@ def csr_gram_times(rptr, rcol, rval, full, ones, pos, at_ones, c, bounds, partia
             s += ones
             if unit:
                 for k in range(lo, hi):
-                    s += full[rcol[k]]
+                    s += b[rcol[k]]
                 s *= c[i]
                 for k in range(lo, hi):
-                    acc[pos[rcol[k]]] += s
+                    acc[rcol[k]] += s
             else:
                 for k in range(lo, hi):
-                    s += rval[k] * full[rcol[k]]
+                    s += rval[k] * b[rcol[k]]
                 s *= c[i]
                 for k in range(lo, hi):
-                    acc[pos[rcol[k]]] += rval[k] * s
+                    acc[rcol[k]] += rval[k] * s
             total += s
         if at_ones >= 0:
             acc[at_ones] = total
