@@ -83,6 +83,26 @@ def test_derivatives_match_finite_differences(rng, kind):
     check_derivatives(df, beta)
 
 
+@pytest.mark.parametrize("kind", ["poisson", "breslow_weighted"])
+def test_local_quadratic_is_the_hessian_block_without_forming_it(rng, kind):
+    """Multinomial strata (conditional Poisson, Breslow ties, weighted sets): gradient =
+    gradient(), H b = hessian() @ b, curvature >= -diag(H) > 0. Exact strata: None."""
+    if kind == "poisson":
+        df = ConditionalPoisson().datafit(count_data(rng))
+    else:
+        df = ConditionalLogistic(ties="breslow").datafit(matched_data(rng, weights=True))
+    state = df.new_state(np.array([0.3, -0.4, 0.2]))
+    cols = np.array([2, 0])
+    quad = df.local_quadratic(state, cols)
+    H = df.hessian(state, cols)
+    b = np.array([0.7, -1.3])
+    assert np.allclose(quad.gradient, df.gradient(state)[cols], rtol=1e-12, atol=1e-12)
+    assert np.allclose(quad.hessian_times(b), H @ b, rtol=1e-12, atol=1e-12)
+    assert np.all(quad.curvature >= -np.diag(H) - 1e-12) and np.all(quad.curvature > 0)
+    exact = ConditionalLogistic(ties="exact").datafit(matched_data(rng))
+    assert np.any(exact.exact_m > 0) and exact.local_quadratic(exact.new_state(np.zeros(3)), cols) is None
+
+
 def test_moves_keep_state_consistent(rng):
     df = ConditionalLogistic().datafit(matched_data(rng))
     st = df.new_state(np.zeros(3))

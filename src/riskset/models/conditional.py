@@ -49,7 +49,8 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import conditional as conditional_kernels
-from riskset.models.base import Datafit, FitState, Model, indicator_columns, require_information, weight_overflow
+from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, indicator_columns, require_information,
+                                 weight_overflow)
 
 
 class ConditionalDatafit(Datafit):
@@ -175,6 +176,26 @@ class ConditionalDatafit(Datafit):
         p = state.w / np.bincount(self.row_stratum, weights=state.w, minlength=self.n_strata)[self.row_stratum]
         Xc = self.X[:, np.asarray(columns, dtype=np.int64)]
         return np.asarray(Xc.multiply(Xc).T @ (p * self.n_s[self.row_stratum])).ravel()
+
+    def local_quadratic(self, state, columns):
+        """Gradient, a diagonal scale and ``b -> H b`` on ``columns`` for multinomial strata
+        (None with exact ones): with p_r = w_r / W_s and c_r = n_s p_r,
+        H b = -X' (c (u - mean_s^p u)) for u = X b (:func:`~riskset.kernels.cpu.conditional.centered_rows`),
+        O(nnz of the columns + N) per product; X^2' c bounds -h_jj from above."""
+        if np.any(self.exact_m > 0):
+            return None
+        cols = np.ascontiguousarray(columns, dtype=np.int64)
+        p, c = np.empty(self.n_rows), np.empty(self.n_rows)
+        conditional_kernels.row_shares(state.w, self.n_s, self.stratum_ptr, p, c)
+        grad = self.products.dot(cols, self.residuals(state))
+        u, z = np.empty(self.n_rows), np.empty(self.n_rows)
+
+        def hessian_times(b):
+            self.products.times(cols, b, u)
+            conditional_kernels.centered_rows(u, p, c, self.stratum_ptr, z)
+            return -self.products.dot(cols, z)
+
+        return LocalQuadratic(grad, self.products.dot2(cols, c)[1], hessian_times)
 
     def hessian(self, state, columns):
         columns = np.asarray(columns, dtype=np.int64)

@@ -256,6 +256,31 @@ def residuals(w, W, y, n_s, stratum_ptr, exact_m, c_s, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def row_shares(w, n_s, stratum_ptr, p, c):
+    """p_r = w_r / W_s (W_s summed from w) and c_r = n_s p_r, the curvature weights of the
+    multinomial strata: -H = X' diag(c) X - sum_s n_s (X_s' p_s)(p_s' X_s)."""
+    for s in range(stratum_ptr.shape[0] - 1):
+        tot = 0.0
+        for r in range(stratum_ptr[s], stratum_ptr[s + 1]):
+            tot += w[r]
+        for r in range(stratum_ptr[s], stratum_ptr[s + 1]):
+            p[r] = w[r] / tot if n_s[s] > 0 else 0.0
+            c[r] = n_s[s] * p[r]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def centered_rows(u, p, c, stratum_ptr, out):
+    """out_r = c_r (u_r - sum_{q in s} p_q u_q): -H b = X' out for u = X b (multinomial strata),
+    each row's value less its stratum's p-weighted mean."""
+    for s in range(stratum_ptr.shape[0] - 1):
+        mean = 0.0
+        for r in range(stratum_ptr[s], stratum_ptr[s + 1]):
+            mean += p[r] * u[r]
+        for r in range(stratum_ptr[s], stratum_ptr[s + 1]):
+            out[r] = c[r] * (u[r] - mean)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def exact_hessian_block(sub_ptr, sub_idx, sub_val, k, w, stratum_ptr, exact_m, c_s, out):
     """Add the exact strata's part of d2l/dbeta_a dbeta_b (a, b < k) to ``out``.
 
