@@ -1,6 +1,6 @@
 """A large propensity score: L1 logistic regression, 10-fold cross-validation of the prior variance.
 
-    python benchmarks/bench_propensity.py                 # N = 1M, P = 20k, subsample 100k: ~1.5 h
+    python benchmarks/bench_propensity.py                 # N = 1M, P = 20k, subsample 100k: ~25 min
     python benchmarks/bench_propensity.py --systems sklearn-saga@sub   # saga on 100k rows alone: hours
     python benchmarks/bench_propensity.py --small         # N = 50k, P = 2k, every system on all rows
     python benchmarks/bench_propensity.py --n 200000 --p 5000 --subsample 50000 \
@@ -43,26 +43,34 @@ bought.
 Full size: N = 1M, P = 20k at 0.5% density is 1e8 non-zeros (X: 1.1 GiB as CSC
 float64 + int32).
 
-RESULTS (2-core machine shared by six jobs: CPU seconds of cv+refit, one job per system;
-10 variances, 10 folds; every system chose the same variance, 'gap' to the optimum):
+RESULTS (this 2-core machine, 24 GiB; 10 variances, 10 folds; every system chose the same
+variance; 'gap': the tight optimum minus the system's objective at it):
 
-    N x P (nnz)            riskset   glmnet   Cyclops   liblinear      saga
-    50k x 2k (5e5)            12.8      1.8       5.8   10.8 (gap 0.03)  249 (gap 7e-6)
-    200k x 5k (5e6)           76.5     23.4     149     242 (gap 0.05)     -
-    50k x 5k (1.25e6)         12.8       -       11.9      -               -
-    peak RSS at 200k x 5k   517 MiB  541 MiB  771 MiB   556 MiB
+    python benchmarks/bench_propensity.py    # 2026-11-26, riskset at 389f97e, one job per system
 
-riskset's time at these sizes is ~85% the Newton polish of its fold fits, in
-GLMDatafit.design_columns (scipy column slicing + hstack of the active columns).
-Estimate at 1M x 20k (nnz x20 over 200k x 5k; each system's small -> mid growth
-exponent in nnz applied once more): riskset ~1,500-3,000 CPU s, peak ~6 GiB (X 1.15
-GiB + ~4x X in the polish's copies of the active columns); glmnet ~700 s, ~9 GiB;
-Cyclops ~3 h on all rows, so it runs on 100k rows (~400 s); liblinear ~4 h on all
-rows, ~600 s on 100k; saga ~1.5-5 h on 100k rows.
-At N = 2k-5k riskset's CV takes minutes (Cyclops: 0.2 s): a fold fit warm-started from
-the full-data path with a non-zero coefficient on a column that has no rows in that
-training set never moves it (zero curvature) and runs to max_iter; the 'note' column
-counts such unconverged fold fits.
+    system             N     cv+refit wall s  cpu s   peak RSS   nonzero  gap
+    riskset            1M        573           763    2.77 GiB    1442    1e-10
+    riskset --jobs 2   1M        290           539    3.46 GiB    1442    1e-10
+    glmnet (R)         1M        345           345    6.46 GiB    1442    1e-9
+    riskset@sub        100k       11.4          19.9  0.46 GiB     497    7e-12
+    Cyclops@sub        100k      104           104    1.36 GiB     497    4e-11
+    liblinear@sub      100k      156           156    0.86 GiB     487    0.79
+
+N x P = 1M x 20k, 1e8 non-zeros (X: 1.1 GiB as CSC float64 + int32). riskset's two
+threads work inside each fold fit (--jobs 1: folds one after another); glmnet is serial.
+At 100k rows riskset is 9.2x Cyclops in wall time and 5.2x in CPU time; at 1M it takes
+1.7x glmnet's wall time and 2.2x its CPU time at half its memory, or with the folds on
+both cores (--jobs 2) 0.84x glmnet's wall time and 1.56x its CPU time. Where the time goes
+(one thread, a path of 10 variances at 1M): ~40% Newton-CG Hessian-vector products
+(ColumnProducts.gram_times on the active columns' own row copy), ~30% full sweeps (an exp
+per non-zero moved), the rest new states and gradients; glmnet's IRLS makes ~10
+coordinate passes over the active set per variance, riskset ~3-4 Newton steps of ~8
+products each plus one or two sweeps.
+
+Earlier figures (a 2-core machine shared by six jobs, CPU seconds, before the kept row
+copies of the active set): 50k x 2k riskset 12.8 / glmnet 1.8 / Cyclops 5.8 / liblinear
+10.8 (gap 0.03) / saga 249; 200k x 5k riskset 76.5 (now 48) / glmnet 23.4 (now 17.4) /
+Cyclops 149 / liblinear 242.
 """
 from __future__ import annotations
 
