@@ -143,7 +143,7 @@ class ColumnProducts:
         """
         cols, b = _index(cols), np.ascontiguousarray(b, dtype=np.float64)
         c = np.ascontiguousarray(c, dtype=np.float64)
-        if not self._rows_cheaper(cols, 2):  # one pass over X's rows against two over A's columns
+        if not self._rows_cheaper(cols, 2):  # two passes over A's columns against one over X's rows (>= A's)
             z = self.times(cols, b)
             z *= c
             return self.dot(cols, z)
