@@ -198,21 +198,17 @@ class ConditionalDatafit(Datafit):
         return LocalQuadratic(grad, self.products.dot2(cols, c)[1], hessian_times)
 
     def hessian(self, state, columns):
+        """The block on ``columns``: multinomial strata from the columns' row-major copy in one
+        compiled pass (no N-sized temporaries), exact strata by their recursion."""
         columns = np.asarray(columns, dtype=np.int64)
-        Xc = self.X[:, columns]
         k = len(columns)
-        multi = self.exact_m[self.row_stratum] == 0
-        W = np.bincount(self.row_stratum, weights=state.w, minlength=self.n_strata)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            p = np.where(multi, state.w / W[self.row_stratum], 0.0)
-        n_row = self.n_s[self.row_stratum]
-        term1 = Xc.T @ sp.diags(p * n_row) @ Xc
-        S = sp.csr_matrix((p, (self.row_stratum, np.arange(self.n_rows))), shape=(self.n_strata, self.n_rows))
-        M = S @ Xc  # (strata, k): sum_{r in s} (w/W) x
-        term2 = M.T @ sp.diags(self.n_s) @ M
-        H = -np.asarray((term1 - term2).todense()).reshape(k, k)
+        H = np.zeros((k, k))
+        rptr, rcol, rval = self.products.rows_of(columns)
+        conditional_kernels.multinomial_hessian_block(rptr, rcol, rval if not np.all(self.indicator[columns]) else
+                                                      np.empty(0), k, state.w, self.n_s, self.stratum_ptr,
+                                                      self.exact_m, H)
         if np.any(self.exact_m > 0):
-            sub = Xc.tocsr()
+            sub = self.X[:, columns].tocsr()
             sub.sort_indices()
             conditional_kernels.exact_hessian_block(sub.indptr.astype(np.int64), sub.indices.astype(np.int64),
                                                     sub.data, k, state.w, self.stratum_ptr, self.exact_m, self.c_s, H)

@@ -281,6 +281,45 @@ def centered_rows(u, p, c, stratum_ptr, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def multinomial_hessian_block(rptr, rcol, rval, k, w, n_s, stratum_ptr, exact_m, out):
+    """Add the multinomial strata's d2l/dbeta_a dbeta_b (a, b < k) to ``out``:
+    -sum_s n_s [ sum_{r in s} p_r x_ra x_rb - m_sa m_sb ], p_r = w_r / W_s, m_s = sum_{r in s} p_r x_r.
+    ``rptr, rcol, rval``: the row-major copy of the k columns (``rcol``: positions; no
+    values: indicators). O(sum_r nnz_r^2 + sum_s t_s^2), t_s the columns a stratum touches."""
+    unit = rval.shape[0] == 0
+    m = np.zeros(k)
+    seen = np.zeros(k, np.bool_)
+    touched = np.empty(k, np.int64)
+    for s in range(stratum_ptr.shape[0] - 1):
+        if exact_m[s] > 0 or n_s[s] <= 0:
+            continue
+        a0, b0 = stratum_ptr[s], stratum_ptr[s + 1]
+        tot = 0.0
+        for r in range(a0, b0):
+            tot += w[r]
+        t = 0
+        for r in range(a0, b0):
+            p = w[r] / tot
+            for u in range(rptr[r], rptr[r + 1]):
+                xa = 1.0 if unit else rval[u]
+                a = rcol[u]
+                if not seen[a]:
+                    seen[a] = True
+                    touched[t] = a
+                    t += 1
+                m[a] += p * xa
+                for v in range(rptr[r], rptr[r + 1]):
+                    out[a, rcol[v]] -= n_s[s] * p * xa * (1.0 if unit else rval[v])
+        for i in range(t):
+            a = touched[i]
+            for j in range(t):
+                out[a, touched[j]] += n_s[s] * m[a] * m[touched[j]]
+        for i in range(t):
+            m[touched[i]] = 0.0
+            seen[touched[i]] = False
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def exact_hessian_block(sub_ptr, sub_idx, sub_val, k, w, stratum_ptr, exact_m, c_s, out):
     """Add the exact strata's part of d2l/dbeta_a dbeta_b (a, b < k) to ``out``.
 
