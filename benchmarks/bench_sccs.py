@@ -27,9 +27,11 @@ non-zeros, 2.5M events. Era builder 58 s (peak 7.1 GiB); one fit, Normal prior: 
 9.1 s; Laplace (gamma 20): 5 cycles, 7.3 s (1.45 s per cycle against 2.26 for the Normal
 prior). Cross-validation, 10 folds x 8 variances + 4 refinements (130 fold fits, 139 fits in
 all) on 2 threads: 625 s wall (579 s in an earlier run), variance 0.00105, 228 non-zero,
-refit KKT 8e-10; whole process 12 min, peak RSS 9.6 GiB. System time is 28% of the CPU
-time (12.6M minor page faults, ~48 GiB of pages first touched): likely the 160 MB state
-arrays each fit allocates afresh (not yet traced).
+refit KKT 8e-10; whole process 12 min, peak RSS 9.6 GiB. System time was 28% of the CPU
+time (12.6M minor page faults): three quarters of the faults came from the conditional
+Hessian block's scipy temporaries (an S x N stratum matrix per call), since replaced by one
+compiled pass (a3819d6: at 200k cases, 5 folds x 4 variances, 33.4 -> 23.4 s on one
+thread); the 1M run has not been repeated since.
 """
 from __future__ import annotations
 
