@@ -204,8 +204,7 @@ class ConditionalDatafit(Datafit):
         k = len(columns)
         H = np.zeros((k, k))
         rptr, rcol, rval = self.products.rows_of(columns)
-        conditional_kernels.multinomial_hessian_block(rptr, rcol, rval if not np.all(self.indicator[columns]) else
-                                                      np.empty(0), k, state.w, self.n_s, self.stratum_ptr,
+        conditional_kernels.multinomial_hessian_block(rptr, rcol, rval, k, state.w, self.n_s, self.stratum_ptr,
                                                       self.exact_m, H)
         if np.any(self.exact_m > 0):
             sub = self.X[:, columns].tocsr()

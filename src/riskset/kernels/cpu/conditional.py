@@ -284,9 +284,8 @@ def centered_rows(u, p, c, stratum_ptr, out):
 def multinomial_hessian_block(rptr, rcol, rval, k, w, n_s, stratum_ptr, exact_m, out):
     """Add the multinomial strata's d2l/dbeta_a dbeta_b (a, b < k) to ``out``:
     -sum_s n_s [ sum_{r in s} p_r x_ra x_rb - m_sa m_sb ], p_r = w_r / W_s, m_s = sum_{r in s} p_r x_r.
-    ``rptr, rcol, rval``: the row-major copy of the k columns (``rcol``: positions; no
-    values: indicators). O(sum_r nnz_r^2 + sum_s t_s^2), t_s the columns a stratum touches."""
-    unit = rval.shape[0] == 0
+    ``rptr, rcol, rval``: the row-major copy of the k columns (``rcol``: positions).
+    O(sum_r nnz_r^2 + sum_s t_s^2), t_s the columns a stratum touches."""
     m = np.zeros(k)
     seen = np.zeros(k, np.bool_)
     touched = np.empty(k, np.int64)
@@ -301,7 +300,7 @@ def multinomial_hessian_block(rptr, rcol, rval, k, w, n_s, stratum_ptr, exact_m,
         for r in range(a0, b0):
             p = w[r] / tot
             for u in range(rptr[r], rptr[r + 1]):
-                xa = 1.0 if unit else rval[u]
+                xa = rval[u]
                 a = rcol[u]
                 if not seen[a]:
                     seen[a] = True
@@ -309,7 +308,7 @@ def multinomial_hessian_block(rptr, rcol, rval, k, w, n_s, stratum_ptr, exact_m,
                     t += 1
                 m[a] += p * xa
                 for v in range(rptr[r], rptr[r + 1]):
-                    out[a, rcol[v]] -= n_s[s] * p * xa * (1.0 if unit else rval[v])
+                    out[a, rcol[v]] -= n_s[s] * p * xa * rval[v]
         for i in range(t):
             a = touched[i]
             for j in range(t):
