@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import riskset
+from riskset.selection.folds import resampling_units
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from test_data_weights import FAMILIES
 
@@ -110,3 +111,53 @@ def test_polish_rounds_end_at_the_optimum_with_fewer_sweeps(family, monkeypatch)
     assert true <= 1e-6 and rounds.kkt == pytest.approx(true, rel=1e-6, abs=1e-12)
     assert rounds.objective == pytest.approx(plain.objective, rel=1e-10, abs=1e-9)
     assert rounds.n_iter <= single.n_iter
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_a_warm_start_opened_by_a_polish_ends_at_the_optimum(family, monkeypatch):
+    """A fold of the data warm-started from the full-data fit, opened with a gradient and Newton
+    polishes before any full sweep (forced here for every family, whatever its sweep costs):
+    it ends at the KKT tolerance it reports, at the optimum a cold fit reaches."""
+    from riskset.solver import ccd
+
+    monkeypatch.setattr(ccd, "OPENING_SWEEP_PASSES", 0.0)
+    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)  # conjugate-gradient polishes, as for large active sets
+    datafit, penalized, gamma = _setup(family)
+    l1 = np.where(penalized, gamma, 0.0)
+    full = fit_ccd(datafit, l1, np.zeros_like(l1))
+    data, model, _ = FAMILIES[family]()
+    units = resampling_units(data, model)  # rows, subjects or strata
+    held_out = np.random.default_rng(5).random(units.max() + 1) < 0.15
+    weights = np.where(held_out[units], 0.0, 1.0 if data.weights is None else data.weights)
+    fold = datafit.reweighted(weights) or model.datafit(dataclasses.replace(data, weights=weights))
+    opened = fit_ccd(fold, l1, np.zeros_like(l1), beta0=full.beta, options=SolverOptions(kkt_tol=1e-6))
+    cold = fit_ccd(fold, l1, np.zeros_like(l1), options=SolverOptions(tol=1e-14, kkt_tol=1e-8, polish_max_active=0))
+    assert opened.converged and cold.converged, (opened.message, cold.message)
+    grad = fold.gradient(fold.new_state(opened.beta))
+    true = _subgradient_distance(opened.beta, grad, gamma, penalized) / gamma
+    assert true <= 1e-6 and opened.kkt == pytest.approx(true, rel=1e-6, abs=1e-12)
+    assert opened.objective == pytest.approx(cold.objective, rel=1e-10, abs=1e-9)
+
+
+def test_only_families_with_costly_sweeps_open_warm_starts_with_a_polish(monkeypatch):
+    """Cox (a sweep refreshes risk-set sums: ~30 gradients) opens a fold's warm start with a
+    polish and needs no full sweep; logistic (a sweep ~5 gradients) sweeps first."""
+    from riskset.solver import ccd
+
+    sweeps = []
+    for model in ("cox", "logistic"):
+        data = riskset.simulate(n=3000, p=40, model=model, seed=8)
+        datafit = riskset.models.get_model(model).datafit(data)
+        names = riskset.models.get_model(model).coef_names(data)
+        l1 = np.where([n != "intercept" for n in names], 8.0, 0.0)
+        full = fit_ccd(datafit, l1, np.zeros_like(l1))
+        fold = datafit.reweighted(np.where(np.arange(data.n_rows) % 10 == 3, 0.0, 1.0))
+        original = type(fold).sweep
+        count = []
+        monkeypatch.setattr(type(fold), "sweep", lambda self, state, coords, *a: count.append(len(coords))
+                            or original(self, state, coords, *a))
+        fit = fit_ccd(fold, l1, np.zeros_like(l1), beta0=full.beta)
+        assert fit.converged and fit.kkt <= 1e-4, fit.message
+        sweeps.append(sum(c == datafit.n_coef for c in count))  # full sweeps
+    assert ccd.OPENING_SWEEP_PASSES <= 30 and sweeps[0] == 0
+    assert sweeps[1] >= 1

@@ -29,6 +29,9 @@ class ReplicateBatch(ABC):
 
     n_replicates: int
     n_coef: int
+    #: A full sweep's cost in gradients (:attr:`riskset.core.interface.Datafit.sweep_passes`):
+    #: whether warm starts open with a polish. A device batch sweeps every replicate in one launch.
+    sweep_passes: float = 5.0
 
     @abstractmethod
     def new_state(self, beta: np.ndarray):
@@ -97,6 +100,7 @@ class ViewReplicates(ReplicateBatch):
         self.pool = pool
         self.n_replicates = len(views)
         self.n_coef = views[0].n_coef
+        self.sweep_passes = views[0].sweep_passes
 
     def map(self, fn, rows):
         """[fn(r) for r in rows], on the pool's threads if there is one."""

@@ -67,6 +67,8 @@ class ConditionalDatafit(Datafit):
         as they are); ``y``, ``strata`` and ``offset`` are in this order.
     """
 
+    sweep_passes = 10.0  # stratum sums refreshed per moved coordinate (Datafit.sweep_passes)
+
     device_family = "conditional"
 
     def __init__(self, X, y, strata, offset=None, stratum_weight=None, exact_m=None, rows=None):

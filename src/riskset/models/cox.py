@@ -54,6 +54,8 @@ class CoxDatafit(Datafit):
     ``order`` (attribute) maps datafit rows to input rows.
     """
 
+    sweep_passes = 30.0  # risk-set sums refreshed per moved coordinate (Datafit.sweep_passes)
+
     device_family = "cox"
 
     def __init__(self, X, time, status, start=None, strata=None, weights=None, offset=None,

@@ -125,6 +125,8 @@ class FineGrayDatafit(Datafit):
     rows to input rows.
     """
 
+    sweep_passes = 30.0  # risk-set sums refreshed per moved coordinate (Datafit.sweep_passes)
+
     device_family = "fine_gray"
 
     def __init__(self, X, time, event, competing, censored, weights=None, offset=None, formulation="sparse"):

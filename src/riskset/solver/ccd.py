@@ -9,7 +9,8 @@ linear predictor) methods. Named steps:
 1. ``restricted start``: with an L1 prior, fit the unpenalized coordinates alone;
    if zero is optimal for every penalized coordinate (the prior rate is at or
    above ``gamma_max``), that is the answer (Cyclops fails there).
-2. ``cycles``: one Newton step per coordinate, bounded by a per-coordinate trust
+2. ``cycles``: a warm start near its optimum, in a family whose sweeps are costly, first
+   opens with a gradient and a Newton polish (:func:`opening_entrants`). Then one Newton step per coordinate, bounded by a per-coordinate trust
    region (Genkin, Lewis & Madigan 2007: half-width starts at 1, then becomes
    max(2|step|, half-width/2)); at the L1 kink the step uses the one-sided
    directional derivatives and never crosses it (:mod:`riskset.core.step`).
@@ -76,6 +77,13 @@ POLISH_ROUNDS = 20
 #: is followed at once by a polish at ``tol`` times this. A sweep would cost more: at
 #: N = 1M a conjugate-gradient polish costs a seventh of the sweep it spares.
 POLISH_SETTLED = 1e-2
+
+#: A warm start opens with a Newton polish, not a full sweep, when the coordinates that would
+#: enter its active set are at most 5 and this fraction of it (:func:`opening_entrants`) ...
+OPENING_ENTRANTS = 0.05
+#: ... and its family's full sweep costs at least this many gradients (``Datafit.sweep_passes``:
+#: a GLM's sweep, ~5 gradients, settles the active set for less than the opening's Newton steps).
+OPENING_SWEEP_PASSES = 10.0
 
 #: The message of a fit whose L1 rate leaves every penalized coefficient at zero.
 AT_GAMMA_MAX = "all penalized coefficients are zero: the L1 rate is at or above gamma_max"
@@ -178,7 +186,8 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
 
     start_objective = datafit.loglik(state) - pen.value(beta)
     unit = kkt_unit(datafit, pen, free, state)
-    beta, state, result = _cycles(datafit, beta, state, pen, np.flatnonzero(free), opts, start_objective, unit)
+    beta, state, result = _cycles(datafit, beta, state, pen, np.flatnonzero(free), opts, start_objective, unit,
+                                  opening=True)
     if np.isnan(result.kkt) and np.isfinite(result.objective):  # stopped before any KKT check
         result.kkt = kkt_violation(datafit, state, beta, pen, free, unit)
     result.beta, result.state, result.gamma_max = beta, state, gamma_max
@@ -322,16 +331,24 @@ class CycleControl:
             self.change, self.wants_kkt = settled, True
 
 
-def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, unit=None):
+def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, unit=None, opening=False):
     """Sweeps over ``coords`` and their active set until :class:`CycleControl` says done
     (``objective``: the penalized log-likelihood at the start, if known; ``unit``: of the
-    KKT violation, :func:`kkt_unit` at the start by default)."""
+    KKT violation, :func:`kkt_unit` at the start by default), after the opening of a warm
+    start (:func:`opening_entrants`) if ``opening``."""
     radius = np.ones(datafit.n_coef)
     if objective is None:
         objective = datafit.loglik(state) - pen.value(beta)
     ctl = CycleControl(objective, opts)
     free = np.isin(np.arange(datafit.n_coef), coords)
     unit = kkt_unit(datafit, pen, free, state) if unit is None else unit
+    if opening and datafit.sweep_passes >= OPENING_SWEEP_PASSES and not ctl.done and warm_start(beta, pen, free):
+        enter = opening_entrants(beta, datafit.gradient(state), pen, free, opts.polish_max_active)
+        if enter is not None:
+            if enter.size:
+                datafit.sweep(state, enter, beta, pen.table, radius)
+                ctl.objective = datafit.loglik(state) - pen.value(beta)
+            beta, state = polish_rounds(datafit, beta, state, pen, free, opts, ctl, unit, radius)
     bar = _progress_bar(opts.progress)
 
     while not ctl.done:
@@ -397,6 +414,28 @@ def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions,
         elif not gained > opts.tol:
             return beta, state  # the KKT check failed on the active set and the polish no longer gains
     return beta, state
+
+
+def warm_start(beta, pen: Penalty, free) -> bool:
+    """Whether a fit starts with some free coefficient off its prior center (a warm start)."""
+    return bool(np.any(free & ~pen.at_center(beta)))
+
+
+def opening_entrants(beta, grad, pen: Penalty, free, max_active) -> np.ndarray | None:
+    """The opening of a warm start whose active set is nearly right (a cross-validation fold
+    or a bootstrap draw started from the full-data fit at the same prior, the next point of a
+    fine path): where the log-likelihood's gradient ``grad`` shows that at most 5 +
+    :data:`OPENING_ENTRANTS` x |A| coordinates would enter the active set A, those that enter
+    (each at its center with a slope beyond its L1 rate; possibly none). The fit then
+    steps them once and polishes (:func:`polish_rounds`) before any full sweep: a gradient
+    and a polish cost less than one sweep of a risk-set family (Cox at N = 1M, P = 1000: a
+    gradient 0.07 s, a sweep 0.3-1.2 s; CV fold fits 1.3-2.0 -> 0.5-1.4 s). None where the opening does not apply (too many
+    entrants, or an active set too large to polish): the fit opens with a full sweep."""
+    active = polish_set(beta, pen, free, max_active)
+    if active is None:
+        return None
+    enter = np.flatnonzero(free & (pen.l1 > 0) & pen.at_center(beta) & (np.abs(grad) > pen.l1))
+    return enter if enter.size <= 5 + OPENING_ENTRANTS * active.size else None
 
 
 def kkt_unit(datafit, pen: Penalty, free, state=None, beta=None) -> np.ndarray:

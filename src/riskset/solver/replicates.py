@@ -17,8 +17,9 @@ import numpy as np
 
 from riskset.core.penalty import Penalty
 from riskset.core.replicates import ReplicateBatch
-from riskset.solver.ccd import (AT_GAMMA_MAX, CycleControl, SolverOptions, end_of_fit, fit_status, kkt_unit, polish,
-                                polish_rounds, polish_set, state_problem, zero_test)
+from riskset.solver.ccd import (AT_GAMMA_MAX, OPENING_SWEEP_PASSES, CycleControl, SolverOptions, end_of_fit,
+                                fit_status, kkt_unit, opening_entrants, polish, polish_rounds, polish_set,
+                                state_problem, warm_start, zero_test)
 
 
 @dataclass
@@ -92,7 +93,7 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
     # 2. cycles over the free coordinates, 3. polish
     base = free & ~at_zero[:, None]
     if base.any():
-        beta, state, conv, k, msg, violation = _cycles(batch, state, beta, pen, base, opts)
+        beta, state, conv, k, msg, violation = _cycles(batch, state, beta, pen, base, opts, opening=True)
         todo = base.any(axis=1)
         converged[todo], n_iter[todo], kkt[todo] = conv[todo], k[todo], violation[todo]
         for r in np.flatnonzero(todo):
@@ -110,9 +111,9 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
     return ReplicateResult(beta, ll, objective, converged, n_iter, messages, gamma_max, diverging, kkt)
 
 
-def _cycles(batch, state, beta, pen: Penalty, base, opts):
+def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False):
     """``ccd._cycles`` (then ``polish`` on convergence) for the replicates with coordinates in
-    ``base`` (R, P); one batched sweep per cycle."""
+    ``base`` (R, P), after the opening of warm starts if ``opening``; one batched sweep per cycle."""
     R, _ = beta.shape
     radius = np.ones(beta.shape)
     objective = batch.loglik(state) - pen.values(beta)
@@ -129,6 +130,12 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts):
             control[r].objective = obj
         for r, grad in zip(rows, batch.gradient(state, rows) if rows else ()):
             control[r].checked(pen.row(r).kkt_violation(beta[r], grad, unit[r], base[r]))
+
+    if opening and batch.sweep_passes >= OPENING_SWEEP_PASSES:
+        _opening(batch, state, beta, pen, base, [r for r in np.flatnonzero(running)
+                                                if warm_start(beta[r], pen.row(r), base[r])],
+                 opts, control, unit, radius)
+        running = np.array([c is not None and not c.done for c in control])
 
     while running.any():
         mask = np.zeros(beta.shape, bool)
@@ -161,6 +168,25 @@ def _kkt_units(batch, beta, pen: Penalty, base, rows) -> np.ndarray:
     for r, u in zip(rows, batch.map(one, list(rows))):
         unit[r] = u
     return unit
+
+
+def _opening(batch, state, beta, pen: Penalty, base, rows, opts, control, unit, radius) -> None:
+    """The opening of warm-started replicates ``rows``, as a single fit's (:func:`riskset.solver.ccd.opening_entrants`):
+    one batched sweep steps each one's entrants, then its polish rounds."""
+    grads = batch.gradient(state, rows) if rows else ()
+    enter = {r: opening_entrants(beta[r], g, pen.row(r), base[r], opts.polish_max_active) for r, g in zip(rows, grads)}
+    rows = [r for r in rows if enter[r] is not None]
+    if not rows:
+        return
+    mask = np.zeros(beta.shape, bool)
+    for r in rows:
+        mask[r, enter[r]] = True
+    if mask.any():
+        batch.sweep(state, mask, beta, pen.table, radius)
+        objective = batch.loglik(state) - pen.values(beta)
+        for r in rows:
+            control[r].objective = objective[r]
+    _polish_rounds(batch, state, beta, pen, base, rows, opts, control, unit, radius)
 
 
 def _polish_rounds(batch, state, beta, pen: Penalty, base, rows, opts, control, unit, radius) -> None:
