@@ -71,10 +71,33 @@ def test_fit_reports_its_kkt_violation_in_the_result_and_json():
     assert "KKT violation" in fit.summary()
 
 
-def test_unpenalized_fit_violation_is_relative_to_the_slope_at_the_start():
+def test_unpenalized_fit_violation_is_a_score_statistic():
     data = riskset.simulate(n=500, p=4, model="logistic", seed=2)
     fit = riskset.fit(data, "logistic")
     assert fit.converged and fit.kkt <= 1e-4
+
+
+@pytest.mark.parametrize("lasso", [False, True])
+def test_a_diverging_coefficient_never_meets_the_kkt_tolerance_on_its_vanishing_slope(lasso):
+    """An intercept with no event diverges to -inf: its slope vanishes, and so does its
+    information. Measured in standard errors at the point checked (not at the start, where it
+    read 2e-5 at -14 and passed kkt_tol = 1e-4) the violation stays large until the intercept
+    is far out, where the existence test reports the divergence."""
+    from riskset.core.penalty import Penalty
+    from riskset.solver.ccd import kkt_violation
+
+    data = dataclasses.replace(riskset.simulate(n=200, p=3, model="logistic", seed=2), y=np.zeros(200))
+    datafit = riskset.models.get_model("logistic").datafit(data)
+    P = datafit.n_coef
+    pen = Penalty(np.r_[0.0, np.ones(P - 1)] if lasso else np.zeros(P), np.zeros(P))
+    free = np.ones(P, bool)
+    violation = {}
+    for intercept in (-6, -14, -20):
+        beta = np.r_[float(intercept), np.zeros(P - 1)]
+        violation[intercept] = kkt_violation(datafit, datafit.new_state(beta), beta, pen, free)
+    assert violation[-6] > violation[-14] > violation[-20] > 1e-4
+    fit = riskset.fit(data, "logistic", riskset.Laplace(variance=1.0) if lasso else None)
+    assert fit.status == "estimate_does_not_exist" and "'intercept' -> -inf" in fit.message
 
 
 @pytest.mark.parametrize("model", ["logistic", "poisson", "cox"])

@@ -93,6 +93,22 @@ def test_derivatives_match_finite_differences(rng):
         assert h == pytest.approx(H[j, j], rel=1e-10)
 
 
+@pytest.mark.parametrize("cols", [[0, 1, 2, 3, 4, 5, 6, 7, 8], [7, 2, 5], [4]])
+def test_local_quadratic_is_the_hessian_block_without_forming_it(rng, cols):
+    """Several time functions (pairs of them), a covariate carrying two, the constant: gradient =
+    gradient(), H b = hessian() @ b, curvature = -diag(H) (exact)."""
+    data = subjects(rng, weights=True, offset=True)
+    df = PooledLogistic(10.0, EFFECTS).datafit(data)
+    state = df.new_state(rng.normal(scale=0.05, size=df.n_coef))
+    cols = np.array(cols)
+    quad = df.local_quadratic(state, cols)
+    H = df.hessian(state, cols)
+    b = rng.normal(size=cols.size)
+    np.testing.assert_allclose(quad.gradient, df.gradient(state)[cols], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(quad.hessian_times(b), H @ b, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(quad.curvature, -np.diag(H), rtol=1e-12)
+
+
 def _newton(df, p, l2=0.0, iters=60):
     beta = np.zeros(p)
     for _ in range(iters):

@@ -31,7 +31,7 @@ import numpy as np
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import pooled as pooled_kernels
-from riskset.models.base import Datafit, FitState, Model, no_weight, require_information
+from riskset.models.base import Datafit, FitState, LocalQuadratic, Model, no_weight, require_information
 from riskset.validation import coef_mapping, flag, positive_number
 
 _BUILTIN = {
@@ -196,12 +196,9 @@ class PooledLogisticDatafit(Datafit):
             g[sel] -= sums
         return g
 
-    def hessian(self, state, columns):
-        """Blocks -C_a' diag(Q_ab) C_b of the pairs (a, b) of time functions, C_a the
-        subject-level factors of the columns with function a (:meth:`ColumnProducts.gram`
-        over the distinct factors of the pair: a covariate may carry several functions)."""
-        columns = np.asarray(columns, dtype=np.int64)
-        k = len(columns)
+    def _moments(self, state, columns):
+        """(time function of each column, the functions used, their pairs (a, b) with a <= b,
+        and each pair's per-subject second moments Q_ab, :func:`~riskset.kernels.cpu.pooled.cross_moments`)."""
         fm = self.fidx[columns]
         used = np.unique(fm)
         pairs = [(a, b) for i, a in enumerate(used) for b in used[i:]]
@@ -209,6 +206,15 @@ class PooledLogisticDatafit(Datafit):
         mb = np.array([p[1] for p in pairs], dtype=np.int64)
         Q = np.empty((len(pairs), self.n_rows))
         pooled_kernels.cross_moments(state.lin, self.K, self.wt, self.ftab, ma, mb, Q)
+        return fm, used, pairs, Q
+
+    def hessian(self, state, columns):
+        """Blocks -C_a' diag(Q_ab) C_b of the pairs (a, b) of time functions, C_a the
+        subject-level factors of the columns with function a (:meth:`ColumnProducts.gram`
+        over the distinct factors of the pair: a covariate may carry several functions)."""
+        columns = np.asarray(columns, dtype=np.int64)
+        k = len(columns)
+        fm, used, pairs, Q = self._moments(state, columns)
         factors = self.src[columns]  # -1: the constant, the products' column of ones
         H = np.zeros((k, k))
         for q, (a, b) in enumerate(pairs):
@@ -220,6 +226,36 @@ class PooledLogisticDatafit(Datafit):
             H[np.ix_(ia, ib)] = block
             H[np.ix_(ib, ia)] = block.T
         return H
+
+    def local_quadratic(self, state, columns):
+        """Gradient, diagonal scale and ``b -> H b`` on ``columns`` (the block of :meth:`hessian`,
+        never formed): H b = -sum_a C_a' sum_b diag(Q_ab) C_b b_b over the time functions a, b
+        of the columns, C_a their subject-level factors; O(nnz of the factors + N) per function
+        and pair per product. The diagonal of -H is (C_a ** 2)' Q_aa, exact."""
+        columns = np.asarray(columns, dtype=np.int64)
+        fm, used, pairs, Q = self._moments(state, columns)
+        at = {a: np.flatnonzero(fm == a) for a in used}
+        factors = {a: self.src[columns[at[a]]] for a in used}  # -1: the products' column of ones
+        grad, curvature = self.ysum[columns].copy(), np.empty(columns.size)
+        for a in used:
+            grad[at[a]] -= self.products.dot(factors[a], state.G[a])
+        for q, (a, b) in enumerate(pairs):
+            if a == b:
+                curvature[at[a]] = self.products.dot2(factors[a], Q[q])[1]
+
+        def hessian_times(v):
+            u = {a: self.products.times(factors[a], v[at[a]]) for a in used}
+            z = {a: np.zeros(self.n_rows) for a in used}
+            for q, (a, b) in enumerate(pairs):
+                z[a] += Q[q] * u[b]
+                if a != b:
+                    z[b] += Q[q] * u[a]
+            out = np.empty(columns.size)
+            for a in used:
+                out[at[a]] = -self.products.dot(factors[a], z[a])
+            return out
+
+        return LocalQuadratic(grad, curvature, hessian_times)
 
 
 class PooledLogistic(Model):

@@ -23,7 +23,8 @@ linear predictor) methods. Named steps:
    below ``tol`` x :data:`POLISH_SETTLED`), the full gradient is computed and the largest distance from 0 to the
    subdifferential of the objective (:meth:`~riskset.core.penalty.Penalty.kkt_violations`),
    in the units of :func:`kkt_unit` (the largest L1 rate; without an L1 prior, each
-   coefficient's sqrt(I_jj + l2_j)), must be at most ``kkt_tol``; if not, full sweeps and
+   coefficient's sqrt(I_jj + l2_j) at the point checked; with one, the smaller of the two
+   for a coefficient without an L1 term), must be at most ``kkt_tol``; if not, full sweeps and
    Newton polishing go on. The achieved violation is reported (``SolverResult.kkt``). A
    gradient costs one pass over X, a sweep one refresh of the risk-set sums per coordinate
    (of the order of a thousand passes): a polish that settled is checked, not swept again.
@@ -95,7 +96,8 @@ class SolverOptions:
 
     tol : relative objective change over a full sweep at which the KKT conditions are checked.
     kkt_tol : largest KKT violation of a converged fit, in the units of :func:`kkt_unit` (the
-        largest L1 rate; without an L1 prior, standard errors): the stated accuracy of "converged".
+        largest L1 rate; without an L1 prior, standard errors at the point checked): the stated
+        accuracy of "converged".
     max_iter : cap on the number of cycles.
     polish_max_active : largest active set polished by Newton steps while cycling (0 =
         never); sets above :data:`DENSE_NEWTON_MAX` take conjugate-gradient steps, and only
@@ -185,11 +187,10 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
             return finish(datafit, start, pen, free)
 
     start_objective = datafit.loglik(state) - pen.value(beta)
-    unit = kkt_unit(datafit, pen, free, state)
-    beta, state, result = _cycles(datafit, beta, state, pen, np.flatnonzero(free), opts, start_objective, unit,
+    beta, state, result = _cycles(datafit, beta, state, pen, np.flatnonzero(free), opts, start_objective,
                                   opening=True)
     if np.isnan(result.kkt) and np.isfinite(result.objective):  # stopped before any KKT check
-        result.kkt = kkt_violation(datafit, state, beta, pen, free, unit)
+        result.kkt = kkt_violation(datafit, state, beta, pen, free)
     result.beta, result.state, result.gamma_max = beta, state, gamma_max
     return finish(datafit, result, pen, free, start_objective)
 
@@ -331,35 +332,33 @@ class CycleControl:
             self.change, self.wants_kkt = settled, True
 
 
-def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, unit=None, opening=False):
+def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, opening=False):
     """Sweeps over ``coords`` and their active set until :class:`CycleControl` says done
-    (``objective``: the penalized log-likelihood at the start, if known; ``unit``: of the
-    KKT violation, :func:`kkt_unit` at the start by default), after the opening of a warm
-    start (:func:`opening_entrants`) if ``opening``."""
+    (``objective``: the penalized log-likelihood at the start, if known), after the opening
+    of a warm start (:func:`opening_entrants`) if ``opening``."""
     radius = np.ones(datafit.n_coef)
     if objective is None:
         objective = datafit.loglik(state) - pen.value(beta)
     ctl = CycleControl(objective, opts)
     free = np.isin(np.arange(datafit.n_coef), coords)
-    unit = kkt_unit(datafit, pen, free, state) if unit is None else unit
     if opening and datafit.sweep_passes >= OPENING_SWEEP_PASSES and not ctl.done and warm_start(beta, pen, free):
         enter = opening_entrants(beta, datafit.gradient(state), pen, free, opts.polish_max_active)
         if enter is not None:
             if enter.size:
                 datafit.sweep(state, enter, beta, pen.table, radius)
                 ctl.objective = datafit.loglik(state) - pen.value(beta)
-            beta, state = polish_rounds(datafit, beta, state, pen, free, opts, ctl, unit, radius)
+            beta, state = polish_rounds(datafit, beta, state, pen, free, opts, ctl, radius)
     bar = _progress_bar(opts.progress)
 
     while not ctl.done:
         datafit.sweep(state, ctl.coords(coords, beta, pen), beta, pen.table, radius)
         ctl.record(datafit.loglik(state) - pen.value(beta))
         if ctl.wants_kkt:
-            beta, state, _ = kkt_check(datafit, beta, state, pen, free, opts, ctl, unit)
+            beta, state, _ = kkt_check(datafit, beta, state, pen, free, opts, ctl)
         if ctl.failed:
             ctl.message = state_problem(datafit, beta, datafit.diagnose(state, beta), f"at cycle {ctl.k}") or ctl.message
         if ctl.polish_due:  # never makes the fit worse
-            beta, state = polish_rounds(datafit, beta, state, pen, free, opts, ctl, unit, radius)
+            beta, state = polish_rounds(datafit, beta, state, pen, free, opts, ctl, radius)
         if bar is not None:
             bar.update(1)
             bar.set_postfix_str(f"objective {ctl.objective:.6g}, change {ctl.change:.1e} (tol {ctl.tol:g})")
@@ -371,18 +370,18 @@ def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, un
     return beta, state, result
 
 
-def kkt_check(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, ctl: CycleControl, unit):
+def kkt_check(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, ctl: CycleControl):
     """The KKT check of a fit that wants one (:attr:`CycleControl.wants_kkt`): small active
     sets polished to machine precision first, then :meth:`CycleControl.checked` with the
-    violation in ``unit`` (:func:`kkt_unit`). Returns (beta, state, the gradient)."""
+    violation (:func:`kkt_violation`). Returns (beta, state, the gradient)."""
     beta, state, ctl.objective, _ = polish(datafit, beta, state, pen, free, opts.final_polish_max_active,
                                            objective=ctl.objective)
     grad = datafit.gradient(state)
-    ctl.checked(kkt_violation(datafit, state, beta, pen, free, unit, grad), grad)
+    ctl.checked(kkt_violation(datafit, state, beta, pen, free, grad), grad)
     return beta, state, grad
 
 
-def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, ctl: CycleControl, unit, radius):
+def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, ctl: CycleControl, radius):
     """Newton polishes of the active set until one settles (then the KKT check) or stops
     gaining (then a full sweep, the caller's next): between two polishes the active set is
     re-decided from one gradient, not a full sweep (a gradient is one pass over X, a sweep
@@ -399,7 +398,7 @@ def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions,
                                                      objective=ctl.objective)
             ctl.polished(objective, settled)
             if ctl.wants_kkt:
-                beta, state, grad = kkt_check(datafit, beta, state, pen, free, opts, ctl, unit)
+                beta, state, grad = kkt_check(datafit, beta, state, pen, free, opts, ctl)
                 break
             if settled is None:
                 break
@@ -439,27 +438,36 @@ def opening_entrants(beta, grad, pen: Penalty, free, max_active) -> np.ndarray |
 
 
 def kkt_unit(datafit, pen: Penalty, free, state=None, beta=None) -> np.ndarray:
-    """Per coefficient, the unit of its KKT violation: with an L1 prior the largest L1 rate
-    (a violation is a fraction of the penalty rate); without, the square root of its
-    information at ``state`` (a new state at ``beta`` if not given), sqrt(I_jj + l2_j) (a
-    violation is then a score statistic: how many standard errors the coordinate is from
-    its optimum, the others held); 1 for a coefficient with no information. Only the
-    information needs a state."""
-    unit = np.ones(pen.l1.shape)
-    if np.any(pen.l1[free] > 0):
-        return unit * float(np.max(pen.l1[free]))
-    columns = np.flatnonzero(free)
+    """Per coefficient, the unit of its KKT violation at ``state`` (a new state at ``beta`` if
+    not given; only the information needs one). With an L1 prior, the largest L1 rate (a
+    violation is a fraction of the penalty rate). Without, the square root of the
+    coefficient's information there, sqrt(I_jj + l2_j): a violation is then a score
+    statistic, how many standard errors the coordinate is from its optimum, the others held.
+    With an L1 prior, a coefficient without an L1 term takes the smaller of the two.
+
+    The information is that of the point checked, not of the start: the slope of a
+    coefficient whose estimate does not exist (e.g. an intercept with no event) vanishes as
+    it diverges, but its information vanishes as fast, so the score stays large until the
+    coefficient is far out (|eta| of order 20), where the existence test sees the divergence;
+    measured against the information at the start it passed near -14. A coefficient with no
+    information keeps the unit of the others (1 without an L1 prior)."""
+    lasso = bool(np.any(pen.l1[free] > 0))
+    rate = float(np.max(pen.l1[free])) if lasso else 1.0
+    unit = np.full(pen.l1.shape, rate)
+    columns = np.flatnonzero(free & (pen.l1 == 0)) if lasso else np.flatnonzero(free)
     if columns.size:
         state = datafit.new_state(beta) if state is None else state
         info = np.sqrt(np.maximum(datafit.information_scale(state, columns), 0.0) + pen.l2[columns])
-        unit[columns] = np.where(np.isfinite(info) & (info > 0), info, 1.0)
+        known = np.isfinite(info) & (info > 0)
+        unit[columns[known]] = np.minimum(info[known], rate) if lasso else info[known]
     return unit
 
 
-def kkt_violation(datafit, state, beta, pen: Penalty, free, unit: np.ndarray, grad=None) -> float:
-    """The largest KKT violation of the ``free`` coefficients at ``beta``, in ``unit``s
-    (:func:`kkt_unit`); ``grad``: the log-likelihood's gradient there, if known."""
-    return pen.kkt_violation(beta, datafit.gradient(state) if grad is None else grad, unit, free)
+def kkt_violation(datafit, state, beta, pen: Penalty, free, grad=None) -> float:
+    """The largest KKT violation of the ``free`` coefficients at ``beta`` (``state``), in the
+    units of :func:`kkt_unit` there; ``grad``: the log-likelihood's gradient there, if known."""
+    grad = datafit.gradient(state) if grad is None else grad
+    return pen.kkt_violation(beta, grad, kkt_unit(datafit, pen, free, state), free)
 
 
 def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
@@ -496,7 +504,7 @@ def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
     if not done:
         return beta, state, gamma_max, None
     result = _ended(datafit, beta, state, pen, True, AT_GAMMA_MAX)
-    result.kkt = kkt_violation(datafit, state, beta, pen, free, kkt_unit(datafit, pen, free, state), grad)
+    result.kkt = kkt_violation(datafit, state, beta, pen, free, grad)
     return beta, state, gamma_max, result
 
 

@@ -120,7 +120,6 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False):
     coords = [np.flatnonzero(row) for row in base]
     control = [CycleControl(objective[r], opts) if coords[r].size else None for r in range(R)]
     running = np.array([c is not None and not c.done for c in control])
-    unit = _kkt_units(batch, beta, pen, base, np.flatnonzero(running))
 
     def check():
         """The KKT check of the replicates that want one, small active sets polished to machine
@@ -128,13 +127,14 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False):
         rows = [r for r in np.flatnonzero(running) if control[r].wants_kkt]
         for r, obj in _polish(batch, state, beta, pen, base, rows, opts.final_polish_max_active).items():
             control[r].objective = obj
-        for r, grad in zip(rows, batch.gradient(state, rows) if rows else ()):
-            control[r].checked(pen.row(r).kkt_violation(beta[r], grad, unit[r], base[r]))
+        grads = batch.gradient(state, rows) if rows else ()
+        for r, grad, unit in zip(rows, grads, _kkt_units(batch, beta, pen, base, rows)):
+            control[r].checked(pen.row(r).kkt_violation(beta[r], grad, unit, base[r]))
 
     if opening and batch.sweep_passes >= OPENING_SWEEP_PASSES:
         _opening(batch, state, beta, pen, base, [r for r in np.flatnonzero(running)
                                                 if warm_start(beta[r], pen.row(r), base[r])],
-                 opts, control, unit, radius)
+                 opts, control, radius)
         running = np.array([c is not None and not c.done for c in control])
 
     while running.any():
@@ -147,7 +147,7 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False):
             control[r].record(objective[r])
         check()
         due = [r for r in np.flatnonzero(running) if control[r].polish_due]
-        _polish_rounds(batch, state, beta, pen, base, due, opts, control, unit, radius)
+        _polish_rounds(batch, state, beta, pen, base, due, opts, control, radius)
         for r in np.flatnonzero(running):
             running[r] = not control[r].done
     converged = np.array([c is not None and c.converged for c in control])
@@ -157,20 +157,14 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False):
     return beta, state, converged, n_iter, messages, kkt
 
 
-def _kkt_units(batch, beta, pen: Penalty, base, rows) -> np.ndarray:
-    """Per replicate, the units of its KKT violations (:func:`riskset.solver.ccd.kkt_unit`,
-    on the replicate's own view at ``beta``; a state is built only without an L1 prior), (R, P)."""
-    unit = np.ones(beta.shape)
-
-    def one(r):
-        return kkt_unit(batch.view(r), pen.row(r), base[r], beta=beta[r])
-
-    for r, u in zip(rows, batch.map(one, list(rows))):
-        unit[r] = u
-    return unit
+def _kkt_units(batch, beta, pen: Penalty, base, rows) -> list:
+    """Per replicate of ``rows``, the units of its KKT violations at ``beta``
+    (:func:`riskset.solver.ccd.kkt_unit`, on the replicate's own view; a state is built only
+    where a coefficient's information is needed)."""
+    return batch.map(lambda r: kkt_unit(batch.view(r), pen.row(r), base[r], beta=beta[r]), list(rows))
 
 
-def _opening(batch, state, beta, pen: Penalty, base, rows, opts, control, unit, radius) -> None:
+def _opening(batch, state, beta, pen: Penalty, base, rows, opts, control, radius) -> None:
     """The opening of warm-started replicates ``rows``, as a single fit's (:func:`riskset.solver.ccd.opening_entrants`):
     one batched sweep steps each one's entrants, then its polish rounds."""
     grads = batch.gradient(state, rows) if rows else ()
@@ -186,17 +180,17 @@ def _opening(batch, state, beta, pen: Penalty, base, rows, opts, control, unit, 
         objective = batch.loglik(state) - pen.values(beta)
         for r in rows:
             control[r].objective = objective[r]
-    _polish_rounds(batch, state, beta, pen, base, rows, opts, control, unit, radius)
+    _polish_rounds(batch, state, beta, pen, base, rows, opts, control, radius)
 
 
-def _polish_rounds(batch, state, beta, pen: Penalty, base, rows, opts, control, unit, radius) -> None:
+def _polish_rounds(batch, state, beta, pen: Penalty, base, rows, opts, control, radius) -> None:
     """:func:`riskset.solver.ccd.polish_rounds` of replicates ``rows``, each on its own view."""
     rows = [r for r in rows if polish_set(beta[r], pen.row(r), base[r], opts.polish_max_active) is not None]
 
     def one(r):
         view = batch.view(r)
         b, _ = polish_rounds(view, beta[r].copy(), view.new_state(beta[r]), pen.row(r), base[r], opts, control[r],
-                             unit[r], radius[r])
+                             radius[r])
         return b, None
 
     _on_views(batch, state, beta, rows, one)
