@@ -63,8 +63,12 @@ POLISH_EVERY = 5
 DENSE_NEWTON_MAX = 100
 
 #: Relative residual of the conjugate-gradient Newton step (an inexact Newton method:
-#: the polish loop repeats the step, so it need not be exact).
+#: the polish loop repeats the step, so it need not be exact): the first step's and the
+#: least; each later step solves to the relative error of the last step's quadratic model,
+#: at most :data:`NEWTON_CG_RTOL_MAX` (a forcing term after Eisenstat & Walker 1996: far
+#: from the optimum, where the model is poor, an exact solve of it is wasted).
 NEWTON_CG_RTOL = 1e-3
+NEWTON_CG_RTOL_MAX = 0.1
 
 #: Halvings of a Newton step that does not increase the objective before polishing stops.
 BACKTRACKS = 3
@@ -529,7 +533,8 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
     Returns (beta, state, objective, settled): ``objective`` is the penalized log-likelihood
     there; ``settled`` is the relative gain the steps had come down to (the last one's, or
     the one expected of the next) when they stopped for want of progress without moving a
-    coordinate to its center, else None.
+    coordinate to its center, else None. Conjugate-gradient steps after the first are solved
+    to the forcing term of :data:`NEWTON_CG_RTOL`.
 
     A step is accepted only if the objective stays finite and increases (else it is halved, at most
     :data:`BACKTRACKS` times); polishing can therefore never make a fit worse. Steps stop
@@ -546,9 +551,9 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
     if active is None:
         return beta, state, objective, None
     l1, center = pen.l1, pen.center
-    settled = None
+    settled, rtol = None, NEWTON_CG_RTOL
     for _ in range(max_steps):
-        found = newton_step(datafit, state, beta, active, pen)
+        found = newton_step(datafit, state, beta, active, pen, rtol)
         if found is None or not np.all(np.isfinite(found[0])):
             break
         step, predicted = found
@@ -573,9 +578,10 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
             settled = None if crossed.any() else gain / scale
             break
         conjugate_gradients = active.size > DENSE_NEWTON_MAX
+        ahead = gain_ahead(gain, predicted, rtol if conjugate_gradients else 0.0)
+        rtol = float(np.clip(model_error(gain, predicted), NEWTON_CG_RTOL, NEWTON_CG_RTOL_MAX))
         if conjugate_gradients and crossed.any():
             break  # the active set moved: a full sweep (one product) re-decides it before more CG steps
-        ahead = gain_ahead(gain, predicted, conjugate_gradients)
         if tol > 0 and not crossed.any() and ahead <= threshold:
             settled = ahead / scale
             break
@@ -585,18 +591,23 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
     return beta, state, objective, settled
 
 
-def gain_ahead(gain: float, predicted: float, conjugate_gradients: bool) -> float:
+def model_error(gain: float, predicted: float) -> float:
+    """The relative error of a Newton step's quadratic model, which promised ``predicted``
+    where the step gained ``gain``."""
+    return abs(gain - predicted) / predicted if predicted > 0 else np.inf
+
+
+def gain_ahead(gain: float, predicted: float, rtol: float) -> float:
     """What the next Newton step should gain after one that gained ``gain`` where its
     quadratic model promised ``predicted``: Newton's gap shrinks as the square of the
     model's relative error (the error is cubic in the step, the gap quadratic), and an
-    inexact (conjugate-gradient) step leaves ~rtol^2 of it; a factor 10 for safety.
+    inexact (conjugate-gradient) step solved to ``rtol`` (0: exact) leaves ~rtol^2 of it;
+    a factor 10 for safety.
     """
-    model_error = abs(gain - predicted) / predicted if predicted > 0 else np.inf
-    rtol = NEWTON_CG_RTOL if conjugate_gradients else 0.0
-    return 10.0 * (model_error**2 + rtol**2) * predicted
+    return 10.0 * (model_error(gain, predicted)**2 + rtol**2) * predicted
 
 
-def newton_step(datafit, state, beta, active, pen: Penalty):
+def newton_step(datafit, state, beta, active, pen: Penalty, rtol: float = NEWTON_CG_RTOL):
     """The Newton step s on the active set A (signs of the L1 terms held) and the gain its
     quadratic model predicts, g's / 2, or None:
     ``(diag(l2) - H_AA) s = g_A - l2 (beta_A - m_A) - l1 sign(beta_A - m_A)``.
@@ -604,7 +615,7 @@ def newton_step(datafit, state, beta, active, pen: Penalty):
     Up to :data:`DENSE_NEWTON_MAX` coordinates the block H_AA is formed and solved;
     beyond, conjugate gradients on the datafit's Hessian-vector products
     (:meth:`~riskset.core.interface.Datafit.local_quadratic`: O(nnz_A) each, never the
-    |A|^2 block), preconditioned by its diagonal scale.
+    |A|^2 block), preconditioned by its diagonal scale, to the relative residual ``rtol``.
     """
     sub = pen[active]
     qa, prior_slope = sub.l2, sub.gradient(beta[active])
@@ -624,7 +635,7 @@ def newton_step(datafit, state, beta, active, pen: Penalty):
         return None
     system = LinearOperator((m, m), matvec=lambda v: qa * v - quad.hessian_times(v), dtype=np.float64)
     jacobi = LinearOperator((m, m), matvec=lambda r: r / scale, dtype=np.float64)
-    step, info = cg(system, grad, rtol=NEWTON_CG_RTOL, maxiter=10 * m, M=jacobi)
+    step, info = cg(system, grad, rtol=rtol, maxiter=10 * m, M=jacobi)
     return (step, 0.5 * float(grad @ step)) if info == 0 else None
 
 
