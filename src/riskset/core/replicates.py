@@ -59,6 +59,17 @@ class ReplicateBatch(ABC):
     def set_coef(self, state, rows: np.ndarray, beta: np.ndarray) -> None:
         """Recompute the state of replicates ``rows`` at ``beta[rows]``."""
 
+    def view_state(self, state, r: int, beta: np.ndarray):
+        """Replicate r's state as a state of its :meth:`view` at ``beta[r]``, for host work on
+        the view (Newton polishing) that may change it in place; :meth:`set_states` hands the
+        result back. Here a new one: the batch's state is not a view's."""
+        return self.view(r).new_state(beta[r])
+
+    def set_states(self, state, rows: np.ndarray, beta: np.ndarray, states: list) -> None:
+        """Replicates ``rows`` moved to ``beta[rows]`` by host work on their views, which ended at
+        the view states ``states``: make the batch's state current (here: :meth:`set_coef`)."""
+        self.set_coef(state, rows, beta)
+
     def diagnose(self, state, beta: np.ndarray) -> list:
         """Per replicate: what is wrong with its state (:meth:`Datafit.diagnose`: not finite), or None."""
         return [None] * self.n_replicates
@@ -135,6 +146,14 @@ class ViewReplicates(ReplicateBatch):
 
     def set_coef(self, state, rows, beta):
         for r, fresh in zip(rows, self.map(lambda r: self.views[r].new_state(beta[r]), rows)):
+            state[r] = fresh
+
+    def view_state(self, state, r, beta):
+        """The batch's own state of replicate r: it is its view's (no state rebuilt, O(nnz), per polish)."""
+        return state[r]
+
+    def set_states(self, state, rows, beta, states):
+        for r, fresh in zip(rows, states):
             state[r] = fresh
 
     def diagnose(self, state, beta):

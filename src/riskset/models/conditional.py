@@ -49,7 +49,7 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import conditional as conditional_kernels
-from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, indicator_columns, require_information,
+from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, require_information,
                                  weight_overflow)
 
 
@@ -85,7 +85,7 @@ class ConditionalDatafit(Datafit):
         self.exact_m = (np.zeros(n_strata, np.int64) if exact_m is None
                         else np.ascontiguousarray(exact_m, dtype=np.int64))
         self.rows = np.arange(self.n_rows) if rows is None else rows  # Dataset row of each datafit row
-        self.indicator = indicator_columns(self.indptr, self.values)
+        self.indicator = self.products.unit  # per column: every stored value is 1
         self.col_runs, self.run_start, self.run_stratum = conditional_kernels.column_runs(
             self.indptr, self.indices, self.row_stratum)
         self.max_m = int(self.exact_m.max()) if n_strata else 0
@@ -163,7 +163,7 @@ class ConditionalDatafit(Datafit):
         return out
 
     def gradient(self, state):
-        return np.asarray(self.X.T @ self.residuals(state)).ravel()
+        return self.products.dot(np.arange(self.n_coef), self.residuals(state))
 
     def diagnose(self, state, beta):
         return weight_overflow(state)
@@ -174,10 +174,11 @@ class ConditionalDatafit(Datafit):
 
     def information_scale(self, state, columns):
         """sum_r n_s (w_r / W_s) x_rj^2: the within-stratum second moment, before the squared
-        stratum mean is subtracted (a bound on I_jj without cancellation)."""
-        p = state.w / np.bincount(self.row_stratum, weights=state.w, minlength=self.n_strata)[self.row_stratum]
-        Xc = self.X[:, np.asarray(columns, dtype=np.int64)]
-        return np.asarray(Xc.multiply(Xc).T @ (p * self.n_s[self.row_stratum])).ravel()
+        stratum mean is subtracted (a bound on I_jj without cancellation), in one pass over the
+        columns (no squared copy of X: the KKT check of an unpenalized fit asks for it each time)."""
+        p, c = np.empty(self.n_rows), np.empty(self.n_rows)
+        conditional_kernels.row_shares(state.w, self.n_s, self.stratum_ptr, p, c)
+        return self.products.dot2(np.asarray(columns, dtype=np.int64), c)[1]
 
     def local_quadratic(self, state, columns):
         """Gradient, a diagonal scale and ``b -> H b`` on ``columns`` for multinomial strata

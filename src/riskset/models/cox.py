@@ -38,7 +38,7 @@ from riskset.data.risksets import (build_risk_sets, check_survival, column_break
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
 from riskset.core.design import transposed_times
-from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates, indicator_columns,
+from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates,
                                  require_information, weight_overflow)
 from riskset.validation import coef_mapping, finite_numbers, one_of
 
@@ -87,7 +87,7 @@ class CoxDatafit(Datafit):
         self.has_start = rs.has_start
         # static: sum over event rows of c x_j
         self.gx0 = transposed_times(self.indptr, self.indices, self.values, self.cw * self.event)
-        self.indicator = indicator_columns(self.indptr, self.values)
+        self.indicator = self.products.unit  # per column: every stored value is 1
         # static per stored non-zero: entry / exit slot and status of its row (sequential reads)
         if formulation == "sparse":
             self.ksn, self.ken, self.evn = slots_at_nonzeros(self.indices, rs)

@@ -38,7 +38,7 @@ from riskset.data.dataset import row_label
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates,
-                                 indicator_columns, require_information, weight_overflow)
+                                 require_information, weight_overflow)
 
 FORMULATIONS = ("sparse", "scan")
 
@@ -158,7 +158,7 @@ class FineGrayDatafit(Datafit):
             self.slot_time.shape[0] - np.searchsorted(self.slot_time[::-1], self.time, side="right"),
             dtype=np.int32 if self.slot_time.shape[0] < 2**31 - 1 else np.int64)
         self.n_slots = self.slot_time.shape[0]
-        self.indicator = indicator_columns(self.indptr, self.values)
+        self.indicator = self.products.unit  # per column: every stored value is 1
         self.kernels = K.KERNELS[formulation]
         self._set_weights(np.ascontiguousarray(weights[order]))
 

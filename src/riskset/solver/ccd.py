@@ -10,10 +10,11 @@ linear predictor) methods. Named steps:
    if zero is optimal for every penalized coordinate (the prior rate is at or
    above ``gamma_max``), that is the answer (Cyclops fails there).
 2. ``cycles``: a warm start near its optimum, in a family whose sweeps are costly, first
-   opens with a gradient and a Newton polish (:func:`opening_entrants`). Then one Newton step per coordinate, bounded by a per-coordinate trust
-   region (Genkin, Lewis & Madigan 2007: half-width starts at 1, then becomes
-   max(2|step|, half-width/2)); at the L1 kink the step uses the one-sided
-   directional derivatives and never crosses it (:mod:`riskset.core.step`).
+   opens with a gradient and a Newton polish (:func:`opening_entrants`). Then one Newton
+   step per coordinate, bounded by a per-coordinate trust region (Genkin, Lewis & Madigan
+   2007: half-width starts at 1, then becomes max(2|step|, half-width/2)); at the L1 kink
+   the step uses the one-sided directional derivatives and never crosses it
+   (:mod:`riskset.core.step`).
    Between full sweeps, cycles run over the active set only (coordinates off their
    prior center, or unpenalized), as glmnet does; a sweep is one compiled call
    (``Datafit.sweep``, :mod:`riskset.core.sweep`).
@@ -432,8 +433,9 @@ def opening_entrants(beta, grad, pen: Penalty, free, max_active) -> np.ndarray |
     (each at its center with a slope beyond its L1 rate; possibly none). The fit then
     steps them once and polishes (:func:`polish_rounds`) before any full sweep: a gradient
     and a polish cost less than one sweep of a risk-set family (Cox at N = 1M, P = 1000: a
-    gradient 0.07 s, a sweep 0.3-1.2 s; CV fold fits 1.3-2.0 -> 0.5-1.4 s). None where the opening does not apply (too many
-    entrants, or an active set too large to polish): the fit opens with a full sweep."""
+    gradient 0.07 s, a sweep 0.3-1.2 s; CV fold fits 1.3-2.0 -> 0.5-1.4 s). None where the
+    opening does not apply (too many entrants, or an active set too large to polish): the fit
+    opens with a full sweep."""
     active = polish_set(beta, pen, free, max_active)
     if active is None:
         return None

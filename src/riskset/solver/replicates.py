@@ -188,10 +188,9 @@ def _polish_rounds(batch, state, beta, pen: Penalty, base, rows, opts, control, 
     rows = [r for r in rows if polish_set(beta[r], pen.row(r), base[r], opts.polish_max_active) is not None]
 
     def one(r):
-        view = batch.view(r)
-        b, _ = polish_rounds(view, beta[r].copy(), view.new_state(beta[r]), pen.row(r), base[r], opts, control[r],
-                             radius[r])
-        return b, None
+        b, st = polish_rounds(batch.view(r), beta[r].copy(), batch.view_state(state, r, beta), pen.row(r), base[r],
+                              opts, control[r], radius[r])
+        return b, st, None
 
     _on_views(batch, state, beta, rows, one)
 
@@ -201,23 +200,25 @@ def _polish(batch, state, beta, pen: Penalty, base, rows, max_active) -> dict:
     rows = [r for r in rows if polish_set(beta[r], pen.row(r), base[r], max_active) is not None]
 
     def one(r):
-        view = batch.view(r)
-        b, _, objective, _ = polish(view, beta[r].copy(), view.new_state(beta[r]), pen.row(r), base[r], max_active)
-        return b, objective
+        b, st, objective, _ = polish(batch.view(r), beta[r].copy(), batch.view_state(state, r, beta), pen.row(r),
+                                     base[r], max_active)
+        return b, st, objective
 
     return _on_views(batch, state, beta, rows, one)
 
 
 def _on_views(batch, state, beta, rows, one) -> dict:
-    """Run ``one(r) -> (new beta_r, result)`` for replicates ``rows`` on their own views
-    (``batch.map``: in parallel where the batch can), put the new coefficients in ``beta`` and
-    the batch state of those that moved; returns {r: result}."""
-    out, moved = {}, []
-    for r, (b, result) in zip(rows, batch.map(one, rows)):
+    """Run ``one(r) -> (new beta_r, its view state, result)`` for replicates ``rows`` on their
+    own views (``batch.map``: in parallel where the batch can), put the new coefficients in
+    ``beta`` and the batch state of those that moved (:meth:`ReplicateBatch.set_states`);
+    returns {r: result}."""
+    out, moved, states = {}, [], []
+    for r, (b, st, result) in zip(rows, batch.map(one, rows)):
         if not np.array_equal(b, beta[r]):
             beta[r] = b
             moved.append(r)
+            states.append(st)
         out[r] = result
     if moved:
-        batch.set_coef(state, np.array(moved), beta)
+        batch.set_states(state, np.array(moved), beta, states)
     return out
