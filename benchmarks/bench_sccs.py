@@ -31,7 +31,7 @@ refit KKT 8e-10; whole process 12 min, peak RSS 9.6 GiB. System time was 28% of 
 time (12.6M minor page faults): three quarters of the faults came from the conditional
 Hessian block's scipy temporaries (an S x N stratum matrix per call), since replaced by one
 compiled pass (a3819d6: at 200k cases, 5 folds x 4 variances, 33.4 -> 23.4 s on one
-thread). Repeated at d0eb202 (2026-11-26, same command): cross-validation 520 s wall, same
+thread). Repeated at 2114ab2 (2026-11-26, same command): cross-validation 520 s wall, same
 variance (0.001048) and 228 non-zero, refit KKT 5.7e-10; whole process 10 min 25 s, peak RSS
 9.3 GiB; system time still 26% of the CPU time (5.4M minor faults, was 12.6M): N-sized
 temporaries of 20M eras are 160 MB each, mapped and unmapped per call.
