@@ -90,6 +90,11 @@ class GLMDatafit(Datafit):
     def hessian(self, state, columns):
         return -self.products.gram(self.columns(columns), state.rows[:, glm_kernels.CURV])
 
+    def information_scale(self, state, columns):
+        """(X_A ** 2)' curv, the exact diagonal of the information (the local quadratic's
+        curvature, without its gradient: the KKT check has that already)."""
+        return self.products.dot2(self.columns(columns), np.ascontiguousarray(state.rows[:, glm_kernels.CURV]))[1]
+
     def local_quadratic(self, state, columns):
         """Gradient X_A' resid, exact diagonal (X_A ** 2)' curv and ``b -> -X_A' (curv X_A b)``
         on ``columns`` (O(nnz) per product, one pass: :meth:`~riskset.core.columns.ColumnProducts.gram_times`)."""

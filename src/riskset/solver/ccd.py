@@ -411,7 +411,7 @@ def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions,
         if ctl.done or (grad is None and (settled is not None or not gained > opts.tol)):
             return beta, state  # converged; or a full sweep decides: the polish settled above tol, or stalled
         grad = datafit.gradient(state) if grad is None else grad
-        enter = np.flatnonzero(free & pen.at_center(beta) & (np.abs(grad) > pen.l1))
+        enter = entrants(beta, grad, pen, free)
         if enter.size:
             datafit.sweep(state, enter, beta, pen.table, radius)
             ctl.objective = datafit.loglik(state) - pen.value(beta)
@@ -423,6 +423,12 @@ def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions,
 def warm_start(beta, pen: Penalty, free) -> bool:
     """Whether a fit starts with some free coefficient off its prior center (a warm start)."""
     return bool(np.any(free & ~pen.at_center(beta)))
+
+
+def entrants(beta, grad, pen: Penalty, free) -> np.ndarray:
+    """The free coordinates at their centers whose slope ``grad`` beats their L1 rate: those a
+    coordinate step would move off the center."""
+    return np.flatnonzero(free & pen.at_center(beta) & (np.abs(grad) > pen.l1))
 
 
 def opening_entrants(beta, grad, pen: Penalty, free, max_active) -> np.ndarray | None:
@@ -439,7 +445,7 @@ def opening_entrants(beta, grad, pen: Penalty, free, max_active) -> np.ndarray |
     active = polish_set(beta, pen, free, max_active)
     if active is None:
         return None
-    enter = np.flatnonzero(free & (pen.l1 > 0) & pen.at_center(beta) & (np.abs(grad) > pen.l1))
+    enter = entrants(beta, grad, pen, free & (pen.l1 > 0))
     return enter if enter.size <= 5 + OPENING_ENTRANTS * active.size else None
 
 
@@ -460,13 +466,19 @@ def kkt_unit(datafit, pen: Penalty, free, state=None, beta=None) -> np.ndarray:
     lasso = bool(np.any(pen.l1[free] > 0))
     rate = float(np.max(pen.l1[free])) if lasso else 1.0
     unit = np.full(pen.l1.shape, rate)
-    columns = np.flatnonzero(free & (pen.l1 == 0)) if lasso else np.flatnonzero(free)
+    columns = informed_units(pen, free)
     if columns.size:
         state = datafit.new_state(beta) if state is None else state
         info = np.sqrt(np.maximum(datafit.information_scale(state, columns), 0.0) + pen.l2[columns])
         known = np.isfinite(info) & (info > 0)
         unit[columns[known]] = np.minimum(info[known], rate) if lasso else info[known]
     return unit
+
+
+def informed_units(pen: Penalty, free) -> np.ndarray:
+    """The free coefficients whose KKT unit (:func:`kkt_unit`) reads their information, so
+    needs a state: all of them without an L1 prior, those without an L1 term with one."""
+    return np.flatnonzero(free & (pen.l1 == 0)) if np.any(pen.l1[free] > 0) else np.flatnonzero(free)
 
 
 def kkt_violation(datafit, state, beta, pen: Penalty, free, grad=None) -> float:

@@ -18,8 +18,8 @@ import numpy as np
 from riskset.core.penalty import Penalty
 from riskset.core.replicates import ReplicateBatch
 from riskset.solver.ccd import (AT_GAMMA_MAX, OPENING_SWEEP_PASSES, CycleControl, SolverOptions, end_of_fit,
-                                fit_status, kkt_unit, opening_entrants, polish, polish_rounds, polish_set,
-                                state_problem, warm_start, zero_test)
+                                fit_status, informed_units, kkt_unit, opening_entrants, polish, polish_rounds,
+                                polish_set, state_problem, warm_start, zero_test)
 
 
 @dataclass
@@ -128,7 +128,7 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False):
         for r, obj in _polish(batch, state, beta, pen, base, rows, opts.final_polish_max_active).items():
             control[r].objective = obj
         grads = batch.gradient(state, rows) if rows else ()
-        for r, grad, unit in zip(rows, grads, _kkt_units(batch, beta, pen, base, rows)):
+        for r, grad, unit in zip(rows, grads, _kkt_units(batch, state, beta, pen, base, rows)):
             control[r].checked(pen.row(r).kkt_violation(beta[r], grad, unit, base[r]))
 
     if opening and batch.sweep_passes >= OPENING_SWEEP_PASSES:
@@ -157,11 +157,17 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False):
     return beta, state, converged, n_iter, messages, kkt
 
 
-def _kkt_units(batch, beta, pen: Penalty, base, rows) -> list:
+def _kkt_units(batch, state, beta, pen: Penalty, base, rows) -> list:
     """Per replicate of ``rows``, the units of its KKT violations at ``beta``
-    (:func:`riskset.solver.ccd.kkt_unit`, on the replicate's own view; a state is built only
-    where a coefficient's information is needed)."""
-    return batch.map(lambda r: kkt_unit(batch.view(r), pen.row(r), base[r], beta=beta[r]), list(rows))
+    (:func:`riskset.solver.ccd.kkt_unit`, on the replicate's own view and its state,
+    :meth:`ReplicateBatch.view_state`, asked only where a coefficient's information is needed)."""
+
+    def one(r):
+        pen_r = pen.row(r)
+        view_state = batch.view_state(state, r, beta) if informed_units(pen_r, base[r]).size else None
+        return kkt_unit(batch.view(r), pen_r, base[r], state=view_state)
+
+    return batch.map(one, list(rows))
 
 
 def _opening(batch, state, beta, pen: Penalty, base, rows, opts, control, radius) -> None:
