@@ -12,14 +12,14 @@ Tables:
 2. ``pass``: one O(N) pass of each kind (GLM state refresh, GLM log-likelihood, Cox
    exact state + log-likelihood) and one whole CCD sweep, against the floor
    ``bytes moved / bandwidth``, the bandwidth measured by a device-to-device copy.
-3. ``cv``: 10-fold x 10-repetition cross-validation at N = 1,000,000 as 100 replicates
+3. ``cv``: 10-fold x 10-repetition cross-validation at N = 1,000,000 (first dtype) as 100 replicates
    fitted at once by ``riskset.solver.replicates.fit_replicates`` on the device batch
    ``riskset.kernels.gpu.replicate_batch`` (one block per replicate),
    against the CPU time of one replicate fit times 100 (both without the host Newton
    polish: cross-validation scores held-out likelihoods, not coefficients to 1e-15).
 
-4. ``profile``: one GPU fit per model at the largest N under cProfile (where the host
-   waits: a kernel's time shows in the call that synchronizes after it).
+4. ``profile``: one GPU fit per model at the largest N (first dtype) under cProfile
+   (where the host waits: a kernel's time shows in the call that synchronizes after it).
 
 ``--backends cpu`` runs the CPU side alone (no device needed: the one-thread baseline in
 a process beside the GPU runs, as ``benchmarks/gpu_device_run.sh`` does); ``--backends
@@ -126,16 +126,43 @@ def copy_bandwidth(nbytes=1 << 30):
     return 2 * nbytes / sec
 
 
-def warm_up(models, dtypes, gpu=True):
+def set_layout(layout):
+    """Single fits over the whole grid (cooperative kernels, the default) or in one block."""
+    from riskset.kernels.gpu import cox, glm
+
+    for cls in (cox.CoxDeviceDatafit, glm.GLMDeviceDatafit):  # the families with a whole-grid sweep
+        cls.single_fit_grid = layout == "grid"
+
+
+def warm_up(models, dtypes, layouts=(), gpu=True):
     import riskset
 
     for model in models:
         data = riskset.simulate(n=100, p=5, model="cox" if model == "fine_gray" else model, seed=1)
         if model == "fine_gray":
             data.status[::3] *= 2  # some competing events
-        for dt in dtypes if gpu else ():
-            riskset.fit(data, model, riskset.Laplace(gamma=5.0), backend="gpu", dtype=dt)
+        for lay in layouts if gpu else ():
+            set_layout(lay)
+            for dt in dtypes:
+                riskset.fit(data, model, riskset.Laplace(gamma=5.0), backend="gpu", dtype=dt)
+        set_layout("grid")
         riskset.fit(data, model, riskset.Laplace(gamma=5.0))
+
+
+def kernel_report():
+    """Registers per thread of the compiled sweep kernels (a block of 1024 threads needs at most
+    64; the risk-set families fall back to 256 threads)."""
+    from riskset.kernels.gpu import cox, fine_gray, glm
+
+    for name, kernel in (("cox block", cox.sweep_kernel), ("cox grid", cox.sweep_grid_kernel),
+                         ("cox exact state grid", cox.sync_grid_kernel), ("cox gradient", cox.gradient_kernel),
+                         ("fine_gray block", fine_gray.sweep_kernel), ("glm grid", glm.sweep_grid_kernel)):
+        try:
+            regs = sorted(set(kernel.get_regs_per_thread().values()))
+        except Exception as err:  # not compiled in this run, or no such query
+            regs = f"n/a ({type(err).__name__})"
+        print(f"registers per thread, {name}: {regs}")
+    print(flush=True)
 
 
 def gamma_for(model, n):
@@ -143,7 +170,7 @@ def gamma_for(model, n):
     return 0.02 * n ** 0.5 * (2.0 if model in ("cox", "fine_gray") else 1.0)
 
 
-FIT_COLUMNS = ["model", "N", "backend", "dtype", "seconds", "speedup", "cycles", "nonzero", "objective",
+FIT_COLUMNS = ["model", "N", "backend", "layout", "dtype", "seconds", "speedup", "cycles", "nonzero", "objective",
                "max_rel_diff", "converged"]
 
 
@@ -163,15 +190,20 @@ def fit_table(args):
                 group.append(dict(model=model, N=n, backend="cpu 1 thread", dtype="float64", seconds=t_cpu,
                                   cycles=cpu.n_iter, nonzero=int(np.count_nonzero(cpu.coef.values)),
                                   objective=f"{cpu.objective:.12g}", max_rel_diff=0.0, converged=cpu.converged))
-            for dt in args.dtypes if "gpu" in args.backends else ():
+            runs = [(lay, dt) for lay in args.layouts for dt in args.dtypes] if "gpu" in args.backends else []
+            for lay, dt in runs:
+                set_layout(lay)
                 try:
                     gpu, t_gpu = timed(lambda: riskset.fit(data, model, prior, tol=args.tol, backend="gpu", dtype=dt),
                                        args.repeat)
                 except Exception as err:  # one failing family must not hide the others' figures
-                    group.append(dict(model=model, N=n, backend="gpu", dtype=dt, converged=f"ERROR {err!r}"[:200]))
+                    group.append(dict(model=model, N=n, backend="gpu", layout=lay, dtype=dt,
+                                      converged=f"ERROR {err!r}"[:200]))
                     continue
+                finally:
+                    set_layout("grid")
                 g = gpu.coef.to_numpy()
-                row = dict(model=model, N=n, backend="gpu", dtype=dt, seconds=t_gpu, cycles=gpu.n_iter,
+                row = dict(model=model, N=n, backend="gpu", layout=lay, dtype=dt, seconds=t_gpu, cycles=gpu.n_iter,
                            nonzero=int(np.count_nonzero(g)), objective=f"{gpu.objective:.12g}", converged=gpu.converged)
                 if cpu is not None:
                     c = cpu.coef.to_numpy()
@@ -198,7 +230,7 @@ def profile_fits(args):
     for model in args.models:
         data = dataset(model, n, args.p, args.density)
         prior = riskset.Laplace(gamma=gamma_for(model, n))
-        for dt in args.dtypes:
+        for dt in args.dtypes[:1]:
             prof = cProfile.Profile()
             sync()
             t0 = time.perf_counter()
@@ -227,7 +259,8 @@ def pass_table(args, bandwidth):
             data = dataset(model, n, args.p, args.density)
             m = riskset.models.get_model(model)
             cpu_df = m.datafit(data)
-            for dt in args.dtypes:
+            for lay, dt in [(lay, dt) for lay in args.layouts for dt in args.dtypes]:
+                set_layout(lay)
                 dev = to_device(cpu_df, dtype=dt)
                 sz = np.dtype(dt).itemsize
                 p = dev.n_coef
@@ -239,7 +272,7 @@ def pass_table(args, bandwidth):
                 nnz = cpu_df.X.nnz + (n if getattr(cpu_df, "first", 0) else 0)
                 if model in ("cox", "fine_gray"):
                     ns = cpu_df.rs.n_slots if model == "cox" else cpu_df.n_slots
-                    kinds = {"exact state + loglik (one block)": (lambda: dev._loglik_all(state),
+                    kinds = {"exact state + loglik": (lambda: dev._loglik_all(state),
                                                                   n * (8 + 2 * sz + 8 + 1) + 12 * ns * 8)}
                 else:
                     kinds = {"state refresh": (lambda: dev._refresh(state), n * (8 + 2 * sz + 3 * sz)),
@@ -252,19 +285,20 @@ def pass_table(args, bandwidth):
                 risk_set = model in ("cox", "fine_gray")
                 per_nz = 4 + sz + (8 + 2 * sz if risk_set else 2 * sz)
                 per_move = (16 + 2 * sz + 8) if risk_set else (16 + 2 * sz + 3 * sz + 2 * sz)
-                kinds["CCD sweep (all P coordinates, one block)"] = (
+                kinds["CCD sweep (all P coordinates)"] = (
                     lambda: dev.sweep(state, np.arange(p), b, prior, radius),
                     nnz * (per_nz + per_move))
                 for kind, (fn, nbytes) in kinds.items():
                     fn()
                     _, sec = timed(fn, repeat=3)
                     floor = nbytes / bandwidth
-                    rows.append(dict(model=model, N=n, dtype=dt, pass_=kind, ms=1e3 * sec, floor_ms=1e3 * floor,
-                                     of_floor=floor / sec, GB=nbytes / 1e9))
+                    rows.append(dict(model=model, N=n, layout=lay, dtype=dt, pass_=kind, ms=1e3 * sec,
+                                     floor_ms=1e3 * floor, of_floor=floor / sec, GB=nbytes / 1e9))
+                set_layout("grid")
     print(f"== pass: one O(N) pass vs the bandwidth floor (device copy bandwidth {bandwidth / 1e9:.0f} GB/s) ==")
     for r in rows:
         r["pass"] = r.pop("pass_")
-    print_table(rows, ["model", "N", "dtype", "pass", "GB", "ms", "floor_ms", "of_floor"])
+    print_table(rows, ["model", "N", "layout", "dtype", "pass", "GB", "ms", "floor_ms", "of_floor"])
     print()
 
 
@@ -292,7 +326,7 @@ def cv_table(args):
         if model in ("logistic", "poisson", "least_squares"):
             l1[0] = 0.0  # the intercept
         options = SolverOptions(tol=args.tol, polish_max_active=0)
-        for dt in args.dtypes:
+        for dt in args.dtypes[:1]:
             res, sec = timed(lambda: fit_replicates(replicate_batch(df, W, dt), l1, 0.0, options=options))
             rows.append(dict(model=model, N=n, replicates=K * reps, backend="gpu batched", dtype=dt, seconds=sec,
                              converged=int(res.converged.sum()), cycles_max=int(res.n_iter.max())))
@@ -325,6 +359,9 @@ def main(argv=None):
     ap.add_argument("--backends", nargs="+", default=["cpu", "gpu"], choices=["cpu", "gpu"],
                     help="fit table: both (speedups and coefficient differences) or one (another process runs the "
                          "other side, e.g. the CPU baseline beside the GPU runs)")
+    ap.add_argument("--layouts", nargs="+", default=["grid", "block"], choices=["grid", "block"],
+                    help="single GPU fits over the whole grid (cooperative kernels; families that have them) and/or "
+                         "in one block")
     ap.add_argument("--repeat", type=int, default=2,
                     help="fit table: best of this many fits (the first at a new size may still compile kernels)")
     ap.add_argument("--cv-cpu", action=argparse.BooleanOptionalAction, default=True,
@@ -336,7 +373,8 @@ def main(argv=None):
         warm_up(args.models, [], gpu=False)
         return fit_table(args)
     check_device(args.allow_simulator)
-    warm_up(args.models, args.dtypes)
+    warm_up(args.models, args.dtypes, args.layouts)
+    kernel_report()
     bandwidth = copy_bandwidth(1 << 20 if args.allow_simulator else 1 << 30)
     print(f"device copy bandwidth: {bandwidth / 1e9:.0f} GB/s\n", flush=True)
     if "fit" not in args.skip:

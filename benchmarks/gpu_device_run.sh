@@ -8,8 +8,9 @@
 #   * the GPU checks on hardware (tests/gpu_checks.py: every simulator check, the replicate
 #     paths, and the device-only whole-grid checks) in three processes, and the PTX tests;
 #   * the CPU baseline, one thread, at N = 1,000,000 (bench_gpu.py --backends cpu);
-#   * the GPU benchmark: fit and pass tables at N = 100,000, then the Cox fit at 1,000,000
-#     under cProfile and 10-fold x 10 cross-validation at 1,000,000 as one device batch.
+#   * the GPU benchmark: fit and pass tables at N = 100,000 (single fits over the whole grid
+#     and in one block), then the Cox fit at 1,000,000 (whole grid, float64 and float32), one
+#     under cProfile, and 10-fold x 10 cross-validation at 1,000,000 as one device batch.
 # Seconds per stage: SECS_CHECKS, SECS_CPU (0: no CPU baseline), SECS_SMALL, SECS_BIG (environment).
 set -u
 OUT=${OUT:-gpu_logs}
@@ -21,7 +22,7 @@ B=benchmarks/bench_gpu.py
 {
   date -u
   nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,driver_version --format=csv
-  $PY - <<'EOF'
+  $PY - <<'PYEOF'
 import sys, numba, numpy, scipy, pandas
 from numba import cuda
 print(sys.version.split()[0], "numba", numba.__version__, "numpy", numpy.__version__, "scipy", scipy.__version__,
@@ -32,33 +33,33 @@ try:
 except ImportError:
     print("numba-cuda: not installed (numba's own numba.cuda)")
 print("cuda available:", cuda.is_available(), cuda.get_current_device().name, cuda.get_current_device().compute_capability)
-EOF
+PYEOF
 } 2>&1 | tee "$OUT/bench.log"
 
 checks() {  # name, check names...
   local name=$1; shift
-  timeout "${SECS_CHECKS:-300}" $PY tests/gpu_checks.py "$OUT/checks_$name.json" "$@" 2>&1 | sed -u "s/^/[$name] /"
+  timeout "${SECS_CHECKS:-240}" $PY tests/gpu_checks.py "$OUT/checks_$name.json" "$@" 2>&1 | sed -u "s/^/[$name] /"
 }
 names() { $PY tests/gpu_checks.py --list | $PY -c "import json,sys,re; print(' '.join(n for n in json.load(sys.stdin) if re.search(sys.argv[1], n)))" "$1"; }
 {
   checks A $(names '^(sweep|fit|ccd|unsupported|conditional_limits|float32)') &
   checks B $(names '^(replicates|profile|cross_validation|bootstrap)') &
   checks C $(names '^whole_grid') &
-  timeout "${SECS_CHECKS:-300}" $PY -m pytest -q -p no:cacheprovider tests/test_gpu.py -k "ptx or cli or pooled or dtype or no_device" 2>&1 | sed -u 's/^/[pytest] /' &
+  timeout "${SECS_CHECKS:-240}" $PY -m pytest -q -p no:cacheprovider tests/test_gpu.py -k "ptx or cli or pooled or dtype or no_device" 2>&1 | sed -u 's/^/[pytest] /' &
   wait
 } >"$OUT/checks.log" 2>&1 &
 
-if [ "${SECS_CPU:-330}" != 0 ]; then  # SECS_CPU=0: no CPU baseline
-  NUMBA_NUM_THREADS=1 timeout "${SECS_CPU:-330}" $PY $B --backends cpu --n 1000000 --models cox fine_gray logistic \
+if [ "${SECS_CPU:-300}" != 0 ]; then  # SECS_CPU=0: no CPU baseline
+  NUMBA_NUM_THREADS=1 timeout "${SECS_CPU:-300}" $PY $B --backends cpu --n 1000000 --models cox logistic --repeat 1 \
     >"$OUT/cpu.log" 2>&1 &
 fi
 
 timeout "${SECS_SMALL:-150}" $PY $B --n 100000 --skip profile cv 2>&1 | tee -a "$OUT/bench.log"
-timeout "${SECS_BIG:-150}" $PY $B --n 1000000 --cv-n 1000000 --models cox --dtypes float64 --backends gpu --no-cv-cpu --skip fit pass \
-  2>&1 | tee "$OUT/big.log"
+timeout "${SECS_BIG:-200}" $PY $B --n 1000000 --cv-n 1000000 --models cox --dtypes float64 float32 --layouts grid \
+  --backends gpu --no-cv-cpu --skip pass --repeat 1 2>&1 | tee "$OUT/big.log"
 wait
 echo "== checks =="
-$PY - "$OUT" <<'EOF'
+$PY - "$OUT" <<'PYEOF'
 import glob, json, sys
 for path in sorted(glob.glob(f"{sys.argv[1]}/checks_*.json")):
     res = json.load(open(path))
@@ -66,6 +67,6 @@ for path in sorted(glob.glob(f"{sys.argv[1]}/checks_*.json")):
     print(path, len(res), "ran,", len(bad), "failed")
     for k, v in bad.items():
         print(" ", k, "|", v.strip().splitlines()[-1][:300])
-EOF
+PYEOF
 tail -3 "$OUT/checks.log"
 cat "$OUT/cpu.log" 2>/dev/null

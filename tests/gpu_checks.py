@@ -530,28 +530,36 @@ for _family in DEVICE_FAMILIES:
 
 
 # -- on a real GPU only: the cooperative whole-grid sweep ---------------------------------------
-def _whole_grid_check(model):
-    """A single GLM fit at N = 200,000 sweeps with the cooperative whole-grid kernel, one
-    block per multiprocessor, every block holding rows of every column (the simulator runs
-    a grid as one block), and equals the CPU fit."""
-    from riskset.kernels.gpu import glm, simulator_enabled
+def _whole_grid_check(model, strata=False, **options):
+    """A single fit at N = 200,000 sweeps with the cooperative whole-grid kernel, one block
+    per multiprocessor, every block holding rows of every column and (Cox) slots of the risk
+    sets, so that the grid scans carry across blocks (the simulator runs a grid as one
+    block), and equals the CPU fit."""
+    from riskset.kernels.gpu import cox, glm, simulator_enabled
+    from riskset.kernels.gpu.device import grid_blocks
 
     if simulator_enabled():
         raise AssertionError("needs a real CUDA GPU")
     data = riskset.simulate(n=200_000, p=40, model=model, seed=11, density=0.2)
+    if model == "cox":  # about 2,000 distinct times: ties for Efron
+        data = dataclasses.replace(data, time=np.ceil(np.asarray(data.time, float) * 2000 / np.max(data.time)))
+    if strata:
+        data = dataclasses.replace(data, strata=np.arange(data.n_rows) % 7)
     prior = riskset.Laplace(gamma=30.0)
-    cpu = riskset.fit(data, model, prior)
-    gpu = riskset.fit(data, model, prior, backend="gpu")
-    assert glm.GLMDeviceDatafit.single_fit_grid, "the cooperative launch fell back to one block"
-    assert glm.grid_blocks() > 1, "one multiprocessor"
+    cpu = riskset.fit(data, model, prior, **options)
+    gpu = riskset.fit(data, model, prior, backend="gpu", **options)
+    device_class = cox.CoxDeviceDatafit if model == "cox" else glm.GLMDeviceDatafit
+    assert device_class.single_fit_grid, "the cooperative launch fell back to one block"
+    assert grid_blocks(256) > 1, "one multiprocessor"
     assert gpu.converged, gpu.message
     assert np.count_nonzero(cpu.coef.values) >= 5, "test data: too few non-zero coefficients"
     close(gpu.coef.values, cpu.coef.values, 1e-8, f"{model} whole-grid coefficients")
     close(gpu.loglik, cpu.loglik, 1e-10, f"{model} whole-grid loglik")
 
 
-for _model in ("logistic", "poisson", "least_squares"):
+for _model in ("logistic", "poisson", "least_squares", "cox"):
     CHECKS[f"whole_grid_{_model}"] = functools.partial(_whole_grid_check, _model)
+CHECKS["whole_grid_cox_efron_strata"] = functools.partial(_whole_grid_check, "cox", strata=True, ties="efron")
 
 
 # -- unsupported families ----------------------------------------------------------------------

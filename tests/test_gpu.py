@@ -52,7 +52,8 @@ CHECKS = ["sweep_logistic", "sweep_poisson", "sweep_least_squares", "sweep_cox",
           "replicates_cox_startstop", "replicates_cox_efron_startstop", "float32_range_refused"]
 
 #: checks that need a real GPU (the simulator runs a cooperative grid as one block, and these sizes for days)
-DEVICE_ONLY_CHECKS = ["whole_grid_logistic", "whole_grid_poisson", "whole_grid_least_squares"]
+DEVICE_ONLY_CHECKS = ["whole_grid_logistic", "whole_grid_poisson", "whole_grid_least_squares", "whole_grid_cox",
+                      "whole_grid_cox_efron_strata"]
 
 #: every family (Cox variant) with device kernels, as ``DEVICE_FAMILIES`` in tests/gpu_checks.py
 DEVICE_FAMILIES = ["logistic", "poisson", "least_squares", "cox", "cox_efron_strata", "cox_startstop", "fine_gray",
@@ -112,7 +113,7 @@ def test_replicate_paths_on_simulator(replicate_path_results, name):
 
 @pytest.mark.parametrize("name", DEVICE_ONLY_CHECKS)
 def test_on_device_only(device_only_results, name):
-    """On a real GPU: a single GLM fit at N = 200,000 sweeps with the cooperative whole-grid
+    """On a real GPU: a single GLM or Cox fit at N = 200,000 sweeps with the cooperative whole-grid
     kernel, every block holding rows, and equals the CPU fit to 1e-8."""
     assert_ok(device_only_results, name)
 
@@ -267,10 +268,12 @@ def test_kernels_compile_to_ptx(ptx_compiler):
             fine_gray.sync_kernel: (f8[:, ::1], F[:, ::1], F[:, ::1], F[:, ::1], int32[::1], uint8[::1],
                                     *[f8[:, ::1]] * 4, uint8[::1], *[f8[:, ::1]] * 7, int32[::1], f8[::1]),
         }
+        sigs[cox.sync_grid_kernel] = sigs[cox.sync_kernel] + (f8[:, :, ::1], f8[:, :, ::1])  # + the grid scratch
         for kernel, sig in sigs.items():
             ptx, _ = cuda.compile_ptx(kernel.py_func, void(*sig), device=False, cc=(9, 0))
             assert ".entry" in ptx and "sm_90" in ptx
             assert "bar.sync" in ptx or kernel is glm.refresh_kernel  # block-level synchronization present
+            assert ("cudaCGGetIntrinsicHandle" in ptx) == (kernel is cox.sync_grid_kernel)  # cooperative launch
 
 
 def test_conditional_kernels_compile_to_ptx(ptx_compiler):
@@ -297,6 +300,7 @@ def test_conditional_kernels_compile_to_ptx(ptx_compiler):
 SWEEP_VARIANTS = {
     "logistic": ("logistic", {}, {}),
     "cox": ("cox", {}, {}),
+    "cox_efron_strata": ("cox", dict(strata=True), dict(ties="efron")),
     "cox_efron_startstop_strata": ("cox", dict(start=True, strata=True), dict(ties="efron")),
     "fine_gray": ("fine_gray", {}, {}),
     "conditional_poisson": ("conditional_poisson", {}, {}),
@@ -320,6 +324,8 @@ def _device_datafit_on_host(cuda, monkeypatch, variant, dtype):
     cpu = checks._datafit(model, checks.data_for(model, n=40, p=3, density=0.3, **data_options), **options)
     monkeypatch.setattr(cuda, "to_device", lambda a, *args, **kwargs: np.array(a))
     monkeypatch.setattr(cuda, "device_array", lambda shape, dtype=np.float64, **kwargs: np.empty(shape, dtype))
+    for module in ("base", "cox"):  # the grid of an H100 or H200, without asking a device
+        monkeypatch.setattr(f"riskset.kernels.gpu.{module}.grid_blocks", lambda nt: 132)
     dev = _device_class(cpu)(cpu, dtype)
     state = DeviceState(np.zeros((1, dev.n_rows)), np.zeros((1, dev.n_coef)))
     dev._allocate(state)
@@ -328,24 +334,26 @@ def _device_datafit_on_host(cuda, monkeypatch, variant, dtype):
 
 @pytest.mark.parametrize("variant", SWEEP_VARIANTS)
 def test_sweep_kernels_compile_to_ptx(ptx_compiler, monkeypatch, variant):
-    """Every family's specialization of the persistent sweep (and the GLMs' whole-grid one, a
-    cooperative kernel) lowers to PTX for sm_90 in float64 and float32, with the argument
-    types its device datafit passes (tuples of device arrays). Skipped where NVVM is missing."""
+    """Every family's specialization of the persistent sweep (and its whole-grid one where it
+    has one, a cooperative kernel) and of the gradient kernel lowers to PTX for sm_90 in float64 and float32, with the
+    argument types its device datafit passes (tuples of device arrays). Skipped where NVVM is
+    missing."""
     import numba
     from numba import float64 as f8, int64, uint8, void
 
     cuda = ptx_compiler
-    from riskset.kernels.gpu import glm
-
     for dtype in ("float64", "float32"):
         dev, state = _device_datafit_on_host(cuda, monkeypatch, variant, dtype)
         data_t, state_t = numba.typeof(dev._kernel_data()), numba.typeof(state)
         assert (dtype == "float32") == ("float32" in str(data_t))  # X values in the state precision
         sig = void(data_t, state_t, int64[::1], uint8[:, ::1], f8[:, ::1], f8[:, :, ::1], f8[:, ::1], int64, f8[::1],
                    f8[:, ::1], f8[:, :, ::1])
-        kernels = [dev.sweep_kernel] + ([glm.sweep_grid_kernel] if dev.sweep_kernel is glm.sweep_kernel else [])
-        for kernel in kernels:
+        grid = dev.sweep_grid_kernel if dev._grid() else None
+        for kernel in [dev.sweep_kernel] + ([grid] if grid is not None else []):
             ptx, _ = cuda.compile_ptx(kernel.py_func, sig, device=False, cc=(9, 0))
             assert ".entry" in ptx and "sm_90" in ptx and "bar.sync" in ptx
             # numba launches a kernel cooperatively iff its PTX takes the grid group's handle
-            assert ("cudaCGGetIntrinsicHandle" in ptx) == (kernel is glm.sweep_grid_kernel)
+            assert ("cudaCGGetIntrinsicHandle" in ptx) == (kernel is grid)
+        ptx, _ = cuda.compile_ptx(dev.gradient_kernel.py_func, void(data_t, state_t, f8[:, ::1]), device=False,
+                                  cc=(9, 0))  # the full gradient
+        assert ".entry" in ptx and "bar.sync" in ptx

@@ -3,33 +3,38 @@
 A :class:`DeviceDatafit` wraps a prepared CPU datafit, copies X (CSC) and every
 per-row array to the device once, and keeps the fit state there. It always holds
 ``R`` replicates (row weightings of one X; ``R = 1`` for an ordinary fit): state
-arrays are (R, N) on the device and every kernel launches one block per replicate.
+arrays are (R, N) on the device and every kernel launches one block per replicate,
+except a single fit of a family with a whole-grid sweep (``sweep_grid_kernel``: GLMs and
+right-censored Cox), whose kernels run cooperatively over one block per multiprocessor.
 
 ``sweep``, ``coordinate`` and ``move`` are launches of the family's persistent sweep
-kernel (:mod:`.sweep`: modes 0, 1 and 2), written here once; a family subclass supplies
+kernel (:mod:`.sweep`: modes 0, 1 and 2), ``gradient`` of its gradient kernel, written
+here once; a family subclass supplies
 
-* ``sweep_kernel`` and ``_kernel_data()``: its specialization of the sweep and the tuple
-  of static device arrays it reads; ``state_fields``: the names of the state arrays it
-  takes (``state.kernel``);
+* ``sweep_kernel`` (and ``sweep_grid_kernel``), ``gradient_kernel`` and
+  ``_kernel_data()``: its specializations of the sweep and the gradient and the tuple of
+  static device arrays they read; ``state_fields``: the names of the state arrays they
+  take (``state.kernel``);
 * ``_make_static()``, ``_allocate(state)``: the device arrays;
 * ``_refresh(state)``: exact recomputation of the per-row state from eta;
 * ``_loglik_all(state)``: the log-likelihood of every replicate (device reduction);
-* ``_cpu_reweight(w)``: the CPU datafit of one weighting, for the rarely called
-  ``gradient``, ``hessian``, ``local_quadratic`` and ``diagnose`` (on a CPU state
-  rebuilt from the coefficients).
+* ``_cpu_reweight(w)``: the CPU datafit of one weighting, for ``hessian``,
+  ``local_quadratic`` and ``diagnose`` (on a CPU state rebuilt from the coefficients),
+  and the gradient of a float32 state.
 
 Every other method of the interface is explicit here: questions about the data (names,
 reach, separation, missing information) are the CPU datafit's.
 """
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 
 from riskset.core.interface import Datafit, FitState
 
-from .device import device_copy, state_dtype, threads_per_block
+from .device import device_copy, grid_blocks, simulator_enabled, state_dtype, threads_per_block
 
 
 class DeviceState(FitState):
@@ -67,8 +72,14 @@ class DeviceDatafit(Datafit):
     family_name = "?"
     #: the family's persistent sweep kernel (:func:`riskset.kernels.gpu.sweep.compile_sweep`)
     sweep_kernel = None
+    #: its full gradient (:func:`riskset.kernels.gpu.sweep.compile_gradient`)
+    gradient_kernel = None
     #: names in ``state.d`` of the state arrays the sweep kernel takes, in its order
     state_fields: tuple = ()
+    #: the family's sweep of a single fit (R = 1) over the whole grid (cooperative launch), if any
+    sweep_grid_kernel = None
+    #: False once a cooperative launch failed in this process: single fits then sweep in one block
+    single_fit_grid = True
 
     def __init__(self, cpu: Datafit, dtype="float64", weights: np.ndarray | None = None):
         # Datafit.__init__ is not called: X and the static arrays are the CPU datafit's.
@@ -86,6 +97,7 @@ class DeviceDatafit(Datafit):
         self._per_rep = None  # weight-dependent device arrays, built lazily
         self._cpu_views = {}
         self._spare_arrays = None
+        self._partial = None
 
     @property
     def n_coef(self) -> int:
@@ -108,6 +120,7 @@ class DeviceDatafit(Datafit):
         view._per_rep = None
         view._cpu_views = {}
         view._spare_arrays = None
+        view._partial = None
         return view
 
     def _check_weights(self, weights):
@@ -189,15 +202,66 @@ class DeviceDatafit(Datafit):
         return self._spare_arrays
 
     def _launch_sweep(self, state, coords, mask, beta, prior, radius, mode, fixed, out):
-        """One launch of the family's sweep kernel, one block per replicate."""
-        self._launch(self.sweep_kernel, self._kernel_data(), state.kernel, coords, mask, beta, prior, radius, mode,
-                     fixed, out, self._spare().partial)
+        """One launch of the family's sweep kernel: over the whole grid for a single fit that
+        can (:meth:`_grid`), else one block per replicate."""
+        args = (self._kernel_data(), state.kernel, coords, mask, beta, prior, radius, mode, fixed, out)
+        if not self._launch_grid(self.sweep_grid_kernel, *args, self._grid_partial()):
+            self._launch(self.sweep_kernel, *args, self._spare().partial)
 
     def _launch(self, kernel, *args):
         kernel[self.n_rep, self.nt](*args)
 
+    def _grid(self) -> bool:
+        """Whether this datafit runs its single fit over the whole grid."""
+        return self.n_rep == 1 and self.sweep_grid_kernel is not None and type(self).single_fit_grid
+
+    def _grid_partial(self):
+        """Block partial sums of the grid reductions (2 slots, 2 values, one per block)."""
+        if self._grid() and self._partial is None:
+            self._partial = device_copy(np.zeros((2, 2, grid_blocks(self.nt))))
+        return self._partial
+
+    def _launch_grid(self, kernel, *args) -> bool:
+        """Launch a cooperative kernel over one block per multiprocessor if :meth:`_grid`;
+        False where not, or where the device refuses the launch (with a warning; single fits
+        then run in one block): e.g. no cooperative launch, or too many registers for the
+        block size (tried again at 256 threads first)."""
+        if not self._grid():
+            return False
+        sizes = [self.nt] + ([256] if self.nt > 256 and not simulator_enabled() else [])
+        for nt in sizes:
+            try:
+                kernel[grid_blocks(nt), nt](*args)
+                self.nt = nt
+                return True
+            except Exception as err:
+                if simulator_enabled():
+                    raise
+                error = err
+        warnings.warn(f"cooperative whole-grid kernel unavailable ({type(error).__name__}: {error}); "
+                      "single fits run in one block", RuntimeWarning, stacklevel=3)
+        type(self).single_fit_grid = False
+        return False
+
     def gradient(self, state):
-        return self._cpu_view(0).gradient(self._host_state(state, 0))
+        return self.gradients(state, [0])[0]
+
+    def gradients(self, state, rows=None) -> np.ndarray:
+        """dl/dbeta of the replicates ``rows`` (all by default), (len(rows), P). A float64 state's
+        on the device: its exact recomputation from eta, then one block per (coefficient,
+        replicate) (the family's ``gradient_kernel``); a float32 state's on the host from the
+        coefficients, in float64 (one in the state's precision could not show a KKT violation
+        below about 1e-7)."""
+        rows = list(range(self.n_rep) if rows is None else rows)
+        if self.dtype != np.float64:
+            return np.array([self._cpu_view(r).gradient(self._host_state(state, r)) for r in rows]).reshape(
+                len(rows), self.n_coef)
+        from numba import cuda
+
+        self._refresh(state)
+        out = cuda.device_array((self.n_rep, self.n_coef), dtype=np.float64)
+        self.gradient_kernel[(self.n_coef, self.n_rep), min(self.nt, 256)](self._kernel_data(), state.kernel, out)
+        return out.copy_to_host()[rows]
 
     def hessian(self, state, columns):
         return self._cpu_view(0).hessian(self._host_state(state, 0), columns)

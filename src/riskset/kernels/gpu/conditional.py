@@ -38,7 +38,7 @@ from riskset.kernels.cpu import conditional as cpu_kernels
 from .base import DeviceDatafit
 from .blocks import block_sum2
 from .device import MAX_THREADS, device_copy, row_blocks
-from .sweep import compile_sweep
+from .sweep import compile_gradient, compile_sweep
 
 #: Largest number of cases of an exact (n:m) matched set on the device.
 MAX_EXACT_CASES = 64
@@ -161,6 +161,8 @@ def move(data, state, r, j, step, tid, nt):
 
 
 sweep_kernel = compile_sweep(refresh, gradient, terms, move)
+#: the full gradient, one block per (coefficient, replicate)
+gradient_kernel = compile_gradient(gradient, terms)
 
 
 class ConditionalDeviceDatafit(DeviceDatafit):
@@ -173,6 +175,7 @@ class ConditionalDeviceDatafit(DeviceDatafit):
 
     family_name = "conditional"
     sweep_kernel = staticmethod(sweep_kernel)  # a dispatcher binds like a function: no self
+    gradient_kernel = staticmethod(gradient_kernel)
     state_fields = ("eta", "w", "W")
 
     def __init__(self, cpu, dtype="float64", weights=None):

@@ -56,8 +56,9 @@ from riskset.data.risksets import column_breakpoints
 
 from .base import DeviceDatafit
 from .blocks import block_sum2, carried_segscan, segscan2_slots, segscan_slots
-from .device import MAX_THREADS, device_copy, simulator_enabled
-from .sweep import compile_sweep
+from .device import MAX_THREADS, device_copy, grid_blocks, simulator_enabled
+from .gridscan import grid_place, grid_segscan2, grid_sum2, grid_sync, thread_run
+from .sweep import compile_gradient, compile_sweep
 
 
 @cuda.jit(device=True)
@@ -75,6 +76,59 @@ def move_weight(r, row, x, step, factor, ind, eta, w):
 
 
 @cuda.jit(device=True)
+def slot_terms(r, p, ex_sum, en_sum, ev, slot_d, slot_m, slot_last, Q1, Q2, R1, R2, T2, has_start, efron, want_ll):
+    """Step 2 at slot p of replicate r from the reverse scans (``ex_sum`` of ex, ``en_sum`` of
+    en): Q1, Q2 (and Efron's R1, R2, T2); returns ``-sum_l wbar log Z_l`` if ``want_ll``."""
+    d = slot_d[r, p]
+    q = 0.0
+    q2 = 0.0
+    r1 = 0.0
+    r2 = 0.0
+    t2 = 0.0
+    part = 0.0
+    if d > 0.0 and slot_last[p] == 0:
+        if has_start:
+            Dp = ex_sum[r, p + 1] - en_sum[r, p + 1]
+        else:
+            Dp = ex_sum[r, p + 1]
+        m = 1.0
+        if efron:
+            m = slot_m[r, p]
+        if m <= 1.0:
+            inv = 1.0 / Dp
+            q = d * inv
+            q2 = q * inv
+            if want_ll:
+                part -= d * math.log(Dp)
+        else:
+            wbar = d / m
+            E = ev[r, p]
+            for l in range(int(m)):
+                f = l / m
+                Z = Dp - f * E
+                zi = 1.0 / Z
+                q += zi
+                q2 += zi * zi
+                r1 += f * zi
+                r2 += f * zi * zi
+                t2 += f * f * zi * zi
+                if want_ll:
+                    part -= wbar * math.log(Z)
+            q *= wbar
+            q2 *= wbar
+            r1 *= wbar
+            r2 *= wbar
+            t2 *= wbar
+    Q1[r, p] = q
+    Q2[r, p] = q2
+    if efron:
+        R1[r, p] = r1
+        R2[r, p] = r2
+        T2[r, p] = t2
+    return part
+
+
+@cuda.jit(device=True)
 def refresh_block(r, ns, ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q2, A1c, A2c, R1, R2, T2,
                   has_start, efron, want_ll, sv, sw, sf, tid, nt):
     """Per-slot aggregates of replicate r from the slot sums (whole block).
@@ -87,51 +141,8 @@ def refresh_block(r, ns, ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q
         segscan_slots(en, A1c, r, ns, slot_last, True, sv, sf, tid, nt)
     part = 0.0
     for p in range(tid, ns, nt):
-        d = slot_d[r, p]
-        q = 0.0
-        q2 = 0.0
-        r1 = 0.0
-        r2 = 0.0
-        t2 = 0.0
-        if d > 0.0 and slot_last[p] == 0:
-            if has_start:
-                Dp = S[r, p + 1] - A1c[r, p + 1]
-            else:
-                Dp = S[r, p + 1]
-            m = 1.0
-            if efron:
-                m = slot_m[r, p]
-            if m <= 1.0:
-                inv = 1.0 / Dp
-                q = d * inv
-                q2 = q * inv
-                if want_ll:
-                    part -= d * math.log(Dp)
-            else:
-                wbar = d / m
-                E = ev[r, p]
-                for l in range(int(m)):
-                    f = l / m
-                    Z = Dp - f * E
-                    zi = 1.0 / Z
-                    q += zi
-                    q2 += zi * zi
-                    r1 += f * zi
-                    r2 += f * zi * zi
-                    t2 += f * f * zi * zi
-                    if want_ll:
-                        part -= wbar * math.log(Z)
-                q *= wbar
-                q2 *= wbar
-                r1 *= wbar
-                r2 *= wbar
-                t2 *= wbar
-        Q1[r, p] = q
-        Q2[r, p] = q2
-        if efron:
-            R1[r, p] = r1
-            R2[r, p] = r2
-            T2[r, p] = t2
+        part += slot_terms(r, p, S, A1c, ev, slot_d, slot_m, slot_last, Q1, Q2, R1, R2, T2, has_start, efron,
+                           want_ll)
     cuda.syncthreads()
     segscan2_slots(Q1, Q2, r, ns, slot_first, sv, sw, sf, tid, nt)
     for p in range(tid, ns, nt):
@@ -142,6 +153,36 @@ def refresh_block(r, ns, ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q
             A1c[r, p] = Q1[r, p - 1]
             A2c[r, p] = Q2[r, p - 1]
     cuda.syncthreads()
+    return part
+
+
+@cuda.jit(device=True)
+def zero_slot_sums(r, ex, en, ev, has_start, efron, tid, nt):
+    for p in range(tid, ex.shape[1], nt):
+        ex[r, p] = 0.0
+        if has_start:
+            en[r, p] = 0.0
+        if efron:
+            ev[r, p] = 0.0
+
+
+@cuda.jit(device=True)
+def add_rows(r, eta, cw, w, ks, ke, event, ex, en, ev, has_start, efron, tid, nt):
+    """w = c exp(eta) at this thread's rows, added to the (zeroed) slot sums; returns this
+    thread's share of ``sum_events c eta``."""
+    part = 0.0
+    for i in range(tid, eta.shape[1], nt):
+        c = float(cw[r, i])
+        e = eta[r, i]
+        wi = c * math.exp(e)
+        w[r, i] = wi
+        cuda.atomic.add(ex, (r, ke[i]), wi)  # exact (float64) even when w is stored in float32
+        if has_start:
+            cuda.atomic.add(en, (r, ks[i]), wi)
+        if event[i] != 0:
+            part += c * e
+            if efron:
+                cuda.atomic.add(ev, (r, ke[i] - 1), wi)
     return part
 
 
@@ -156,35 +197,57 @@ def sync_kernel(has_start, efron, eta, cw, w, ks, ke, event, ex, en, ev, slot_d,
     r = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
-    n = eta.shape[1]
-    ns = ex.shape[1]
-    for p in range(tid, ns, nt):
-        ex[r, p] = 0.0
-        if has_start:
-            en[r, p] = 0.0
-        if efron:
-            ev[r, p] = 0.0
+    zero_slot_sums(r, ex, en, ev, has_start, efron, tid, nt)
     cuda.syncthreads()
-    part = 0.0
-    for i in range(tid, n, nt):
-        c = float(cw[r, i])
-        e = eta[r, i]
-        wi = c * math.exp(e)
-        w[r, i] = wi
-        cuda.atomic.add(ex, (r, ke[i]), wi)  # exact (float64) even when w is stored in float32
-        if has_start:
-            cuda.atomic.add(en, (r, ks[i]), wi)
-        if event[i] != 0:
-            part += c * e
-            if efron:
-                cuda.atomic.add(ev, (r, ke[i] - 1), wi)
+    part = add_rows(r, eta, cw, w, ks, ke, event, ex, en, ev, has_start, efron, tid, nt)
     cuda.syncthreads()
-    part += refresh_block(r, ns, ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q2, A1c, A2c, R1, R2, T2,
-                          has_start, efron, True, sv, sb, sf, tid, nt)
+    part += refresh_block(r, ex.shape[1], ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q2, A1c, A2c,
+                          R1, R2, T2, has_start, efron, True, sv, sb, sf, tid, nt)
     block_sum2(sv, sb, part, 0.0, tid, nt)
     if tid == 0:
         llout[r] = sv[0]
         dirty[r] = 0
+
+
+# -- the cooperative single fit (R = 1) over the whole grid: the same steps through grid scans --
+@cuda.jit(device=True)
+def refresh_grid(ns, ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q2, A1c, A2c, R1, R2, T2,
+                 has_start, efron, want_ll, gpart, sv, sw, sf):
+    """:func:`refresh_block` of the single fit over the whole grid (called by every thread);
+    returns this thread's share of the log-likelihood term if ``want_ll``."""
+    tid, nt = grid_place()
+    # steps 1 and 3 as in refresh_block: the reverse scans of ex (and en, into A1c), the
+    # exclusive forward scans of Q1, Q2 straight into A1c, A2c
+    grid_segscan2(ex, en, S, A1c, 0, ns, has_start, slot_last, 0, 1, True, False, gpart, 0, sv, sw, sf)
+    grid_sync()
+    part = 0.0
+    for p in range(tid, ns, nt):
+        part += slot_terms(0, p, S, A1c, ev, slot_d, slot_m, slot_last, Q1, Q2, R1, R2, T2, has_start, efron,
+                           want_ll)
+    grid_sync()
+    grid_segscan2(Q1, Q2, A1c, A2c, 0, ns, True, slot_first, 0, 1, False, True, gpart, 1, sv, sw, sf)
+    grid_sync()
+    return part
+
+
+@cuda.jit
+def sync_grid_kernel(has_start, efron, eta, cw, w, ks, ke, event, ex, en, ev, slot_d, slot_m, slot_first, slot_last,
+                     S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty, llout, gpart, partial):
+    """:func:`sync_kernel` of the single fit over the whole grid (cooperative launch)."""
+    sv = cuda.shared.array(MAX_THREADS, float64)
+    sf = cuda.shared.array(MAX_THREADS, int32)
+    sb = cuda.shared.array(MAX_THREADS, float64)
+    tid, nt = grid_place()
+    zero_slot_sums(0, ex, en, ev, has_start, efron, tid, nt)
+    grid_sync()
+    part = add_rows(0, eta, cw, w, ks, ke, event, ex, en, ev, has_start, efron, tid, nt)
+    grid_sync()
+    part += refresh_grid(ex.shape[1], ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q2, A1c, A2c, R1,
+                         R2, T2, has_start, efron, True, gpart, sv, sb, sf)
+    total, _ = grid_sum2(part, 0.0, partial, 0, sv, sb)
+    if tid == 0:
+        llout[0] = total
+        dirty[0] = 0
 
 
 @cuda.jit(device=True)
@@ -238,8 +301,8 @@ def walk_breakpoints(r, j, indptr, indices, values, w, evn, bcode, bpos, bhead, 
 def refresh(data, state, r, tid, nt, sv, sb, sf):
     """The per-slot aggregates of replicate r, if a move made them stale."""
     (has_start, efron, indptr, indices, values, indicator, ksn, ken, evn, bcode, bpos, bhead, gx0, slot_d, slot_m,
-     slot_first, slot_last) = data
-    eta, w, ex, en, ev, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty = state
+     slot_first, slot_last, nzf) = data
+    eta, w, ex, en, ev, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty, gpart, tmp = state
     if dirty[r] != 0:
         refresh_block(r, ex.shape[1], ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q2, A1c, A2c, R1,
                       R2, T2, has_start, efron, False, sv, sb, sf, tid, nt)
@@ -253,8 +316,8 @@ def column_pass(data, state, r, j, tid, nt, sv, sf, square):
     Hessian term, over the column's non-zeros in chunks of ``nt``; with ``square`` and
     right-censored rows also of the squared term (the segmented scans of the walk)."""
     (has_start, efron, indptr, indices, values, indicator, ksn, ken, evn, bcode, bpos, bhead, gx0, slot_d, slot_m,
-     slot_first, slot_last) = data
-    eta, w, ex, en, ev, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty = state
+     slot_first, slot_last, nzf) = data
+    eta, w, ex, en, ev, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty, gpart, tmp = state
     a = indptr[j]
     b = indptr[j + 1]
     g = gx0[r, j] if tid == 0 else 0.0
@@ -326,8 +389,8 @@ def terms(data, state, r, j, tid, nt, sv, sb, sf):
     """This thread's share of (g_j, h_j): the column pass, and for (start, stop] rows the walk
     over the column's breakpoints."""
     (has_start, efron, indptr, indices, values, indicator, ksn, ken, evn, bcode, bpos, bhead, gx0, slot_d, slot_m,
-     slot_first, slot_last) = data
-    eta, w, ex, en, ev, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty = state
+     slot_first, slot_last, nzf) = data
+    eta, w, ex, en, ev, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty, gpart, tmp = state
     g, h = column_pass(data, state, r, j, tid, nt, sv, sf, True)
     if has_start:
         h += walk_breakpoints(r, j, indptr, indices, values, w, evn, bcode, bpos, bhead, A2c, R2, T2, efron, sv, sf,
@@ -340,8 +403,8 @@ def move(data, state, r, j, step, tid, nt):
     """beta_j += step at this thread's share of the column: eta, w and the slot sums (atomic
     adds); the aggregates become stale."""
     (has_start, efron, indptr, indices, values, indicator, ksn, ken, evn, bcode, bpos, bhead, gx0, slot_d, slot_m,
-     slot_first, slot_last) = data
-    eta, w, ex, en, ev, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty = state
+     slot_first, slot_last, nzf) = data
+    eta, w, ex, en, ev, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty, gpart, tmp = state
     factor = math.exp(step)
     ind = indicator[j] != 0
     for i in range(indptr[j] + tid, indptr[j + 1], nt):
@@ -357,6 +420,86 @@ def move(data, state, r, j, step, tid, nt):
 
 
 sweep_kernel = compile_sweep(refresh, gradient, terms, move)
+#: the full gradient, one block per (coefficient, replicate)
+gradient_kernel = compile_gradient(gradient, terms)
+
+
+@cuda.jit(device=True)
+def refresh_whole(data, state, r, tid, nt, sv, sb, sf):
+    """:func:`refresh` of the single fit over the whole grid."""
+    (has_start, efron, indptr, indices, values, indicator, ksn, ken, evn, bcode, bpos, bhead, gx0, slot_d, slot_m,
+     slot_first, slot_last, nzf) = data
+    eta, w, ex, en, ev, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty, gpart, tmp = state
+    if dirty[0] != 0:
+        refresh_grid(ex.shape[1], ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q2, A1c, A2c, R1, R2,
+                     T2, has_start, efron, False, gpart, sv, sb, sf)
+        if tid == 0:  # after the grid syncs of refresh_grid: every thread has read the flag
+            dirty[0] = 0
+
+
+#: ``nzf`` flags of a column's non-zeros: the first of its stratum, the first of its run of equal exit slot
+STRATUM_HEAD, RUN_HEAD = 1, 2
+
+
+@cuda.jit(device=True)
+def terms_whole(data, state, r, j, tid, nt, sv, sb, sf):
+    """:func:`terms` of the single fit (right-censored rows) over the whole grid: each thread
+    takes one contiguous run of the column's non-zeros (:func:`~.gridscan.thread_run`),
+    computes their first-pass terms and ``wx`` (``tmp[0]``; Efron's event-row ``wx`` in
+    ``tmp[1]``), the grid scans them in place (segments: strata; Efron: runs of equal exit
+    slot), and the thread adds the squared term at the run ends among its non-zeros."""
+    (has_start, efron, indptr, indices, values, indicator, ksn, ken, evn, bcode, bpos, bhead, gx0, slot_d, slot_m,
+     slot_first, slot_last, nzf) = data
+    eta, w, ex, en, ev, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty, gpart, tmp = state
+    a = indptr[j]
+    b = indptr[j + 1]
+    lo, hi = thread_run(b - a)
+    g = gx0[0, j] if tid == 0 else 0.0
+    h = 0.0
+    for q in range(lo, hi):
+        i = a + q
+        x = float(values[i])
+        wx = float(w[0, indices[i]]) * x
+        kr = ken[i]
+        a1 = A1c[0, kr] - A1c[0, ksn[i]]
+        g -= wx * a1
+        h -= wx * x * a1
+        tmp[0, q] = wx
+        if efron:
+            ewx = 0.0
+            if evn[i] != 0:
+                rr = R1[0, kr - 1]
+                g += wx * rr
+                h += wx * x * rr
+                ewx = wx
+            tmp[1, q] = ewx
+    grid_segscan2(tmp, tmp, tmp, tmp, 0, b - a, False, nzf, a, STRATUM_HEAD, False, False, gpart, 2, sv, sb, sf)
+    if efron:
+        grid_segscan2(tmp, tmp, tmp, tmp, 1, b - a, False, nzf, a, RUN_HEAD, False, False, gpart, 3, sv, sb, sf)
+    for q in range(lo, hi):
+        i = a + q
+        kr = ken[i]
+        k0 = ksn[i]
+        same_stratum = False
+        same_run = False
+        if i + 1 < b:
+            same_stratum = ksn[i + 1] == k0
+            same_run = same_stratum and ken[i + 1] == kr
+        if not same_run:  # the end of a run of equal exit slot kr: N1 = csum on [lo, kr)
+            csum = tmp[0, q]
+            if efron:
+                esum = tmp[1, q]
+                if esum != 0.0:
+                    h += esum * (esum * T2[0, kr - 1] - 2.0 * csum * R2[0, kr - 1])
+            k_lo = k0
+            if same_stratum:
+                k_lo = ken[i + 1]
+            h += csum * csum * (A2c[0, kr] - A2c[0, k_lo])
+    return g, h
+
+
+#: the single fit (R = 1, right-censored rows) over the whole grid (cooperative launch)
+sweep_grid_kernel = compile_sweep(refresh_whole, gradient, terms_whole, move, grid=True)
 
 
 class RiskSetDeviceDatafit(DeviceDatafit):
@@ -398,7 +541,10 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
 
     family_name = "cox"
     sweep_kernel = staticmethod(sweep_kernel)  # a dispatcher binds like a function: no self
-    state_fields = ("eta", "w", "ex", "en", "ev", "S", "Q1", "Q2", "A1c", "A2c", "R1", "R2", "T2", "dirty")
+    gradient_kernel = staticmethod(gradient_kernel)
+    sweep_grid_kernel = staticmethod(sweep_grid_kernel)
+    state_fields = ("eta", "w", "ex", "en", "ev", "S", "Q1", "Q2", "A1c", "A2c", "R1", "R2", "T2", "dirty", "gpart",
+                    "tmp")
 
     def __init__(self, cpu, dtype="float64", weights=None):
         super().__init__(cpu, dtype, weights)
@@ -429,6 +575,26 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         bcode, bpos, bhead = self._breakpoints(stype)
         static.update(bcode=device_copy(bcode), bpos=device_copy(bpos), bhead=device_copy(bhead))
         return static
+
+    def _grid(self) -> bool:
+        return super()._grid() and not self.has_start  # the breakpoint walk has no grid version yet
+
+    def _nz_flags(self):
+        """``nzf`` of every non-zero (:data:`STRATUM_HEAD`, :data:`RUN_HEAD` within its column),
+        on the device, for the whole-grid sweep."""
+        s = self._dev_static()
+        if "nzf" not in s:
+            cpu = self.cpu
+            idx = np.asarray(cpu.indices, np.int64)
+            ks, ke = np.asarray(cpu.ks, np.int64)[idx], np.asarray(cpu.ke, np.int64)[idx]
+            first = np.zeros(idx.shape[0], bool)
+            first[np.asarray(cpu.indptr[:-1], np.int64)[np.diff(cpu.indptr) > 0]] = True
+            stratum = first.copy()
+            stratum[1:] |= ks[1:] != ks[:-1]
+            run = stratum.copy()
+            run[1:] |= ke[1:] != ke[:-1]
+            s["nzf"] = device_copy(stratum * STRATUM_HEAD + run * RUN_HEAD, np.uint8)
+        return s["nzf"]
 
     def _breakpoints(self, stype):
         """(start, stop] rows: per column its entry and exit breakpoints in descending slot order
@@ -497,6 +663,12 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
             state.d.setdefault(name, unused)
         state.d["dirty"] = device_copy(np.ones(R, np.int32))
         state.d["ll"] = cuda.device_array(R, dtype=np.float64)
+        if self._grid():  # the grid scans' block totals and the column scans' values
+            nnz = int(np.diff(self.cpu.indptr).max(initial=1))
+            state.d["gpart"] = cuda.device_array((4, 3, grid_blocks(self.nt)), dtype=np.float64)
+            state.d["tmp"] = cuda.device_array((2, max(nnz, 1)), dtype=np.float64)
+        else:
+            state.d["gpart"] = state.d["tmp"] = unused
 
     def _slot_args(self, p, d):
         s = self._dev_static()
@@ -505,11 +677,13 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
 
     def _refresh(self, state):
         s, p, d = self._dev_static(), self._rep(), state.d
-        self._launch(sync_kernel, int(self.has_start), int(self.efron), d["eta"], p["cw"], d["w"], s["ks"], s["ke"],
-                     s["event"], *self._slot_args(p, d), d["ll"])
+        args = (int(self.has_start), int(self.efron), d["eta"], p["cw"], d["w"], s["ks"], s["ke"], s["event"],
+                *self._slot_args(p, d), d["ll"])
+        if not self._launch_grid(sync_grid_kernel, *args, d["gpart"], self._grid_partial()):
+            self._launch(sync_kernel, *args)
 
     def _kernel_data(self):
         s, p = self._dev_static(), self._rep()
         return (int(self.has_start), int(self.efron), s["indptr"], s["indices"], s["values"], s["indicator"],
                 s["ksn"], s["ken"], s["evn"], s["bcode"], s["bpos"], s["bhead"], p["gx0"], p["slot_d"], p["slot_m"],
-                s["slot_first"], s["slot_last"])
+                s["slot_first"], s["slot_last"], self._nz_flags() if self._grid() else s["slot_first"])

@@ -100,6 +100,17 @@ def threads_per_block() -> int:
     return nt
 
 
+def grid_blocks(nt: int) -> int:
+    """Blocks of a cooperative whole-grid kernel of ``nt`` threads per block: one per
+    multiprocessor (always co-resident), at most ``nt`` (the grid scans scan the block totals
+    in one block). The simulator supports grid sync with one block only."""
+    if simulator_enabled():
+        return 1
+    from numba import cuda
+
+    return int(min(nt, cuda.get_current_device().MULTIPROCESSOR_COUNT))
+
+
 def row_blocks(n: int, nt: int, cap: int = 1024) -> int:
     """Blocks per replicate for row-parallel (embarrassingly parallel) kernels."""
     if simulator_enabled():  # the simulator runs blocks one after another: one is enough

@@ -40,7 +40,7 @@ from numba import cuda, float64, int32
 from .blocks import block_sum2, carried_segscan2, scan2_slots, segscan_slots
 from .cox import RiskSetDeviceDatafit, move_weight
 from .device import MAX_THREADS, device_copy
-from .sweep import compile_sweep
+from .sweep import compile_gradient, compile_sweep
 
 
 @cuda.jit(device=True)
@@ -225,6 +225,8 @@ def move(data, state, r, j, step, tid, nt):
 
 
 sweep_kernel = compile_sweep(refresh, gradient, terms, move)
+#: the full gradient, one block per (coefficient, replicate)
+gradient_kernel = compile_gradient(gradient, terms)
 
 
 class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
@@ -235,6 +237,7 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
 
     family_name = "fine_gray"
     sweep_kernel = staticmethod(sweep_kernel)  # a dispatcher binds like a function: no self
+    gradient_kernel = staticmethod(gradient_kernel)
     state_fields = ("eta", "w", "W", "Wc", "D", "C", "A1", "SB", "A2", "A2G", "A2GG", "dirty")
 
     def _make_static(self):

@@ -12,7 +12,6 @@ beta and the trust-region radii.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from numba import cuda, float64
@@ -21,8 +20,8 @@ from riskset.kernels.cpu import glm as cpu_kernels
 
 from .base import DeviceDatafit
 from .blocks import block_sum2
-from .device import MAX_THREADS, device_copy, row_blocks, simulator_enabled
-from .sweep import compile_sweep
+from .device import MAX_THREADS, device_copy, row_blocks
+from .sweep import compile_gradient, compile_sweep
 
 LOGISTIC, POISSON, GAUSSIAN = cpu_kernels.LOGISTIC, cpu_kernels.POISSON, cpu_kernels.GAUSSIAN
 
@@ -136,13 +135,8 @@ def move(data, state, r, j, step, tid, nt):
 sweep_kernel = compile_sweep(refresh, None, terms, move)
 #: a single fit over the whole grid (cooperative launch)
 sweep_grid_kernel = compile_sweep(refresh, None, terms, move, grid=True)
-
-
-def grid_blocks() -> int:
-    """Blocks of the cooperative single-fit sweep: one per multiprocessor (always co-resident)."""
-    if simulator_enabled():  # the simulator supports grid sync with one block only
-        return 1
-    return int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+#: the full gradient, one block per (coefficient, replicate)
+gradient_kernel = compile_gradient(None, terms)
 
 
 class GLMDeviceDatafit(DeviceDatafit):
@@ -150,9 +144,9 @@ class GLMDeviceDatafit(DeviceDatafit):
 
     family_name = "glm"
     sweep_kernel = staticmethod(sweep_kernel)  # a dispatcher binds like a function: no self
+    gradient_kernel = staticmethod(gradient_kernel)
+    sweep_grid_kernel = staticmethod(sweep_grid_kernel)
     state_fields = ("eta", "expeta", "resid", "curv")
-    #: a single fit (R = 1) sweeps with the cooperative whole-grid kernel; replicates use one block each
-    single_fit_grid = True
 
     def __init__(self, cpu, dtype="float64", weights=None):
         super().__init__(cpu, dtype, weights)
@@ -200,22 +194,6 @@ class GLMDeviceDatafit(DeviceDatafit):
     def _kernel_data(self):
         s = self._dev_static()
         return (self.family, s["indptr"], s["indices"], s["values"], s["indicator"], s["y"], self._weights_dev())
-
-    def _launch_sweep(self, state, coords, mask, beta, prior, radius, mode, fixed, out):
-        if self.n_rep == 1 and self.single_fit_grid:
-            nb = grid_blocks()
-            partial = cuda.device_array((2, 2, nb), dtype=np.float64)
-            try:
-                sweep_grid_kernel[nb, self.nt](self._kernel_data(), state.kernel, coords, mask, beta, prior, radius,
-                                               mode, fixed, out, partial)
-                return
-            except Exception as err:  # e.g. no cooperative launch (cudadevrt missing): one block instead
-                if simulator_enabled():
-                    raise
-                warnings.warn(f"cooperative whole-grid sweep unavailable ({type(err).__name__}: {err}); "
-                              "sweeping in one block", RuntimeWarning, stacklevel=2)
-                type(self).single_fit_grid = False
-        super()._launch_sweep(state, coords, mask, beta, prior, radius, mode, fixed, out)
 
     def _check_weights(self, weights):
         if weights.shape[1] != self.n_rows:  # the device reads them as the (R, N) row weights

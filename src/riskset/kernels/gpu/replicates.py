@@ -57,10 +57,8 @@ class DeviceReplicates(ReplicateBatch):
         return np.asarray(self.device._loglik_all(state), dtype=np.float64)
 
     def gradient(self, state, rows=None):
-        """dl/dbeta of the replicates ``rows`` (all by default), on the host: (len(rows), P)."""
-        rows = range(self.n_replicates) if rows is None else rows
-        return np.array([self.device._cpu_view(r).gradient(self.device._host_state(state, r))
-                         for r in rows]).reshape(len(rows), self.n_coef)
+        """dl/dbeta of the replicates ``rows`` (all by default): (len(rows), P)."""
+        return self.device.gradients(state, rows)
 
     def view(self, r):
         return self.device._cpu_view(r)

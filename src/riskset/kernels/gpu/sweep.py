@@ -33,9 +33,10 @@ out, partial)`` which, for each coordinate j of ``coords`` with ``mask[r, j]``:
 ``mode`` 2 applies the given step ``fixed[r]`` (the solver's ``coordinate`` and
 ``move``). Two drivers run the same skeleton: one block per replicate (``r`` =
 ``blockIdx.x``; every family), and, for a single fit of a family whose functions are
-row-parallel (no block scans: the GLMs), the whole grid as one cooperating group
-(``grid=True``: ``tid``, ``nt`` span the grid, reductions go through ``partial``
-(2, 2, blocks) and a grid sync, and every block takes the identical step).
+row-parallel (the GLMs) or written with the grid scans of :mod:`.gridscan` (Cox), the
+whole grid as one cooperating group (``grid=True``: ``tid``, ``nt`` span the grid,
+reductions go through ``partial`` (2, 2, blocks) and a grid sync, and every block takes
+the identical step).
 """
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ from riskset.core.step import CENTER, L1, L2, prior_step_value
 
 from .blocks import block_sum2
 from .device import MAX_THREADS
+from .gridscan import grid_place, grid_sum2, grid_sync
 
 
 def _block_driver():
@@ -74,37 +76,14 @@ def _grid_driver():
 
     @cuda.jit(device=True)
     def place():
-        nt = cuda.blockDim.x
-        tid = cuda.threadIdx.x
-        bx = cuda.blockIdx.x
-        return 0, bx * nt + tid, cuda.gridDim.x * nt, bx == 0 and tid == 0
+        tid, nt = grid_place()
+        return 0, tid, nt, tid == 0
 
     @cuda.jit(device=True)
     def total2(sa, sb, a, b, partial, slot):
-        """(sum a, sum b) over the grid, in every thread: block partials in ``partial[slot]``,
-        a grid sync, then every block sums the partials in the same order (identical totals)."""
-        tid = cuda.threadIdx.x
-        nt = cuda.blockDim.x
-        bx = cuda.blockIdx.x
-        nb = cuda.gridDim.x
-        block_sum2(sa, sb, a, b, tid, nt)
-        if tid == 0:
-            partial[slot, 0, bx] = sa[0]
-            partial[slot, 1, bx] = sb[0]
-        cuda.cg.this_grid().sync()
-        a = 0.0
-        b = 0.0
-        for q in range(tid, nb, nt):
-            a += partial[slot, 0, q]
-            b += partial[slot, 1, q]
-        block_sum2(sa, sb, a, b, tid, nt)
-        return sa[0], sb[0]
+        return grid_sum2(a, b, partial, slot, sa, sb)
 
-    @cuda.jit(device=True)
-    def barrier():
-        cuda.cg.this_grid().sync()
-
-    return place, total2, barrier
+    return place, total2, grid_sync
 
 
 def compile_sweep(refresh, gradient, terms, move, grid: bool = False):
@@ -154,3 +133,30 @@ def compile_sweep(refresh, gradient, terms, move, grid: bool = False):
             barrier()
 
     return sweep
+
+
+def compile_gradient(gradient, terms):
+    """The kernel ``gradient_kernel(data, state, out)`` of the full gradient: block (j, r) of a
+    (P, R) grid sums column j's share of ``gradient`` (of ``terms`` where the family has no
+    cheaper one) over its threads into ``out[r, j]``, from aggregates made current
+    beforehand (the columns are independent: no refresh, no move)."""
+    alone = gradient is not None  # a constant of the closure
+
+    @cuda.jit
+    def gradient_kernel(data, state, out):
+        sa = cuda.shared.array(MAX_THREADS, float64)
+        sb = cuda.shared.array(MAX_THREADS, float64)
+        sf = cuda.shared.array(MAX_THREADS, int32)
+        j = cuda.blockIdx.x
+        r = cuda.blockIdx.y
+        tid = cuda.threadIdx.x
+        nt = cuda.blockDim.x
+        if alone:
+            g = gradient(data, state, r, j, tid, nt, sa, sb, sf)
+        else:
+            g, _ = terms(data, state, r, j, tid, nt, sa, sb, sf)
+        block_sum2(sa, sb, g, 0.0, tid, nt)
+        if tid == 0:
+            out[r, j] = sa[0]
+
+    return gradient_kernel
