@@ -26,20 +26,39 @@ a process beside the GPU runs, as ``benchmarks/gpu_device_run.sh`` does); ``--ba
 gpu`` the GPU side alone (compare the printed objectives). Needs a CUDA GPU (numba-cuda)
 otherwise; it refuses to run in Numba's simulator.
 
-Measured on an NVIDIA H200 (2026-11-26; the CPU column is one core of that machine):
-N = 100,000, P = 1,000, 5% density, L1 at 0.02 sqrt(N) (x2 for Cox, Fine-Gray)
+Measured on an NVIDIA H200 (2026-11-26, numba-cuda 0.30.4; the CPU column is one core of
+the same machine, fits to tol 1e-8, P = 1,000, 5% density, L1 at 0.02 sqrt(N), x2 for Cox
+and Fine-Gray). Single fits run over the whole grid (``grid``: cooperative kernels, one
+block per multiprocessor, the risk-set refresh and column walks as grid scans; the Newton
+polish's Hessian-vector products, the gradient and the linear predictor on the device for
+Cox and the GLMs in float64) or in one block (``block``, the replicate layout):
 
-    model      cpu 1 thread  gpu float64  gpu float32  objective gap (float32)
-    cox        7.64 s (*)    6.90 s       6.23 s       < 1e-12 relative
-    fine_gray  1.04 s        4.48 s       5.18 s       1e-11 relative
-    logistic   2.91 s        4.01 s       3.04 s       < 1e-12 relative
+    N = 100,000     cpu 1 thread   gpu grid   gpu block   (float64, best of 2)
+    cox             0.75 s         0.31 s     1.64 s
+    fine_gray       0.86 s         0.67 s     1.56 s
+    logistic        1.26 s         0.25 s     1.17 s
 
-(one fit each, before ``--repeat``; (*) likely includes JIT compilation that the tiny
-warm-up did not trigger.)
+    one full CCD sweep (P coordinates) at N = 100,000: Cox 35 ms grid vs 759 ms block,
+    Fine-Gray 61 ms vs 948 ms; Cox exact state + log-likelihood 0.20 ms vs 1.20 ms.
 
-Cox at N = 1,000,000: 18.65 s on one core, 61.3 s on the GPU, 36 s of which numba-cuda
-spent copying stride-0 host arrays element by element (now avoided by
-``device.device_copy``; not re-measured on hardware); the rest mostly the one-block sweep.
+    N = 1,000,000   cpu 1 thread   gpu grid float64          gpu grid float32
+    cox             10.4 s         4.3 s (first fit 12.4 s)  14.9 s
+    fine_gray        9.7 s         5.5 s (first fit 10.3 s)  11.4 s
+    logistic        23.7 s         1.9 s                     19.4 s
+
+(float64: the fit under cProfile, after a first fit that compiled the polish kernels, which
+the tiny warm-up fits of that run did not reach; ``warm_up`` now does.)
+
+Of the Cox fit's 4.3 s at N = 1M, the device solve is about 0.45 s (the CCD cycles 0.22 s);
+the rest is host work shared with the CPU path or done once per data set: building the
+Cox datafit 2.3 s (row sort, risk sets, slots at the non-zeros), the upload of X and the
+static arrays 1.0 s, and the final diagnosis 0.5 s (an exact host state from the
+coefficients). The CPU fit spends about 8 s in its solve: the device solve is ~18x one
+core. float32 is slower than float64 here: it keeps the gradient and the Newton polish on
+the host in float64 (a float32 gradient could not show a KKT violation below ~1e-7).
+10-fold x 10 cross-validation at N = 1M as one batch (one
+block per replicate) did not finish within 120 s. Before the whole-grid kernels (one block
+per fit, host polish) a Cox sweep at 100k took 0.73 s and the Cox fit at 1M 11.3 s.
 """
 from __future__ import annotations
 
@@ -128,25 +147,31 @@ def copy_bandwidth(nbytes=1 << 30):
 
 def set_layout(layout):
     """Single fits over the whole grid (cooperative kernels, the default) or in one block."""
-    from riskset.kernels.gpu import cox, glm
+    from riskset.kernels.gpu import cox, fine_gray, glm
 
-    for cls in (cox.CoxDeviceDatafit, glm.GLMDeviceDatafit):  # the families with a whole-grid sweep
+    for cls in (cox.CoxDeviceDatafit, fine_gray.FineGrayDeviceDatafit, glm.GLMDeviceDatafit):  # with whole-grid sweeps
         cls.single_fit_grid = layout == "grid"
 
 
 def warm_up(models, dtypes, layouts=(), gpu=True):
+    """Compile every kernel a timed fit launches: tiny fits, unpenalized over more than
+    ``DENSE_NEWTON_MAX`` coefficients so that the polish takes conjugate-gradient steps (the
+    device Hessian-vector kernels; the first GPU fit of a process otherwise spends seconds
+    compiling them)."""
     import riskset
+    from riskset.solver.ccd import DENSE_NEWTON_MAX
 
     for model in models:
-        data = riskset.simulate(n=100, p=5, model="cox" if model == "fine_gray" else model, seed=1)
+        data = riskset.simulate(n=400, p=DENSE_NEWTON_MAX + 5, model="cox" if model == "fine_gray" else model,
+                                seed=1, density=0.05)
         if model == "fine_gray":
             data.status[::3] *= 2  # some competing events
         for lay in layouts if gpu else ():
             set_layout(lay)
             for dt in dtypes:
-                riskset.fit(data, model, riskset.Laplace(gamma=5.0), backend="gpu", dtype=dt)
+                riskset.fit(data, model, riskset.Normal(variance=1.0), backend="gpu", dtype=dt)
         set_layout("grid")
-        riskset.fit(data, model, riskset.Laplace(gamma=5.0))
+        riskset.fit(data, model, riskset.Normal(variance=1.0))
 
 
 def kernel_report():
@@ -156,7 +181,8 @@ def kernel_report():
 
     for name, kernel in (("cox block", cox.sweep_kernel), ("cox grid", cox.sweep_grid_kernel),
                          ("cox exact state grid", cox.sync_grid_kernel), ("cox gradient", cox.gradient_kernel),
-                         ("fine_gray block", fine_gray.sweep_kernel), ("glm grid", glm.sweep_grid_kernel)):
+                         ("cox Hessian rows", cox.hessian_rows_kernel), ("fine_gray block", fine_gray.sweep_kernel),
+                         ("fine_gray grid", fine_gray.sweep_grid_kernel), ("glm grid", glm.sweep_grid_kernel)):
         try:
             regs = sorted(set(kernel.get_regs_per_thread().values()))
         except Exception as err:  # not compiled in this run, or no such query

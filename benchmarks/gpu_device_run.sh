@@ -9,9 +9,11 @@
 #     paths, and the device-only whole-grid checks) in three processes, and the PTX tests;
 #   * the CPU baseline, one thread, at N = 1,000,000 (bench_gpu.py --backends cpu);
 #   * the GPU benchmark: fit and pass tables at N = 100,000 (single fits over the whole grid
-#     and in one block), then the Cox fit at 1,000,000 (whole grid, float64 and float32), one
-#     under cProfile, and 10-fold x 10 cross-validation at 1,000,000 as one device batch.
-# Seconds per stage: SECS_CHECKS, SECS_CPU (0: no CPU baseline), SECS_SMALL, SECS_BIG (environment).
+#     and in one block), then the Cox, Fine-Gray and logistic fits at 1,000,000 (whole grid,
+#     float64 and float32), each under cProfile, then 10-fold x 10 cross-validation of Cox at
+#     1,000,000 as one device batch.
+# Seconds per stage: SECS_CHECKS, SECS_CPU (0: no CPU baseline), SECS_SMALL, SECS_BIG, SECS_CV;
+# bench_gpu.py arguments: CPU_ARGS, SMALL_ARGS, BIG_ARGS (environment; defaults below).
 set -u
 OUT=${OUT:-gpu_logs}
 mkdir -p "$OUT"
@@ -50,13 +52,15 @@ names() { $PY tests/gpu_checks.py --list | $PY -c "import json,sys,re; print(' '
 } >"$OUT/checks.log" 2>&1 &
 
 if [ "${SECS_CPU:-300}" != 0 ]; then  # SECS_CPU=0: no CPU baseline
-  NUMBA_NUM_THREADS=1 timeout "${SECS_CPU:-300}" $PY $B --backends cpu --n 1000000 --models cox logistic --repeat 1 \
-    >"$OUT/cpu.log" 2>&1 &
+  NUMBA_NUM_THREADS=1 timeout "${SECS_CPU:-300}" $PY $B --backends cpu --n 1000000 --repeat 1 \
+    ${CPU_ARGS:---models cox fine_gray logistic} >"$OUT/cpu.log" 2>&1 &
 fi
 
-timeout "${SECS_SMALL:-150}" $PY $B --n 100000 --skip profile cv 2>&1 | tee -a "$OUT/bench.log"
-timeout "${SECS_BIG:-200}" $PY $B --n 1000000 --cv-n 1000000 --models cox --dtypes float64 float32 --layouts grid \
-  --backends gpu --no-cv-cpu --skip pass --repeat 1 2>&1 | tee "$OUT/big.log"
+timeout "${SECS_SMALL:-150}" $PY $B --n 100000 ${SMALL_ARGS:---skip profile cv} 2>&1 | tee -a "$OUT/bench.log"
+timeout "${SECS_BIG:-200}" $PY $B --n 1000000 --layouts grid --backends gpu --skip pass cv --repeat 1 \
+  ${BIG_ARGS:---models cox fine_gray logistic} 2>&1 | tee "$OUT/big.log"
+timeout "${SECS_CV:-150}" $PY $B --n 1000000 --cv-n 1000000 --models cox --dtypes float64 --no-cv-cpu \
+  --skip fit profile pass 2>&1 | tee "$OUT/cv.log"
 wait
 echo "== checks =="
 $PY - "$OUT" <<'PYEOF'

@@ -139,6 +139,16 @@ def _sweep_check(model, strata=False, dtype="float64", tol=1e-12, start=False, d
         close_coordinate(dev.coordinate(sg, j), df.coordinate(sc, j), tol, f"{model} coordinate {j}")
     close(dev.gradient(sg), df.gradient(sc), tol, f"{model} gradient")
     close(dev.hessian(sg, np.arange(p)), df.hessian(sc, np.arange(p)), tol, f"{model} hessian")
+    cols = np.arange(1, p)  # the Newton polish's model (on the device for a single Cox or GLM fit in float64)
+    qc, qg = df.local_quadratic(sc, cols), dev.local_quadratic(sg, cols)
+    close(dev.information_scale(sg, cols), df.information_scale(sc, cols), tol, f"{model} information scale")
+    assert (qg is None) == (qc is None), f"{model}: a local quadratic on one side only"
+    if qc is not None:  # (None: the family has none, e.g. exact conditional logistic)
+        close(qg.gradient, qc.gradient, tol, f"{model} polish gradient")
+        close(qg.curvature, qc.curvature, tol, f"{model} polish curvature")
+        b = rng.normal(size=cols.size)
+        close(qg.hessian_times(b), qc.hessian_times(b), tol, f"{model} Hessian-vector product")
+        close(qg.hessian_times(2 * b), qc.hessian_times(2 * b), tol, f"{model} second Hessian-vector product")
     prior = sweep_prior(beta)
     bc, bg = beta.copy(), beta.copy()
     rc, rg = np.full(p, 0.7), np.full(p, 0.7)
@@ -535,20 +545,26 @@ def _whole_grid_check(model, strata=False, **options):
     per multiprocessor, every block holding rows of every column and (Cox) slots of the risk
     sets, so that the grid scans carry across blocks (the simulator runs a grid as one
     block), and equals the CPU fit."""
-    from riskset.kernels.gpu import cox, glm, simulator_enabled
+    from riskset.kernels.gpu import cox, fine_gray, glm, simulator_enabled
     from riskset.kernels.gpu.device import grid_blocks
 
     if simulator_enabled():
         raise AssertionError("needs a real CUDA GPU")
-    data = riskset.simulate(n=200_000, p=40, model=model, seed=11, density=0.2)
-    if model == "cox":  # about 2,000 distinct times: ties for Efron
+    risk_set = model in ("cox", "fine_gray")
+    data = riskset.simulate(n=200_000, p=40, model="cox" if risk_set else model, seed=11, density=0.2)
+    if risk_set:  # about 2,000 distinct times: ties for Efron
         data = dataclasses.replace(data, time=np.ceil(np.asarray(data.time, float) * 2000 / np.max(data.time)))
+    if model == "fine_gray":  # a third of the events become competing events
+        status = np.asarray(data.status).copy()
+        status[(status == 1) & (np.random.default_rng(11).random(data.n_rows) < 1 / 3)] = 2
+        data = dataclasses.replace(data, status=status)
     if strata:
         data = dataclasses.replace(data, strata=np.arange(data.n_rows) % 7)
     prior = riskset.Laplace(gamma=30.0)
     cpu = riskset.fit(data, model, prior, **options)
     gpu = riskset.fit(data, model, prior, backend="gpu", **options)
-    device_class = cox.CoxDeviceDatafit if model == "cox" else glm.GLMDeviceDatafit
+    device_class = {"cox": cox.CoxDeviceDatafit, "fine_gray": fine_gray.FineGrayDeviceDatafit}.get(
+        model, glm.GLMDeviceDatafit)
     assert device_class.single_fit_grid, "the cooperative launch fell back to one block"
     assert grid_blocks(256) > 1, "one multiprocessor"
     assert gpu.converged, gpu.message
@@ -557,7 +573,7 @@ def _whole_grid_check(model, strata=False, **options):
     close(gpu.loglik, cpu.loglik, 1e-10, f"{model} whole-grid loglik")
 
 
-for _model in ("logistic", "poisson", "least_squares", "cox"):
+for _model in ("logistic", "poisson", "least_squares", "cox", "fine_gray"):
     CHECKS[f"whole_grid_{_model}"] = functools.partial(_whole_grid_check, _model)
 CHECKS["whole_grid_cox_efron_strata"] = functools.partial(_whole_grid_check, "cox", strata=True, ties="efron")
 

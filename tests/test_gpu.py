@@ -53,7 +53,7 @@ CHECKS = ["sweep_logistic", "sweep_poisson", "sweep_least_squares", "sweep_cox",
 
 #: checks that need a real GPU (the simulator runs a cooperative grid as one block, and these sizes for days)
 DEVICE_ONLY_CHECKS = ["whole_grid_logistic", "whole_grid_poisson", "whole_grid_least_squares", "whole_grid_cox",
-                      "whole_grid_cox_efron_strata"]
+                      "whole_grid_cox_efron_strata", "whole_grid_fine_gray"]
 
 #: every family (Cox variant) with device kernels, as ``DEVICE_FAMILIES`` in tests/gpu_checks.py
 DEVICE_FAMILIES = ["logistic", "poisson", "least_squares", "cox", "cox_efron_strata", "cox_startstop", "fine_gray",
@@ -113,7 +113,7 @@ def test_replicate_paths_on_simulator(replicate_path_results, name):
 
 @pytest.mark.parametrize("name", DEVICE_ONLY_CHECKS)
 def test_on_device_only(device_only_results, name):
-    """On a real GPU: a single GLM or Cox fit at N = 200,000 sweeps with the cooperative whole-grid
+    """On a real GPU: a single GLM, Cox or Fine-Gray fit at N = 200,000 sweeps with the cooperative whole-grid
     kernel, every block holding rows, and equals the CPU fit to 1e-8."""
     assert_ok(device_only_results, name)
 
@@ -254,7 +254,7 @@ def test_kernels_compile_to_ptx(ptx_compiler):
     from numba import float32, float64, int32, int64, uint8, void
 
     cuda = ptx_compiler
-    from riskset.kernels.gpu import cox, fine_gray, glm
+    from riskset.kernels.gpu import columns, cox, fine_gray, glm
 
     f8 = float64
     for F in (float64, float32):
@@ -269,11 +269,25 @@ def test_kernels_compile_to_ptx(ptx_compiler):
                                     *[f8[:, ::1]] * 4, uint8[::1], *[f8[:, ::1]] * 7, int32[::1], f8[::1]),
         }
         sigs[cox.sync_grid_kernel] = sigs[cox.sync_kernel] + (f8[:, :, ::1], f8[:, :, ::1])  # + the grid scratch
+        sigs[fine_gray.sync_grid_kernel] = sigs[fine_gray.sync_kernel] + (f8[:, :, ::1], f8[:, :, ::1])
+        # the Newton polish of a single fit on the device (float64 states; X values in either precision)
+        sigs[cox.hessian_rows_kernel] = (int64, int64, int64[::1], int32[::1], F[::1], int64[::1], f8[::1], int64[::1],
+                                         int64[::1], uint8[::1], f8[:, ::1], *[f8[:, ::1]] * 5, uint8[::1],
+                                         uint8[::1], *[f8[:, ::1]] * 5, f8[:, :, ::1])
+        sigs[cox.row_hazards_kernel] = (int64, f8[:, ::1], int64[::1], int64[::1], uint8[::1], f8[:, ::1],
+                                        f8[:, ::1], f8[:, ::1])
+        sigs[cox.nz_flags_kernel] = (int64[::1], int32[::1], int32[::1], uint8[::1])
+        sigs[columns.scatter_columns] = (int64[::1], int32[::1], F[::1], int64[::1], f8[::1], f8[:, ::1])
+        sigs[columns.column_dots] = (int64[::1], int32[::1], F[::1], int64[::1], f8[:, ::1], f8[:, ::1])
+        sigs[columns.scale_rows] = (f8[:, ::1], f8[:, ::1])
         for kernel, sig in sigs.items():
             ptx, _ = cuda.compile_ptx(kernel.py_func, void(*sig), device=False, cc=(9, 0))
             assert ".entry" in ptx and "sm_90" in ptx
-            assert "bar.sync" in ptx or kernel is glm.refresh_kernel  # block-level synchronization present
-            assert ("cudaCGGetIntrinsicHandle" in ptx) == (kernel is cox.sync_grid_kernel)  # cooperative launch
+            row_parallel = (glm.refresh_kernel, cox.row_hazards_kernel, cox.nz_flags_kernel, columns.scatter_columns,
+                            columns.scale_rows)
+            assert "bar.sync" in ptx or kernel in row_parallel  # block-level synchronization present
+            cooperative = (cox.sync_grid_kernel, cox.hessian_rows_kernel, fine_gray.sync_grid_kernel)
+            assert ("cudaCGGetIntrinsicHandle" in ptx) == (kernel in cooperative)  # a cooperative launch
 
 
 def test_conditional_kernels_compile_to_ptx(ptx_compiler):
@@ -324,9 +338,10 @@ def _device_datafit_on_host(cuda, monkeypatch, variant, dtype):
     cpu = checks._datafit(model, checks.data_for(model, n=40, p=3, density=0.3, **data_options), **options)
     monkeypatch.setattr(cuda, "to_device", lambda a, *args, **kwargs: np.array(a))
     monkeypatch.setattr(cuda, "device_array", lambda shape, dtype=np.float64, **kwargs: np.empty(shape, dtype))
-    for module in ("base", "cox"):  # the grid of an H100 or H200, without asking a device
+    for module in ("base", "cox", "fine_gray"):  # the grid of an H100 or H200, without asking a device
         monkeypatch.setattr(f"riskset.kernels.gpu.{module}.grid_blocks", lambda nt: 132)
     dev = _device_class(cpu)(cpu, dtype)
+    dev._dev_static().setdefault("nzf", np.zeros(1, np.uint8))  # Cox's whole-grid flags come from a kernel
     state = DeviceState(np.zeros((1, dev.n_rows)), np.zeros((1, dev.n_coef)))
     dev._allocate(state)
     return dev, tuple(state.d[name] for name in dev.state_fields)

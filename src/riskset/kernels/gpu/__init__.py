@@ -38,15 +38,22 @@ Architecture
   (right-censored rows) or, for Cox (start, stop] rows (hence time-varying
   coefficients), over its static entry/exit breakpoints; Efron ties add per-event-slot
   terms and a second scan (the tied event rows' sum) in the same walk.
-* A single GLM fit spreads the same sweep over the whole grid (:data:`.glm.sweep_grid_kernel`,
-  cooperative launch, grid syncs after each reduction and each move, every block
-  computing the same step from the same partials). A single Cox or Fine-Gray fit runs in one block.
+* A single fit of a GLM, a right-censored Cox model or Fine-Gray spreads the same sweep
+  over the whole grid (``sweep_grid_kernel`` of :mod:`.glm`, :mod:`.cox`,
+  :mod:`.fine_gray`; cooperative launch, one block per multiprocessor, every block
+  computing the same step from the same partials); the risk-set families' refresh and
+  column walks become grid-wide segmented scans (:mod:`.gridscan`), and so does their
+  exact state + log-likelihood pass. Replicate batches and Cox (start, stop] fits keep
+  one block per fit.
 * Row-parallel passes (GLM refresh and log-likelihood; the conditional models' exact
-  state + log-likelihood, a thread per stratum) use many blocks per replicate; the Cox
-  and Fine-Gray exact state + log-likelihood pass runs per replicate block.
-* ``gradient``, ``hessian``, ``local_quadratic``, ``diagnose`` (rare: screening,
-  polish, standard errors) rebuild a CPU state from the coefficients and use the CPU
-  datafit; questions about the data (names, reach, separation) are the CPU datafit's.
+  state + log-likelihood, a thread per stratum) use many blocks per replicate.
+* ``gradient`` is one block per (coefficient, replicate) on the device (a float32
+  state's on the host in float64); for Cox and the GLMs in float64 ``local_quadratic``
+  (the Newton polish: Hessian-vector products by :mod:`.columns` and, for Cox, a
+  cooperative kernel of grid scans), ``information_scale`` and a new state's linear
+  predictor also run on the device. ``hessian``, ``diagnose`` and the rest of the polish
+  rebuild a CPU state from the coefficients and use the CPU datafit; questions about the
+  data (names, reach, separation) are the CPU datafit's.
 
 Kernels run on a CUDA GPU through Numba-CUDA (``pip install 'riskset[gpu]'``) or, with
 ``NUMBA_ENABLE_CUDASIM=1`` set before Python starts, in Numba's CUDA simulator.

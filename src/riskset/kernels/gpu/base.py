@@ -80,6 +80,8 @@ class DeviceDatafit(Datafit):
     sweep_grid_kernel = None
     #: False once a cooperative launch failed in this process: single fits then sweep in one block
     single_fit_grid = True
+    #: whether the family computes ``local_quadratic`` on the device (:meth:`_polish_on_device`)
+    device_quadratic = False
 
     def __init__(self, cpu: Datafit, dtype="float64", weights: np.ndarray | None = None):
         # Datafit.__init__ is not called: X and the static arrays are the CPU datafit's.
@@ -143,15 +145,36 @@ class DeviceDatafit(Datafit):
         beta = np.atleast_2d(np.asarray(beta, dtype=np.float64))
         if beta.shape[0] == 1 and self.n_rep > 1:
             beta = np.repeat(beta, self.n_rep, axis=0)
-        if np.all(beta == beta[0]):  # e.g. every replicate starting at zero: one product
-            eta = np.broadcast_to(self.cpu.linear_predictor(beta[0].copy()), (beta.shape[0], self.n_rows))
+        if self._grid() and self.dtype == np.float64:
+            eta = self._device_linear_predictor(beta[0])
+        elif np.all(beta == beta[0]):  # e.g. every replicate starting at zero: one product
+            eta = device_copy(np.broadcast_to(self.cpu.linear_predictor(beta[0].copy()), (beta.shape[0], self.n_rows)),
+                              np.float64)
         else:
-            eta = np.stack([self.cpu.linear_predictor(b) for b in beta])
-        state = DeviceState(device_copy(eta, np.float64), beta.copy())
+            eta = device_copy(np.stack([self.cpu.linear_predictor(b) for b in beta]), np.float64)
+        state = DeviceState(eta, beta.copy())
         self._allocate(state)
         state.kernel = tuple(state.d[name] for name in self.state_fields)
         self._refresh(state)
         return state
+
+    def _device_linear_predictor(self, beta):
+        """(1, N) device array offset + X beta of a single fit, summed on the device (the device
+        X's columns are the coefficients) from a device copy of the offset."""
+        from numba import cuda
+
+        from .columns import scatter_columns
+
+        s = self._dev_static()
+        if "offset" not in s:
+            s["offset"] = device_copy(np.reshape(self.cpu.offset, (1, self.n_rows)), np.float64)
+        eta = cuda.device_array((1, self.n_rows), dtype=np.float64)
+        eta.copy_to_device(s["offset"])
+        nz = np.flatnonzero(beta)
+        if nz.size:
+            scatter_columns[max(1, min(nz.size, 4096)), 256](s["indptr"], s["indices"], s["values"], device_copy(nz),
+                                                             device_copy(beta[nz], np.float64), eta)
+        return eta
 
     def loglik(self, state):
         return float(self._loglik_all(state)[0])
@@ -267,9 +290,20 @@ class DeviceDatafit(Datafit):
         return self._cpu_view(0).hessian(self._host_state(state, 0), columns)
 
     def local_quadratic(self, state, columns):
+        """The host's, from a CPU state rebuilt from the coefficients; families with
+        :attr:`device_quadratic` compute it on the device where :meth:`_polish_on_device`."""
         return self._cpu_view(0).local_quadratic(self._host_state(state, 0), columns)
 
+    def _polish_on_device(self) -> bool:
+        """Whether this datafit's Newton polish runs on the device: a family with a device
+        ``local_quadratic`` (:attr:`device_quadratic`), a single fit over the whole grid, float64."""
+        return self.device_quadratic and self._grid() and self.dtype == np.float64
+
     def information_scale(self, state, columns):
+        """The local quadratic's curvature (the CPU families' scale: GLMs define it so, Cox
+        by the default) on the device where the polish runs there, else the host's."""
+        if self._polish_on_device():
+            return self.local_quadratic(state, columns).curvature
         return self._cpu_view(0).information_scale(self._host_state(state, 0), columns)
 
     def diagnose(self, state, beta):

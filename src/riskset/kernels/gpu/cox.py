@@ -56,6 +56,7 @@ from riskset.data.risksets import column_breakpoints
 
 from .base import DeviceDatafit
 from .blocks import block_sum2, carried_segscan, segscan2_slots, segscan_slots
+from .columns import column_dots, scatter_block
 from .device import MAX_THREADS, device_copy, grid_blocks, simulator_enabled
 from .gridscan import grid_place, grid_segscan2, grid_sum2, grid_sync, thread_run
 from .sweep import compile_gradient, compile_sweep
@@ -218,14 +219,14 @@ def refresh_grid(ns, ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q
     tid, nt = grid_place()
     # steps 1 and 3 as in refresh_block: the reverse scans of ex (and en, into A1c), the
     # exclusive forward scans of Q1, Q2 straight into A1c, A2c
-    grid_segscan2(ex, en, S, A1c, 0, ns, has_start, slot_last, 0, 1, True, False, gpart, 0, sv, sw, sf)
+    grid_segscan2(ex, en, S, A1c, 0, 0, ns, has_start, slot_last, 0, 1, True, False, gpart, 0, sv, sw, sf)
     grid_sync()
     part = 0.0
     for p in range(tid, ns, nt):
         part += slot_terms(0, p, S, A1c, ev, slot_d, slot_m, slot_last, Q1, Q2, R1, R2, T2, has_start, efron,
                            want_ll)
     grid_sync()
-    grid_segscan2(Q1, Q2, A1c, A2c, 0, ns, True, slot_first, 0, 1, False, True, gpart, 1, sv, sw, sf)
+    grid_segscan2(Q1, Q2, A1c, A2c, 0, 0, ns, True, slot_first, 0, 1, False, True, gpart, 1, sv, sw, sf)
     grid_sync()
     return part
 
@@ -473,9 +474,9 @@ def terms_whole(data, state, r, j, tid, nt, sv, sb, sf):
                 h += wx * x * rr
                 ewx = wx
             tmp[1, q] = ewx
-    grid_segscan2(tmp, tmp, tmp, tmp, 0, b - a, False, nzf, a, STRATUM_HEAD, False, False, gpart, 2, sv, sb, sf)
+    grid_segscan2(tmp, tmp, tmp, tmp, 0, 0, b - a, False, nzf, a, STRATUM_HEAD, False, False, gpart, 2, sv, sb, sf)
     if efron:
-        grid_segscan2(tmp, tmp, tmp, tmp, 1, b - a, False, nzf, a, RUN_HEAD, False, False, gpart, 3, sv, sb, sf)
+        grid_segscan2(tmp, tmp, tmp, tmp, 1, 1, b - a, False, nzf, a, RUN_HEAD, False, False, gpart, 3, sv, sb, sf)
     for q in range(lo, hi):
         i = a + q
         kr = ken[i]
@@ -500,6 +501,95 @@ def terms_whole(data, state, r, j, tid, nt, sv, sb, sf):
 
 #: the single fit (R = 1, right-censored rows) over the whole grid (cooperative launch)
 sweep_grid_kernel = compile_sweep(refresh_whole, gradient, terms_whole, move, grid=True)
+
+
+@cuda.jit
+def nz_flags_kernel(indptr, ksn, ken, nzf):
+    """``nzf`` of every non-zero, one block per column (strided)."""
+    for j in range(cuda.blockIdx.x, indptr.shape[0] - 1, cuda.gridDim.x):
+        a = indptr[j]
+        for i in range(a + cuda.threadIdx.x, indptr[j + 1], cuda.blockDim.x):
+            head = i == a
+            if not head:
+                head = ksn[i - 1] != ksn[i]
+            run = head
+            if not run:
+                run = ken[i - 1] != ken[i]
+            nzf[i] = STRATUM_HEAD * head + RUN_HEAD * run
+
+
+# -- the Newton polish of the single fit on the device: O(nnz_A + N + n_slots) per product --
+@cuda.jit(device=True)
+def row_hazard(i, efron, w, ks, ke, event, A1c, R1):
+    """v_i of :func:`riskset.kernels.cpu.cox.row_hazard_terms` (R = 1): g = gx0 - X' v and the
+    first Hessian term is -X' diag(v) X."""
+    wi = float(w[0, i])
+    v = wi * (A1c[0, ke[i]] - A1c[0, ks[i]])
+    if efron and event[i] != 0:
+        v -= wi * R1[0, ke[i] - 1]
+    return v
+
+
+@cuda.jit
+def row_hazards_kernel(efron, w, ks, ke, event, A1c, R1, v):
+    for i in range(cuda.grid(1), w.shape[1], cuda.gridsize(1)):
+        v[0, i] = row_hazard(i, efron, w, ks, ke, event, A1c, R1)
+
+
+@cuda.jit
+def hessian_rows_kernel(has_start, efron, indptr, indices, values, cols, b, ks, ke, event, w, A1c, R1, Q2, R2, T2,
+                        slot_first, slot_last, u, U1, Cn, E1u, z, gpart):
+    """Row weights z with ``H_AA b = X_A' z`` for the single fit over the whole grid
+    (cooperative launch): :func:`riskset.kernels.cpu.cox.hessian_vector_rows` step by step,
+    u = X_A b by atomic adds, its slot sums by atomic adds, the risk-set sums U1 (and the
+    entries after each slot) by exclusive reverse grid scans, the slot terms c (and Efron's
+    e), the exclusive forward grid scan of c, then per row
+    ``z = -v u + w (C[ke] - C[ks]) + event w e[ke-1]``."""
+    sv = cuda.shared.array(MAX_THREADS, float64)
+    sf = cuda.shared.array(MAX_THREADS, int32)
+    sb = cuda.shared.array(MAX_THREADS, float64)
+    tid, nt = grid_place()
+    n = w.shape[1]
+    ns = U1.shape[1]
+    for i in range(tid, n, nt):
+        u[0, i] = 0.0
+    for p in range(tid, ns, nt):
+        U1[0, p] = 0.0
+        Cn[0, p] = 0.0
+        E1u[0, p] = 0.0
+    grid_sync()
+    scatter_block(indptr, indices, values, cols, b, u, cuda.blockIdx.x, cuda.gridDim.x, cuda.threadIdx.x,
+                  cuda.blockDim.x)
+    grid_sync()
+    for i in range(tid, n, nt):
+        wu = float(w[0, i]) * u[0, i]
+        cuda.atomic.add(U1, (0, ke[i]), wu)
+        if has_start:
+            cuda.atomic.add(Cn, (0, ks[i]), wu)
+        if efron and event[i] != 0:
+            cuda.atomic.add(E1u, (0, ke[i] - 1), wu)
+    grid_sync()
+    grid_segscan2(U1, Cn, U1, Cn, 0, 0, ns, has_start, slot_last, 0, 1, True, True, gpart, 0, sv, sb, sf)
+    grid_sync()
+    for p in range(tid, ns, nt):
+        at_risk = U1[0, p]  # sum of w u over the rows at risk at slot p
+        if has_start:
+            at_risk -= Cn[0, p]
+        c = Q2[0, p] * at_risk
+        if efron:
+            e = E1u[0, p]
+            c -= R2[0, p] * e
+            E1u[0, p] = T2[0, p] * e - R2[0, p] * at_risk
+        Cn[0, p] = c
+    grid_sync()
+    grid_segscan2(Cn, Cn, Cn, Cn, 0, 0, ns, False, slot_first, 0, 1, False, True, gpart, 1, sv, sb, sf)
+    grid_sync()
+    for i in range(tid, n, nt):
+        wi = float(w[0, i])
+        zi = wi * (Cn[0, ke[i]] - Cn[0, ks[i]]) - row_hazard(i, efron, w, ks, ke, event, A1c, R1) * u[0, i]
+        if efron and event[i] != 0:
+            zi += wi * E1u[0, ke[i] - 1]
+        z[0, i] = zi
 
 
 class RiskSetDeviceDatafit(DeviceDatafit):
@@ -543,6 +633,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
     sweep_kernel = staticmethod(sweep_kernel)  # a dispatcher binds like a function: no self
     gradient_kernel = staticmethod(gradient_kernel)
     sweep_grid_kernel = staticmethod(sweep_grid_kernel)
+    device_quadratic = True
     state_fields = ("eta", "w", "ex", "en", "ev", "S", "Q1", "Q2", "A1c", "A2c", "R1", "R2", "T2", "dirty", "gpart",
                     "tmp")
 
@@ -568,7 +659,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
                       ken=device_copy(ke[idx].astype(stype)),
                       evn=device_copy(ev[idx] if self.efron else one8),
                       ke=device_copy(ke),
-                      ks=device_copy(ks if self.has_start else np.zeros(1, np.int64)),
+                      ks=device_copy(ks),
                       event=device_copy(ev),
                       slot_first=device_copy(np.asarray(rs.slot_first, np.uint8)),
                       slot_last=device_copy(np.asarray(rs.slot_last, np.uint8)))
@@ -584,16 +675,8 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         on the device, for the whole-grid sweep."""
         s = self._dev_static()
         if "nzf" not in s:
-            cpu = self.cpu
-            idx = np.asarray(cpu.indices, np.int64)
-            ks, ke = np.asarray(cpu.ks, np.int64)[idx], np.asarray(cpu.ke, np.int64)[idx]
-            first = np.zeros(idx.shape[0], bool)
-            first[np.asarray(cpu.indptr[:-1], np.int64)[np.diff(cpu.indptr) > 0]] = True
-            stratum = first.copy()
-            stratum[1:] |= ks[1:] != ks[:-1]
-            run = stratum.copy()
-            run[1:] |= ke[1:] != ke[:-1]
-            s["nzf"] = device_copy(stratum * STRATUM_HEAD + run * RUN_HEAD, np.uint8)
+            s["nzf"] = cuda.device_array(max(len(self.cpu.indices), 1), dtype=np.uint8)
+            nz_flags_kernel[max(1, min(self.n_coef, 4096)), 256](s["indptr"], s["ksn"], s["ken"], s["nzf"])
         return s["nzf"]
 
     def _breakpoints(self, stype):
@@ -647,7 +730,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
             self._per_rep = dict(cw=device_copy(cw, self.dtype),
                                  slot_d=device_copy(slot_d, np.float64),
                                  slot_m=device_copy(slot_m, np.float64),
-                                 gx0=device_copy(gx0, np.float64))
+                                 gx0=device_copy(gx0, np.float64), gx0_host=gx0)
         return self._per_rep
 
     def _allocate(self, state):
@@ -668,7 +751,40 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
             state.d["gpart"] = cuda.device_array((4, 3, grid_blocks(self.nt)), dtype=np.float64)
             state.d["tmp"] = cuda.device_array((2, max(nnz, 1)), dtype=np.float64)
         else:
-            state.d["gpart"] = state.d["tmp"] = unused
+            state.d["gpart"], state.d["tmp"] = cuda.device_array((1, 1, 1), dtype=np.float64), unused
+
+    def local_quadratic(self, state, columns):
+        """:meth:`riskset.models.cox.CoxDatafit.local_quadratic` on the device for a single fit
+        over the whole grid in float64 (the host's from a rebuilt CPU state otherwise): g and
+        the diagonal scale by one block per column, each product ``H_AA b`` by the cooperative
+        :func:`hessian_rows_kernel` and one block per column."""
+        if not self._polish_on_device():
+            return super().local_quadratic(state, columns)
+        from riskset.core.interface import LocalQuadratic
+
+        s, d = self._dev_static(), state.d
+        self._refresh(state)  # exact per-slot Q2, R2, T2 and cumulative A1c from eta
+        cols_h = np.ascontiguousarray(columns, dtype=np.int64)
+        cols, m, n, ns = device_copy(cols_h), cols_h.shape[0], self.n_rows, self.cpu.rs.n_slots
+        rows = cuda.device_array((1, n), dtype=np.float64)
+        row_hazards_kernel[max(1, min(4096, n // 256)), 256](int(self.efron), d["w"], s["ks"], s["ke"], s["event"],
+                                                             d["A1c"], d["R1"], rows)
+        dots = cuda.device_array((m, 2), dtype=np.float64)
+        column_dots[max(1, min(m, 4096)), 256](s["indptr"], s["indices"], s["values"], cols, rows, dots)
+        xv, x2v = dots.copy_to_host().T
+        u, z = cuda.device_array((1, n), dtype=np.float64), rows  # the hazards are not read again
+        U1, Cn, E1u = (cuda.device_array((1, ns), dtype=np.float64) for _ in range(3))
+
+        def hessian_times(b):
+            if not self._launch_grid(hessian_rows_kernel, int(self.has_start), int(self.efron), s["indptr"],
+                                     s["indices"], s["values"], cols, device_copy(b, np.float64), s["ks"], s["ke"],
+                                     s["event"], d["w"], d["A1c"], d["R1"], d["Q2"], d["R2"], d["T2"], s["slot_first"],
+                                     s["slot_last"], u, U1, Cn, E1u, z, d["gpart"]):
+                raise RuntimeError("the cooperative Hessian-vector kernel could not be launched")
+            column_dots[max(1, min(m, 4096)), 256](s["indptr"], s["indices"], s["values"], cols, z, dots)
+            return dots.copy_to_host()[:, 0]
+
+        return LocalQuadratic(self._rep()["gx0_host"][0, cols_h] - xv, x2v, hessian_times)
 
     def _slot_args(self, p, d):
         s = self._dev_static()

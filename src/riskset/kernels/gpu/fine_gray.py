@@ -39,8 +39,37 @@ from numba import cuda, float64, int32
 
 from .blocks import block_sum2, carried_segscan2, scan2_slots, segscan_slots
 from .cox import RiskSetDeviceDatafit, move_weight
-from .device import MAX_THREADS, device_copy
+from .device import MAX_THREADS, device_copy, grid_blocks
+from .gridscan import grid_place, grid_segscan2, grid_sum2, grid_sync, thread_run
 from .sweep import compile_gradient, compile_sweep
+
+
+@cuda.jit(device=True)
+def slot_terms(r, k, K, slot_d, Gev, D, C, A1, SB, A2, A2G, A2GG):
+    """Step 2 at slot k of replicate r: D_k (from the forward scan of W in ``D`` and the reverse
+    scan of Wc in ``C``) and the per-slot terms, before their suffix sums."""
+    q = 0.0
+    qg = 0.0
+    q2 = 0.0
+    q2g = 0.0
+    q2gg = 0.0
+    if k < K:
+        g = Gev[r, k]
+        Dk = D[r, k] + g * C[r, k + 1]  # + Gev_k sum_{s > k} Wc[s]: competing rows of later slots
+        D[r, k] = Dk
+        d = slot_d[r, k]
+        if d > 0.0:
+            inv = 1.0 / Dk
+            q = d * inv
+            qg = q * g
+            q2 = q * inv
+            q2g = q2 * g
+            q2gg = q2g * g
+    A1[r, k] = q
+    SB[r, k] = qg
+    A2[r, k] = q2
+    A2G[r, k] = q2g
+    A2GG[r, k] = q2gg
 
 
 @cuda.jit(device=True)
@@ -53,33 +82,42 @@ def refresh_block(r, K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, s
     segscan_slots(W, D, r, n, none, False, sv, sf, tid, nt)  # D[k] = sum_{s <= k} W[s]
     segscan_slots(Wc, C, r, n, none, True, sv, sf, tid, nt)  # C[k] = sum_{s >= k} Wc[s]
     for k in range(tid, n, nt):
-        q = 0.0
-        qg = 0.0
-        q2 = 0.0
-        q2g = 0.0
-        q2gg = 0.0
-        if k < K:
-            g = Gev[r, k]
-            Dk = D[r, k] + g * C[r, k + 1]  # + Gev_k sum_{s > k} Wc[s]: competing rows of later slots
-            D[r, k] = Dk
-            d = slot_d[r, k]
-            if d > 0.0:
-                inv = 1.0 / Dk
-                q = d * inv
-                qg = q * g
-                q2 = q * inv
-                q2g = q2 * g
-                q2gg = q2g * g
-        A1[r, k] = q
-        SB[r, k] = qg
-        A2[r, k] = q2
-        A2G[r, k] = q2g
-        A2GG[r, k] = q2gg
+        slot_terms(r, k, K, slot_d, Gev, D, C, A1, SB, A2, A2G, A2GG)
     cuda.syncthreads()
     # suffix sums over k >= s (zero at s = K), two at a time
     scan2_slots(A1, SB, r, n, none, True, sv, sw, sf, tid, nt)
     scan2_slots(A2, A2G, r, n, none, True, sv, sw, sf, tid, nt)
     segscan_slots(A2GG, A2GG, r, n, none, True, sv, sf, tid, nt)
+
+
+@cuda.jit(device=True)
+def add_rows(r, eta, cw, cinv, w, slot, event, W, Wc, tid, nt):
+    """w = c exp(eta) at this thread's rows, added to the (zeroed) slot sums W, Wc; returns this
+    thread's share of ``sum_events c eta``."""
+    part = 0.0
+    for i in range(tid, eta.shape[1], nt):
+        c = float(cw[r, i])
+        e = eta[r, i]
+        wi = c * math.exp(e)
+        w[r, i] = wi
+        cuda.atomic.add(W, (r, slot[i]), wi)  # float64 sums even when w is stored in float32
+        ig = float(cinv[r, i])
+        if ig != 0.0:
+            cuda.atomic.add(Wc, (r, slot[i]), wi * ig)
+        if event[i] != 0:
+            part += c * e
+    return part
+
+
+@cuda.jit(device=True)
+def log_denominators(r, slot_d, D, tid, nt):
+    """This thread's share of ``-sum_k d_k log D_k``."""
+    part = 0.0
+    for k in range(tid, slot_d.shape[1], nt):
+        d = slot_d[r, k]
+        if d > 0.0:
+            part -= d * math.log(D[r, k])
+    return part
 
 
 @cuda.jit
@@ -93,41 +131,67 @@ def sync_kernel(eta, cw, cinv, w, slot, event, W, Wc, slot_d, Gev, none, D, C, A
     r = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
-    n = eta.shape[1]
     K = slot_d.shape[1]
     for s in range(tid, K + 1, nt):
         W[r, s] = 0.0
         Wc[r, s] = 0.0
     cuda.syncthreads()
-    part = 0.0
-    for i in range(tid, n, nt):
-        c = float(cw[r, i])
-        e = eta[r, i]
-        wi = c * math.exp(e)
-        w[r, i] = wi
-        cuda.atomic.add(W, (r, slot[i]), wi)  # float64 sums even when w is stored in float32
-        ig = float(cinv[r, i])
-        if ig != 0.0:
-            cuda.atomic.add(Wc, (r, slot[i]), wi * ig)
-        if event[i] != 0:
-            part += c * e
+    part = add_rows(r, eta, cw, cinv, w, slot, event, W, Wc, tid, nt)
     cuda.syncthreads()
     refresh_block(r, K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, sv, sb, sf, tid, nt)
-    for k in range(tid, K, nt):
-        d = slot_d[r, k]
-        if d > 0.0:
-            part -= d * math.log(D[r, k])
+    part += log_denominators(r, slot_d, D, tid, nt)
     block_sum2(sv, sb, part, 0.0, tid, nt)
     if tid == 0:
         llout[r] = sv[0]
         dirty[r] = 0
 
 
+# -- the cooperative single fit (R = 1) over the whole grid: the same steps through grid scans --
+@cuda.jit(device=True)
+def refresh_grid(K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, gpart, sv, sw, sf):
+    """:func:`refresh_block` of the single fit over the whole grid (called by every thread)."""
+    tid, nt = grid_place()
+    n = K + 1
+    grid_segscan2(W, W, D, D, 0, 0, n, False, none, 0, 0, False, False, gpart, 0, sv, sw, sf)
+    grid_segscan2(Wc, Wc, C, C, 0, 0, n, False, none, 0, 0, True, False, gpart, 1, sv, sw, sf)
+    grid_sync()
+    for k in range(tid, n, nt):
+        slot_terms(0, k, K, slot_d, Gev, D, C, A1, SB, A2, A2G, A2GG)
+    grid_sync()
+    grid_segscan2(A1, SB, A1, SB, 0, 0, n, True, none, 0, 0, True, False, gpart, 2, sv, sw, sf)
+    grid_segscan2(A2, A2G, A2, A2G, 0, 0, n, True, none, 0, 0, True, False, gpart, 3, sv, sw, sf)
+    grid_segscan2(A2GG, A2GG, A2GG, A2GG, 0, 0, n, False, none, 0, 0, True, False, gpart, 0, sv, sw, sf)
+    grid_sync()
+
+
+@cuda.jit
+def sync_grid_kernel(eta, cw, cinv, w, slot, event, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, dirty,
+                     llout, gpart, partial):
+    """:func:`sync_kernel` of the single fit over the whole grid (cooperative launch)."""
+    sv = cuda.shared.array(MAX_THREADS, float64)
+    sf = cuda.shared.array(MAX_THREADS, int32)
+    sb = cuda.shared.array(MAX_THREADS, float64)
+    tid, nt = grid_place()
+    K = slot_d.shape[1]
+    for s in range(tid, K + 1, nt):
+        W[0, s] = 0.0
+        Wc[0, s] = 0.0
+    grid_sync()
+    part = add_rows(0, eta, cw, cinv, w, slot, event, W, Wc, tid, nt)
+    grid_sync()
+    refresh_grid(K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, gpart, sv, sb, sf)
+    part += log_denominators(0, slot_d, D, tid, nt)
+    total, _ = grid_sum2(part, 0.0, partial, 0, sv, sb)
+    if tid == 0:
+        llout[0] = total
+        dirty[0] = 0
+
+
 @cuda.jit(device=True)
 def refresh(data, state, r, tid, nt, sv, sb, sf):
     """The denominators and suffix aggregates of replicate r, if a move made them stale."""
     indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, none = data
-    eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty = state
+    eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty, gpart, tmp = state
     if dirty[r] != 0:
         refresh_block(r, slot_d.shape[1], W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, sv, sb, sf, tid,
                       nt)
@@ -140,7 +204,7 @@ def first_pass(data, state, r, j, tid, nt):
     """This thread's share of g_j (with the static ``gx0`` in thread 0's), of the first Hessian
     term (bracket A1[s] + cinv B1[s]) and of E = sum_comp wx cinv."""
     indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, none = data
-    eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty = state
+    eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty, gpart, tmp = state
     sb0 = SB[r, 0]
     g = gx0[r, j] if tid == 0 else 0.0
     h = 0.0
@@ -171,7 +235,7 @@ def terms(data, state, r, j, tid, nt, sv, sb, sf):
     """This thread's share of (g_j, h_j): the first pass, E summed over the block, then the
     squared risk-set term S_j by a two-value block scan of the non-zeros."""
     indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, none = data
-    eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty = state
+    eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty, gpart, tmp = state
     K = slot_d.shape[1]
     a = indptr[j]
     b = indptr[j + 1]
@@ -209,7 +273,7 @@ def move(data, state, r, j, step, tid, nt):
     """beta_j += step at this thread's share of the column: eta, w and the slot sums W, Wc
     (atomic adds); the aggregates become stale."""
     indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, none = data
-    eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty = state
+    eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty, gpart, tmp = state
     factor = math.exp(step)
     ind = indicator[j] != 0
     for i in range(indptr[j] + tid, indptr[j + 1], nt):
@@ -229,6 +293,57 @@ sweep_kernel = compile_sweep(refresh, gradient, terms, move)
 gradient_kernel = compile_gradient(gradient, terms)
 
 
+@cuda.jit(device=True)
+def refresh_whole(data, state, r, tid, nt, sv, sb, sf):
+    """:func:`refresh` of the single fit over the whole grid."""
+    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, none = data
+    eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty, gpart, tmp = state
+    if dirty[0] != 0:
+        refresh_grid(slot_d.shape[1], W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, gpart, sv, sb, sf)
+        if tid == 0:  # after the grid syncs of refresh_grid: every thread has read the flag
+            dirty[0] = 0
+
+
+@cuda.jit(device=True)
+def terms_whole(data, state, r, j, tid, nt, sv, sb, sf):
+    """:func:`terms` of the single fit over the whole grid: the first pass and E summed over the
+    grid, then each thread takes one contiguous run of the column's non-zeros
+    (:func:`~.gridscan.thread_run`), stores their ``wx`` and ``wx cinv`` in ``tmp``, the grid
+    scans both in place, and the thread adds the squared term at the run ends among them."""
+    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, none = data
+    eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty, gpart, tmp = state
+    K = slot_d.shape[1]
+    a = indptr[j]
+    b = indptr[j + 1]
+    g, h, e = first_pass(data, state, 0, j, tid, nt)
+    E, _ = grid_sum2(e, 0.0, gpart, 0, sv, sb)
+    if tid == 0 and a < b:
+        h += E * E * (A2GG[0, 0] - A2GG[0, slotn[a]])
+    lo, hi = thread_run(b - a)
+    for q in range(lo, hi):
+        row = indices[a + q]
+        wx = float(w[0, row]) * float(values[a + q])
+        tmp[0, q] = wx
+        tmp[1, q] = wx * float(cinv[0, row])
+    grid_segscan2(tmp, tmp, tmp, tmp, 0, 1, b - a, True, none, 0, 0, False, False, gpart, 1, sv, sb, sf)
+    for q in range(lo, hi):
+        i = a + q
+        s = slotn[i]
+        s2 = K
+        if i + 1 < b:
+            s2 = slotn[i + 1]
+        if s2 != s:  # end of a run of equal slots: differences against the next run
+            csum = tmp[0, q]
+            ee = E - tmp[1, q]
+            h += (csum * csum * (A2[0, s] - A2[0, s2]) + 2.0 * csum * ee * (A2G[0, s] - A2G[0, s2])
+                  + ee * ee * (A2GG[0, s] - A2GG[0, s2]))
+    return g, h
+
+
+#: the single fit (R = 1) over the whole grid (cooperative launch)
+sweep_grid_kernel = compile_sweep(refresh_whole, gradient, terms_whole, move, grid=True)
+
+
 class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
     """:class:`~riskset.models.fine_gray.FineGrayDatafit` on the device (either CPU formulation:
     the device always runs the O(nnz_j) one); every replicate weighting gets its own
@@ -238,7 +353,8 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
     family_name = "fine_gray"
     sweep_kernel = staticmethod(sweep_kernel)  # a dispatcher binds like a function: no self
     gradient_kernel = staticmethod(gradient_kernel)
-    state_fields = ("eta", "w", "W", "Wc", "D", "C", "A1", "SB", "A2", "A2G", "A2GG", "dirty")
+    sweep_grid_kernel = staticmethod(sweep_grid_kernel)
+    state_fields = ("eta", "w", "W", "Wc", "D", "C", "A1", "SB", "A2", "A2G", "A2GG", "dirty", "gpart", "tmp")
 
     def _make_static(self):
         cpu = self.cpu
@@ -271,6 +387,13 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
             state.d[name] = cuda.device_array((R, K + 1), dtype=np.float64)
         state.d["dirty"] = device_copy(np.ones(R, np.int32))
         state.d["ll"] = cuda.device_array(R, dtype=np.float64)
+        if self._grid():  # the grid scans' block totals and the column scans' values
+            nnz = int(np.diff(self.cpu.indptr).max(initial=1))
+            state.d["gpart"] = cuda.device_array((4, 3, grid_blocks(self.nt)), dtype=np.float64)
+            state.d["tmp"] = cuda.device_array((2, max(nnz, 1)), dtype=np.float64)
+        else:
+            state.d["gpart"] = cuda.device_array((1, 1, 1), dtype=np.float64)
+            state.d["tmp"] = cuda.device_array((1, 1), dtype=np.float64)
 
     def _aggregates(self, state):
         """The device arguments shared by both kernels, from W on."""
@@ -280,8 +403,9 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
 
     def _refresh(self, state):
         s, p, d = self._dev_static(), self._rep(), state.d
-        self._launch(sync_kernel, d["eta"], p["cw"], p["cinv"], d["w"], s["slot"], s["event"],
-                     *self._aggregates(state), d["ll"])
+        args = (d["eta"], p["cw"], p["cinv"], d["w"], s["slot"], s["event"], *self._aggregates(state), d["ll"])
+        if not self._launch_grid(sync_grid_kernel, *args, d["gpart"], self._grid_partial()):
+            self._launch(sync_kernel, *args)
 
     def _kernel_data(self):
         s, p = self._dev_static(), self._rep()

@@ -20,6 +20,7 @@ from riskset.kernels.cpu import glm as cpu_kernels
 
 from .base import DeviceDatafit
 from .blocks import block_sum2
+from .columns import column_dots, scale_rows, scatter_columns
 from .device import MAX_THREADS, device_copy, row_blocks
 from .sweep import compile_gradient, compile_sweep
 
@@ -146,6 +147,7 @@ class GLMDeviceDatafit(DeviceDatafit):
     sweep_kernel = staticmethod(sweep_kernel)  # a dispatcher binds like a function: no self
     gradient_kernel = staticmethod(gradient_kernel)
     sweep_grid_kernel = staticmethod(sweep_grid_kernel)
+    device_quadratic = True
     state_fields = ("eta", "expeta", "resid", "curv")
 
     def __init__(self, cpu, dtype="float64", weights=None):
@@ -194,6 +196,37 @@ class GLMDeviceDatafit(DeviceDatafit):
     def _kernel_data(self):
         s = self._dev_static()
         return (self.family, s["indptr"], s["indices"], s["values"], s["indicator"], s["y"], self._weights_dev())
+
+    def local_quadratic(self, state, columns):
+        """:meth:`riskset.models.glm.GLMDatafit.local_quadratic` on the device for a single fit
+        over the whole grid in float64 (the host's from a rebuilt CPU state otherwise):
+        gradient X_A' resid and diagonal (X_A ** 2)' curv by one block per column, each product
+        ``-X_A' (curv X_A b)`` by atomic adds, a row scaling and one block per column."""
+        if not self._polish_on_device():
+            return super().local_quadratic(state, columns)
+        from riskset.core.interface import LocalQuadratic
+
+        s, d = self._dev_static(), state.d
+        self._refresh(state)  # exact resid and curv from eta
+        cols_h = np.ascontiguousarray(columns, dtype=np.int64)
+        cols, m, n = device_copy(cols_h), cols_h.shape[0], self.n_rows
+        blocks, row_grid = max(1, min(m, 4096)), max(1, min(4096, n // 256))
+        dots = cuda.device_array((m, 2), dtype=np.float64)
+        column_dots[blocks, 256](s["indptr"], s["indices"], s["values"], cols, d["resid"], dots)
+        grad = dots.copy_to_host()[:, 0]
+        column_dots[blocks, 256](s["indptr"], s["indices"], s["values"], cols, d["curv"], dots)
+        curvature = dots.copy_to_host()[:, 1]
+        zeros = device_copy(np.zeros((1, n)))
+        u = cuda.device_array((1, n), dtype=np.float64)
+
+        def hessian_times(b):
+            u.copy_to_device(zeros)
+            scatter_columns[blocks, 256](s["indptr"], s["indices"], s["values"], cols, device_copy(b, np.float64), u)
+            scale_rows[row_grid, 256](u, d["curv"])
+            column_dots[blocks, 256](s["indptr"], s["indices"], s["values"], cols, u, dots)
+            return -dots.copy_to_host()[:, 0]
+
+        return LocalQuadratic(grad, curvature, hessian_times)
 
     def _check_weights(self, weights):
         if weights.shape[1] != self.n_rows:  # the device reads them as the (R, N) row weights

@@ -50,14 +50,18 @@ def thread_run(n):
 
 
 @cuda.jit(device=True)
-def grid_segscan2(src, src2, dst, dst2, r, n, two, heads, hbase, hmask, reverse, exclusive, part, slot, sv, sw, sf):
-    """Segmented scans of ``src[r, :n]`` into ``dst[r, :n]`` (and, if ``two``, of ``src2``
-    into ``dst2`` in the same pass; in place allowed) over the whole grid.
+def grid_segscan2(src, src2, dst, dst2, r, r2, n, two, heads, hbase, hmask, reverse, exclusive, part, slot, sv, sw,
+                  sf):
+    """Segmented scans of ``src[r, :n]`` into ``dst[r, :n]`` (and, if ``two``, of
+    ``src2[r2, :n]`` into ``dst2[r2, :n]`` in the same pass; in place allowed) over the
+    whole grid.
 
     Position q of the scan order is index ``p = n - 1 - q`` if ``reverse``, else ``q``; a
-    segment starts at p where ``heads[hbase + p] & hmask``. Inclusive, or ``exclusive`` (0 at
-    a head). Thread runs are :func:`thread_run` (n) in scan order. Leaves ``dst`` written by
-    each thread at its own run: a grid sync before others read it.
+    segment starts at p where ``heads[hbase + p] & hmask`` (``hmask`` 0: one segment, heads
+    not read). Inclusive, or ``exclusive`` (0 at a head). Thread runs are
+    :func:`thread_run` (n) in scan order. Leaves ``dst`` written by each thread at its own
+    run: a grid sync before others read it. ``part[slot]`` holds the block totals until the
+    caller's next grid sync.
     """
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
@@ -68,15 +72,15 @@ def grid_segscan2(src, src2, dst, dst2, r, n, two, heads, hbase, hmask, reverse,
     f = 0
     for q in range(lo, hi):
         p = n - 1 - q if reverse else q
-        if heads[hbase + p] & hmask:
+        if hmask != 0 and heads[hbase + p] & hmask:
             f = 1
             v = src[r, p]
             if two:
-                u = src2[r, p]
+                u = src2[r2, p]
         else:
             v += src[r, p]
             if two:
-                u += src2[r, p]
+                u += src2[r2, p]
     s, s2, anyf = chunk_segscan2(sv, sw, sf, v, u, f, tid, nt)
     ev = 0.0  # the segmented total of the runs before this thread's in its block
     eu = 0.0
@@ -112,31 +116,32 @@ def grid_segscan2(src, src2, dst, dst2, r, n, two, heads, hbase, hmask, reverse,
         x = src[r, p]
         x2 = 0.0
         if two:
-            x2 = src2[r, p]
-        if heads[hbase + p] & hmask:
+            x2 = src2[r2, p]
+        if hmask != 0 and heads[hbase + p] & hmask:
             if exclusive:
                 dst[r, p] = 0.0
                 if two:
-                    dst2[r, p] = 0.0
+                    dst2[r2, p] = 0.0
             ev = x
             eu = x2
         else:
             if exclusive:
                 dst[r, p] = ev
                 if two:
-                    dst2[r, p] = eu
+                    dst2[r2, p] = eu
             ev += x
             eu += x2
         if not exclusive:
             dst[r, p] = ev
             if two:
-                dst2[r, p] = eu
+                dst2[r2, p] = eu
 
 
 @cuda.jit(device=True)
 def grid_sum2(a, b, partial, slot, sa, sb):
     """(sum a, sum b) over the grid, identical in every thread: block partials in
-    ``partial[slot]``, a grid sync, then every block sums the partials in the same order."""
+    ``partial[slot]``, a grid sync, then every block sums the partials in the same order.
+    ``sa``, ``sb`` are free on return; ``partial[slot]`` until the caller's next grid sync."""
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
     bx = cuda.blockIdx.x
@@ -152,4 +157,7 @@ def grid_sum2(a, b, partial, slot, sa, sb):
         a += partial[slot, 0, q]
         b += partial[slot, 1, q]
     block_sum2(sa, sb, a, b, tid, nt)
-    return sa[0], sb[0]
+    a = sa[0]
+    b = sb[0]
+    cuda.syncthreads()  # every thread has read the totals before the scratch is reused
+    return a, b
