@@ -4,8 +4,9 @@ A :class:`DeviceDatafit` wraps a prepared CPU datafit, copies X (CSC) and every
 per-row array to the device once, and keeps the fit state there. It always holds
 ``R`` replicates (row weightings of one X; ``R = 1`` for an ordinary fit): state
 arrays are (R, N) on the device and every kernel launches one block per replicate,
-except a single fit of a family with a whole-grid sweep (``sweep_grid_kernel``: GLMs and
-right-censored Cox), whose kernels run cooperatively over one block per multiprocessor.
+except a single fit of a family with a whole-grid sweep (``sweep_grid_kernel``: GLMs,
+right-censored Cox, Fine-Gray), whose kernels run cooperatively over one block per
+multiprocessor.
 
 ``sweep``, ``coordinate`` and ``move`` are launches of the family's persistent sweep
 kernel (:mod:`.sweep`: modes 0, 1 and 2), ``gradient`` of its gradient kernel, written
