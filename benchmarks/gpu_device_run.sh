@@ -44,7 +44,7 @@ checks() {  # name, check names...
 }
 names() { $PY tests/gpu_checks.py --list | $PY -c "import json,sys,re; print(' '.join(n for n in json.load(sys.stdin) if re.search(sys.argv[1], n)))" "$1"; }
 {
-  checks A $(names '^(sweep|fit|ccd|unsupported|conditional_limits|float32)') &
+  checks A $(names '^(grid_scans|sweep|fit|ccd|unsupported|conditional_limits|float32)') &
   checks B $(names '^(replicates|profile|cross_validation|bootstrap)') &
   checks C $(names '^whole_grid') &
   timeout "${SECS_CHECKS:-240}" $PY -m pytest -q -p no:cacheprovider tests/test_gpu.py -k "ptx or cli or pooled or dtype or no_device" 2>&1 | sed -u 's/^/[pytest] /' &

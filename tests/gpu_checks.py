@@ -18,12 +18,15 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from numba import cuda, float64, int32
 
 sys.setswitchinterval(1e-4)  # the simulator's block manager polls its threads: switch often
 
 import riskset  # noqa: E402
 from riskset.data.dataset import Dataset  # noqa: E402
 from riskset.kernels.gpu import replicate_batch, to_device  # noqa: E402
+from riskset.kernels.gpu.device import MAX_THREADS, device_copy, grid_blocks, threads_per_block  # noqa: E402
+from riskset.kernels.gpu.gridscan import grid_segscan2  # noqa: E402
 from riskset.solver.ccd import SolverOptions, fit_ccd  # noqa: E402
 from riskset.solver.replicates import fit_replicates  # noqa: E402
 
@@ -171,6 +174,56 @@ def sweep_prior(beta):
     prior[0, :2] = 0.0
     prior[1, 2] = beta[1]
     return prior
+
+
+def _segscan_reference(x, heads, reverse, exclusive):
+    """Segmented scan of x in plain Python (the definition in riskset.kernels.gpu.gridscan)."""
+    n = x.shape[0]
+    out = np.empty(n)
+    acc = 0.0
+    for q in range(n):
+        p = n - 1 - q if reverse else q
+        if heads[p]:
+            acc = 0.0
+        out[p] = acc if exclusive else acc + x[p]
+        acc += x[p]
+    return out
+
+
+@cuda.jit
+def _grid_scan_kernel(src, dst, heads, hmask, reverse, exclusive, part):
+    """Both rows of ``src`` scanned into ``dst`` by one two-value grid scan (cooperative launch)."""
+    sv = cuda.shared.array(MAX_THREADS, float64)
+    sw = cuda.shared.array(MAX_THREADS, float64)
+    sf = cuda.shared.array(MAX_THREADS, int32)
+    grid_segscan2(src, src, dst, dst, 0, 1, src.shape[1], True, heads, 0, hmask, reverse, exclusive, part, 0, sv, sw,
+                  sf)
+
+
+@check
+def grid_scans():
+    """The grid scan of the cooperative single-fit kernels against its definition: forward and
+    reverse, inclusive and exclusive, with and without segment heads, two value arrays at
+    once, over one block (simulator) or one per multiprocessor (device), for lengths below,
+    at and above the number of threads."""
+    nt = threads_per_block()
+    nb = grid_blocks(nt)
+    rng = np.random.default_rng(17)
+    for n in (1, nt * nb - 1, 3 * nt * nb + 5):
+        x = rng.normal(size=(2, n))
+        heads = (rng.random(n) < 0.2).astype(np.uint8)
+        heads[0] = 1
+        for hmask in (0, 1):
+            for reverse in (False, True):
+                for exclusive in (False, True):
+                    dst = device_copy(np.zeros((2, n)))
+                    _grid_scan_kernel[nb, nt](device_copy(x), dst, device_copy(heads), hmask, reverse, exclusive,
+                                              device_copy(np.zeros((4, 3, nb))))
+                    got = dst.copy_to_host()
+                    for row in (0, 1):
+                        want = _segscan_reference(x[row], heads * hmask, reverse, exclusive)
+                        close(got[row], want, 1e-12, f"grid scan n={n} heads={hmask} reverse={reverse} "
+                                                     f"exclusive={exclusive} row {row}")
 
 
 @check

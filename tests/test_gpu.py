@@ -37,7 +37,7 @@ def _on_device() -> bool:
 ON_DEVICE = _on_device()
 CHECK_ENV = NO_SIM_ENV if ON_DEVICE else SIM_ENV
 
-CHECKS = ["sweep_logistic", "sweep_poisson", "sweep_least_squares", "sweep_cox", "sweep_cox_strata",
+CHECKS = ["grid_scans", "sweep_logistic", "sweep_poisson", "sweep_least_squares", "sweep_cox", "sweep_cox_strata",
           "sweep_cox_float32", "sweep_fine_gray", "sweep_fine_gray_float32", "fit_logistic", "fit_poisson",
           "fit_cox", "fit_cox_strata", "fit_logistic_float32", "fit_cox_float32", "fit_fine_gray",
           "fit_fine_gray_float32", "ccd_logistic_no_polish", "ccd_cox_strata_no_polish", "ccd_fine_gray_no_polish",
