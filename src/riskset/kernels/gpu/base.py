@@ -300,6 +300,15 @@ class DeviceDatafit(Datafit):
         ``local_quadratic`` (:attr:`device_quadratic`), a single fit over the whole grid, float64."""
         return self.device_quadratic and self._grid() and self.dtype == np.float64
 
+    def _column_dots(self, cols, v, out):
+        """(x_j' v, (x_j ** 2)' v) for the columns j of the device array ``cols``, into the
+        (len(cols), 2) device array ``out`` and back to the host (:func:`.columns.column_dots`)."""
+        from .columns import column_dots
+
+        s = self._dev_static()
+        column_dots[max(1, min(cols.shape[0], 4096)), 256](s["indptr"], s["indices"], s["values"], cols, v, out)
+        return out.copy_to_host()
+
     def information_scale(self, state, columns):
         """The local quadratic's curvature (the CPU families' scale: GLMs define it so, Cox
         by the default) on the device where the polish runs there, else the host's."""

@@ -56,7 +56,7 @@ from riskset.data.risksets import column_breakpoints
 
 from .base import DeviceDatafit
 from .blocks import block_sum2, carried_segscan, segscan2_slots, segscan_slots
-from .columns import column_dots, scatter_block
+from .columns import scatter_block
 from .device import MAX_THREADS, device_copy, grid_blocks, simulator_enabled
 from .gridscan import grid_place, grid_segscan2, grid_sum2, grid_sync, thread_run
 from .sweep import compile_gradient, compile_sweep
@@ -312,6 +312,48 @@ def refresh(data, state, r, tid, nt, sv, sb, sf):
 
 
 @cuda.jit(device=True)
+def first_terms(r, i, g, h, indices, values, ksn, ken, evn, w, A1c, R1, efron):
+    """(g, h) with non-zero i's share of the gradient and of the first Hessian term added,
+    its ``wx``, and Efron's event-row ``wx`` (0 off the event rows)."""
+    x = float(values[i])
+    wx = float(w[r, indices[i]]) * x
+    kr = ken[i]
+    a1 = A1c[r, kr] - A1c[r, ksn[i]]
+    g -= wx * a1
+    h -= wx * x * a1
+    ewx = 0.0
+    if efron and evn[i] != 0:
+        rr = R1[r, kr - 1]
+        g += wx * rr
+        h += wx * x * rr
+        ewx = wx
+    return g, h, wx, ewx
+
+
+@cuda.jit(device=True)
+def run_end_terms(r, i, b, h, csum, esum, ksn, ken, A2c, R2, T2):
+    """h with the squared term of right-censored rows added where non-zeros i < b of a column
+    end a run of equal exit slot kr (``csum``: the scan N1 on the slots [lo, kr); ``esum``:
+    Efron's scan of the run's event rows, 0 without)."""
+    kr = ken[i]
+    k0 = ksn[i]
+    same_stratum = False
+    same_run = False
+    if i + 1 < b:
+        same_stratum = ksn[i + 1] == k0
+        same_run = same_stratum and ken[i + 1] == kr
+    if not same_run:
+        if esum != 0.0:
+            p = kr - 1
+            h += esum * (esum * T2[r, p] - 2.0 * csum * R2[r, p])
+        lo = k0
+        if same_stratum:
+            lo = ken[i + 1]
+        h += csum * csum * (A2c[r, kr] - A2c[r, lo])
+    return h
+
+
+@cuda.jit(device=True)
 def column_pass(data, state, r, j, tid, nt, sv, sf, square):
     """This thread's share of g_j (with the static ``gx0`` in thread 0's) and of the first
     Hessian term, over the column's non-zeros in chunks of ``nt``; with ``square`` and
@@ -328,25 +370,15 @@ def column_pass(data, state, r, j, tid, nt, sv, sf, square):
     for c0 in range(a, b, nt):
         i = c0 + tid
         wx = 0.0
-        x = 0.0
         ewx = 0.0
         f = 0
         fr = 0
         kr = 0
         k0 = 0
         if i < b:
-            x = float(values[i])
-            wx = float(w[r, indices[i]]) * x
+            g, h, wx, ewx = first_terms(r, i, g, h, indices, values, ksn, ken, evn, w, A1c, R1, efron)
             kr = ken[i]
             k0 = ksn[i]
-            a1 = A1c[r, kr] - A1c[r, k0]
-            g -= wx * a1
-            h -= wx * x * a1
-            if efron and evn[i] != 0:
-                rr = R1[r, kr - 1]
-                g += wx * rr
-                h += wx * x * rr
-                ewx = wx
             if i == a:
                 f = 1
                 fr = 1
@@ -363,19 +395,7 @@ def column_pass(data, state, r, j, tid, nt, sv, sf, square):
         if efron:
             esum, ecarry = carried_segscan(sv, sf, ewx, fr, ecarry, tid, nt)
         if i < b:
-            same_stratum = False
-            same_run = False
-            if i + 1 < b:
-                same_stratum = ksn[i + 1] == k0
-                same_run = same_stratum and ken[i + 1] == kr
-            if not same_run:
-                if esum != 0.0:
-                    p = kr - 1
-                    h += esum * (esum * T2[r, p] - 2.0 * csum * R2[r, p])
-                lo = k0
-                if same_stratum:
-                    lo = ken[i + 1]
-                h += csum * csum * (A2c[r, kr] - A2c[r, lo])
+            h = run_end_terms(r, i, b, h, csum, esum, ksn, ken, A2c, R2, T2)
     return g, h
 
 
@@ -458,44 +478,16 @@ def terms_whole(data, state, r, j, tid, nt, sv, sb, sf):
     g = gx0[0, j] if tid == 0 else 0.0
     h = 0.0
     for q in range(lo, hi):
-        i = a + q
-        x = float(values[i])
-        wx = float(w[0, indices[i]]) * x
-        kr = ken[i]
-        a1 = A1c[0, kr] - A1c[0, ksn[i]]
-        g -= wx * a1
-        h -= wx * x * a1
+        g, h, wx, ewx = first_terms(0, a + q, g, h, indices, values, ksn, ken, evn, w, A1c, R1, efron)
         tmp[0, q] = wx
         if efron:
-            ewx = 0.0
-            if evn[i] != 0:
-                rr = R1[0, kr - 1]
-                g += wx * rr
-                h += wx * x * rr
-                ewx = wx
             tmp[1, q] = ewx
     grid_segscan2(tmp, tmp, tmp, tmp, 0, 0, b - a, False, nzf, a, STRATUM_HEAD, False, False, gpart, 2, sv, sb, sf)
     if efron:
         grid_segscan2(tmp, tmp, tmp, tmp, 1, 1, b - a, False, nzf, a, RUN_HEAD, False, False, gpart, 3, sv, sb, sf)
     for q in range(lo, hi):
-        i = a + q
-        kr = ken[i]
-        k0 = ksn[i]
-        same_stratum = False
-        same_run = False
-        if i + 1 < b:
-            same_stratum = ksn[i + 1] == k0
-            same_run = same_stratum and ken[i + 1] == kr
-        if not same_run:  # the end of a run of equal exit slot kr: N1 = csum on [lo, kr)
-            csum = tmp[0, q]
-            if efron:
-                esum = tmp[1, q]
-                if esum != 0.0:
-                    h += esum * (esum * T2[0, kr - 1] - 2.0 * csum * R2[0, kr - 1])
-            k_lo = k0
-            if same_stratum:
-                k_lo = ken[i + 1]
-            h += csum * csum * (A2c[0, kr] - A2c[0, k_lo])
+        esum = tmp[1, q] if efron else 0.0
+        h = run_end_terms(0, a + q, b, h, tmp[0, q], esum, ksn, ken, A2c, R2, T2)
     return g, h
 
 
@@ -594,7 +586,8 @@ def hessian_rows_kernel(has_start, efron, indptr, indices, values, cols, b, ks, 
 
 class RiskSetDeviceDatafit(DeviceDatafit):
     """What the risk-set families (Cox, Fine-Gray) share on the device: one block per
-    replicate (the slot scans of a refresh run within it) and replicate weights given in
+    replicate (the slot scans of a refresh run within it) or, for a single fit, the whole
+    grid with its scratch arrays (:meth:`_allocate_grid_scratch`); replicate weights given in
     Dataset row order, as for the CPU datafit's ``reweighted``; :meth:`_cpu_reweight` is the
     CPU view of one weighting."""
 
@@ -613,6 +606,17 @@ class RiskSetDeviceDatafit(DeviceDatafit):
                 raise
             self.nt = 256  # e.g. CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES at 1024 threads
             kernel[self.n_rep, self.nt](*args)
+
+    def _allocate_grid_scratch(self, state):
+        """``gpart`` and ``tmp`` of the whole-grid kernels: the grid scans' block totals (four
+        slots) and a column's scanned values (two rows); placeholders where the fit has no grid."""
+        if self._grid():
+            nnz = int(np.diff(self.cpu.indptr).max(initial=1))
+            state.d["gpart"] = cuda.device_array((4, 3, grid_blocks(self.nt)), dtype=np.float64)
+            state.d["tmp"] = cuda.device_array((2, max(nnz, 1)), dtype=np.float64)
+        else:
+            state.d["gpart"] = cuda.device_array((1, 1, 1), dtype=np.float64)
+            state.d["tmp"] = cuda.device_array((1, 1), dtype=np.float64)
 
     def _loglik_all(self, state):
         self._refresh(state)  # exact recomputation from eta, as the CPU datafit does
@@ -746,12 +750,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
             state.d.setdefault(name, unused)
         state.d["dirty"] = device_copy(np.ones(R, np.int32))
         state.d["ll"] = cuda.device_array(R, dtype=np.float64)
-        if self._grid():  # the grid scans' block totals and the column scans' values
-            nnz = int(np.diff(self.cpu.indptr).max(initial=1))
-            state.d["gpart"] = cuda.device_array((4, 3, grid_blocks(self.nt)), dtype=np.float64)
-            state.d["tmp"] = cuda.device_array((2, max(nnz, 1)), dtype=np.float64)
-        else:
-            state.d["gpart"], state.d["tmp"] = cuda.device_array((1, 1, 1), dtype=np.float64), unused
+        self._allocate_grid_scratch(state)
 
     def local_quadratic(self, state, columns):
         """:meth:`riskset.models.cox.CoxDatafit.local_quadratic` on the device for a single fit
@@ -770,8 +769,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         row_hazards_kernel[max(1, min(4096, n // 256)), 256](int(self.efron), d["w"], s["ks"], s["ke"], s["event"],
                                                              d["A1c"], d["R1"], rows)
         dots = cuda.device_array((m, 2), dtype=np.float64)
-        column_dots[max(1, min(m, 4096)), 256](s["indptr"], s["indices"], s["values"], cols, rows, dots)
-        xv, x2v = dots.copy_to_host().T
+        xv, x2v = self._column_dots(cols, rows, dots).T
         u, z = cuda.device_array((1, n), dtype=np.float64), rows  # the hazards are not read again
         U1, Cn, E1u = (cuda.device_array((1, ns), dtype=np.float64) for _ in range(3))
 
@@ -781,8 +779,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
                                      s["event"], d["w"], d["A1c"], d["R1"], d["Q2"], d["R2"], d["T2"], s["slot_first"],
                                      s["slot_last"], u, U1, Cn, E1u, z, d["gpart"]):
                 raise RuntimeError("the cooperative Hessian-vector kernel could not be launched")
-            column_dots[max(1, min(m, 4096)), 256](s["indptr"], s["indices"], s["values"], cols, z, dots)
-            return dots.copy_to_host()[:, 0]
+            return self._column_dots(cols, z, dots)[:, 0]
 
         return LocalQuadratic(self._rep()["gx0_host"][0, cols_h] - xv, x2v, hessian_times)
 

@@ -39,7 +39,7 @@ from numba import cuda, float64, int32
 
 from .blocks import block_sum2, carried_segscan2, scan2_slots, segscan_slots
 from .cox import RiskSetDeviceDatafit, move_weight
-from .device import MAX_THREADS, device_copy, grid_blocks
+from .device import MAX_THREADS, device_copy
 from .gridscan import grid_place, grid_segscan2, grid_sum2, grid_sync, thread_run
 from .sweep import compile_gradient, compile_sweep
 
@@ -231,6 +231,21 @@ def gradient(data, state, r, j, tid, nt, sv, sb, sf):
 
 
 @cuda.jit(device=True)
+def run_end_terms(r, i, b, K, h, csum, ee, slotn, A2, A2G, A2GG):
+    """h with the squared risk-set term added where non-zeros i < b of a column end a run of
+    equal slots (``csum`` = cumsum(wx) and ``ee`` = E - cumsum(wx cinv) there): differences
+    of the suffix aggregates against the next run's slot (K after the last)."""
+    s = slotn[i]
+    s2 = K
+    if i + 1 < b:
+        s2 = slotn[i + 1]
+    if s2 != s:
+        h += (csum * csum * (A2[r, s] - A2[r, s2]) + 2.0 * csum * ee * (A2G[r, s] - A2G[r, s2])
+              + ee * ee * (A2GG[r, s] - A2GG[r, s2]))
+    return h
+
+
+@cuda.jit(device=True)
 def terms(data, state, r, j, tid, nt, sv, sb, sf):
     """This thread's share of (g_j, h_j): the first pass, E summed over the block, then the
     squared risk-set term S_j by a two-value block scan of the non-zeros."""
@@ -257,14 +272,7 @@ def terms(data, state, r, j, tid, nt, sv, sb, sf):
             u = wx * float(cinv[r, row])
         csum, usum, carry_c, carry_u = carried_segscan2(sv, sb, sf, wx, u, 0, carry_c, carry_u, tid, nt)
         if i < b:
-            s = slotn[i]
-            s2 = K
-            if i + 1 < b:
-                s2 = slotn[i + 1]
-            if s2 != s:  # end of a run of equal slots: differences against the next run
-                ee = E - usum
-                h += (csum * csum * (A2[r, s] - A2[r, s2]) + 2.0 * csum * ee * (A2G[r, s] - A2G[r, s2])
-                      + ee * ee * (A2GG[r, s] - A2GG[r, s2]))
+            h = run_end_terms(r, i, b, K, h, csum, E - usum, slotn, A2, A2G, A2GG)
     return g, h
 
 
@@ -327,16 +335,7 @@ def terms_whole(data, state, r, j, tid, nt, sv, sb, sf):
         tmp[1, q] = wx * float(cinv[0, row])
     grid_segscan2(tmp, tmp, tmp, tmp, 0, 1, b - a, True, none, 0, 0, False, False, gpart, 1, sv, sb, sf)
     for q in range(lo, hi):
-        i = a + q
-        s = slotn[i]
-        s2 = K
-        if i + 1 < b:
-            s2 = slotn[i + 1]
-        if s2 != s:  # end of a run of equal slots: differences against the next run
-            csum = tmp[0, q]
-            ee = E - tmp[1, q]
-            h += (csum * csum * (A2[0, s] - A2[0, s2]) + 2.0 * csum * ee * (A2G[0, s] - A2G[0, s2])
-                  + ee * ee * (A2GG[0, s] - A2GG[0, s2]))
+        h = run_end_terms(0, a + q, b, K, h, tmp[0, q], E - tmp[1, q], slotn, A2, A2G, A2GG)
     return g, h
 
 
@@ -387,13 +386,7 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
             state.d[name] = cuda.device_array((R, K + 1), dtype=np.float64)
         state.d["dirty"] = device_copy(np.ones(R, np.int32))
         state.d["ll"] = cuda.device_array(R, dtype=np.float64)
-        if self._grid():  # the grid scans' block totals and the column scans' values
-            nnz = int(np.diff(self.cpu.indptr).max(initial=1))
-            state.d["gpart"] = cuda.device_array((4, 3, grid_blocks(self.nt)), dtype=np.float64)
-            state.d["tmp"] = cuda.device_array((2, max(nnz, 1)), dtype=np.float64)
-        else:
-            state.d["gpart"] = cuda.device_array((1, 1, 1), dtype=np.float64)
-            state.d["tmp"] = cuda.device_array((1, 1), dtype=np.float64)
+        self._allocate_grid_scratch(state)
 
     def _aggregates(self, state):
         """The device arguments shared by both kernels, from W on."""

@@ -20,7 +20,7 @@ from riskset.kernels.cpu import glm as cpu_kernels
 
 from .base import DeviceDatafit
 from .blocks import block_sum2
-from .columns import column_dots, scale_rows, scatter_columns
+from .columns import scale_rows, scatter_columns
 from .device import MAX_THREADS, device_copy, row_blocks
 from .sweep import compile_gradient, compile_sweep
 
@@ -210,23 +210,29 @@ class GLMDeviceDatafit(DeviceDatafit):
         self._refresh(state)  # exact resid and curv from eta
         cols_h = np.ascontiguousarray(columns, dtype=np.int64)
         cols, m, n = device_copy(cols_h), cols_h.shape[0], self.n_rows
-        blocks, row_grid = max(1, min(m, 4096)), max(1, min(4096, n // 256))
         dots = cuda.device_array((m, 2), dtype=np.float64)
-        column_dots[blocks, 256](s["indptr"], s["indices"], s["values"], cols, d["resid"], dots)
-        grad = dots.copy_to_host()[:, 0]
-        column_dots[blocks, 256](s["indptr"], s["indices"], s["values"], cols, d["curv"], dots)
-        curvature = dots.copy_to_host()[:, 1]
+        grad = self._column_dots(cols, d["resid"], dots)[:, 0]
+        curvature = self._column_dots(cols, d["curv"], dots)[:, 1]
         zeros = device_copy(np.zeros((1, n)))
         u = cuda.device_array((1, n), dtype=np.float64)
 
         def hessian_times(b):
             u.copy_to_device(zeros)
-            scatter_columns[blocks, 256](s["indptr"], s["indices"], s["values"], cols, device_copy(b, np.float64), u)
-            scale_rows[row_grid, 256](u, d["curv"])
-            column_dots[blocks, 256](s["indptr"], s["indices"], s["values"], cols, u, dots)
-            return -dots.copy_to_host()[:, 0]
+            scatter_columns[max(1, min(m, 4096)), 256](s["indptr"], s["indices"], s["values"], cols,
+                                                       device_copy(b, np.float64), u)
+            scale_rows[max(1, min(4096, n // 256)), 256](u, d["curv"])
+            return -self._column_dots(cols, u, dots)[:, 0]
 
         return LocalQuadratic(grad, curvature, hessian_times)
+
+    def information_scale(self, state, columns):
+        """(X_A ** 2)' curv on the device where the polish runs there: the curvature alone, as
+        the CPU's (no gradient pass); the host's otherwise."""
+        if not self._polish_on_device():
+            return super().information_scale(state, columns)
+        self._refresh(state)  # exact curv from eta
+        cols = device_copy(np.ascontiguousarray(columns, dtype=np.int64))
+        return self._column_dots(cols, state.d["curv"], cuda.device_array((cols.shape[0], 2), dtype=np.float64))[:, 1]
 
     def _check_weights(self, weights):
         if weights.shape[1] != self.n_rows:  # the device reads them as the (R, N) row weights
