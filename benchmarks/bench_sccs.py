@@ -16,7 +16,7 @@ Run by hand (not in CI)::
     python benchmarks/bench_sccs.py --cases 1000000 --exposures 15 --no-dense --cv 10   # ~20M eras, L1 + 10-fold CV
 
 ``--cv K`` then cross-validates the Laplace prior's variance (``riskset.cross_validate``,
-K folds of cases, a grid of ``--grid`` variances plus ``--refine`` golden-section steps,
+K folds of cases, a grid of ``--grid`` variances plus at most ``--refine`` refinement steps,
 ``--jobs`` threads) and refits: wall time and peak RSS of the whole selection.
 
 Peak memory is measured with tracemalloc (NumPy buffers) around building and fitting.
@@ -245,6 +245,6 @@ if __name__ == "__main__":
     ap.add_argument("--no-dense", action="store_true", help="skip the dense formulation (large data)")
     ap.add_argument("--cv", type=int, default=0, metavar="K", help="then K-fold cross-validation of the variance")
     ap.add_argument("--grid", type=int, default=8, help="variances of the CV grid")
-    ap.add_argument("--refine", type=int, default=4, help="golden-section refinements after the grid")
+    ap.add_argument("--refine", type=int, default=4, help="most refinement steps after the grid (parabolic search)")
     ap.add_argument("--jobs", type=int, default=2, help="threads of the cross-validation")
     run(ap.parse_args())

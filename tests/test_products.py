@@ -1,5 +1,5 @@
 """Column-set products (core.columns.ColumnProducts): both layouts against scipy, and the
-same bits on 1 and 2 threads (fixed row blocks, partial sums reduced in block order)."""
+same bits on 1 and 2 threads (fixed row blocks and tiles, partial sums reduced in block order)."""
 import numba
 import numpy as np
 import pytest
@@ -16,8 +16,9 @@ two_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="Num
 
 
 def products(X, monkeypatch, layout):
-    """ColumnProducts of X with small row blocks (several even for a small X) on one layout."""
+    """ColumnProducts of X with small row blocks and tiles (several even for a small X) on one layout."""
     monkeypatch.setattr(columns, "MIN_BLOCK_ROWS", 16)
+    monkeypatch.setattr(columns, "TILE_ROWS", 32)
     X = sp.csc_matrix(X)
     X.sort_indices()
     cp = ColumnProducts(X.indptr.astype(np.int64), X.indices, X.data, X.shape[0])
@@ -89,7 +90,7 @@ def test_products_are_bitwise_equal_on_one_and_two_threads(layout, rng, monkeypa
     def run():
         return [cp.times(cols, b), cp.dot(cols, z), *cp.dot2(cols, z), cp.gram(cols, c), cp.gram_times(cols, c, b)]
 
-    assert cp.bounds.size > 3
+    assert cp.bounds.size > 3 and cp.tiles.size > 3
     for one, two in zip(on_threads(1, run), on_threads(2, run)):
         assert np.array_equal(one, two)
 
@@ -147,7 +148,7 @@ def test_row_major_copy_of_a_column_subset_is_scipys(indicators, rng, monkeypatc
     cp = products(X, monkeypatch, "csr")
     cols = np.array([17, 3, 29, 0, 8])
     expected = sp.csr_matrix(X.tocsc()[:, cols])
-    assert cp.bounds.size > 3
+    assert cp.bounds.size > 3 and cp.tiles.size > 3
     for k in (1, 2):
         cp._kept.rows = None
         rptr, rcol, rval = on_threads(k, lambda: cp.rows_of(cols))
@@ -168,3 +169,25 @@ def test_each_thread_keeps_its_own_row_copy(rng, monkeypatch):
     worker.start()
     worker.join()
     assert cp.rows_of(np.array([1, 2, 3])) is first and other[0] is not first
+
+
+def test_tile_pointers_start_each_column_at_each_tile(rng, monkeypatch):
+    """ptr[t, j] is the first non-zero of column j in tile t or after (an empty tile of a
+    column points at the next tile's start), ptr[-1, j] the column's end."""
+    X = design(rng, indicators=False, n=500, p=9)
+    X[:, 4] = 0.0  # an empty column
+    X.eliminate_zeros()
+    cp = products(X, monkeypatch, "csc")
+    ptr = cp.tile_pointers()
+    assert cp.tiles.size > 10 and ptr.shape == (cp.tiles.size, X.shape[1])
+    for j in range(X.shape[1]):
+        rows = X.indices[X.indptr[j]:X.indptr[j + 1]]
+        expected = X.indptr[j] + np.searchsorted(rows, cp.tiles)
+        assert np.array_equal(ptr[:, j], expected)
+
+
+def test_row_tiles_bound_the_pointer_table():
+    """At most one tile pointer per four non-zeros: a wide, very sparse X gets fewer, longer tiles."""
+    assert columns.row_tiles(10**6, 1000, 5 * 10**7).size - 1 == -(-10**6 // columns.TILE_ROWS)
+    tiles = columns.row_tiles(10**6, 10**5, 4 * 10**6)
+    assert (tiles.size - 1) * 10**5 <= 10**6 and tiles[0] == 0 and tiles[-1] == 10**6

@@ -161,3 +161,45 @@ def test_folds_balance_the_models_event_of_interest(rng):
     cv = riskset.cross_validate(data, "fine_gray", riskset.Normal(1.0), variances=[0.1, 1.0], n_folds=4,
                                 progress=False, event_of_interest=2)
     assert np.isfinite(cv.summary["mean"]).all() and (cv.summary["mean"] < 0).all()
+
+
+def test_the_parabolic_refinement_finds_a_smooth_maximum_in_fewer_steps_than_golden_section():
+    """On a smooth score curve (a quartic in log-variance around an off-grid maximum) the
+    search ends within the resolution golden-section search would reach with the same
+    budget, having used fewer new points; it stays in the bracket."""
+    from riskset.selection.cv import _GOLDEN, next_log_variance
+
+    def score(x):
+        return -(x - 0.37) ** 2 - 0.3 * (x - 0.37) ** 4
+
+    lo, hi, n_refine = -1.0, 1.0, 4
+    resolution = (hi - lo) * _GOLDEN**n_refine / 2
+    scores = {x: score(x) for x in (lo, 0.0, hi)}
+    used = 0
+    while used < n_refine and (x := next_log_variance(scores, resolution)) is not None:
+        assert lo < x < hi
+        scores[x] = score(x)
+        used += 1
+    best = max(scores, key=scores.get)
+    assert abs(best - 0.37) < resolution and used < n_refine
+
+
+def test_the_refinement_falls_back_to_golden_section_at_the_bracket_end():
+    """A best point at an end of the bracket (the maximum beyond the grid's interior) takes a
+    golden-section step into the bracket; a resolved maximum stops the search."""
+    from riskset.selection.cv import _GOLDEN, next_log_variance
+
+    x = next_log_variance({0.0: 1.0, 1.0: 0.5, 2.0: 0.0}, 1e-3)
+    assert x == pytest.approx((1 - _GOLDEN) * 1.0)
+    assert next_log_variance({0.0: 0.0, 0.5: 1.0, 1.0: 0.0}, 1e-3) is None  # symmetric: vertex at the best
+
+
+def test_refined_cross_validation_scores_every_split_at_each_new_variance():
+    data = riskset.simulate(n=1500, p=20, model="logistic", seed=5)
+    cv = riskset.cross_validate(data, "logistic", riskset.Laplace(gamma=1.0), n_folds=4, n_grid=5, progress=False,
+                                auto=True, n_refine=3)
+    counts = cv.scores.groupby("variance").size()
+    grid = np.sort(cv.scores["variance"].unique())
+    assert (counts == 4).all() and 5 < grid.size <= 8
+    assert cv.selected_variance == cv.summary.loc[cv.summary["mean"].idxmax(), "variance"]
+    assert cv.fit.converged

@@ -151,7 +151,7 @@ def _add_fit(sub):
                                                          "(needs --prior laplace or normal, not a variance)")
     sel.add_argument("--cv-repeats", type=COUNT, metavar="R", help="repetitions of the K folds (default 1)")
     sel.add_argument("--cv-grid", type=FOLDS, metavar="G", help="variances on the grid (default 10)")
-    sel.add_argument("--cv-auto", action="store_true", help="refine the best grid variance by golden-section search")
+    sel.add_argument("--cv-auto", action="store_true", help="refine the best grid variance by a parabolic search in log-variance")
     sel.add_argument("--bootstrap", type=COUNT, metavar="B", help="B bootstrap replicates by subject: percentile "
                                                                 "intervals and non-zero proportions")
     sel.add_argument("--seed", type=SEED, help="seed of folds and bootstrap samples (default 0)")

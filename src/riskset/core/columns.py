@@ -9,7 +9,10 @@ implicit intercept).
 Two layouts, chosen per call by the work they do:
 
 * the CSC itself, O(nnz of A) per product, but each non-zero reads or writes an N-vector at
-  a random row (about 3 ns per non-zero once N-vectors leave the cache, N ~ 1M);
+  a random row. It is read by *tiles* of rows (:data:`TILE_ROWS`, pointers into every column
+  found once per datafit): a tile's slice of the N-vector stays in the core's cache while
+  the columns of A pass over it, and the tiles run on all threads (at N = 1M, X_A b over
+  10M non-zeros 13 -> ~10 ms on one thread; a random non-zero costs ~1.5 streamed ones);
 * a row-major copy (CSR, built lazily, once), which streams: ``X_A b`` gathers from the
   small ``b`` row by row and ``X_A' z`` scatters into a small |A|-vector; it reads every
   non-zero of the row, so it wins when A holds a good share of X's non-zeros. For designs
@@ -19,9 +22,9 @@ Two layouts, chosen per call by the work they do:
   ``X_A' diag(c) X_A b`` (:meth:`~ColumnProducts.gram_times`) takes both halves in one
   pass over a row, which is still in the cache for the second.
 
-Threads: the kernels split the rows into blocks whose boundaries depend on N only
-(:func:`row_blocks`), or work column by column; partial |A|-vectors of the row blocks are
-summed in block order. Each number is therefore computed by the same operations in the
+Threads: the kernels split the rows into blocks or tiles whose boundaries depend on the
+shape of X only (:func:`row_blocks`, :func:`row_tiles`); partial |A|-vectors of the blocks
+are summed in block order. Each number is therefore computed by the same operations in the
 same order whatever the number of threads (``numba.set_num_threads``, set by the caller):
 results are bitwise equal on 1 and k threads.
 """
@@ -30,7 +33,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
 #: Fewest rows of a block of the threaded kernels (a block's work must dwarf its start-up).
 MIN_BLOCK_ROWS = 4096
@@ -39,9 +42,13 @@ MAX_BLOCKS = 64
 #: Most bytes of the row blocks' partial |A| x |A| blocks of :meth:`ColumnProducts.gram`
 #: (fewer, longer blocks for large A).
 GRAM_PARTIAL_BYTES = 1 << 26
-#: Relative cost of a CSC non-zero (a random access into an N-vector) to a streamed CSR one,
-#: for N-vectors that leave the cache (measured: ~3 ns against ~1 ns at N = 1M) ...
-RANDOM_ACCESS_COST = 3.0
+#: Rows of a tile of the CSC products: the tile's slice of an N-vector (256 KB of float64)
+#: stays in a core's L2 cache while every column of A passes over it.
+TILE_ROWS = 1 << 15
+#: Relative cost of a CSC non-zero (a random access into a tile of an N-vector) to a streamed
+#: CSR one, for N-vectors that leave the cache (measured at N = 1M, one thread: X' z over all
+#: 50M non-zeros of X, ~55 ms by tiles against ~38 ms on the CSR) ...
+RANDOM_ACCESS_COST = 1.5
 #: ... and the N up to which the N-vectors stay in the cache (both layouts cost about the same).
 CACHED_ROWS = 1 << 17
 
@@ -70,6 +77,18 @@ def row_blocks(n_rows: int, max_blocks: int = MAX_BLOCKS) -> np.ndarray:
     return np.linspace(0, n_rows, n_blocks + 1).round().astype(np.int64)
 
 
+def row_tiles(n_rows: int, n_cols: int, nnz: int) -> np.ndarray:
+    """Boundaries of the row tiles of the CSC products, every :data:`TILE_ROWS` rows, fewer
+    where the table of tile pointers (tiles x columns) would exceed a quarter of the
+    non-zeros: a function of the shape of X, never of the threads.
+
+    >>> row_tiles(10, 3, 30).tolist(), row_tiles(3 * TILE_ROWS, 1, 10**9).tolist()
+    ([0, 10], [0, 32768, 65536, 98304])
+    """
+    n_tiles = int(min(-(-n_rows // TILE_ROWS), max(1, nnz // (4 * max(n_cols, 1)))))
+    return np.linspace(0, n_rows, max(n_tiles, 1) + 1).round().astype(np.int64)
+
+
 class _Kept(threading.local):
     """Per thread: the last row-major copy of a column subset, ``(key, (rptr, rcol, rval))``."""
 
@@ -88,15 +107,17 @@ class ColumnProducts:
         self.indptr, self.indices, self.values = indptr, indices, values
         self.n_rows, self.n_cols = n_rows, indptr.shape[0] - 1
         self.bounds = row_blocks(n_rows)
+        self.tiles = row_tiles(n_rows, self.n_cols, int(indptr[-1]))
+        self._tile_ptr = None
         self._csr = None
         self._kept = _Kept()
         self._unit = None
         self._lock = threading.Lock()
 
     def __getstate__(self):
-        """Pickled (e.g. for dask workers) without the lock, nor the row-major copy: a worker
-        builds its own if it needs one."""
-        return {**self.__dict__, "_lock": None, "_csr": None, "_kept": None}
+        """Pickled (e.g. for dask workers) without the lock, nor the row-major copy and tile
+        pointers: a worker builds its own if it needs them."""
+        return {**self.__dict__, "_lock": None, "_csr": None, "_kept": None, "_tile_ptr": None}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -107,19 +128,18 @@ class ColumnProducts:
         """out = X[:, cols] @ b (an N-vector).
 
         Each row adds its terms in the order of the columns (ones first) on either layout,
-        so both give the same bits and the layout may depend on the threads: the CSC
-        product runs on one thread, the CSR one on all.
+        so both give the same bits.
         """
         cols, b = _index(cols), np.ascontiguousarray(b, dtype=np.float64)
         order = np.argsort(cols, kind="stable")
         cols, b = cols[order], b[order]
         out = np.empty(self.n_rows) if out is None else out
-        if self._rows_cheaper(cols, get_num_threads()):
+        if self._rows_cheaper(cols):
             rptr, rcol, rval = self.row_major()
             full, ones = self._spread(cols, b)
             csr_times(rptr, rcol, rval, full, ones, self.bounds, out)
         else:
-            csc_times(self.indptr, self.indices, self.values, self.unit, cols, b, out)
+            tiled_times(self.tile_pointers(), self.tiles, self.indices, self.values, self.unit, cols, b, out)
         return out
 
     def dot(self, cols, z, out=None) -> np.ndarray:
@@ -143,7 +163,7 @@ class ColumnProducts:
         """
         cols, b = _index(cols), np.ascontiguousarray(b, dtype=np.float64)
         c = np.ascontiguousarray(c, dtype=np.float64)
-        if not self._rows_cheaper(cols, 2):  # two passes over A's columns against one over X's rows (>= A's)
+        if not self._rows_cheaper(cols, 4):  # two passes over A's columns against one over A's rows (copied)
             z = self.times(cols, b)
             z *= c
             return self.dot(cols, z)
@@ -202,6 +222,14 @@ class ColumnProducts:
             self._kept.rows = kept
         return kept[1]
 
+    def tile_pointers(self) -> np.ndarray:
+        """(tiles + 1, columns): where each column's non-zeros of each row tile start (built on
+        first use, O(nnz) once, shared by the reweighted views)."""
+        with self._lock:
+            if self._tile_ptr is None:
+                self._tile_ptr = csc_tile_pointers(self.indptr, self.indices, self.tiles)
+        return self._tile_ptr
+
     @property
     def unit(self) -> np.ndarray:
         """Per column: all its stored values are 1 (computed on first use)."""
@@ -219,7 +247,7 @@ class ColumnProducts:
         return self._csr
 
     def _build_row_major(self):
-        itype = np.int32 if self.n_cols < 2**31 else np.int64
+        itype = np.uint32 if self.n_cols < 2**32 else np.int64  # unsigned: see core.design.row_indices
         unit = bool(np.all(self.unit))
         counts = np.zeros(self.n_rows + 1, np.int64)
         csc_row_counts(self.indptr, self.indices, self.bounds, counts)
@@ -237,9 +265,9 @@ class ColumnProducts:
 
     def _rows_cheaper(self, cols, csc_factor: int = 1) -> bool:
         """Whether a product over the CSR (every non-zero of X, streamed) does less work than
-        over the CSC (the non-zeros of A, each a random access once N-vectors leave the
-        cache), the CSC's work counted ``csc_factor`` times: the threads the CSR product has
-        and the CSC one lacks, or the CSC's passes against one over the rows."""
+        over the CSC (the non-zeros of A, each a random access into a tile once N-vectors
+        leave the cache), the CSC's work counted ``csc_factor`` times (its passes against
+        one over the rows)."""
         random_cost = RANDOM_ACCESS_COST if self.n_rows > CACHED_ROWS else 1.0
         return random_cost * self._nnz(cols) * csc_factor > self.indptr[-1] + self.n_rows
 
@@ -291,8 +319,14 @@ class ColumnProducts:
             if squares:
                 _sum_blocks(partial2[:, :m], out2)
         else:
-            csc_dot(self.indptr, self.indices, self.values, self.unit, cols, z, squares, out,
-                    out2 if squares else out)
+            nt = self.tiles.shape[0] - 1
+            partial = np.empty((nt, m))
+            partial2 = np.empty((nt, m) if squares else (0, 0))
+            tiled_dot(self.tile_pointers(), self.tiles, self.indices, self.values, self.unit, cols, z, squares,
+                      partial, partial2)
+            _sum_blocks(partial, out)
+            if squares:
+                _sum_blocks(partial2, out2)
         return out
 
 
@@ -313,50 +347,71 @@ def _first_at_or_after(indices, lo, hi, row):
     return lo
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def csc_times(indptr, indices, values, unit, cols, b, out):
-    """out = X[:, cols] @ b, column by column (one thread: the columns' terms go to any row);
-    ``unit`` columns (all values 1) are read without their values."""
-    out[:] = 0.0
-    for a in range(cols.shape[0]):
-        j = cols[a]
-        ba = b[a]
-        if ba == 0.0:
-            continue
-        if j < 0:
-            for i in range(out.shape[0]):
-                out[i] += ba
-        elif unit[j]:
-            for k in range(indptr[j], indptr[j + 1]):
-                out[indices[k]] += ba
-        else:
-            for k in range(indptr[j], indptr[j + 1]):
-                out[indices[k]] += values[k] * ba
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def csc_tile_pointers(indptr, indices, tiles):
+    """ptr[t, j] = the first non-zero of column j at or after row ``tiles[t]`` (ptr[-1, j] its end)."""
+    n_tiles, n_cols = tiles.shape[0] - 1, indptr.shape[0] - 1
+    ptr = np.empty((n_tiles + 1, n_cols), np.int64)
+    for j in prange(n_cols):
+        k, end = indptr[j], indptr[j + 1]
+        for t in range(n_tiles):
+            while k < end and indices[k] < tiles[t]:
+                k += 1
+            ptr[t, j] = k
+        ptr[n_tiles, j] = end
+    return ptr
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def csc_dot(indptr, indices, values, unit, cols, z, squares, out, out2):
-    """out = X[:, cols]' @ z (and out2 = (X[:, cols] ** 2)' @ z if ``squares``), column by column."""
-    for a in prange(cols.shape[0]):
-        j = cols[a]
-        s = 0.0
-        s2 = 0.0
-        if j < 0:
-            for i in range(z.shape[0]):
-                s += z[i]
-            s2 = s
-        elif unit[j]:
-            for k in range(indptr[j], indptr[j + 1]):
-                s += z[indices[k]]
-            s2 = s
-        else:
-            for k in range(indptr[j], indptr[j + 1]):
-                xz = values[k] * z[indices[k]]
-                s += xz
-                s2 += values[k] * xz
-        out[a] = s
-        if squares:
-            out2[a] = s2
+def tiled_times(ptr, tiles, indices, values, unit, cols, b, out):
+    """out = X[:, cols] @ b, tile by tile (each tile's rows add their terms in the order of
+    ``cols``); ``unit`` columns (all values 1) are read without their values."""
+    for t in prange(tiles.shape[0] - 1):
+        lo, hi = tiles[t], tiles[t + 1]
+        for i in range(lo, hi):
+            out[i] = 0.0
+        for a in range(cols.shape[0]):
+            j = cols[a]
+            ba = b[a]
+            if ba == 0.0:
+                continue
+            if j < 0:
+                for i in range(lo, hi):
+                    out[i] += ba
+            elif unit[j]:
+                for k in range(ptr[t, j], ptr[t + 1, j]):
+                    out[indices[k]] += ba
+            else:
+                for k in range(ptr[t, j], ptr[t + 1, j]):
+                    out[indices[k]] += values[k] * ba
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def tiled_dot(ptr, tiles, indices, values, unit, cols, z, squares, partial, partial2):
+    """partial[t, a] = the sum over tile t of x_ia z_i for column ``cols[a]`` (and partial2 of
+    x_ia^2 z_i if ``squares``)."""
+    for t in prange(tiles.shape[0] - 1):
+        lo, hi = tiles[t], tiles[t + 1]
+        for a in range(cols.shape[0]):
+            j = cols[a]
+            s = 0.0
+            s2 = 0.0
+            if j < 0:
+                for i in range(lo, hi):
+                    s += z[i]
+                s2 = s
+            elif unit[j]:
+                for k in range(ptr[t, j], ptr[t + 1, j]):
+                    s += z[indices[k]]
+                s2 = s
+            else:
+                for k in range(ptr[t, j], ptr[t + 1, j]):
+                    xz = values[k] * z[indices[k]]
+                    s += xz
+                    s2 += values[k] * xz
+            partial[t, a] = s
+            if squares:
+                partial2[t, a] = s2
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -448,7 +503,7 @@ def csc_subset_to_csr(indptr, indices, values, cols, positions, n_rows, unit, bo
                 k += 1
     for i in range(n_rows):
         rptr[i + 1] += rptr[i]
-    rcol = np.empty(rptr[n_rows], np.int32)  # positions in cols
+    rcol = np.empty(rptr[n_rows], np.uint32)  # positions in cols (unsigned: see core.design.row_indices)
     rval = np.empty(0 if unit else rptr[n_rows])
     for blk in prange(bounds.shape[0] - 1):
         lo, hi = bounds[blk], bounds[blk + 1]

@@ -44,6 +44,16 @@ def is_canonical(indptr, indices, n_rows):
     return bool(np.all(ok)) and (n_cols == 0 or indptr[0] == 0)
 
 
+def row_indices(indices: np.ndarray) -> np.ndarray:
+    """The canonical CSC's row indices as the kernels read them: 32-bit ones as unsigned
+    (shared, not copied). A compiled loop indexing an N-vector by a signed row index tests
+    it for a negative (wrap-around) value on every access; unsigned it does not (a full
+    gradient at N = 1M, 50M non-zeros: 55 -> 38 ms; X_A b over 10M: 18 -> 13 ms). 64-bit
+    indices stay signed: numba promotes mixed uint64 / int64 arithmetic to float."""
+    indices = np.ascontiguousarray(indices)
+    return indices.view(np.uint32) if indices.dtype == np.int32 else indices
+
+
 def canonical_csc(X) -> sp.csc_matrix:
     """``X`` as a float64 CSC matrix in canonical form, sharing X's arrays when it already
     is one (checked in O(nnz), never assumed); otherwise duplicates are summed and indices

@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from riskset.core.columns import ColumnProducts
-from riskset.core.design import canonical_csc, take_rows
+from riskset.core.design import canonical_csc, row_indices, take_rows
 from riskset.core.sweep import CompiledFamily
 
 
@@ -106,7 +106,7 @@ class Datafit(ABC):
         self.offset = np.zeros(n) if offset is None else np.ascontiguousarray(offset, dtype=np.float64)
         # CSC components handed to the kernels, shared with X (no copy of the non-zeros).
         self.indptr = np.asarray(X.indptr, dtype=np.int64)
-        self.indices = np.ascontiguousarray(X.indices)
+        self.indices = row_indices(X.indices)
         self.values = X.data
         # products of column sets with vectors (its row-major copy is built on first use and
         # shared, like X, by the reweighted views)
