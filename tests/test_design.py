@@ -17,7 +17,7 @@ import scipy.sparse as sp
 import riskset.core.interface as interface
 import riskset.data.risksets as risksets
 import riskset.models.cox as cox
-from riskset.core.design import canonical_csc, is_canonical, take_rows, transposed_times
+from riskset.core.design import canonical_csc, is_canonical, take_rows
 from riskset.data.dataset import Dataset
 from riskset.models.conditional import ConditionalLogistic, ConditionalPoisson
 from riskset.models.cox import CoxDatafit
@@ -88,8 +88,6 @@ def scipy_preparation(monkeypatch):
         monkeypatch.setattr(interface, "canonical_csc", scipy_canonical)
         monkeypatch.setattr(interface, "take_rows", scipy_take_rows)
         monkeypatch.setattr(risksets, "sorted_unique", np.unique)
-        monkeypatch.setattr(cox, "transposed_times",
-                            lambda indptr, indices, values, z: sp.csc_matrix((values, indices, indptr)).T @ z)
 
         def slots(indices, rs):
             itype = np.int32 if rs.n_slots < 2**31 - 1 else np.int64
@@ -129,12 +127,6 @@ def test_canonical_csc_checks_rather_than_assumes():
     out = canonical_csc(clean)
     assert out.data is clean.data or np.shares_memory(out.data, clean.data)  # no copy when canonical
     assert canonical_csc(np.array([[1.0, 0.0], [0.0, 2.0]])).nnz == 2
-
-
-def test_transposed_times_sums_in_storage_order():
-    X = scipy_canonical(messy_csc(2000, 7, seed=6))
-    z = np.random.default_rng(0).normal(size=2000)
-    np.testing.assert_array_equal(transposed_times(X.indptr, X.indices, X.data, z), X.T @ z)
 
 
 # -- whole datafits against the scipy preparation ---------------------------------------

@@ -176,16 +176,3 @@ def _radix_sort(keys, values, bits, passes):
     if passes % 2:
         keys[:] = src_k
         values[:] = src_v
-
-
-@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def transposed_times(indptr, indices, values, z):
-    """X' z over every column (the sums in storage order, as scipy's ``X.T @ z``)."""
-    n_cols = indptr.shape[0] - 1
-    out = np.empty(n_cols)
-    for j in prange(n_cols):
-        s = 0.0
-        for k in range(indptr[j], indptr[j + 1]):
-            s += values[k] * z[indices[k]]
-        out[j] = s
-    return out

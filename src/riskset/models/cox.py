@@ -37,7 +37,6 @@ from riskset.data.risksets import (build_risk_sets, check_survival, column_break
                                    interval_labels, slots_at_nonzeros)
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
-from riskset.core.design import transposed_times
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates,
                                  require_information, weight_overflow)
 from riskset.validation import coef_mapping, finite_numbers, one_of
@@ -86,7 +85,6 @@ class CoxDatafit(Datafit):
         self.ks, self.ke, self.event = rs.ks, rs.ke, rs.event
         self.has_start = rs.has_start
         # static: sum over event rows of c x_j
-        self.gx0 = transposed_times(self.indptr, self.indices, self.values, self.cw * self.event)
         self.indicator = self.products.unit  # per column: every stored value is 1
         # static per stored non-zero: entry / exit slot and status of its row (sequential reads)
         if formulation == "sparse":
@@ -119,8 +117,15 @@ class CoxDatafit(Datafit):
         new.rs = replace(self.rs, slot_d=slot_d, slot_m=slot_m)
         new.cw = cw
         new.efron = self.ties == "efron" and bool(np.any(slot_m > 1))
-        new.gx0 = np.ascontiguousarray(self.X.T @ (cw * self.event), dtype=np.float64)
+        new.__dict__.pop("gx0", None)
         return new
+
+    @cached_property
+    def gx0(self):
+        """The gradient's static part, X' (c * event), computed on first use: a view that only
+        scores held-out rows or checks its information never needs it (at N = 1M, 50M
+        non-zeros, ~40 ms of a view's ~120 ms)."""
+        return self.products.dot(np.arange(self.n_coef), self.cw * self.event)
 
     def missing_information(self):
         """None if some event of positive weight has another row of positive weight in its

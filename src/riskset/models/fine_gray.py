@@ -28,6 +28,8 @@ Aalen-Johansen estimator: :mod:`riskset.competing_risks`.
 """
 from __future__ import annotations
 
+from functools import cached_property
+
 import warnings
 from dataclasses import dataclass
 
@@ -163,7 +165,7 @@ class FineGrayDatafit(Datafit):
         self._set_weights(np.ascontiguousarray(weights[order]))
 
     def _set_weights(self, cw):
-        """Case weights (sorted order) and everything that depends on them: G, d, gx0."""
+        """Case weights (sorted order) and everything that depends on them: G, d (gx0 on first use)."""
         self.cw = cw
         ut, G, G_left = censoring_survival(self.time, self.cens, cw)
         left = G_left[np.searchsorted(ut, self.time)]
@@ -173,7 +175,13 @@ class FineGrayDatafit(Datafit):
         self.Gev = np.ascontiguousarray(G_left[np.searchsorted(ut, self.slot_time)])
         self.slot_d = np.bincount(self.slot[self.event == 1], weights=cw[self.event == 1],
                                   minlength=self.n_slots).astype(np.float64)[:self.n_slots]
-        self.gx0 = np.ascontiguousarray(self.X.T @ (cw * self.event), dtype=np.float64)
+        self.__dict__.pop("gx0", None)
+
+    @cached_property
+    def gx0(self):
+        """The gradient's static part, X' (c * event), computed on first use (a view that only
+        scores held-out rows or checks its information never needs it)."""
+        return self.products.dot(np.arange(self.n_coef), self.cw * self.event)
 
     def missing_information(self):
         """None if some event of interest of positive weight has another row of positive
