@@ -225,9 +225,11 @@ def cross_validation(data, args):
         cv = riskset.cross_validate(data, "sccs", riskset.Laplace(gamma=1.0), n_folds=args.cv, n_grid=args.grid,
                                     auto=args.refine > 0, n_refine=args.refine, n_jobs=args.jobs, progress=True)
     sec = time.perf_counter() - t0
-    fits = len(cv.scores) + args.grid + 1
-    print(f"cross-validation: {args.cv} folds x {args.grid} variances + {args.refine} refinements "
-          f"({len(cv.scores)} fold fits, {fits} fits with the path and the refit) on {args.jobs} thread(s): "
+    refined = cv.summary.shape[0] - args.grid
+    fits = len(cv.scores) + args.grid + refined + 1
+    print(f"cross-validation: {args.cv} folds x {args.grid} variances + {refined} refined (at most {args.refine}) "
+          f"({len(cv.scores)} fold fits, {fits} fits with the path, the refined variances and the refit) on "
+          f"{args.jobs} thread(s): "
           f"{sec:.1f} s wall; selected variance {cv.selected_variance:.4g}, "
           f"{int(np.count_nonzero(cv.fit.coef))} non-zero, refit {cv.fit.status} (KKT {cv.fit.kkt:.1e}); "
           f"peak RSS of the process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10:.0f} MiB")

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import riskset
 import riskset.core.interface as interface
 import riskset.data.risksets as risksets
 import riskset.models.cox as cox
@@ -191,3 +192,19 @@ def test_conditional_datafit_equals_the_scipy_preparation(model, scipy_preparati
     with pytest.warns(Warning):
         ref = model.datafit(data)
     assert_same_datafit(new, ref)
+
+
+def test_row_indices_are_read_unsigned_without_a_copy():
+    """32-bit row indices reach the kernels as an unsigned view of the CSC's own array (no
+    wrap-around test per access); 64-bit ones stay signed (numba mixes uint64 and int64 into
+    floats)."""
+    from riskset.core.design import row_indices
+
+    X = sp.random(50, 4, density=0.3, format="csc", random_state=np.random.RandomState(0))
+    small = row_indices(X.indices.astype(np.int32))
+    assert small.dtype == np.uint32 and np.array_equal(small, X.indices)
+    wide = X.indices.astype(np.int64)
+    assert row_indices(wide).dtype == np.int64
+    d = riskset.simulate(n=200, p=5, model="cox", seed=1)
+    datafit = riskset.models.get_model("cox").datafit(d)
+    assert datafit.indices.dtype == np.uint32 and np.shares_memory(datafit.indices, datafit.X.indices)
