@@ -5,11 +5,11 @@ Measured on this 2-core machine (2026-11-26), ``--n 1000000 --grid 5 --refine 4 
 ones), 2 threads): 109.7 s at 591632d; 67.5 s once a warm start near its optimum opens with a
 gradient and a Newton polish instead of a full sweep (8b93268); 61.9 s with refinements
 started from the nearest fitted variance and the position-free full gradient (2114ab2).
-Later (one session, 7946dbe -> this stop, interleaved runs): 77.3 s -> 61.0 s with the CSC
+Later (one session, 7946dbe -> a631bc8, interleaved runs): 77.3 s -> 61.0 s with the CSC
 products by row tiles and unsigned row indices; 41.5 s with the parabolic refinement (2 new
 variances instead of 5, each fitted on all data first, every split starting there); 39.7 s
 with the views' lazy event sums. ``--repeats 10`` (10 x 10, 700 fold fits): 714.6 s at
-bc4029a, 327 s after the first two changes. A fold fit at N = 1M now costs ~0.5 s on one
+bc4029a, 327 s after the first two changes, 337 s at the end (peak RSS 3.1 GB). A fold fit at N = 1M now costs ~0.5 s on one
 thread: ~3 gradients (~44 ms each), ~2-3 Newton steps (a local quadratic ~20 ms, ~3
 Hessian-vector products ~25 ms, a new state ~35 ms).
 

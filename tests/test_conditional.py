@@ -97,7 +97,6 @@ def test_local_quadratic_is_the_hessian_block_without_forming_it(rng, kind):
     H = df.hessian(state, cols)
     b = np.array([0.7, -1.3])
     assert np.allclose(quad.gradient, df.gradient(state)[cols], rtol=1e-12, atol=1e-12)
-    df.information_scale(state, cols)  # the thread's other work arrays: the quadratic's stay its own
     assert np.allclose(quad.hessian_times(b), H @ b, rtol=1e-12, atol=1e-12)
     assert np.all(quad.curvature >= -np.diag(H) - 1e-12) and np.all(quad.curvature > 0)
     exact = ConditionalLogistic(ties="exact").datafit(matched_data(rng))
@@ -324,23 +323,3 @@ def test_reweighted_view_equals_prepared_with_weights(rng, kind):
     w[np.flatnonzero(data.strata == data.strata[-1])[0]] += 1.0
     with pytest.raises(InputError, match="constant within each stratum"):
         df.reweighted(w)
-
-
-def test_work_arrays_are_reused_per_thread_and_not_pickled(rng):
-    """N-sized temporaries come from the thread's kept arrays (one set per use, shared by the
-    views), which a pickled datafit (a Dask worker's copy) leaves behind."""
-    import pickle
-    import threading
-
-    df = ConditionalPoisson().datafit(count_data(rng))
-    first = df.work("gradient")[0]
-    assert df.work("gradient")[0] is first and df.work("local_quadratic", 2)[0] is not first
-    assert df.reweighted(np.ones(df.n_rows)).work("gradient")[0] is first
-    other = []
-    thread = threading.Thread(target=lambda: other.append(df.work("gradient")[0]))
-    thread.start()
-    thread.join()
-    assert other[0] is not first
-    state = df.new_state(np.array([0.3, -0.4, 0.2]))
-    copy = pickle.loads(pickle.dumps(df))
-    assert np.array_equal(copy.gradient(copy.new_state(np.array([0.3, -0.4, 0.2]))), df.gradient(state))

@@ -192,6 +192,7 @@ def test_the_refinement_falls_back_to_golden_section_at_the_bracket_end():
     x = next_log_variance({0.0: 1.0, 1.0: 0.5, 2.0: 0.0}, 1e-3)
     assert x == pytest.approx((1 - _GOLDEN) * 1.0)
     assert next_log_variance({0.0: 0.0, 0.5: 1.0, 1.0: 0.0}, 1e-3) is None  # symmetric: vertex at the best
+    assert next_log_variance({0.0: 0.0, 0.5: 1.0, 1.0: 0.0}, 0.0) is None  # even the first step (never b again)
 
 
 def test_refined_cross_validation_scores_every_split_at_each_new_variance():

@@ -15,7 +15,6 @@ Sign convention everywhere: ``l`` is the log-likelihood, which is *maximized*;
 """
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Callable, ClassVar
@@ -61,12 +60,6 @@ class FitState:
 
     def __init__(self, eta: np.ndarray):
         self.eta = eta
-
-
-class _WorkArrays(threading.local):
-    """Per thread: the N-vectors of :meth:`Datafit.work`, by use."""
-
-    kept: dict | None = None
 
 
 class Datafit(ABC):
@@ -118,7 +111,6 @@ class Datafit(ABC):
         # products of column sets with vectors (its row-major copy is built on first use and
         # shared, like X, by the reweighted views)
         self.products = ColumnProducts(self.indptr, self.indices, self.values, n)
-        self._work_arrays = _WorkArrays()
 
     @property
     def n_rows(self) -> int:
@@ -147,30 +139,6 @@ class Datafit(ABC):
         eta = self.products.times(nz, beta[nz])
         eta += self.offset
         return eta
-
-    def __getstate__(self):
-        """Pickled (e.g. for dask workers) without the work arrays of this process's threads."""
-        return {**self.__dict__, "_work_arrays": None}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._work_arrays = _WorkArrays()
-
-    def work(self, use: str, count: int = 1) -> list[np.ndarray]:
-        """``count`` float64 N-vectors of the calling thread for the method ``use``, kept for
-        its next call (their contents are not): for temporaries that do not outlive the
-        method, or the local quadratic it returns, which is used before the thread asks for
-        another. Reweighted views share them (a thread works on one view at a time). At N =
-        20M (SCCS eras) each vector is 160 MB, which the allocator maps and unmaps per call: at
-        6M eras, a cross-validation spent a quarter of its CPU time in page faults."""
-        kept = self._work_arrays.kept
-        if kept is None:
-            kept = self._work_arrays.kept = {}
-        arrays = [a for a in kept.get(use, []) if a.shape[0] == self.n_rows]
-        while len(arrays) < count:
-            arrays.append(np.empty(self.n_rows))
-        kept[use] = arrays
-        return arrays[:count]
 
     def reach(self, direction: np.ndarray) -> float:
         """max_i |x_i direction|: how far a step ``direction`` moves the linear predictor of

@@ -155,15 +155,15 @@ class ConditionalDatafit(Datafit):
         return (self.col_runs, self.run_start, self.run_stratum, self.indices, self.values, self.indicator,
                 self.xy, self.stratum_ptr, self.n_s, self.exact_m, self.c_s)
 
-    def residuals(self, state, out=None):
-        """dl/deta per row (into ``out`` if given)."""
-        out = np.empty(self.n_rows) if out is None else out
+    def residuals(self, state):
+        """dl/deta per row."""
+        out = np.empty(self.n_rows)
         conditional_kernels.residuals(state.w, state.W, self.y, self.n_s, self.stratum_ptr, self.exact_m,
                                       self.c_s, out)
         return out
 
     def gradient(self, state):
-        return self.products.dot(np.arange(self.n_coef), self.residuals(state, self.work("gradient")[0]))
+        return self.products.dot(np.arange(self.n_coef), self.residuals(state))
 
     def diagnose(self, state, beta):
         return weight_overflow(state)
@@ -176,7 +176,7 @@ class ConditionalDatafit(Datafit):
         """sum_r n_s (w_r / W_s) x_rj^2: the within-stratum second moment, before the squared
         stratum mean is subtracted (a bound on I_jj without cancellation), in one pass over the
         columns (no squared copy of X: the KKT check of an unpenalized fit asks for it each time)."""
-        p, c = self.work("information_scale", 2)
+        p, c = np.empty(self.n_rows), np.empty(self.n_rows)
         conditional_kernels.row_shares(state.w, self.n_s, self.stratum_ptr, p, c)
         return self.products.dot2(np.asarray(columns, dtype=np.int64), c)[1]
 
@@ -188,9 +188,10 @@ class ConditionalDatafit(Datafit):
         if np.any(self.exact_m > 0):
             return None
         cols = np.ascontiguousarray(columns, dtype=np.int64)
-        p, c, r, u, z = self.work("local_quadratic", 5)  # used by the quadratic until the next one
+        p, c = np.empty(self.n_rows), np.empty(self.n_rows)
         conditional_kernels.row_shares(state.w, self.n_s, self.stratum_ptr, p, c)
-        grad = self.products.dot(cols, self.residuals(state, r))
+        grad = self.products.dot(cols, self.residuals(state))
+        u, z = np.empty(self.n_rows), np.empty(self.n_rows)
 
         def hessian_times(b):
             self.products.times(cols, b, u)

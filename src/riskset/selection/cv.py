@@ -238,4 +238,4 @@ def next_log_variance(scores: dict, resolution: float) -> float | None:
         x = x if a < x < c else None
     if x is None:  # golden section on the larger side
         x = b + (1 - _GOLDEN) * (c - b) if c - b >= b - a else b - (1 - _GOLDEN) * (b - a)
-    return None if abs(x - b) < resolution else float(x)
+    return None if abs(x - b) <= resolution else float(x)
