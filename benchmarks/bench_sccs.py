@@ -34,7 +34,7 @@ compiled pass (a3819d6: at 200k cases, 5 folds x 4 variances, 33.4 -> 23.4 s on 
 thread). Repeated at 2114ab2 (2026-11-26, same command): cross-validation 520 s wall, same
 variance (0.001048) and 228 non-zero, refit KKT 5.7e-10; whole process 10 min 25 s, peak RSS
 9.3 GiB; system time still 26% of the CPU time (5.4M minor faults, was 12.6M): N-sized
-temporaries of 20M eras are 160 MB each, mapped and unmapped per call. At 30a5185 (CSC products
+temporaries of 20M eras are 160 MB each, mapped and unmapped per call. At a631bc8 (CSC products
 by row tiles, unsigned row indices, the parabolic refinement: 1 refined variance instead of 4):
 384.5 s wall, same variance (0.001059) and 228 non-zero, peak RSS 8.5 GiB, 4.4M minor faults.
 Since c4d2642 a dense Hessian block's row copy reuses the previous one's row pointers: at
