@@ -189,7 +189,8 @@ class CoxDatafit(Datafit):
         current (``FitState.synced``)."""
         if state.synced:
             return
-        K.new_state(state.eta, self.cw, state.w, self.ks, self.ke, self.event, state.ex, state.en, state.ev)
+        K.new_state(state.eta, self.cw, state.w, self.ks, self.ke, self.event, self.has_start, state.ex, state.en,
+                    state.ev)
         self._refresh(state, full=True)
         state.synced = True
 
@@ -215,7 +216,7 @@ class CoxDatafit(Datafit):
         gradient is gx0 - X' v and the first Hessian term -X' diag(v) X."""
         self._sync(state)
         v = np.empty(self.n_rows)
-        K.row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron, v)
+        K.row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron, self.has_start, v)
         return v
 
     def hessian(self, state, columns):
@@ -227,7 +228,7 @@ class CoxDatafit(Datafit):
         cols = np.ascontiguousarray(columns, dtype=np.int64)
         m = cols.shape[0]
         v = np.empty(self.n_rows)
-        K.row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron, v)
+        K.row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron, self.has_start, v)
         rowptr, rcol, rval = self.products.rows_of(cols)
         H = np.empty((m, m))
         K.hessian_block(rowptr, rcol, rval, state.w, v, self.ks, self.ke, self.event, self._entry_points,
@@ -259,7 +260,7 @@ class CoxDatafit(Datafit):
         def hessian_times(b):
             self.products.times(cols, b, u)
             K.hessian_vector_rows(u, state.w, v, self.ks, self.ke, self.event, self.slot_ptr, self.efron,
-                                  state.Q2, state.R2, state.T2, U1, E1u, C, z)
+                                  self.has_start, state.Q2, state.R2, state.T2, U1, E1u, C, z)
             return self.products.dot(cols, z)
 
         return LocalQuadratic(self.gx0[cols] - xv, x2v, hessian_times)

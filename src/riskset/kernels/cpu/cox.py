@@ -67,17 +67,20 @@ def row_weights(eta, cw, w):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def new_state(eta, cw, w, ks, ke, event, ex, en, ev):
+def new_state(eta, cw, w, ks, ke, event, has_start, ex, en, ev):
     """w = c exp(eta) (:func:`row_weights`) and the slot sums ex (w by exit slot), en (w by
-    entry slot), ev (events), added in row order."""
+    entry slot; only with start times: without, every row enters at its stratum's first
+    slot and en is never read), ev (events), added in row order."""
     row_weights(eta, cw, w)
     ex[:] = 0.0
     en[:] = 0.0
     ev[:] = 0.0
+    if has_start:
+        for r in range(eta.shape[0]):
+            en[ks[r]] += w[r]
     for r in range(eta.shape[0]):
         wr = w[r]
         ex[ke[r]] += wr
-        en[ks[r]] += wr
         if event[r]:
             ev[ke[r] - 1] += wr
 
@@ -750,17 +753,18 @@ def gradient_column(indptr, indices, values, j, gx0, w, ksn, ken, evn, A1c, R1, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def row_hazard_terms(w, ks, ke, event, A1c, R1, efron, out):
-    """Per-row weight of the first Hessian term: w (A1c[ke] - A1c[ks]) - event w R1[ke-1]."""
+def row_hazard_terms(w, ks, ke, event, A1c, R1, efron, has_start, out):
+    """Per-row weight of the first Hessian term: w (A1c[ke] - A1c[ks]) - event w R1[ke-1]
+    (without start times A1c[ks] is 0: ks is the stratum's first slot, not read)."""
     for r in range(w.shape[0]):
-        v = w[r] * (A1c[ke[r]] - A1c[ks[r]])
+        v = w[r] * (A1c[ke[r]] - A1c[ks[r]]) if has_start else w[r] * A1c[ke[r]]
         if efron and event[r]:
             v -= w[r] * R1[ke[r] - 1]
         out[r] = v
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def hessian_vector_rows(u, w, v, ks, ke, event, slot_ptr, efron, Q2, R2, T2, U1, E1u, C, z):
+def hessian_vector_rows(u, w, v, ks, ke, event, slot_ptr, efron, has_start, Q2, R2, T2, U1, E1u, C, z):
     """Row weights z with ``H_AA b = X_A' z`` for ``u = X_A b`` (the dense block of
     ``CoxDatafit.hessian`` applied to b, O(N + n_slots)); ``v`` from :func:`row_hazard_terms`.
 
@@ -768,6 +772,9 @@ def hessian_vector_rows(u, w, v, ks, ke, event, slot_ptr, efron, Q2, R2, T2, U1,
     of the "column" u) and the slot terms c = Q2 U1 - R2 E1u, e = T2 E1u - R2 U1::
 
         z = -v u + w (C[ke] - C[ks]) + event w e[ke-1]      (C = exclusive cumsum of c)
+
+    Without start times ``ks`` is not read: every row enters at its stratum's first slot,
+    where C is 0, and no entry leaves a risk set (one pass over the rows less).
     """
     U1[:] = 0.0
     E1u[:] = 0.0
@@ -775,7 +782,8 @@ def hessian_vector_rows(u, w, v, ks, ke, event, slot_ptr, efron, Q2, R2, T2, U1,
     for r in range(u.shape[0]):  # slot sums: U1 <- w u by exit slot, C <- by entry slot
         wu = w[r] * u[r]
         U1[ke[r]] += wu
-        C[ks[r]] += wu
+        if has_start:
+            C[ks[r]] += wu
         if efron and event[r]:
             E1u[ke[r] - 1] += wu
     for s in range(slot_ptr.shape[0] - 1):
@@ -797,7 +805,7 @@ def hessian_vector_rows(u, w, v, ks, ke, event, slot_ptr, efron, Q2, R2, T2, U1,
             E1u[p] = e
             c += cp
     for r in range(u.shape[0]):
-        zr = -v[r] * u[r] + w[r] * (C[ke[r]] - C[ks[r]])
+        zr = -v[r] * u[r] + (w[r] * (C[ke[r]] - C[ks[r]]) if has_start else w[r] * C[ke[r]])
         if efron and event[r]:
             zr += w[r] * E1u[ke[r] - 1]
         z[r] = zr
