@@ -265,7 +265,8 @@ class ColumnProducts:
         csc_to_csr(self.indptr, self.indices, self.values, self.bounds, rptr, rcol, rval)
         return rptr, rcol, rval
 
-    def _nnz(self, cols) -> int:
+    def nnz(self, cols) -> int:
+        """Stored non-zeros of the columns ``cols`` (N for the ones column, -1)."""
         real = cols[cols >= 0]
         return int(np.sum(self.indptr[real + 1] - self.indptr[real])) + self.n_rows * int(np.sum(cols < 0))
 
@@ -275,7 +276,7 @@ class ColumnProducts:
         leave the cache), the CSC's work counted ``csc_factor`` times (its passes against
         one over the rows)."""
         random_cost = RANDOM_ACCESS_COST if self.n_rows > CACHED_ROWS else 1.0
-        return random_cost * self._nnz(cols) * csc_factor > self.indptr[-1] + self.n_rows
+        return random_cost * self.nnz(cols) * csc_factor > self.indptr[-1] + self.n_rows
 
     def _gram_on_rows(self, cols) -> str | None:
         """Whether the rows' outer products (~nnz_A^2 / N products, after a row-major copy of
@@ -283,7 +284,7 @@ class ColumnProducts:
         columns (~|A| nnz_A); a factor 2 for the rows' scattered writes into the block.
         Returns None (merge), ``"subset"`` (A's own copy) or ``"all"`` (X's copy, kept: A
         holds most of X's non-zeros)."""
-        nnz = self._nnz(cols)
+        nnz = self.nnz(cols)
         real = nnz - self.n_rows * int(np.sum(cols < 0))
         whole = 2 * real > self.indptr[-1]
         copy = (self.indptr[-1] if whole else 2 * real) + self.n_rows

@@ -190,6 +190,14 @@ class Datafit(ABC):
     def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:
         """Dense block d2l/dbeta_a dbeta_b for a, b in ``columns`` (a small set)."""
 
+    def hessian_work(self, columns: np.ndarray) -> float:
+        """The work of forming :meth:`hessian` on ``columns`` (stored non-zeros visited): the
+        solver forms the block for a Newton step only up to
+        :data:`~riskset.solver.ccd.DENSE_WORK_MAX`, beyond which conjugate gradients on
+        Hessian-vector products cost less. None counted by default: a Gram block costs
+        about a product of the columns' rows (the GLMs; the risk-set families override)."""
+        return 0.0
+
     def data_weights(self) -> np.ndarray:
         """This datafit's case weights in Dataset row order, as :meth:`reweighted` takes them
         (``reweighted(data_weights())`` is this datafit): one per Dataset row up to the last

@@ -243,6 +243,11 @@ class CoxDatafit(Datafit):
         late = np.flatnonzero(self.rs.slot_first[self.ks] == 0)
         return np.ascontiguousarray(late[np.lexsort((-self.ks[late], self.rs.slot_stratum[self.ks[late]]))])
 
+    def hessian_work(self, columns):
+        """The block's walk visits each row's non-zeros of ``columns`` once per column (the
+        risk-set sums run over all of A): ~ nnz_A x |A|."""
+        return float(self.products.nnz(np.asarray(columns, dtype=np.int64))) * len(columns)
+
     def local_quadratic(self, state, columns):
         """Gradient, a diagonal scale and ``b -> H b`` on ``columns`` (the block of
         :meth:`hessian`, never formed): O(nnz of the columns + N + n_slots) per product.

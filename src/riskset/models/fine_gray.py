@@ -279,6 +279,11 @@ class FineGrayDatafit(Datafit):
         K.hessian_block(rowptr, rcol, rval, state.w, v, self.slot, self.cinv, state.A2, state.A2G, state.A2GG, H)
         return H
 
+    def hessian_work(self, columns):
+        """The block's walk visits each row's non-zeros of ``columns`` once per column (the
+        risk-set sums run over all of A): ~ nnz_A x |A|."""
+        return float(self.products.nnz(np.asarray(columns, dtype=np.int64))) * len(columns)
+
     def local_quadratic(self, state, columns):
         """Gradient, a diagonal scale and ``b -> H b`` on ``columns`` (the block of
         :meth:`hessian`, never formed): O(nnz of the columns + N + K) per product

@@ -37,7 +37,8 @@ linear predictor) methods. Named steps:
    reaching their centers is followed by another (:func:`polish_rounds`), the active set
    re-decided by one gradient instead of a full sweep. This replaces the long tail of
    active-set sweeps: typically one full sweep and a few polishes end a fit.
-   Before each KKT check, small sets are polished to machine precision.
+   Before each KKT check, small sets are polished to machine precision (those whose
+   Hessian block is cheap to form, :func:`dense_newton`).
 5. ``end`` (:func:`finish`, also per replicate): a non-finite state (checked with the
    objective after every sweep and by ``Datafit.diagnose`` at the end) stops the fit with
    a message naming where; otherwise the test that the estimate exists
@@ -60,8 +61,12 @@ from riskset.solver.separation import diverging_coefficients, nonexistence_messa
 POLISH_EVERY = 5
 
 #: Largest active set whose Newton step solves the formed Hessian block; larger sets use
-#: conjugate gradients on Hessian-vector products (:func:`newton_step`).
+#: conjugate gradients on Hessian-vector products (:func:`newton_step`) ...
 DENSE_NEWTON_MAX = 100
+#: ... and most work of forming the block (``Datafit.hessian_work``, non-zeros visited): a Cox
+#: block costs nnz_A x |A| (N = 1M, 5% density, |A| = 94: 440M, 0.75 s, where a conjugate-
+#: gradient Newton step took ~0.1 s); 5e7 is about one such step.
+DENSE_WORK_MAX = 5e7
 
 #: Relative residual of the conjugate-gradient Newton step (an inexact Newton method:
 #: the polish loop repeats the step, so it need not be exact): the first step's and the
@@ -105,8 +110,9 @@ class SolverOptions:
         accuracy of "converged".
     max_iter : cap on the number of cycles.
     polish_max_active : largest active set polished by Newton steps while cycling (0 =
-        never); sets above :data:`DENSE_NEWTON_MAX` take conjugate-gradient steps, and only
-        sets up to that size are polished to machine precision before each KKT check.
+        never); sets above :data:`DENSE_NEWTON_MAX`, or whose Hessian block costs more than
+        :data:`DENSE_WORK_MAX` to form, take conjugate-gradient steps, and only the others
+        are polished to machine precision before each KKT check (:func:`final_polish`).
     progress : show a progress bar over cycles.
     """
 
@@ -379,8 +385,7 @@ def kkt_check(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, ctl
     """The KKT check of a fit that wants one (:attr:`CycleControl.wants_kkt`): small active
     sets polished to machine precision first, then :meth:`CycleControl.checked` with the
     violation (:func:`kkt_violation`). Returns (beta, state, the gradient)."""
-    beta, state, ctl.objective, _ = polish(datafit, beta, state, pen, free, opts.final_polish_max_active,
-                                           objective=ctl.objective)
+    beta, state, ctl.objective, _ = final_polish(datafit, beta, state, pen, free, opts, ctl.objective)
     grad = datafit.gradient(state)
     ctl.checked(kkt_violation(datafit, state, beta, pen, free, grad), grad)
     return beta, state, grad
@@ -591,7 +596,7 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
         if np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(beta[active]))) or gain <= threshold:
             settled = None if crossed.any() else gain / scale
             break
-        conjugate_gradients = active.size > DENSE_NEWTON_MAX
+        conjugate_gradients = not dense_newton(datafit, active)
         ahead = gain_ahead(gain, predicted, rtol if conjugate_gradients else 0.0)
         rtol = float(np.clip(model_error(gain, predicted), NEWTON_CG_RTOL, NEWTON_CG_RTOL_MAX))
         if conjugate_gradients and crossed.any():
@@ -626,14 +631,14 @@ def newton_step(datafit, state, beta, active, pen: Penalty, rtol: float = NEWTON
     quadratic model predicts, g's / 2, or None:
     ``(diag(l2) - H_AA) s = g_A - l2 (beta_A - m_A) - l1 sign(beta_A - m_A)``.
 
-    Up to :data:`DENSE_NEWTON_MAX` coordinates the block H_AA is formed and solved;
-    beyond, conjugate gradients on the datafit's Hessian-vector products
+    Where :func:`dense_newton` holds, the block H_AA is formed and solved; elsewhere,
+    conjugate gradients on the datafit's Hessian-vector products
     (:meth:`~riskset.core.interface.Datafit.local_quadratic`: O(nnz_A) each, never the
     |A|^2 block), preconditioned by its diagonal scale, to the relative residual ``rtol``.
     """
     sub = pen[active]
     qa, prior_slope = sub.l2, sub.gradient(beta[active])
-    if active.size <= DENSE_NEWTON_MAX:
+    if dense_newton(datafit, active):
         grad = np.array([datafit.coordinate(state, j)[0] for j in active]) - prior_slope
         try:
             step = np.linalg.solve(np.diag(qa) - datafit.hessian(state, active), grad)
@@ -651,6 +656,24 @@ def newton_step(datafit, state, beta, active, pen: Penalty, rtol: float = NEWTON
     jacobi = LinearOperator((m, m), matvec=lambda r: r / scale, dtype=np.float64)
     step, info = cg(system, grad, rtol=rtol, maxiter=10 * m, M=jacobi)
     return (step, 0.5 * float(grad @ step)) if info == 0 else None
+
+
+def dense_newton(datafit, active) -> bool:
+    """Whether the Newton step on ``active`` solves the formed Hessian block: at most
+    :data:`DENSE_NEWTON_MAX` coordinates whose block costs at most :data:`DENSE_WORK_MAX`."""
+    return active.size <= DENSE_NEWTON_MAX and datafit.hessian_work(active) <= DENSE_WORK_MAX
+
+
+def final_polish(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, objective=None):
+    """:func:`polish` to machine precision before a KKT check, of an active set of at most
+    ``opts.final_polish_max_active`` whose Newton steps solve the formed block
+    (:func:`dense_newton`; conjugate-gradient steps to machine precision would cost more than
+    the check). Returns (beta, state, objective, settled) as :func:`polish`."""
+    active = polish_set(beta, pen, free, opts.final_polish_max_active)
+    if active is None or not dense_newton(datafit, active):
+        objective = datafit.loglik(state) - pen.value(beta) if objective is None else objective
+        return beta, state, objective, None
+    return polish(datafit, beta, state, pen, free, opts.final_polish_max_active, objective=objective)
 
 
 def polish_set(beta, pen: Penalty, free, max_active):

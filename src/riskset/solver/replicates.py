@@ -18,7 +18,7 @@ import numpy as np
 from riskset.core.penalty import Penalty
 from riskset.core.replicates import ReplicateBatch
 from riskset.solver.ccd import (AT_GAMMA_MAX, OPENING_SWEEP_PASSES, CycleControl, SolverOptions, end_of_fit,
-                                fit_status, informed_units, kkt_unit, opening_entrants, polish, polish_rounds,
+                                final_polish, fit_status, informed_units, kkt_unit, opening_entrants, polish_rounds,
                                 polish_set, state_problem, warm_start, zero_test)
 
 
@@ -125,7 +125,7 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False):
         """The KKT check of the replicates that want one, small active sets polished to machine
         precision first."""
         rows = [r for r in np.flatnonzero(running) if control[r].wants_kkt]
-        for r, obj in _polish(batch, state, beta, pen, base, rows, opts.final_polish_max_active).items():
+        for r, obj in _final_polish(batch, state, beta, pen, base, rows, opts).items():
             control[r].objective = obj
         grads = batch.gradient(state, rows) if rows else ()
         for r, grad, unit in zip(rows, grads, _kkt_units(batch, state, beta, pen, base, rows)):
@@ -201,13 +201,14 @@ def _polish_rounds(batch, state, beta, pen: Penalty, base, rows, opts, control, 
     _on_views(batch, state, beta, rows, one)
 
 
-def _polish(batch, state, beta, pen: Penalty, base, rows, max_active) -> dict:
-    """Newton-polish replicates ``rows`` on their own views; returns their new objectives."""
-    rows = [r for r in rows if polish_set(beta[r], pen.row(r), base[r], max_active) is not None]
+def _final_polish(batch, state, beta, pen: Penalty, base, rows, opts) -> dict:
+    """:func:`riskset.solver.ccd.final_polish` of replicates ``rows`` on their own views; returns
+    their new objectives."""
+    rows = [r for r in rows if polish_set(beta[r], pen.row(r), base[r], opts.final_polish_max_active) is not None]
 
     def one(r):
-        b, st, objective, _ = polish(batch.view(r), beta[r].copy(), batch.view_state(state, r, beta), pen.row(r),
-                                     base[r], max_active)
+        b, st, objective, _ = final_polish(batch.view(r), beta[r].copy(), batch.view_state(state, r, beta),
+                                           pen.row(r), base[r], opts)
         return b, st, objective
 
     return _on_views(batch, state, beta, rows, one)
