@@ -79,6 +79,9 @@ def main():
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--grid", type=int, default=5)
+    ap.add_argument("--default-grid", action="store_true",
+                    help="cross_validate's own grid of --grid variances (gamma_max down 10^2.5), not the bench's "
+                         "narrower one (gamma_max / 2 down to / 100)")
     ap.add_argument("--refine", type=int, default=0,
                     help="most refinement steps after the grid (cross_validate's auto=True, n_refine)")
     ap.add_argument("--boot", type=int, default=20)
@@ -92,7 +95,8 @@ def main():
                            **out)
     prior = riskset.Laplace(gamma=1.0)
     gmax = riskset.fit(data, args.model, riskset.Laplace(gamma=1e15)).gamma_max
-    grid = np.sort(2.0 / (gmax * np.logspace(-0.3, -2, args.grid)) ** 2)
+    grid = np.sort(2.0 / (gmax * np.logspace(0, -2.5, args.grid) if args.default_grid
+                          else gmax * np.logspace(-0.3, -2, args.grid)) ** 2)
     folds = assign_folds(data, args.folds, args.repeats, seed=0, model=args.model)
     rows = []
 
@@ -103,7 +107,7 @@ def main():
     batched = time.perf_counter() - t
     points = cv.summary.shape[0]
     fits = args.folds * args.repeats * points
-    task = f"CV {args.folds}x{args.repeats}, {args.grid} variances" + (f" + {points - args.grid} refined" if args.refine else "")
+    task = f"CV {args.folds}x{args.repeats}, {args.grid} {'default ' if args.default_grid else ''}variances" + (f" + {points - args.grid} refined" if args.refine else "")
     row = {"task": task, "fits": fits, "batched s": batched, "selected variance": cv.selected_variance,
            "10x10 CV est. s": batched / (args.folds * args.repeats) * 100}
     if not args.no_baseline:
