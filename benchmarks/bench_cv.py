@@ -12,6 +12,10 @@ with the views' lazy event sums. ``--repeats 10`` (10 x 10, 700 fold fits): 714.
 bc4029a, 327 s after the first two changes, 337 s at the end (peak RSS 3.1 GB). A fold fit at N = 1M now costs ~0.5 s on one
 thread: ~3 gradients (~44 ms each), ~2-3 Newton steps (a local quadratic ~20 ms, ~3
 Hessian-vector products ~25 ms, a new state ~35 ms).
+Next session (0588981 -> 07121a8): 10 x 1 38.9 / 40.7 -> 34.7 s, 10 x 10 337 -> 271 s (peak RSS
+3.1 GB) with the right-censored Cox kernels and the KKT check of a stalled polish round;
+``--grid 10 --default-grid`` (cross_validate's own grid, whose weak end holds 370-600 active
+coefficients and whose middle 30-100, where a Cox Hessian block cost 0.75 s): 113 -> 81.8 s.
 
     python benchmarks/bench_cv.py --model cox --n 100000 --p 1000 --folds 10 --repeats 1 --grid 5 --boot 20
     python benchmarks/bench_cv.py --n 1000000 --grid 3 --boot 0 --no-baseline            # absolute time only
