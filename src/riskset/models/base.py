@@ -26,6 +26,13 @@ from riskset.data.dataset import first_names
 from riskset.exceptions import DataWarning, InputError
 
 
+def risk_set_block_work(datafit: Datafit, columns: np.ndarray) -> float:
+    """``Datafit.hessian_work`` of a risk-set family (Cox, Fine-Gray): its block's walk visits
+    each row's non-zeros of ``columns`` once per column (the risk-set sums run over all of
+    A): ~ nnz_A x |A|."""
+    return float(datafit.products.nnz(np.asarray(columns, dtype=np.int64))) * len(columns)
+
+
 def require_information(datafit: Datafit, model: str) -> Datafit:
     """``datafit``, or InputError if its likelihood carries no information
     (:meth:`Datafit.missing_information`)."""

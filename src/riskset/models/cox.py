@@ -38,7 +38,7 @@ from riskset.data.risksets import (build_risk_sets, check_survival, column_break
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates,
-                                 require_information, weight_overflow)
+                                 require_information, risk_set_block_work, weight_overflow)
 from riskset.validation import coef_mapping, finite_numbers, one_of
 
 TIES = ("breslow", "efron")
@@ -243,10 +243,7 @@ class CoxDatafit(Datafit):
         late = np.flatnonzero(self.rs.slot_first[self.ks] == 0)
         return np.ascontiguousarray(late[np.lexsort((-self.ks[late], self.rs.slot_stratum[self.ks[late]]))])
 
-    def hessian_work(self, columns):
-        """The block's walk visits each row's non-zeros of ``columns`` once per column (the
-        risk-set sums run over all of A): ~ nnz_A x |A|."""
-        return float(self.products.nnz(np.asarray(columns, dtype=np.int64))) * len(columns)
+    hessian_work = risk_set_block_work
 
     def local_quadratic(self, state, columns):
         """Gradient, a diagonal scale and ``b -> H b`` on ``columns`` (the block of

@@ -40,7 +40,7 @@ from riskset.data.dataset import row_label
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates,
-                                 require_information, weight_overflow)
+                                 require_information, risk_set_block_work, weight_overflow)
 
 FORMULATIONS = ("sparse", "scan")
 
@@ -279,10 +279,7 @@ class FineGrayDatafit(Datafit):
         K.hessian_block(rowptr, rcol, rval, state.w, v, self.slot, self.cinv, state.A2, state.A2G, state.A2GG, H)
         return H
 
-    def hessian_work(self, columns):
-        """The block's walk visits each row's non-zeros of ``columns`` once per column (the
-        risk-set sums run over all of A): ~ nnz_A x |A|."""
-        return float(self.products.nnz(np.asarray(columns, dtype=np.int64))) * len(columns)
+    hessian_work = risk_set_block_work
 
     def local_quadratic(self, state, columns):
         """Gradient, a diagonal scale and ``b -> H b`` on ``columns`` (the block of

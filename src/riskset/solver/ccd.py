@@ -422,7 +422,7 @@ def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions,
             return beta, state  # converged; or the polish settled above tol: a full sweep decides
         if grad is None and not gained > opts.tol:  # stalled (its steps crossed zero): check it as a sweep
             ctl.change = max(gained, 0.0)           # that changed the objective less than tol
-            beta, state, grad = kkt_check(datafit, beta, state, pen, free, opts, ctl)
+            beta, state, _ = kkt_check(datafit, beta, state, pen, free, opts, ctl)
             return beta, state  # converged, or a full sweep decides
         grad = datafit.gradient(state) if grad is None else grad
         enter = entrants(beta, grad, pen, free)
@@ -678,11 +678,16 @@ def final_polish(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, 
     ``opts.final_polish_max_active`` whose Newton steps solve the formed block
     (:func:`dense_newton`; conjugate-gradient steps to machine precision would cost more than
     the check). Returns (beta, state, objective, settled) as :func:`polish`."""
-    active = polish_set(beta, pen, free, opts.final_polish_max_active)
-    if active is None or not dense_newton(datafit, active):
+    if final_polish_set(datafit, beta, pen, free, opts) is None:
         objective = datafit.loglik(state) - pen.value(beta) if objective is None else objective
         return beta, state, objective, None
     return polish(datafit, beta, state, pen, free, opts.final_polish_max_active, objective=objective)
+
+
+def final_polish_set(datafit, beta, pen: Penalty, free, opts: SolverOptions):
+    """The coordinates :func:`final_polish` would move, or None if it leaves the fit as it is."""
+    active = polish_set(beta, pen, free, opts.final_polish_max_active)
+    return active if active is not None and dense_newton(datafit, active) else None
 
 
 def polish_set(beta, pen: Penalty, free, max_active):

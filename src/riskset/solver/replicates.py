@@ -18,8 +18,8 @@ import numpy as np
 from riskset.core.penalty import Penalty
 from riskset.core.replicates import ReplicateBatch
 from riskset.solver.ccd import (AT_GAMMA_MAX, OPENING_SWEEP_PASSES, CycleControl, SolverOptions, end_of_fit,
-                                final_polish, fit_status, informed_units, kkt_unit, opening_entrants, polish_rounds,
-                                polish_set, state_problem, warm_start, zero_test)
+                                final_polish, final_polish_set, fit_status, informed_units, kkt_unit,
+                                opening_entrants, polish_rounds, polish_set, state_problem, warm_start, zero_test)
 
 
 @dataclass
@@ -204,7 +204,9 @@ def _polish_rounds(batch, state, beta, pen: Penalty, base, rows, opts, control, 
 def _final_polish(batch, state, beta, pen: Penalty, base, rows, opts) -> dict:
     """:func:`riskset.solver.ccd.final_polish` of replicates ``rows`` on their own views; returns
     their new objectives."""
-    rows = [r for r in rows if polish_set(beta[r], pen.row(r), base[r], opts.final_polish_max_active) is not None]
+    size = opts.final_polish_max_active  # first without the views (a device batch builds them on the host)
+    rows = [r for r in rows if polish_set(beta[r], pen.row(r), base[r], size) is not None]
+    rows = [r for r in rows if final_polish_set(batch.view(r), beta[r], pen.row(r), base[r], opts) is not None]
 
     def one(r):
         b, st, objective, _ = final_polish(batch.view(r), beta[r].copy(), batch.view_state(state, r, beta),
