@@ -66,6 +66,37 @@ def test_conjugate_gradient_newton_steps_converge_quadratically(monkeypatch):
     assert len(steps) <= 6 and np.max(np.abs(kkt)) < 1e-8 * np.max(np.abs(df.gradient(state)))
 
 
+@pytest.mark.parametrize("dense_max", [1, 100])
+def test_a_polish_to_machine_precision_stops_after_a_step_that_promised_less_than_it(dense_max, monkeypatch):
+    """Polishing to machine precision (tol = 0) takes no Newton step after one whose quadratic model
+    promised at most 1e-15 of the objective: at that point a measured gain is rounding (here a
+    log-likelihood that creeps up by 1e-13 per evaluation, as sums over 1M rows round), and the
+    step after would only be paid for (at N = 1M a step is a Hessian block and a new state)."""
+    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", dense_max)
+    df, l1, l2 = lasso_problem("cox")
+    rough = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-5, polish_max_active=0))
+    evaluations, loglik = [], df.loglik
+
+    def creeping_loglik(st):
+        evaluations.append(1)
+        value = loglik(st)
+        return value + 1e-13 * abs(value) * len(evaluations)
+
+    monkeypatch.setattr(df, "loglik", creeping_loglik)
+    promised = []
+    original = ccd.newton_step
+    monkeypatch.setattr(ccd, "newton_step", lambda *a: (lambda r: promised.append(r[1]) or r)(original(*a)))
+    beta, state, objective, _ = polish(df, rough.beta.copy(), rough.state, Penalty(l1, l2),
+                                       np.ones(df.n_coef, bool), 5000)
+    threshold = 1e-15 * (abs(objective) + 1)
+    assert len(promised) >= 2 and promised[-1] <= threshold  # it went to machine precision ...
+    assert all(p > threshold for p in promised[:-1])         # ... and stopped at the first tiny promise
+    monkeypatch.undo()
+    exact = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-13))
+    reached = df.loglik(df.new_state(beta)) - Penalty(l1, l2).value(beta)
+    assert reached >= exact.objective - 1e-12 * abs(exact.objective)
+
+
 def test_newton_cg_steps_far_from_the_optimum_are_solved_loosely(monkeypatch):
     """The forcing term: after a step whose quadratic model was poor, the next conjugate-gradient
     solve stops at a looser residual (at most NEWTON_CG_RTOL_MAX); the fit ends at the same

@@ -178,8 +178,9 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
 
     A non-finite state ends the fit (``converged=False``, the message says where), and so
     does an objective that, recomputed from scratch, ended below where it started
-    (:func:`lost_ground`); a fit whose estimate does not exist (:func:`riskset.solver.separation.diverging_coefficients`)
-    ends with ``status == "estimate_does_not_exist"`` and names the diverging coefficients.
+    (:func:`lost_ground`); a fit whose estimate does not exist
+    (:func:`riskset.solver.separation.diverging_coefficients`) ends with
+    ``status == "estimate_does_not_exist"`` and names the diverging coefficients.
     """
     opts = options or SolverOptions()
     p = datafit.n_coef
@@ -369,7 +370,8 @@ def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, op
         if ctl.wants_kkt:
             beta, state, _ = kkt_check(datafit, beta, state, pen, free, opts, ctl)
         if ctl.failed:
-            ctl.message = state_problem(datafit, beta, datafit.diagnose(state, beta), f"at cycle {ctl.k}") or ctl.message
+            problem = state_problem(datafit, beta, datafit.diagnose(state, beta), f"at cycle {ctl.k}")
+            ctl.message = problem or ctl.message
         if ctl.polish_due:  # never makes the fit worse
             beta, state = polish_rounds(datafit, beta, state, pen, free, opts, ctl, radius)
         if bar is not None:
@@ -395,10 +397,10 @@ def kkt_check(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, ctl
 
 def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, ctl: CycleControl, radius):
     """Newton polishes of the active set until one settles or a round gains less than ``tol``
-    (then the KKT check, and if it fails a full sweep, the caller's next: at N = 1M a Cox
-    sweep costs ~50-80 gradients; a CV fold fit with 370 active coefficients whose last
-    round stalled on a step to zero took 2.6 s with the sweep that only confirmed it, 0.5 s
-    without): between two polishes the active set is
+    (then the KKT check, as after a full sweep: at N = 1M a Cox sweep costs ~50-80 gradients;
+    a CV fold fit with 370 active coefficients whose last round stalled on a step to zero
+    took 2.6 s with a sweep that only confirmed it, 0.5 s without; if the check fails, its
+    gradient's entrants enter and the rounds go on): between two polishes the active set is
     re-decided from one gradient, not a full sweep (a gradient is one pass over X, a sweep
     one refresh of the risk-set sums per coordinate, at N = 100k four to twenty times a
     polish). Coordinates that a conjugate-gradient step stopped at their centers stay
@@ -420,10 +422,11 @@ def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions,
         gained = (ctl.objective - start) / (abs(ctl.objective) + 1.0)
         if ctl.done or (grad is None and settled is not None):
             return beta, state  # converged; or the polish settled above tol: a full sweep decides
-        if grad is None and not gained > opts.tol:  # stalled (its steps crossed zero): check it as a sweep
-            ctl.change = max(gained, 0.0)           # that changed the objective less than tol
-            beta, state, _ = kkt_check(datafit, beta, state, pen, free, opts, ctl)
-            return beta, state  # converged, or a full sweep decides
+        if grad is None and not gained > opts.tol:  # stalled (its steps crossed zero): checked as a
+            ctl.change = max(gained, 0.0)             # sweep that changed the objective less than tol
+            beta, state, grad = kkt_check(datafit, beta, state, pen, free, opts, ctl)
+            if ctl.done:
+                return beta, state
         grad = datafit.gradient(state) if grad is None else grad
         enter = entrants(beta, grad, pen, free)
         if enter.size:
@@ -566,7 +569,9 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
 
     A step is accepted only if the objective stays finite and increases (else it is halved, at most
     :data:`BACKTRACKS` times); polishing can therefore never make a fit worse. Steps stop
-    when one gains less than ``tol / 10`` (relative; ``tol = 0``: machine precision), or
+    when one gains, or its quadratic model promised, less than ``tol / 10`` (relative; ``tol =
+    0``: machine precision; the gap a Newton step leaves is of the order of the square of its
+    model's error times its promise, and at machine precision a measured gain is rounding), or
     with ``tol > 0`` when the next one is expected to (:func:`gain_ahead`), and after a
     conjugate-gradient step that moved coordinates to their centers: the next full sweep
     settles the active set for one product, where more steps spent tens on coordinates
@@ -602,8 +607,9 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
         beta, state, objective = trial, trial_state, trial_objective
         scale = abs(objective) + 1
         threshold = max(1e-15, tol / 10) * scale
-        if np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(beta[active]))) or gain <= threshold:
-            settled = None if crossed.any() else gain / scale
+        tiny = np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(beta[active])))
+        if tiny or min(gain, predicted) <= threshold:  # a step that promised <= threshold leaves far less
+            settled = None if crossed.any() else max(gain, 0.0) / scale
             break
         conjugate_gradients = not dense_newton(datafit, active)
         ahead = gain_ahead(gain, predicted, rtol if conjugate_gradients else 0.0)
