@@ -83,9 +83,14 @@ def test_a_polish_to_machine_precision_stops_after_a_step_that_promised_less_tha
         return value + 1e-13 * abs(value) * len(evaluations)
 
     monkeypatch.setattr(df, "loglik", creeping_loglik)
-    promised = []
-    original = ccd.newton_step
-    monkeypatch.setattr(ccd, "newton_step", lambda *a: (lambda r: promised.append(r[1]) or r)(original(*a)))
+    promised, original = [], ccd.newton_step
+
+    def recorded_newton_step(*args):
+        found = original(*args)
+        promised.append(found[1])
+        return found
+
+    monkeypatch.setattr(ccd, "newton_step", recorded_newton_step)
     beta, state, objective, _ = polish(df, rough.beta.copy(), rough.state, Penalty(l1, l2),
                                        np.ones(df.n_coef, bool), 5000)
     threshold = 1e-15 * (abs(objective) + 1)

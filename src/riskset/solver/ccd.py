@@ -573,9 +573,10 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
     0``: machine precision; the gap a Newton step leaves is of the order of the square of its
     model's error times its promise, and at machine precision a measured gain is rounding), or
     with ``tol > 0`` when the next one is expected to (:func:`gain_ahead`), and after a
-    conjugate-gradient step that moved coordinates to their centers: the next full sweep
-    settles the active set for one product, where more steps spent tens on coordinates
-    that the sweep then brought back (at N = 1M even a few crossings cost a whole cycle).
+    conjugate-gradient step that moved coordinates to their centers: the gradient that
+    :func:`polish_rounds` computes next re-decides the active set for one product, where more
+    steps spent tens on coordinates that then came back (at N = 1M even a few crossings cost
+    a whole cycle).
     ``objective``: the penalized log-likelihood at ``state``, where the caller has it.
     """
     if objective is None:
