@@ -414,3 +414,37 @@ def test_local_quadratic_is_the_hessian_block_without_forming_it(ties, variant):
     assert np.allclose(quad.gradient, df.gradient(state)[cols], rtol=1e-12, atol=1e-12)
     assert np.allclose(quad.hessian_times(b), H @ b, rtol=1e-12, atol=1e-12)
     assert np.all(quad.curvature >= -np.diag(H) - 1e-12) and np.all(quad.curvature > 0)
+
+
+def test_a_newton_step_after_a_gradient_reads_its_sums_and_a_move_forgets_them(monkeypatch):
+    """local_quadratic at a state whose gradient() is known reads X' v of its indicator columns
+    from it (no pass over them: at N = 1M ~15 ms of each Newton step of a CV fold fit); after a
+    move the state has changed, and the sums are computed afresh. Both equal a fresh state's."""
+    import riskset
+    from riskset.core.columns import ColumnProducts
+
+    data = riskset.simulate(n=400, p=6, model="cox", seed=2)  # indicator covariates
+    df = riskset.models.get_model("cox").datafit(data)
+    beta, cols = np.array([0.3, -0.2, 0.0, 0.5, 0.1, 0.0]), np.array([4, 0, 3])
+    passes = []
+    dot2 = ColumnProducts.dot2
+    monkeypatch.setattr(ColumnProducts, "dot2", lambda self, *a: passes.append(1) or dot2(self, *a))
+
+    def fresh(b):
+        quad = df.local_quadratic(df.new_state(b), cols)
+        return quad.gradient, quad.curvature
+
+    state = df.new_state(beta)
+    df.gradient(state)
+    before = len(passes)
+    quad = df.local_quadratic(state, cols)
+    assert len(passes) == before  # read from the gradient's sums
+    for got, want in zip((quad.gradient, quad.curvature), fresh(beta)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    df.move(state, 3, 0.25)
+    beta[3] += 0.25
+    before = len(passes)
+    quad = df.local_quadratic(state, cols)
+    assert len(passes) == before + 1  # afresh
+    for got, want in zip((quad.gradient, quad.curvature), fresh(beta)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)

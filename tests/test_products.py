@@ -191,3 +191,41 @@ def test_row_tiles_bound_the_pointer_table():
     assert columns.row_tiles(10**6, 1000, 5 * 10**7).size - 1 == -(-10**6 // columns.TILE_ROWS)
     tiles = columns.row_tiles(10**6, 10**5, 4 * 10**6)
     assert (tiles.size - 1) * 10**5 <= 10**6 and tiles[0] == 0 and tiles[-1] == 10**6
+
+
+@pytest.mark.parametrize("indicators", [False, True])
+def test_a_product_updated_over_the_rows_that_changed_is_the_direct_one(indicators, rng):
+    """dot_changed: X' z_new from X' z_old over the rows where z changed, once X's row-major copy
+    is at hand; None (compute it directly) without the copy or when over a quarter changed."""
+    X = design(rng, indicators, n=400)
+    cp = ColumnProducts(X.indptr.astype(np.int64), X.indices, X.data, X.shape[0])
+    z_old = rng.normal(size=400)
+    z_new = z_old.copy()
+    changed = rng.choice(400, 60, replace=False)
+    z_new[changed] = np.where(rng.random(60) < 0.5, 0.0, rng.normal(size=60))
+    known = X.T @ z_old
+    assert cp.dot_changed(known, z_old, z_new) is None  # no row-major copy yet
+    cp.row_major()
+    np.testing.assert_allclose(cp.dot_changed(known, z_old, z_new), X.T @ z_new, rtol=1e-12, atol=1e-12)
+    z_many = z_old.copy()
+    z_many[:101] += 1.0
+    assert cp.dot_changed(known, z_old, z_many) is None
+
+
+@pytest.mark.parametrize("model", ["cox", "fine_gray"])
+def test_a_training_folds_static_gradient_comes_from_the_full_datas(model, rng):
+    """A reweighted view whose weights changed on a tenth of the rows takes its static gradient
+    X' (c * event) from the full data's, and it equals the one computed afresh."""
+    data = riskset.simulate(n=2000, p=8, model="cox", seed=4)
+    if model == "fine_gray":
+        status = np.asarray(data.status).copy()
+        status[(status == 1) & (rng.random(2000) < 0.3)] = 2
+        import dataclasses
+        data = dataclasses.replace(data, status=status)
+    datafit = get_model(model).datafit(data)
+    datafit.products.row_major()
+    datafit.gx0  # noqa: B018 (computed, as a path's fits do before the folds)
+    fold = datafit.reweighted(np.where(np.arange(2000) % 10 == 4, 0.0, 1.0))
+    assert "gx0" in fold.__dict__  # set by reweighted, from the full data's
+    fresh = fold.products.dot(np.arange(fold.n_coef), fold.cw * fold.event)
+    np.testing.assert_allclose(fold.gx0, fresh, rtol=1e-12, atol=1e-9)

@@ -152,6 +152,21 @@ class ColumnProducts:
         out2 = np.empty(cols.shape[0])
         return self._dots(cols, z, None, out2), out2
 
+    def dot_changed(self, known, z_old, z_new) -> np.ndarray | None:
+        """X' z_new over every column from ``known`` = X' z_old, reading the row-major copy's rows
+        where z changed only (a training fold's static gradient from the full data's: its
+        held-out event rows, ~4% of X's non-zeros at 10 folds, where a product reads them all),
+        or None where they are more than a quarter of the rows or X's row-major copy is not at
+        hand (a direct product then costs less than the copy). Serial: the same bits on any
+        number of threads."""
+        rows = np.flatnonzero(z_new != z_old)
+        if self._csr is None or 4 * rows.size > self.n_rows:
+            return None
+        rptr, rcol, rval = self.row_major()
+        out = np.array(known, dtype=np.float64)
+        csr_rows_dot(rptr, rcol, rval, rows, np.ascontiguousarray(z_new[rows] - z_old[rows]), out)
+        return out
+
     def gram_times(self, cols, c, b) -> np.ndarray:
         """X[:, cols]' diag(c) X[:, cols] b (an |A|-vector; a GLM's Hessian-vector product).
 
@@ -581,6 +596,20 @@ def csr_dot(rptr, rcol, rval, pos, direct, ones, z, bounds, squares, partial, pa
             acc[ones] = total
             if squares:
                 acc2[ones] = total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def csr_rows_dot(rptr, rcol, rval, rows, dz, out):
+    """out += X[rows]' dz (every column; ``dz`` per listed row), in the order of ``rows``."""
+    unit = rval.shape[0] == 0
+    for q in range(rows.shape[0]):
+        i, d = rows[q], dz[q]
+        if unit:
+            for k in range(rptr[i], rptr[i + 1]):
+                out[rcol[k]] += d
+        else:
+            for k in range(rptr[i], rptr[i + 1]):
+                out[rcol[k]] += rval[k] * d
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")

@@ -64,11 +64,12 @@ class Penalty:
         """Whether each coefficient sits at its center (on the L1 kink: "zero" for the solver)."""
         return np.asarray(beta) == self.center
 
-    def gradient(self, beta) -> np.ndarray:
-        """d/dbeta of the smooth part of the penalty, l2 (beta - m), plus l1 sign(beta - m)
-        (0 at the center): the penalty's side of a Newton step with the signs held."""
+    def gradient(self, beta, side=None) -> np.ndarray:
+        """d/dbeta of the smooth part of the penalty, l2 (beta - m), plus l1 times the side of
+        the center, ``side`` (default sign(beta - m), 0 at the center): the penalty's side of a
+        Newton step with the signs held."""
         d = np.asarray(beta) - self.center
-        return self.l2 * d + self.l1 * np.sign(d)
+        return self.l2 * d + self.l1 * (np.sign(d) if side is None else side)
 
     @staticmethod
     def stack(penalties) -> "Penalty":

@@ -205,6 +205,10 @@ class FineGrayDatafit(Datafit):
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new._set_weights(np.ascontiguousarray(np.asarray(weights, dtype=np.float64)[self.order]))
+        if "gx0" in self.__dict__:  # from this one's, over the rows whose weight changed, where they are few
+            gx0 = self.products.dot_changed(self.gx0, self.cw * self.event, new.cw * new.event)
+            if gx0 is not None:
+                new.gx0 = gx0
         return new
 
     def data_weights(self):

@@ -356,12 +356,10 @@ def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, op
     ctl = CycleControl(objective, opts)
     free = np.isin(np.arange(datafit.n_coef), coords)
     if opening and datafit.sweep_passes >= OPENING_SWEEP_PASSES and not ctl.done and warm_start(beta, pen, free):
-        enter = opening_entrants(beta, datafit.gradient(state), pen, free, opts.polish_max_active)
+        grad = datafit.gradient(state)
+        enter = opening_entrants(beta, grad, pen, free, opts.polish_max_active)
         if enter is not None:
-            if enter.size:
-                datafit.sweep(state, enter, beta, pen.table, radius)
-                ctl.objective = datafit.loglik(state) - pen.value(beta)
-            beta, state = polish_rounds(datafit, beta, state, pen, free, opts, ctl, radius)
+            beta, state = polish_rounds(datafit, beta, state, pen, free, opts, ctl, radius, (enter, grad))
     bar = _progress_bar(opts.progress)
 
     while not ctl.done:
@@ -395,7 +393,8 @@ def kkt_check(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, ctl
     return beta, state, grad
 
 
-def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, ctl: CycleControl, radius):
+def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, ctl: CycleControl, radius,
+                  opening=None):
     """Newton polishes of the active set until one settles or a round gains less than ``tol``
     (then the KKT check, as after a full sweep: at N = 1M a Cox sweep costs ~50-80 gradients;
     a CV fold fit with 370 active coefficients whose last round stalled on a step to zero
@@ -407,12 +406,21 @@ def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions,
     there unless their slope beats the L1 rate; those at their centers whose slope does
     (:meth:`~riskset.core.penalty.Penalty.kkt_violations` > 0) enter by one coordinate
     step each (a sweep over them alone, trust regions ``radius``) before the next polish.
-    At most :data:`POLISH_ROUNDS` rounds. Returns (beta, state)."""
+    ``opening``: (entrants, the gradient that found them) of a warm start
+    (:func:`opening_entrants`): they join the first Newton step instead, on the side their
+    slopes point to (a Cox coordinate step at N = 1M refreshes the risk-set sums, ~6 ms: the
+    30-50 entrants of a CV fold fit cost 3-5 gradients as a sweep, next to nothing in a
+    conjugate-gradient step; its projection returns to the center those that step back, and
+    they enter later as any other). At most :data:`POLISH_ROUNDS` rounds. Returns (beta, state)."""
+    joining = None
+    if opening is not None and opening[0].size:
+        joining = opening[0], np.sign(opening[1][opening[0]])
     for _ in range(POLISH_ROUNDS):
         start, grad = ctl.objective, None
         for tol in (opts.tol, opts.tol * POLISH_SETTLED):  # the second after one that settled above
             beta, state, objective, settled = polish(datafit, beta, state, pen, free, opts.polish_max_active, tol,
-                                                     objective=ctl.objective)
+                                                     objective=ctl.objective, joining=joining)
+            joining = None
             ctl.polished(objective, settled)
             if ctl.wants_kkt:
                 beta, state, grad = kkt_check(datafit, beta, state, pen, free, opts, ctl)
@@ -454,8 +462,8 @@ def opening_entrants(beta, grad, pen: Penalty, free, max_active) -> np.ndarray |
     fine path): where the log-likelihood's gradient ``grad`` shows that at most 5 +
     :data:`OPENING_ENTRANTS` x |A| coordinates would enter the active set A, those that enter
     (each at its center with a slope beyond its L1 rate; possibly none). The fit then
-    steps them once and polishes (:func:`polish_rounds`) before any full sweep: a gradient
-    and a polish cost less than one sweep of a risk-set family (Cox at N = 1M, P = 1000: a
+    polishes (:func:`polish_rounds`, whose first Newton step they join) before any full sweep:
+    a gradient and a polish cost less than one sweep of a risk-set family (Cox at N = 1M, P = 1000: a
     gradient 0.07 s, a sweep 0.3-1.2 s; CV fold fits 1.3-2.0 -> 0.5-1.4 s). None where the
     opening does not apply (too many entrants, or an active set too large to polish): the fit
     opens with a full sweep."""
@@ -558,7 +566,8 @@ def zero_test(grad, l1, penalized):
     return gamma_max, bool(np.all(g <= pen))
 
 
-def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_steps=25, objective=None):
+def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_steps=25, objective=None,
+           joining=None):
     """Newton steps on the active set (from :func:`newton_step`), projected on its orthant:
     an L1 coordinate that would cross its center stops there and leaves the active set.
     Returns (beta, state, objective, settled): ``objective`` is the penalized log-likelihood
@@ -578,23 +587,31 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
     steps spent tens on coordinates that then came back (at N = 1M even a few crossings cost
     a whole cycle).
     ``objective``: the penalized log-likelihood at ``state``, where the caller has it.
+    ``joining``: (coordinates at their centers, the side each enters on) that join the first
+    step (a warm start's opening, :func:`polish_rounds`); the projection returns those that
+    step to the other side.
     """
     if objective is None:
         objective = datafit.loglik(state) - pen.value(beta)
     active = polish_set(beta, pen, free, max_active)
+    side = None
+    if joining is not None:
+        active = np.union1d(np.zeros(0, np.int64) if active is None else active, joining[0])
+        side = np.sign(beta[active] - pen.center[active])
+        side[np.searchsorted(active, joining[0])] = joining[1]
     if active is None:
         return beta, state, objective, None
     l1, center = pen.l1, pen.center
     settled, rtol = None, NEWTON_CG_RTOL
     for _ in range(max_steps):
-        found = newton_step(datafit, state, beta, active, pen, rtol)
+        side = np.sign(beta[active] - center[active]) if side is None else side
+        found = newton_step(datafit, state, beta, active, pen, rtol, side)
         if found is None or not np.all(np.isfinite(found[0])):
             break
         step, predicted = found
         for _ in range(BACKTRACKS + 1):
             trial = beta.copy()
             trial[active] += step
-            side = np.sign(beta[active] - center[active])
             crossed = (l1[active] > 0) & (np.sign(trial[active] - center[active]) != side)
             trial[active[crossed]] = center[active[crossed]]
             trial_state = datafit.new_state(trial)
@@ -620,7 +637,7 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
         if tol > 0 and not crossed.any() and ahead <= threshold:
             settled = ahead / scale
             break
-        active = polish_set(beta, pen, free, max_active)  # crossing coordinates have left it
+        active, side = polish_set(beta, pen, free, max_active), None  # crossing coordinates have left it
         if active is None:
             break
     return beta, state, objective, settled
@@ -642,10 +659,11 @@ def gain_ahead(gain: float, predicted: float, rtol: float) -> float:
     return 10.0 * (model_error(gain, predicted)**2 + rtol**2) * predicted
 
 
-def newton_step(datafit, state, beta, active, pen: Penalty, rtol: float = NEWTON_CG_RTOL):
+def newton_step(datafit, state, beta, active, pen: Penalty, rtol: float = NEWTON_CG_RTOL, side=None):
     """The Newton step s on the active set A (signs of the L1 terms held) and the gain its
     quadratic model predicts, g's / 2, or None:
-    ``(diag(l2) - H_AA) s = g_A - l2 (beta_A - m_A) - l1 sign(beta_A - m_A)``.
+    ``(diag(l2) - H_AA) s = g_A - l2 (beta_A - m_A) - l1 side``, the sides
+    ``side = sign(beta_A - m_A)`` by default (given: those of coordinates entering at their centers).
 
     Where :func:`dense_newton` holds, the block H_AA is formed and solved; elsewhere,
     conjugate gradients on the datafit's Hessian-vector products
@@ -653,7 +671,7 @@ def newton_step(datafit, state, beta, active, pen: Penalty, rtol: float = NEWTON
     |A|^2 block), preconditioned by its diagonal scale, to the relative residual ``rtol``.
     """
     sub = pen[active]
-    qa, prior_slope = sub.l2, sub.gradient(beta[active])
+    qa, prior_slope = sub.l2, sub.gradient(beta[active], side)
     if dense_newton(datafit, active):
         grad = np.array([datafit.coordinate(state, j)[0] for j in active]) - prior_slope
         try:

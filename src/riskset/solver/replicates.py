@@ -171,31 +171,26 @@ def _kkt_units(batch, state, beta, pen: Penalty, base, rows) -> list:
 
 
 def _opening(batch, state, beta, pen: Penalty, base, rows, opts, control, radius) -> None:
-    """The opening of warm-started replicates ``rows``, as a single fit's (:func:`riskset.solver.ccd.opening_entrants`):
-    one batched sweep steps each one's entrants, then its polish rounds."""
+    """The opening of warm-started replicates ``rows``, as a single fit's
+    (:func:`riskset.solver.ccd.opening_entrants`): a batched gradient finds each one's
+    entrants, which enter its polish rounds."""
     grads = batch.gradient(state, rows) if rows else ()
-    enter = {r: opening_entrants(beta[r], g, pen.row(r), base[r], opts.polish_max_active) for r, g in zip(rows, grads)}
-    rows = [r for r in rows if enter[r] is not None]
-    if not rows:
-        return
-    mask = np.zeros(beta.shape, bool)
-    for r in rows:
-        mask[r, enter[r]] = True
-    if mask.any():
-        batch.sweep(state, mask, beta, pen.table, radius)
-        objective = batch.loglik(state) - pen.values(beta)
-        for r in rows:
-            control[r].objective = objective[r]
-    _polish_rounds(batch, state, beta, pen, base, rows, opts, control, radius)
+    enter = {r: (opening_entrants(beta[r], g, pen.row(r), base[r], opts.polish_max_active), g)
+             for r, g in zip(rows, grads)}
+    opened = {r: e for r, e in enter.items() if e[0] is not None}
+    _polish_rounds(batch, state, beta, pen, base, list(opened), opts, control, radius, opened)
 
 
-def _polish_rounds(batch, state, beta, pen: Penalty, base, rows, opts, control, radius) -> None:
-    """:func:`riskset.solver.ccd.polish_rounds` of replicates ``rows``, each on its own view."""
-    rows = [r for r in rows if polish_set(beta[r], pen.row(r), base[r], opts.polish_max_active) is not None]
+def _polish_rounds(batch, state, beta, pen: Penalty, base, rows, opts, control, radius, opening=None) -> None:
+    """:func:`riskset.solver.ccd.polish_rounds` of replicates ``rows``, each on its own view
+    (``opening``: replicate -> its opening's entrants and gradient)."""
+    opening = opening or {}
+    rows = [r for r in rows if r in opening
+            or polish_set(beta[r], pen.row(r), base[r], opts.polish_max_active) is not None]
 
     def one(r):
         b, st = polish_rounds(batch.view(r), beta[r].copy(), batch.view_state(state, r, beta), pen.row(r), base[r],
-                              opts, control[r], radius[r])
+                              opts, control[r], radius[r], opening.get(r))
         return b, st, None
 
     _on_views(batch, state, beta, rows, one)
