@@ -165,7 +165,7 @@ def no_polish(monkeypatch):
     """Newton polishing off: one cycle of coordinate descent does not reach the optimum (with
     it, a polish that settles is checked and a small fit converges in one cycle)."""
     monkeypatch.setattr(ccd, "polish", lambda datafit, beta, state, *args, objective=None, **kwargs:
-                        (beta, state, objective, None))
+                        (beta, state, objective, None, ccd.NEWTON_CG_RTOL))
 
 
 def test_fit_that_did_not_converge_writes_results_and_exits_1(files, tmp_path, capsys, no_polish):

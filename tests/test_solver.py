@@ -43,7 +43,7 @@ def test_polish_never_worsens_and_stops_crossing_coordinates_at_zero(dense_max, 
     start = rng.normal(scale=0.3, size=df.n_coef)  # far from the optimum: Newton steps cross zero
     state = df.new_state(start)
     before = df.loglik(state) - Penalty(l1, l2).value(start)
-    beta, state, objective, _ = polish(df, start.copy(), state, Penalty(l1, l2), np.ones(df.n_coef, bool), 5000)
+    beta, state, objective, *_ = polish(df, start.copy(), state, Penalty(l1, l2), np.ones(df.n_coef, bool), 5000)
     after = df.loglik(state) - Penalty(l1, l2).value(beta)
     assert after > before and objective == after  # the objective it returns is the state's
     assert np.all((np.sign(beta) == np.sign(start)) | (beta == 0))
@@ -58,7 +58,7 @@ def test_conjugate_gradient_newton_steps_converge_quadratically(monkeypatch):
     steps = []
     original = ccd.newton_step
     monkeypatch.setattr(ccd, "newton_step", lambda *a: steps.append(1) or original(*a))
-    beta, state, _, _ = polish(df, rough.beta.copy(), rough.state, Penalty(l1, l2), np.ones(df.n_coef, bool),
+    beta, state, *_ = polish(df, rough.beta.copy(), rough.state, Penalty(l1, l2), np.ones(df.n_coef, bool),
                                5000)
     active = np.flatnonzero(beta)
     kkt = df.gradient(state)[active] - l2[active] * beta[active] - l1[active] * np.sign(beta[active])
@@ -91,7 +91,7 @@ def test_a_polish_to_machine_precision_stops_after_a_step_that_promised_less_tha
         return found
 
     monkeypatch.setattr(ccd, "newton_step", recorded_newton_step)
-    beta, state, objective, _ = polish(df, rough.beta.copy(), rough.state, Penalty(l1, l2),
+    beta, state, objective, *_ = polish(df, rough.beta.copy(), rough.state, Penalty(l1, l2),
                                        np.ones(df.n_coef, bool), 5000)
     threshold = 1e-15 * (abs(objective) + 1)
     assert len(promised) >= 2 and promised[-1] <= threshold  # it went to machine precision ...
@@ -148,3 +148,32 @@ def test_a_costly_hessian_block_is_not_formed_and_the_fit_still_meets_its_kkt_to
     assert costly.kkt <= SolverOptions().kkt_tol
     assert costly.objective >= dense.objective - 1e-9 * abs(dense.objective)
     assert np.allclose(costly.beta, dense.beta, atol=1e-5)
+
+
+def test_a_polish_round_far_from_the_optimum_hands_its_forcing_term_to_the_next(monkeypatch):
+    """Conditional Poisson (SCCS-like strata) from zero, conjugate-gradient polishes forced: a round
+    that gained more than POLISH_FAR of the objective starts the next round's first solve at the
+    forcing term its last step reached (looser than NEWTON_CG_RTOL: far from the optimum an exact
+    solve of the Newton system is wasted), and the fit ends at the optimum of tight solves."""
+    import dataclasses
+
+    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)
+    rng = np.random.default_rng(11)
+    data = riskset.simulate(n=20000, p=100, model="poisson", seed=1)
+    data = dataclasses.replace(data, strata=np.sort(rng.integers(0, 2000, 20000)))
+    first_solves = []
+    polish = ccd.polish
+
+    def recording(*args, **kwargs):
+        first_solves.append(kwargs.get("rtol", ccd.NEWTON_CG_RTOL))
+        return polish(*args, **kwargs)
+
+    monkeypatch.setattr(ccd, "polish", recording)
+    loose = riskset.fit(data, "conditional_poisson", riskset.Laplace(variance=0.01), tol=1e-8)
+    assert max(first_solves) > 10 * ccd.NEWTON_CG_RTOL
+    monkeypatch.setattr(ccd, "POLISH_FAR", np.inf)
+    first_solves.clear()
+    tight = riskset.fit(data, "conditional_poisson", riskset.Laplace(variance=0.01), tol=1e-8)
+    assert max(first_solves) == ccd.NEWTON_CG_RTOL
+    assert loose.converged and tight.converged and loose.kkt <= 1e-4
+    assert loose.objective == pytest.approx(tight.objective, rel=1e-10)
