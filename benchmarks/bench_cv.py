@@ -16,6 +16,10 @@ Next session (0588981 -> 07121a8): 10 x 1 38.9 / 40.7 -> 34.7 s, 10 x 10 337 -> 
 3.1 GB) with the right-censored Cox kernels and the KKT check of a stalled polish round;
 ``--grid 10 --default-grid`` (cross_validate's own grid, whose weak end holds 370-600 active
 coefficients and whose middle 30-100, where a Cox Hessian block cost 0.75 s): 113 -> 81.8 s.
+Next (eaf125e -> e5b0455, 10 x 10, pairs run one after the other): 287.2 -> 262.6 s and 299.8 ->
+283.6 s (the machine slowed over the hour; the fastest run 244 s) with a fold's opening entrants
+joining its first Newton step instead of a sweep, Newton steps reading the gradient's X' v, and
+the training views' static gradient taken from the full data's.
 
     python benchmarks/bench_cv.py --model cox --n 100000 --p 1000 --folds 10 --repeats 1 --grid 5 --boot 20
     python benchmarks/bench_cv.py --n 1000000 --grid 3 --boot 0 --no-baseline            # absolute time only
