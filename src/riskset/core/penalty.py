@@ -64,12 +64,11 @@ class Penalty:
         """Whether each coefficient sits at its center (on the L1 kink: "zero" for the solver)."""
         return np.asarray(beta) == self.center
 
-    def gradient(self, beta, side=None) -> np.ndarray:
+    def gradient(self, beta, side) -> np.ndarray:
         """d/dbeta of the smooth part of the penalty, l2 (beta - m), plus l1 times the side of
-        the center, ``side`` (default sign(beta - m), 0 at the center): the penalty's side of a
-        Newton step with the signs held."""
-        d = np.asarray(beta) - self.center
-        return self.l2 * d + self.l1 * (np.sign(d) if side is None else side)
+        the center each coefficient is held on, ``side`` (sign(beta - m) off the center): the
+        penalty's side of a Newton step with the signs held."""
+        return self.l2 * (np.asarray(beta) - self.center) + self.l1 * side
 
     @staticmethod
     def stack(penalties) -> "Penalty":

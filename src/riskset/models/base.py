@@ -33,6 +33,17 @@ def risk_set_block_work(datafit: Datafit, columns: np.ndarray) -> float:
     return float(datafit.products.nnz(np.asarray(columns, dtype=np.int64))) * len(columns)
 
 
+def carry_static_gradient(datafit: Datafit, view: Datafit) -> None:
+    """Give ``view``, a reweighting of a risk-set family's ``datafit`` (Cox, Fine-Gray), the
+    static part of its gradient, X' (c * event), from ``datafit``'s where that one has it, over
+    the rows whose weight changed (:meth:`~riskset.core.columns.ColumnProducts.dot_changed`:
+    a training fold's held-out event rows); else ``view`` computes it on first use."""
+    if "gx0" in datafit.__dict__:
+        gx0 = datafit.products.dot_changed(datafit.gx0, datafit.cw * datafit.event, view.cw * view.event)
+        if gx0 is not None:
+            view.gx0 = gx0
+
+
 def require_information(datafit: Datafit, model: str) -> Datafit:
     """``datafit``, or InputError if its likelihood carries no information
     (:meth:`Datafit.missing_information`)."""

@@ -37,8 +37,8 @@ from riskset.data.risksets import (build_risk_sets, check_survival, column_break
                                    interval_labels, slots_at_nonzeros)
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
-from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates,
-                                 require_information, risk_set_block_work, weight_overflow)
+from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
+                                 drop_constant_covariates, require_information, risk_set_block_work, weight_overflow)
 from riskset.validation import coef_mapping, finite_numbers, one_of
 
 TIES = ("breslow", "efron")
@@ -118,10 +118,7 @@ class CoxDatafit(Datafit):
         new.cw = cw
         new.efron = self.ties == "efron" and bool(np.any(slot_m > 1))
         new.__dict__.pop("gx0", None)
-        if "gx0" in self.__dict__:  # from this one's, over the rows whose weight changed, where they are few
-            gx0 = self.products.dot_changed(self.gx0, self.cw * self.event, cw * self.event)
-            if gx0 is not None:
-                new.gx0 = gx0
+        carry_static_gradient(self, new)
         return new
 
     @cached_property

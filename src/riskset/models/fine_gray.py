@@ -39,8 +39,8 @@ import scipy.sparse as sp
 from riskset.data.dataset import row_label
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
-from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, drop_constant_covariates,
-                                 require_information, risk_set_block_work, weight_overflow)
+from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
+                                 drop_constant_covariates, require_information, risk_set_block_work, weight_overflow)
 
 FORMULATIONS = ("sparse", "scan")
 
@@ -205,10 +205,7 @@ class FineGrayDatafit(Datafit):
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new._set_weights(np.ascontiguousarray(np.asarray(weights, dtype=np.float64)[self.order]))
-        if "gx0" in self.__dict__:  # from this one's, over the rows whose weight changed, where they are few
-            gx0 = self.products.dot_changed(self.gx0, self.cw * self.event, new.cw * new.event)
-            if gx0 is not None:
-                new.gx0 = gx0
+        carry_static_gradient(self, new)
         return new
 
     def data_weights(self):

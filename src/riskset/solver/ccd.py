@@ -671,11 +671,11 @@ def gain_ahead(gain: float, predicted: float, rtol: float) -> float:
     return 10.0 * (model_error(gain, predicted)**2 + rtol**2) * predicted
 
 
-def newton_step(datafit, state, beta, active, pen: Penalty, rtol: float = NEWTON_CG_RTOL, side=None):
+def newton_step(datafit, state, beta, active, pen: Penalty, rtol: float, side):
     """The Newton step s on the active set A (signs of the L1 terms held) and the gain its
     quadratic model predicts, g's / 2, or None:
-    ``(diag(l2) - H_AA) s = g_A - l2 (beta_A - m_A) - l1 side``, the sides
-    ``side = sign(beta_A - m_A)`` by default (given: those of coordinates entering at their centers).
+    ``(diag(l2) - H_AA) s = g_A - l2 (beta_A - m_A) - l1 side``, the sides ``side`` those of the
+    centers, sign(beta_A - m_A), or for a coordinate entering at its center the side it enters on.
 
     Where :func:`dense_newton` holds, the block H_AA is formed and solved; elsewhere,
     conjugate gradients on the datafit's Hessian-vector products
