@@ -217,3 +217,86 @@ def test_a_warm_starts_entrants_join_its_first_newton_step(monkeypatch, dense_ma
     assert kind == "newton" and set(enter) <= set(first)
     assert opened.converged and opened.kkt <= 1e-6, opened.message
     assert opened.objective == pytest.approx(cold.objective, rel=1e-10, abs=1e-9)
+
+
+def _screen_every_sweep(monkeypatch, datafit):
+    """Screen resting coordinates in every sweep that meets one (the screen otherwise starts at
+    2^18 rows); returns the sizes of the screens ``datafit``'s family makes (a list)."""
+    from riskset.core import interface
+
+    monkeypatch.setattr(interface, "SCREENED_SWEEP_ROWS", 0)
+    monkeypatch.setattr(interface, "SCREENED_SWEEP_MIN", 1)
+    screens = []
+    original = type(datafit).slopes
+    monkeypatch.setattr(type(datafit), "slopes", lambda self, state, coefs: screens.append(len(coefs))
+                        or original(self, state, coefs))
+    return screens
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_sweeps_that_screen_their_resting_coordinates_end_at_the_optimum(family, monkeypatch):
+    """Every sweep that moves some coordinates screens its resting ones by one gradient (as at
+    scale): a fit started with one penalized coefficient off zero (so that its first sweep
+    screens the others), by sweeps alone and with Newton polishes, ends at the KKT tolerance it
+    reports, at the optimum of sweeps that step every coordinate in turn."""
+    datafit, penalized, gamma = _setup(family)
+    l1 = np.where(penalized, gamma, 0.0)
+    plain = fit_ccd(datafit, l1, np.zeros_like(l1), options=SolverOptions(tol=1e-14, kkt_tol=1e-8,
+                                                                          polish_max_active=0))
+    start = np.zeros(datafit.n_coef)
+    start[np.argmax(np.where(penalized, np.abs(plain.beta), -1.0))] = 0.1
+    screens = _screen_every_sweep(monkeypatch, datafit)
+    for options in (SolverOptions(kkt_tol=1e-6, polish_max_active=0), SolverOptions(kkt_tol=1e-6)):
+        screened = fit_ccd(datafit, l1, np.zeros_like(l1), beta0=start, options=options)
+        assert screened.converged, screened.message
+        grad = datafit.gradient(datafit.new_state(screened.beta))
+        true = _subgradient_distance(screened.beta, grad, gamma, penalized) / gamma
+        assert true <= 1e-6 and screened.kkt == pytest.approx(true, rel=1e-6, abs=1e-12)
+        assert screened.objective == pytest.approx(plain.objective, rel=1e-10, abs=1e-9)
+    assert screens, "no sweep screened its resting coordinates"
+
+
+@pytest.mark.parametrize("model", ["logistic", "cox"])
+def test_a_screened_sweep_reads_the_resting_slopes_once_and_steps_only_those_beyond_their_rate(model,
+                                                                                                 monkeypatch):
+    """A sweep over 40 coordinates, 5 of them free of the L1 term: after those moved, the 35
+    resting ones (penalized, at zero) are screened by one read of their slopes; those within
+    their rate stay at zero, and the first beyond it moves. Below the row threshold, and in a
+    sweep of resting coordinates alone (a polish's entrants), no slope is read."""
+    from riskset.core.penalty import Penalty
+
+    data = riskset.simulate(n=2000, p=40, model=model, seed=3)
+    datafit = riskset.models.get_model(model).datafit(data)
+    coords = np.arange(datafit.n_coef)
+    free_of_l1 = coords[-5:] if model == "cox" else np.r_[0, coords[-5:]]  # the intercept too
+    resting = np.setdiff1d(coords, free_of_l1)
+    start = np.zeros(datafit.n_coef)
+    start[free_of_l1] = 0.1
+
+    def sweep(rate, over=coords):
+        beta = start.copy()
+        state = datafit.new_state(beta)
+        pen = Penalty(np.where(np.isin(coords, free_of_l1), 0.0, rate), np.zeros_like(beta))
+        datafit.sweep(state, over, beta, pen.table, np.ones_like(beta))
+        return beta, state
+
+    screens = _screen_every_sweep(monkeypatch, datafit)
+    from riskset.core import interface
+
+    monkeypatch.setattr(interface, "SCREENED_SWEEP_ROWS", datafit.n_rows + 1)
+    sweep(1.0)
+    assert screens == []  # below the row threshold
+    monkeypatch.setattr(interface, "SCREENED_SWEEP_ROWS", 0)
+    _, after = sweep(1.0, over=free_of_l1)  # what the screen sees: the free coordinates moved
+    assert screens == []  # nothing resting in that sweep
+    slope = datafit.gradient(after)[resting]
+    steepest = np.sort(np.abs(slope))
+    rate = 0.5 * (steepest[-3] + steepest[-4])  # three resting slopes beat it
+    screens.clear()  # (a GLM's gradient reads its slopes too)
+    beta, _ = sweep(rate)
+    assert screens == [resting.size]
+    np.testing.assert_array_equal(beta[resting[np.abs(slope) < rate]], 0.0)
+    assert beta[resting[np.abs(slope) > rate][0]] != 0.0  # the first entrant sees the screen's state
+    screens.clear()
+    sweep(rate, over=resting)
+    assert screens == []

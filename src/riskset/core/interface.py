@@ -24,7 +24,15 @@ import scipy.sparse as sp
 
 from riskset.core.columns import ColumnProducts
 from riskset.core.design import canonical_csc, row_indices, take_rows
+from riskset.core.step import CENTER, L1
 from riskset.core.sweep import CompiledFamily
+
+#: Fewest rows at which :meth:`Datafit.sweep` screens resting coordinates by a gradient: below,
+#: the state a sweep reads at random fits the cache (N = 100k: a logistic sweep's resting
+#: coordinates cost about their gradient; 200k, P = 5000: even; 1M: 5-10x) ...
+SCREENED_SWEEP_ROWS = 2**18
+#: ... and fewest resting coordinates in the sweep.
+SCREENED_SWEEP_MIN = 64
 
 
 @dataclass
@@ -177,7 +185,30 @@ class Datafit(ABC):
               radius: np.ndarray) -> None:
         """One CCD sweep over ``coords`` in order, in one compiled call: Newton steps under the
         penalty table ``prior`` (:class:`riskset.core.penalty.Penalty`), trust-region
-        half-widths ``radius``; updates ``beta``, ``radius`` and the state in place."""
+        half-widths ``radius``; updates ``beta``, ``radius`` and the state in place.
+
+        At scale (:data:`SCREENED_SWEEP_ROWS` rows or more), a sweep that moves some coordinates
+        and meets at least :data:`SCREENED_SWEEP_MIN` resting ones (penalized, at their centers)
+        screens those by their slopes (:meth:`slopes`): the others are swept first, then the resting ones whose
+        slope there beats their L1 rate (each re-tested at its turn); a resting coordinate moves
+        only if |g_j| > l1_j. The compiled sweep reads g_j down column j at scattered rows of
+        the state, a cache miss per non-zero once the state outgrows the cache; a gradient
+        streams X (N = 1M: Cox, P = 1000, 800 resting: 0.2-0.6 s against 0.045 s; logistic,
+        P = 20k, 18,500 resting: 1.2 s against 0.25 s). A resting coordinate screened out may
+        come to move after an entrant before it: the KKT check's full gradient finds it."""
+        coords = np.ascontiguousarray(coords, dtype=np.int64)
+        resting = (prior[coords, L1] > 0) & (beta[coords] == prior[coords, CENTER])
+        n_resting = int(np.count_nonzero(resting))
+        if self.n_rows < SCREENED_SWEEP_ROWS or n_resting < SCREENED_SWEEP_MIN or n_resting == coords.size:
+            self._compiled_sweep(state, coords, beta, prior, radius)
+            return
+        self._compiled_sweep(state, coords[~resting], beta, prior, radius)
+        rest = coords[resting]
+        slope = self.slopes(state, rest)
+        self._compiled_sweep(state, rest[np.abs(slope) > prior[rest, L1]], beta, prior, radius)
+
+    def _compiled_sweep(self, state: FitState, coords: np.ndarray, beta: np.ndarray, prior: np.ndarray,
+                        radius: np.ndarray) -> None:
         state.synced = False
         self.kernels.sweep(self.kernel_data(), state.kernel, np.ascontiguousarray(coords, dtype=np.int64), beta,
                            prior, radius)
@@ -185,6 +216,11 @@ class Datafit(ABC):
     @abstractmethod
     def gradient(self, state: FitState) -> np.ndarray:
         """Full gradient dl/dbeta, shape (n_coef,)."""
+
+    def slopes(self, state: FitState, coefs: np.ndarray) -> np.ndarray:
+        """dl/dbeta of the coefficients ``coefs`` alone (here from the full gradient; a family
+        whose gradient is a product of the columns with a row vector reads only theirs)."""
+        return self.gradient(state)[coefs]
 
     @abstractmethod
     def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:

@@ -85,7 +85,11 @@ class GLMDatafit(Datafit):
         return (self.family, self.first, self.indptr, self.indices, self.values, self.indicator)
 
     def gradient(self, state):
-        return self.products.dot(self.columns(np.arange(self.n_coef)), state.rows[:, glm_kernels.RESID])
+        return self.slopes(state, np.arange(self.n_coef))
+
+    def slopes(self, state, coefs):
+        """X_c' resid over the columns of ``coefs`` only."""
+        return self.products.dot(self.columns(coefs), state.rows[:, glm_kernels.RESID])
 
     def hessian(self, state, columns):
         return -self.products.gram(self.columns(columns), state.rows[:, glm_kernels.CURV])
