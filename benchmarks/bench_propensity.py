@@ -62,6 +62,7 @@ variance; 'gap': the tight optimum minus the system's objective at it):
     system                          N     cv+refit wall s  cpu s   peak RSS   nonzero  gap
     riskset, sweeps screened (B)    1M        307.5          477   2.60 GiB    1442    0
     riskset before (A, ba480f9)     1M        462.9          624   2.60 GiB    1442    1e-10
+    riskset --jobs 2 (B)            1M        204.9          390   3.24 GiB    1442    0
     glmnet (R), the same hour       1M        592.5          592   6.30 GiB    1442    1e-9
 
 Each full sweep now screens its resting coordinates by one streamed product of their

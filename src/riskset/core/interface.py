@@ -183,15 +183,15 @@ class Datafit(ABC):
 
     def sweep(self, state: FitState, coords: np.ndarray, beta: np.ndarray, prior: np.ndarray,
               radius: np.ndarray) -> None:
-        """One CCD sweep over ``coords`` in order, in one compiled call: Newton steps under the
-        penalty table ``prior`` (:class:`riskset.core.penalty.Penalty`), trust-region
-        half-widths ``radius``; updates ``beta``, ``radius`` and the state in place.
+        """One CCD sweep over ``coords`` in order, in one compiled call (at scale, below, three):
+        Newton steps under the penalty table ``prior`` (:class:`riskset.core.penalty.Penalty`),
+        trust-region half-widths ``radius``; updates ``beta``, ``radius`` and the state in place.
 
         At scale (:data:`SCREENED_SWEEP_ROWS` rows or more), a sweep that moves some coordinates
         and meets at least :data:`SCREENED_SWEEP_MIN` resting ones (penalized, at their centers)
-        screens those by their slopes (:meth:`slopes`): the others are swept first, then the resting ones whose
-        slope there beats their L1 rate (each re-tested at its turn); a resting coordinate moves
-        only if |g_j| > l1_j. The compiled sweep reads g_j down column j at scattered rows of
+        screens those by their slopes (:meth:`slopes`): the others are swept first, then the
+        resting ones whose slope there beats their L1 rate (each re-tested at its turn); a
+        resting coordinate moves only if |g_j| > l1_j. The compiled sweep reads g_j down column j at scattered rows of
         the state, a cache miss per non-zero once the state outgrows the cache; a gradient
         streams X (N = 1M: Cox, P = 1000, 800 resting: 0.2-0.6 s against 0.045 s; logistic,
         P = 20k, 18,500 resting: 1.2 s against 0.25 s). A resting coordinate screened out may
