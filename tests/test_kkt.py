@@ -235,7 +235,7 @@ def _screen_every_sweep(monkeypatch, datafit):
 
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_sweeps_that_screen_their_resting_coordinates_end_at_the_optimum(family, monkeypatch):
-    """Every sweep that moves some coordinates screens its resting ones by one gradient (as at
+    """Every sweep that moves some coordinates screens its resting ones by their slopes (as at
     scale): a fit started with one penalized coefficient off zero (so that its first sweep
     screens the others), by sweeps alone and with Newton polishes, ends at the KKT tolerance it
     reports, at the optimum of sweeps that step every coordinate in turn."""

@@ -191,11 +191,12 @@ class Datafit(ABC):
         and meets at least :data:`SCREENED_SWEEP_MIN` resting ones (penalized, at their centers)
         screens those by their slopes (:meth:`slopes`): the others are swept first, then the
         resting ones whose slope there beats their L1 rate (each re-tested at its turn); a
-        resting coordinate moves only if |g_j| > l1_j. The compiled sweep reads g_j down column j at scattered rows of
-        the state, a cache miss per non-zero once the state outgrows the cache; a gradient
-        streams X (N = 1M: Cox, P = 1000, 800 resting: 0.2-0.6 s against 0.045 s; logistic,
-        P = 20k, 18,500 resting: 1.2 s against 0.25 s). A resting coordinate screened out may
-        come to move after an entrant before it: the KKT check's full gradient finds it."""
+        resting coordinate moves only if |g_j| > l1_j. The compiled sweep reads g_j down
+        column j at scattered rows of the state, a cache miss per non-zero once the state
+        outgrows the cache; a gradient streams X (N = 1M: Cox, P = 1000, 800 resting: 0.2-0.6 s
+        against 0.045 s; logistic, P = 20k, 18,500 resting: 1.2 s against 0.25 s). A resting
+        coordinate screened out may come to move after an entrant before it: the KKT check's
+        full gradient finds it."""
         coords = np.ascontiguousarray(coords, dtype=np.int64)
         resting = (prior[coords, L1] > 0) & (beta[coords] == prior[coords, CENTER])
         n_resting = int(np.count_nonzero(resting))
@@ -209,9 +210,9 @@ class Datafit(ABC):
 
     def _compiled_sweep(self, state: FitState, coords: np.ndarray, beta: np.ndarray, prior: np.ndarray,
                         radius: np.ndarray) -> None:
+        """The one compiled call over ``coords`` (contiguous int64: :meth:`sweep` made them so)."""
         state.synced = False
-        self.kernels.sweep(self.kernel_data(), state.kernel, np.ascontiguousarray(coords, dtype=np.int64), beta,
-                           prior, radius)
+        self.kernels.sweep(self.kernel_data(), state.kernel, coords, beta, prior, radius)
 
     @abstractmethod
     def gradient(self, state: FitState) -> np.ndarray:
