@@ -582,9 +582,10 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
     """Newton steps on the active set (from :func:`newton_step`), projected on its orthant:
     an L1 coordinate that would cross its center stops there and leaves the active set.
     Returns (beta, state, objective, settled, forcing): ``objective`` is the penalized
-    log-likelihood there; ``settled`` is the relative gain the steps had come down to (the
-    last one's, or the one expected of the next) when they stopped for want of progress
-    without moving a coordinate to its center, else None. The first conjugate-gradient step
+    log-likelihood there; ``settled`` is the relative gain the next step is expected to make
+    (:func:`gain_ahead`, at most the last one's: after a Newton step the gap left is that, not
+    the gain just made) when they stopped for want of progress without moving a coordinate
+    to its center, else None. The first conjugate-gradient step
     is solved to the relative residual ``rtol``, each later one to the forcing term of
     :data:`NEWTON_CG_RTOL`, which ``forcing`` returns as the next step would have had it.
 
@@ -638,11 +639,11 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
         scale = abs(objective) + 1
         threshold = max(1e-15, tol / 10) * scale
         tiny = np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(beta[active])))
-        if tiny or min(gain, predicted) <= threshold:  # a step that promised <= threshold leaves far less
-            settled = None if crossed.any() else max(gain, 0.0) / scale
-            break
         conjugate_gradients = not dense_newton(datafit, active)
         ahead = gain_ahead(gain, predicted, rtol if conjugate_gradients else 0.0)
+        if tiny or min(gain, predicted) <= threshold:  # a step that promised <= threshold leaves far less
+            settled = None if crossed.any() else min(max(gain, 0.0), ahead) / scale
+            break
         rtol = float(np.clip(model_error(gain, predicted), NEWTON_CG_RTOL, NEWTON_CG_RTOL_MAX))
         if conjugate_gradients and crossed.any():
             break  # the active set moved: a full sweep (one product) re-decides it before more CG steps
