@@ -61,6 +61,22 @@ def test_products_equal_the_dense_ones(layout, indicators, rng, monkeypatch):
 
 
 @pytest.mark.parametrize("indicators", [False, True])
+def test_a_gram_operator_builds_the_row_copy_of_its_set_only_from_its_fourth_product(indicators, rng, monkeypatch):
+    """A Newton step preconditioned by centring asks 2-3 Hessian-vector products of its set, fewer
+    than A's row-major copy costs (~6 products on it): an operator's first ROW_COPY_AFTER - 1 products
+    run on the CSC, the later ones on the copy, built then; every product is X_A' diag(c) X_A b."""
+    X = design(rng, indicators)
+    cp = products(X, monkeypatch, "csr")  # the copy is the cheaper layout per product
+    cols = np.array([7, -1, 0, 3, 11])
+    Xa, c = dense(X, cols), rng.uniform(size=X.shape[0])
+    gram = cp.gram_operator(cols, c)
+    for k in range(1, columns.ROW_COPY_AFTER + 2):
+        b = rng.normal(size=cols.size)
+        assert np.allclose(gram(b), Xa.T @ (c * (Xa @ b)), rtol=1e-14, atol=1e-13)
+        assert (cp._kept.rows is not None) == (k >= columns.ROW_COPY_AFTER)
+
+
+@pytest.mark.parametrize("indicators", [False, True])
 def test_both_layouts_give_the_same_bits_for_x_times_b(indicators, rng, monkeypatch):
     """Every row adds its terms in column order on either layout, so the layout of X_A b may
     follow the thread count."""

@@ -200,3 +200,49 @@ def test_a_polish_that_settles_on_a_small_step_reports_the_gain_expected_next(de
     assert min(gain, predicted) <= tol / 10 * scale  # the last step gained or promised less than tol / 10
     assert settled == pytest.approx(min(gain, original(gain, predicted, rtol)) / scale, rel=1e-12)
     assert settled < 1e-3 * gain / scale and settled < tol * ccd.POLISH_SETTLED
+
+
+def test_the_centring_preconditioner_inverts_a_system_coupled_only_through_its_intercept(rng):
+    """S = X' W X of an intercept (k) and covariates whose centred columns are W-orthogonal: every
+    coupling goes through the intercept, S_jl = S_jk S_lk / S_kk off the diagonal. Centring on k
+    removes it, so the preconditioner is S's exact inverse; without an intercept it is Jacobi's."""
+    m, k = 9, 4
+    coupling = rng.uniform(0.1, 2.0, m)
+    coupling[k] = 10.0
+    variances = rng.uniform(0.5, 2.0, m)
+    S = np.outer(coupling, coupling) / coupling[k] + np.diag(variances)
+    S[k, k] = coupling[k]
+    assert np.all(np.linalg.eigvalsh(S) > 0)
+    scale = np.diag(S).copy()
+    x = rng.normal(size=m)
+    assert np.allclose(ccd.preconditioner(scale, k, coupling.copy()).matvec(S @ x), x, rtol=1e-12, atol=1e-12)
+    assert np.allclose(ccd.preconditioner(scale).matvec(S @ x), (S @ x) / scale)
+
+
+def test_logistic_newton_steps_centred_on_the_intercept_take_fewer_products_to_the_same_optimum(monkeypatch):
+    """Binary covariates beside an intercept: Jacobi-preconditioned conjugate gradients stall on
+    the intercept's coupling to every column (7-10 products a step at N = 1M, P = 20k); centred,
+    the system is nearly diagonal. Same optimum, converged, fewer Hessian-vector products."""
+    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)  # every polish takes CG steps
+    data = riskset.simulate(n=4000, p=60, density=0.2, model="logistic", seed=3)
+    datafit = get_model("logistic").datafit(data)
+    counted = []
+    original = type(datafit).local_quadratic
+
+    def counting(self, state, columns):
+        quad = original(self, state, columns)
+        inner = quad.hessian_times
+        quad.hessian_times = lambda b: counted.append(1) or inner(b)
+        return quad
+
+    monkeypatch.setattr(type(datafit), "local_quadratic", counting)
+    prior = riskset.Laplace(variance=1.0)
+    centred = riskset.fit(data, "logistic", prior, tol=1e-10)
+    n_centred = len(counted)
+    jacobi = ccd.preconditioner
+    monkeypatch.setattr(ccd, "preconditioner", lambda scale, intercept=None, coupling=None: jacobi(scale))
+    counted.clear()
+    plain = riskset.fit(data, "logistic", prior, tol=1e-10)
+    assert centred.converged and plain.converged and centred.kkt <= 1e-4
+    assert centred.objective == pytest.approx(plain.objective, rel=1e-12)
+    assert 0 < n_centred < len(counted)

@@ -43,11 +43,17 @@ class LocalQuadratic:
     curvature : positive diagonal scale of -H_AA (a Jacobi preconditioner; it may bound
         the exact diagonal from above).
     hessian_times : ``b -> H_AA b`` in O(nnz of the columns (+ N)) per product.
+    intercept, coupling : where A holds a coordinate coupled to every other (a GLM's
+        intercept beside uncentred covariates), its position in A and its column of -H_AA:
+        the Newton step's preconditioner then centres the others on it
+        (:func:`riskset.solver.ccd.newton_step`).
     """
 
     gradient: np.ndarray
     curvature: np.ndarray
     hessian_times: Callable[[np.ndarray], np.ndarray]
+    intercept: int | None = None
+    coupling: np.ndarray | None = None
 
 
 class FitState:

@@ -101,15 +101,22 @@ class GLMDatafit(Datafit):
 
     def local_quadratic(self, state, columns):
         """Gradient X_A' resid, exact diagonal (X_A ** 2)' curv and ``b -> -X_A' (curv X_A b)``
-        on ``columns`` (O(nnz) per product, one pass: :meth:`~riskset.core.columns.ColumnProducts.gram_times`)."""
+        on ``columns`` (O(nnz) per product: :meth:`~riskset.core.columns.ColumnProducts.gram_operator`);
+        with the intercept in A, its column of -H, X_A' curv (the same pass as the diagonal)."""
         cols = self.columns(columns)
         curv = np.ascontiguousarray(state.rows[:, glm_kernels.CURV])
         grad = self.products.dot(cols, state.rows[:, glm_kernels.RESID])
 
-        def hessian_times(b):
-            return -self.products.gram_times(cols, curv, b)
+        gram = self.products.gram_operator(cols, curv)
 
-        return LocalQuadratic(grad, self.products.dot2(cols, curv)[1], hessian_times)
+        def hessian_times(b):
+            return -gram(b)
+
+        coupling, diagonal = self.products.dot2(cols, curv)
+        ones = np.flatnonzero(cols < 0)
+        if not ones.size:
+            return LocalQuadratic(grad, diagonal, hessian_times)
+        return LocalQuadratic(grad, diagonal, hessian_times, intercept=int(ones[0]), coupling=coupling)
 
     def unpenalized_start(self, beta, coefs):
         """The intercept alone, every covariate's coefficient 0 and the offset constant: its
