@@ -71,6 +71,19 @@ columns at zero at scattered rows of the state, 0.7-1.6 s of a 2.5-4.5 s sweep. 
 took 345 s in the earlier run above and 592 s in this hour on the same machine (the
 machine's speed drifts; only runs side by side compare).
 
+    python benchmarks/bench_propensity.py --systems riskset    # 2026-11-27, B A B one after the other
+                                                               # (A: PYTHONPATH=<checkout of 0b52242>/src)
+
+    system                             N     cv+refit wall s  cpu s   peak RSS   nonzero  gap
+    riskset, CG centred on intercept   1M     327.9 / 336.8    468 / 477  2.38 GiB    1442    0
+    riskset before (A, 0b52242)        1M        444.9          676   2.60 GiB    1442    0
+
+The Newton steps' conjugate gradients are preconditioned by centring the covariates on the
+intercept (``ccd.preconditioner``): 2-3 Hessian-vector products a step instead of 7-10, and
+the active set's row copy (0.4-0.9 s at 1M) is built only for a step that asks for a 4th
+(``ColumnProducts.gram_operator``). This machine ran ~45% slower this day than on
+2026-11-26 (A: 444.9 s against 307.5 s for nearly the same code).
+
 N x P = 1M x 20k, 1e8 non-zeros (X: 1.1 GiB as CSC float64 + int32). riskset's two
 threads work inside each fold fit (--jobs 1: folds one after another); glmnet is serial.
 At 100k rows riskset is 9.2x Cyclops in wall time and 5.2x in CPU time; at 1M it takes
