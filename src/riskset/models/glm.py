@@ -106,7 +106,6 @@ class GLMDatafit(Datafit):
         cols = self.columns(columns)
         curv = np.ascontiguousarray(state.rows[:, glm_kernels.CURV])
         grad = self.products.dot(cols, state.rows[:, glm_kernels.RESID])
-
         gram = self.products.gram_operator(cols, curv)
 
         def hessian_times(b):

@@ -585,9 +585,9 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
     log-likelihood there; ``settled`` is the relative gain the next step is expected to make
     (:func:`gain_ahead`, at most the last one's: after a Newton step the gap left is that, not
     the gain just made) when they stopped for want of progress without moving a coordinate
-    to its center, else None. The first conjugate-gradient step
-    is solved to the relative residual ``rtol``, each later one to the forcing term of
-    :data:`NEWTON_CG_RTOL`, which ``forcing`` returns as the next step would have had it.
+    to its center, else None. The first conjugate-gradient step is solved to the relative
+    residual ``rtol``, each later one to the forcing term of :data:`NEWTON_CG_RTOL`, which
+    ``forcing`` returns as the next step would have had it.
 
     A step is accepted only if the objective stays finite and increases (else it is halved, at most
     :data:`BACKTRACKS` times); polishing can therefore never make a fit worse. Steps stop
