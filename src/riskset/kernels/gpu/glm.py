@@ -200,7 +200,8 @@ class GLMDeviceDatafit(DeviceDatafit):
     def local_quadratic(self, state, columns):
         """:meth:`riskset.models.glm.GLMDatafit.local_quadratic` on the device for a single fit
         over the whole grid in float64 (the host's from a rebuilt CPU state otherwise):
-        gradient X_A' resid and diagonal (X_A ** 2)' curv by one block per column, each product
+        gradient X_A' resid and diagonal (X_A ** 2)' curv by one block per column (with the
+        intercept in A, its column of -H, X_A' curv, from the same pass), each product
         ``-X_A' (curv X_A b)`` by atomic adds, a row scaling and one block per column."""
         if not self._polish_on_device():
             return super().local_quadratic(state, columns)
@@ -212,7 +213,7 @@ class GLMDeviceDatafit(DeviceDatafit):
         cols, m, n = device_copy(cols_h), cols_h.shape[0], self.n_rows
         dots = cuda.device_array((m, 2), dtype=np.float64)
         grad = self._column_dots(cols, d["resid"], dots)[:, 0]
-        curvature = self._column_dots(cols, d["curv"], dots)[:, 1]
+        coupling, curvature = self._column_dots(cols, d["curv"], dots).T
         zeros = device_copy(np.zeros((1, n)))
         u = cuda.device_array((1, n), dtype=np.float64)
 
@@ -223,7 +224,10 @@ class GLMDeviceDatafit(DeviceDatafit):
             scale_rows[max(1, min(4096, n // 256)), 256](u, d["curv"])
             return -self._column_dots(cols, u, dots)[:, 0]
 
-        return LocalQuadratic(grad, curvature, hessian_times)
+        ones = np.flatnonzero(cols_h == 0) if self.cpu.first else ()  # device column 0: the intercept's ones
+        if not len(ones):
+            return LocalQuadratic(grad, curvature, hessian_times)
+        return LocalQuadratic(grad, curvature, hessian_times, intercept=int(ones[0]), coupling=coupling.copy())
 
     def information_scale(self, state, columns):
         """(X_A ** 2)' curv on the device where the polish runs there: the curvature alone, as
