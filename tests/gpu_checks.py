@@ -152,9 +152,10 @@ def _sweep_check(model, strata=False, dtype="float64", tol=1e-12, start=False, d
         b = rng.normal(size=cols.size)
         close(qg.hessian_times(b), qc.hessian_times(b), tol, f"{model} Hessian-vector product")
         close(qg.hessian_times(2 * b), qc.hessian_times(2 * b), tol, f"{model} second Hessian-vector product")
-        qc, qg = df.local_quadratic(sc, np.arange(p)), dev.local_quadratic(sg, np.arange(p))  # a GLM's intercept in
+        # every coefficient, a GLM's intercept among them: its position and Hessian column as the CPU's
+        qc, qg = df.local_quadratic(sc, np.arange(p)), dev.local_quadratic(sg, np.arange(p))
         assert qg.intercept == qc.intercept, f"{model}: the polish's intercept {qg.intercept} != {qc.intercept}"
-        if qc.intercept is not None:  # its Hessian column, for the centring preconditioner
+        if qc.intercept is not None:
             close(qg.coupling, qc.coupling, tol, f"{model} intercept's Hessian column")
     prior = sweep_prior(beta)
     bc, bg = beta.copy(), beta.copy()

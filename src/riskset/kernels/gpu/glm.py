@@ -227,7 +227,7 @@ class GLMDeviceDatafit(DeviceDatafit):
         ones = np.flatnonzero(cols_h == 0) if self.cpu.first else ()  # device column 0: the intercept's ones
         if not len(ones):
             return LocalQuadratic(grad, curvature, hessian_times)
-        return LocalQuadratic(grad, curvature, hessian_times, intercept=int(ones[0]), coupling=coupling.copy())
+        return LocalQuadratic(grad, curvature, hessian_times, intercept=int(ones[0]), coupling=coupling)
 
     def information_scale(self, state, columns):
         """(X_A ** 2)' curv on the device where the polish runs there: the curvature alone, as
