@@ -246,3 +246,91 @@ def test_logistic_newton_steps_centred_on_the_intercept_take_fewer_products_to_t
     assert centred.converged and plain.converged and centred.kkt <= 1e-4
     assert centred.objective == pytest.approx(plain.objective, rel=1e-12)
     assert 0 < n_centred < len(counted)
+
+
+def claims_like_logistic(n=5000, p=200, seed=3):
+    """Binary covariates with log-normal prevalences (0.01% to 50%) beside an intercept."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    prevalence = np.exp(rng.normal(np.log(0.02), 1.5, p)).clip(1e-4, 0.5)
+    X = sp.csc_matrix((rng.random((n, p)) < prevalence).astype(float))
+    effect = np.where(rng.random(p) < 0.2, rng.normal(0, 0.5, p), 0)
+    y = (rng.random(n) < 1 / (1 + np.exp(1 - X @ effect))).astype(float)
+    return riskset.Dataset(X=X, covariate_names=[f"x{j}" for j in range(p)], row_ids=np.arange(n), y=y)
+
+
+@pytest.mark.parametrize("seed, rate, violators_swept, full_sweeps, old_full_sweeps",
+                         [(8, 0.02, [1], 1, 2), (3, 0.05, [71, 27], 2, 2)])
+def test_a_failed_kkt_check_after_polishes_that_no_longer_gain_sweeps_only_the_violators(
+        seed, rate, violators_swept, full_sweeps, old_full_sweeps, monkeypatch):
+    """A CV fold fit warm-started from the full data's fit, conjugate-gradient polishes forced: its
+    polish rounds stall on steps that cross zero with the KKT check failing on active coordinates.
+    Sweeps over those alone, each followed by the check, end the fit at the optimum without another
+    full sweep (seed 8: one coordinate; logistic at N = 1M, P = 20k: an intercept alone, 10 ms
+    against a 3.9 s sweep), while the violation falls at least VIOLATIONS_FALL-fold (seed 3: 71
+    violators, then 27, after which it fell 3.5-fold: the full sweep follows, as it did at once
+    before)."""
+    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)
+    data = claims_like_logistic(seed=seed)
+    logistic = get_model("logistic")
+    full = logistic.datafit(data)
+    l1 = np.r_[0.0, np.full(full.n_coef - 1, rate * fit_ccd(full, np.r_[0.0, np.full(full.n_coef - 1, 1e9)],
+                                                              np.zeros(full.n_coef)).gamma_max)]
+    l2 = np.zeros(full.n_coef)
+    options = SolverOptions(tol=1e-6)
+    start = fit_ccd(full, l1, l2, options=options).beta
+    fold = logistic.datafit(data.subset(np.random.default_rng(100 + seed).random(5000) > 0.1))
+    swept, fixed, checked = [], [], []
+    sweep, violators, kkt_violation = type(fold).sweep, ccd.violators, ccd.kkt_violation
+    monkeypatch.setattr(type(fold), "sweep", lambda self, state, coords, *a: swept.append(len(coords))
+                        or sweep(self, state, coords, *a))
+    before = []  # the number of KKT checks made before each sweep over the violators
+    monkeypatch.setattr(ccd, "violators",
+                        lambda *a: before.append(len(checked)) or fixed.append(violators(*a)) or fixed[-1])
+    monkeypatch.setattr(ccd, "kkt_violation", lambda *a: checked.append(kkt_violation(*a)) or checked[-1])
+    fit = fit_ccd(fold, l1, l2, beta0=start, options=options)
+    assert fit.converged and fit.kkt <= options.kkt_tol
+    assert [f.size for f in fixed] == violators_swept
+    at = swept.index(violators_swept[0])
+    assert swept[at:at + len(violators_swept)] == violators_swept  # each one a sweep over the violators alone
+    assert swept.count(fold.n_coef) == full_sweeps  # the opening's, and one after violations that did not fall
+    if full_sweeps == 1:
+        assert swept[-1] == violators_swept[-1]
+    else:
+        falls = np.array(checked[before[0] - 1:before[-1] + 1])  # the checks before, between and after them
+        assert falls[1] * ccd.VIOLATIONS_FALL <= falls[0] and falls[2] * ccd.VIOLATIONS_FALL > falls[1]
+    tight = fit_ccd(fold, l1, l2, beta0=start, options=SolverOptions(tol=1e-14, kkt_tol=1e-9))
+    assert fit.objective == pytest.approx(tight.objective, rel=1e-9)
+
+    monkeypatch.setattr(ccd, "violators", lambda *a: np.zeros(0, np.int64))  # the old rule: a full sweep
+    swept.clear()
+    old = fit_ccd(fold, l1, l2, beta0=start, options=options)
+    assert old.converged and swept.count(fold.n_coef) == old_full_sweeps
+    assert old.objective == pytest.approx(tight.objective, rel=1e-9)
+
+
+def test_a_non_finite_objective_after_a_sweep_between_polishes_ends_the_fit(monkeypatch):
+    """The sweeps between polishes (over the entrants, over the violators) are not cycles, but a
+    non-finite objective after one ends the fit as after a cycle: not converged, saying where,
+    and nothing swept or polished after it."""
+    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)
+    data = claims_like_logistic(seed=8)
+    logistic = get_model("logistic")
+    full = logistic.datafit(data)
+    l1 = np.r_[0.0, np.full(full.n_coef - 1, 0.02 * fit_ccd(full, np.r_[0.0, np.full(full.n_coef - 1, 1e9)],
+                                                              np.zeros(full.n_coef)).gamma_max)]
+    l2 = np.zeros(full.n_coef)
+    start = fit_ccd(full, l1, l2, options=SolverOptions(tol=1e-6)).beta
+    fold = logistic.datafit(data.subset(np.random.default_rng(108).random(5000) > 0.1))
+    swept, events = [], []
+    sweep, loglik, violators = type(fold).sweep, type(fold).loglik, ccd.violators
+    monkeypatch.setattr(type(fold), "sweep", lambda self, state, coords, *a: swept.append(len(coords))
+                        or events.append("sweep") or sweep(self, state, coords, *a))
+    monkeypatch.setattr(ccd, "violators", lambda *a: events.append("violators") or violators(*a))
+    monkeypatch.setattr(type(fold), "loglik", lambda self, state: np.nan if events[-2:] == ["violators", "sweep"]
+                        else loglik(self, state))
+    fit = fit_ccd(fold, l1, l2, beta0=start, options=SolverOptions(tol=1e-6))
+    assert not fit.converged and fit.status == "not_converged"
+    assert "sweeping the coordinates violating the KKT conditions: the objective became nan" in fit.message
+    assert events[-2:] == ["violators", "sweep"] and swept[-1] == 1

@@ -26,9 +26,11 @@ linear predictor) methods. Named steps:
    in the units of :func:`kkt_unit` (the largest L1 rate; without an L1 prior, each
    coefficient's sqrt(I_jj + l2_j) at the point checked; with one, the smaller of the two
    for a coefficient without an L1 term), must be at most ``kkt_tol``; if not, full sweeps and
-   Newton polishing go on. The achieved violation is reported (``SolverResult.kkt``). A
-   gradient costs one pass over X, a sweep one refresh of the risk-set sums per coordinate
-   (of the order of a thousand passes): a polish that settled is checked, not swept again.
+   Newton polishing go on (after polishes that no longer gain, sweeps over the violating
+   coordinates alone first: :func:`sweep_violators`). The achieved violation is reported
+   (``SolverResult.kkt``). A gradient costs one pass over X, a sweep one refresh of the
+   risk-set sums per coordinate (of the order of a thousand passes): a polish that settled
+   is checked, not swept again.
 4. ``polish``: Newton steps on the active set, projected on its orthant (a coordinate
    that would cross zero stops there): after each full sweep that did not converge
    (it has just settled the active set) and every few cycles of slow linear progress.
@@ -96,6 +98,12 @@ POLISH_ROUNDS = 20
 #: is followed at once by a polish at ``tol`` times this. A sweep would cost more: at
 #: N = 1M a conjugate-gradient polish costs a seventh of the sweep it spares.
 POLISH_SETTLED = 1e-2
+
+#: Sweeps over the coordinates that violate the KKT conditions, after polishes that no longer
+#: gain, before a full sweep (:func:`sweep_violators`) ...
+VIOLATOR_SWEEPS = 3
+#: ... each after one that reduced the largest violation at least this many times.
+VIOLATIONS_FALL = 4.0
 
 #: A warm start opens with a Newton polish, not a full sweep, when the coordinates that would
 #: enter its active set are at most 5 and this fraction of it (:func:`opening_entrants`; a CV
@@ -314,6 +322,15 @@ class CycleControl:
             self.full = False
         self._cap()
 
+    def swept(self, objective: float, which: str) -> None:
+        """Account for a sweep over some coordinates between polishes (``which``: the entrants,
+        the violators) that ended at ``objective``; not a cycle, but a non-finite objective ends
+        the fit as one does (:meth:`record`)."""
+        self.objective = objective
+        if not np.isfinite(objective):
+            self.done, self.change, self.failed = True, np.nan, True
+            self.message = f"the fit stopped after cycle {self.k}, sweeping {which}: the objective became {objective}"
+
     def checked(self, kkt: float, grad: np.ndarray | None = None) -> None:
         """Account for the KKT violation (relative) after a full sweep that met ``tol``, found
         from the gradient ``grad`` (kept if the fit ends here: nothing moves after)."""
@@ -413,8 +430,9 @@ def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions,
     polish). Coordinates that a conjugate-gradient step stopped at their centers stay
     there unless their slope beats the L1 rate; those at their centers whose slope does
     (:meth:`~riskset.core.penalty.Penalty.kkt_violations` > 0) enter by one coordinate
-    step each (a sweep over them alone, trust regions ``radius``) before the next polish.
-    ``opening``: (entrants, the gradient that found them) of a warm start
+    step each (a sweep over them alone, trust regions ``radius``) before the next polish; a
+    check that fails with none to enter after a round that no longer gains hands over to
+    :func:`sweep_violators`. ``opening``: (entrants, the gradient that found them) of a warm start
     (:func:`opening_entrants`): they join the first Newton step instead, on the side their
     slopes point to (a Cox coordinate step at N = 1M refreshes the risk-set sums, ~6 ms: the
     30-50 entrants of a CV fold fit cost 3-5 gradients as a sweep, next to nothing in a
@@ -450,9 +468,38 @@ def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions,
         enter = entrants(beta, grad, pen, free)
         if enter.size:
             datafit.sweep(state, enter, beta, pen.table, radius)
-            ctl.objective = datafit.loglik(state) - pen.value(beta)
-        elif not gained > opts.tol:
-            return beta, state  # the KKT check failed on the active set and the polish no longer gains
+            ctl.swept(datafit.loglik(state) - pen.value(beta), "the entrants")
+            if ctl.done:
+                return beta, state
+        elif not gained > opts.tol:  # the KKT check failed on the active set and the polish no longer gains
+            if polish_set(beta, pen, free, opts.polish_max_active) is None:
+                return beta, state  # nothing polished (polishing off): the sweeps of plain CCD go on
+            return sweep_violators(datafit, beta, state, grad, pen, free, opts, ctl, radius)
+    return beta, state
+
+
+def sweep_violators(datafit, beta, state, grad, pen: Penalty, free, opts: SolverOptions, ctl: CycleControl, radius):
+    """After a KKT check that failed (its gradient ``grad``) where Newton polishes no longer gain:
+    sweeps over the coordinates that violate the conditions (:func:`violators`), each followed by
+    the check, while the violation falls at least :data:`VIOLATIONS_FALL`-fold, at most
+    :data:`VIOLATOR_SWEEPS` times. A full sweep (what the cycles do next if the fit has not
+    converged) moves every active coordinate and screens the resting ones; a sweep over the
+    violators alone moves only those the polish left off their optimum (logistic, N = 1M,
+    P = 20k, CV fold fits with 160-1350 active coefficients: an intercept alone at 1.5e-4 of
+    the rate, 10 ms against a 3.9 s sweep; 33-484 violators, 0.45-2.2 s against 0.9-3.3 s).
+    Returns (beta, state)."""
+    for _ in range(VIOLATOR_SWEEPS):
+        fix = violators(datafit, beta, state, grad, pen, free, opts.kkt_tol)
+        if not fix.size:
+            break
+        before = ctl.kkt
+        datafit.sweep(state, fix, beta, pen.table, radius)
+        ctl.swept(datafit.loglik(state) - pen.value(beta), "the coordinates violating the KKT conditions")
+        if ctl.done:
+            break
+        beta, state, grad = kkt_check(datafit, beta, state, pen, free, opts, ctl)
+        if ctl.done or not ctl.kkt * VIOLATIONS_FALL <= before:
+            break
     return beta, state
 
 
@@ -465,6 +512,13 @@ def entrants(beta, grad, pen: Penalty, free) -> np.ndarray:
     """The free coordinates at their centers whose slope ``grad`` beats their L1 rate: those a
     coordinate step would move off the center."""
     return np.flatnonzero(free & pen.at_center(beta) & (np.abs(grad) > pen.l1))
+
+
+def violators(datafit, beta, state, grad, pen: Penalty, free, kkt_tol) -> np.ndarray:
+    """The free coordinates whose KKT violation at ``beta`` (``state``, the log-likelihood's
+    gradient ``grad``) exceeds ``kkt_tol`` in the units of :func:`kkt_unit`."""
+    unit = kkt_unit(datafit, pen, free, state)
+    return np.flatnonzero(free & (pen.kkt_violations(beta, grad) / unit > kkt_tol))
 
 
 def opening_entrants(beta, grad, pen: Penalty, free, max_active) -> np.ndarray | None:
