@@ -84,6 +84,22 @@ the active set's row copy (0.4-0.9 s at 1M) is built only for a step that asks f
 (``ColumnProducts.gram_operator``). This machine ran ~45% slower this day than on
 2026-11-26 (A: 444.9 s against 307.5 s for nearly the same code).
 
+    python benchmarks/bench_propensity.py --systems riskset    # 2026-11-27 later, pairs one after the other
+                                                               # (A: PYTHONPATH=<checkout of d8231fe>/src)
+
+    system                             N     cv+refit wall s   cpu s      peak RSS   nonzero  gap
+    riskset, violators swept (B)       1M    398.6 / 437.8    567 / 621   2.38 GiB    1442    0
+    riskset before (A, d8231fe)        1M        457.7          637       2.46 GiB    1442    0
+    riskset, violators swept (B)       1M        349.6          503       2.38 GiB    1442    0
+    riskset before (A, d8231fe)        1M        391.5          553       2.38 GiB    1442    0
+
+Polish rounds that stall (their Newton steps cross zero) with the KKT check failing on a few
+active coefficients sweep those alone (``ccd.sweep_violators``) instead of every coordinate:
+folds 0-2, 30 fold fits, full sweeps 36 -> 30 (one thread, 61-67 s of full sweeps -> 48-50
+s). The first B pair ran a version with one such sweep, the second the final rule (up to 3
+while the violation falls 4-fold). B / A: 0.87, 0.96, 0.89 in wall time; the machine's
+speed drifted by 17% between the two A runs.
+
 N x P = 1M x 20k, 1e8 non-zeros (X: 1.1 GiB as CSC float64 + int32). riskset's two
 threads work inside each fold fit (--jobs 1: folds one after another); glmnet is serial.
 At 100k rows riskset is 9.2x Cyclops in wall time and 5.2x in CPU time; at 1M it takes
