@@ -260,6 +260,20 @@ def claims_like_logistic(n=5000, p=200, seed=3):
     return riskset.Dataset(X=X, covariate_names=[f"x{j}" for j in range(p)], row_ids=np.arange(n), y=y)
 
 
+def claims_like_fold_fit(seed, rate, tol):
+    """A CV fold fit of :func:`claims_like_logistic` (90% of its rows), its L1 rate ``rate`` x
+    gamma_max, started from the full data's fit at ``tol``: (fold datafit, l1, l2, start)."""
+    data = claims_like_logistic(seed=seed)
+    logistic = get_model("logistic")
+    full = logistic.datafit(data)
+    l1 = np.r_[0.0, np.full(full.n_coef - 1, rate * fit_ccd(full, np.r_[0.0, np.full(full.n_coef - 1, 1e9)],
+                                                              np.zeros(full.n_coef)).gamma_max)]
+    l2 = np.zeros(full.n_coef)
+    start = fit_ccd(full, l1, l2, options=SolverOptions(tol=tol)).beta
+    fold = logistic.datafit(data.subset(np.random.default_rng(100 + seed).random(len(data.y)) > 0.1))
+    return fold, l1, l2, start
+
+
 @pytest.mark.parametrize("seed, rate, violators_swept, full_sweeps, old_full_sweeps",
                          [(8, 0.02, [1], 1, 2), (3, 0.05, [71, 27], 2, 2)])
 def test_a_failed_kkt_check_after_polishes_that_no_longer_gain_sweeps_only_the_violators(
@@ -272,15 +286,8 @@ def test_a_failed_kkt_check_after_polishes_that_no_longer_gain_sweeps_only_the_v
     violators, then 27, after which it fell 3.5-fold: the full sweep follows, as it did at once
     before)."""
     monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)
-    data = claims_like_logistic(seed=seed)
-    logistic = get_model("logistic")
-    full = logistic.datafit(data)
-    l1 = np.r_[0.0, np.full(full.n_coef - 1, rate * fit_ccd(full, np.r_[0.0, np.full(full.n_coef - 1, 1e9)],
-                                                              np.zeros(full.n_coef)).gamma_max)]
-    l2 = np.zeros(full.n_coef)
     options = SolverOptions(tol=1e-6)
-    start = fit_ccd(full, l1, l2, options=options).beta
-    fold = logistic.datafit(data.subset(np.random.default_rng(100 + seed).random(5000) > 0.1))
+    fold, l1, l2, start = claims_like_fold_fit(seed, rate, options.tol)
     swept, fixed, checked = [], [], []
     sweep, violators, kkt_violation = type(fold).sweep, ccd.violators, ccd.kkt_violation
     monkeypatch.setattr(type(fold), "sweep", lambda self, state, coords, *a: swept.append(len(coords))
@@ -315,14 +322,7 @@ def test_a_non_finite_objective_after_a_sweep_between_polishes_ends_the_fit(monk
     non-finite objective after one ends the fit as after a cycle: not converged, saying where,
     and nothing swept or polished after it."""
     monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)
-    data = claims_like_logistic(seed=8)
-    logistic = get_model("logistic")
-    full = logistic.datafit(data)
-    l1 = np.r_[0.0, np.full(full.n_coef - 1, 0.02 * fit_ccd(full, np.r_[0.0, np.full(full.n_coef - 1, 1e9)],
-                                                              np.zeros(full.n_coef)).gamma_max)]
-    l2 = np.zeros(full.n_coef)
-    start = fit_ccd(full, l1, l2, options=SolverOptions(tol=1e-6)).beta
-    fold = logistic.datafit(data.subset(np.random.default_rng(108).random(5000) > 0.1))
+    fold, l1, l2, start = claims_like_fold_fit(8, 0.02, 1e-6)
     swept, events = [], []
     sweep, loglik, violators = type(fold).sweep, type(fold).loglik, ccd.violators
     monkeypatch.setattr(type(fold), "sweep", lambda self, state, coords, *a: swept.append(len(coords))

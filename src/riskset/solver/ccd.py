@@ -305,9 +305,8 @@ class CycleControl:
     def record(self, objective: float) -> None:
         """Account for one sweep that ended at ``objective``."""
         self.k += 1
-        if not np.isfinite(objective):  # kept: the fit's objective is this, not the last finite one
-            self.objective, self.done, self.change, self.failed = objective, True, np.nan, True
-            self.message = f"the fit stopped at cycle {self.k}: the objective became {objective}"
+        if not np.isfinite(objective):
+            self._stop_non_finite(objective, f"at cycle {self.k}")
             return
         self.change = abs(objective - self.objective) / (abs(objective) + 1.0)
         self.objective = objective
@@ -328,8 +327,13 @@ class CycleControl:
         the fit as one does (:meth:`record`)."""
         self.objective = objective
         if not np.isfinite(objective):
-            self.done, self.change, self.failed = True, np.nan, True
-            self.message = f"the fit stopped after cycle {self.k}, sweeping {which}: the objective became {objective}"
+            self._stop_non_finite(objective, f"after cycle {self.k}, sweeping {which}")
+
+    def _stop_non_finite(self, objective: float, where: str) -> None:
+        """End the fit at a non-finite ``objective``, kept as the fit's (not the last finite one),
+        the message saying ``where``."""
+        self.objective, self.done, self.change, self.failed = objective, True, np.nan, True
+        self.message = f"the fit stopped {where}: the objective became {objective}"
 
     def checked(self, kkt: float, grad: np.ndarray | None = None) -> None:
         """Account for the KKT violation (relative) after a full sweep that met ``tol``, found
