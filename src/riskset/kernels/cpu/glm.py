@@ -18,6 +18,7 @@ import numpy as np
 from numba import njit, prange
 
 from riskset.core.sweep import compile_family
+from riskset.kernels.cpu.prefetch import DISTANCE, prefetch
 
 LOGISTIC, POISSON, GAUSSIAN = 0, 1, 2
 ETA, EXPETA, RESID, CURV, Y, W = 0, 1, 2, 3, 4, 5
@@ -59,7 +60,10 @@ def coordinate(indptr, indices, values, c, rows):
             g += rows[i, RESID]
             h -= rows[i, CURV]
         return g, h
-    for k in range(indptr[c], indptr[c + 1]):
+    end = indptr[c + 1]
+    for k in range(indptr[c], end):
+        if k + DISTANCE < end:
+            prefetch(rows, indices[k + DISTANCE])
         i = indices[k]
         x = values[k]
         g += x * rows[i, RESID]
@@ -83,7 +87,10 @@ def move(family, indptr, indices, values, indicator, c, delta, rows):
         for i in range(rows.shape[0]):
             _update_row(family, rows, i, delta, factor)
         return
-    for k in range(indptr[c], indptr[c + 1]):
+    end = indptr[c + 1]
+    for k in range(indptr[c], end):
+        if k + DISTANCE < end:
+            prefetch(rows, indices[k + DISTANCE])
         dx = delta * values[k]
         _update_row(family, rows, indices[k], dx, factor if indicator[c] else math.exp(dx))
 
