@@ -35,6 +35,7 @@ import numpy as np
 from numba import njit, prange
 
 from riskset.core.sweep import compile_family
+from riskset.kernels.cpu.prefetch import DISTANCE, prefetch
 
 
 #: Slots per block of the blocked scans of a large stratum, and rows per block of the
@@ -140,7 +141,11 @@ def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, 
     (every row enters at its stratum's first slot)."""
     ind = indicator[j]
     factor = math.exp(delta)
-    for i in range(indptr[j], indptr[j + 1]):
+    end = indptr[j + 1]
+    for i in range(indptr[j], end):
+        if i + DISTANCE < end:
+            prefetch(w, indices[i + DISTANCE])
+            prefetch(eta, indices[i + DISTANCE])
         dw = moved_weight(eta, w, indices[i], values[i], delta, factor, ind)
         ex[ken[i]] += dw
         if has_start:
@@ -642,6 +647,8 @@ def walk_chunk(lo, hi, b, g0, indices, values, w, ksn, ken, evn, A1c, A2c, R1, R
     k2 = 0.0
     first = True
     for i in range(lo, hi):
+        if i + DISTANCE < hi:
+            prefetch(w, indices[i + DISTANCE])
         x = values[i]
         wx = w[indices[i]] * x
         kr = ken[i]
@@ -699,7 +706,10 @@ def coordinate_chunked(indptr, indices, values, j, gx0, w, ksn, ken, evn, A1c, A
     for k in prange(n):
         if gradient_only:
             g = 0.0
-            for i in range(bounds[k], bounds[k + 1]):
+            end = bounds[k + 1]
+            for i in range(bounds[k], end):
+                if i + DISTANCE < end:
+                    prefetch(w, indices[i + DISTANCE])
                 wx = w[indices[i]] * values[i]
                 g -= wx * (A1c[ken[i]] - A1c[ksn[i]])
                 if efron and evn[i]:
@@ -733,7 +743,11 @@ def move_chunked(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken,
     factor = math.exp(delta)
     bounds = walk_chunks(indptr[j], indptr[j + 1], ksn, ken, size)
     for k in prange(bounds.shape[0] - 1):
-        for i in range(bounds[k], bounds[k + 1]):
+        end = bounds[k + 1]
+        for i in range(bounds[k], end):
+            if i + DISTANCE < end:
+                prefetch(w, indices[i + DISTANCE])
+                prefetch(eta, indices[i + DISTANCE])
             dw = moved_weight(eta, w, indices[i], values[i], delta, factor, ind)
             ex[ken[i]] += dw
             if evn[i]:
@@ -744,7 +758,10 @@ def move_chunked(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken,
 def gradient_column(indptr, indices, values, j, gx0, w, ksn, ken, evn, A1c, R1, efron):
     """dl/dbeta_j alone in O(nnz_j) (the g of :func:`coordinate_sorted`, bit for bit)."""
     g = gx0
-    for i in range(indptr[j], indptr[j + 1]):
+    end = indptr[j + 1]
+    for i in range(indptr[j], end):
+        if i + DISTANCE < end:
+            prefetch(w, indices[i + DISTANCE])
         wx = w[indices[i]] * values[i]
         g -= wx * (A1c[ken[i]] - A1c[ksn[i]])
         if efron and evn[i]:
