@@ -20,6 +20,10 @@ Next (eaf125e -> e5b0455, 10 x 10, pairs run one after the other): 287.2 -> 262.
 283.6 s (the machine slowed over the hour; the fastest run 244 s) with a fold's opening entrants
 joining its first Newton step instead of a sweep, Newton steps reading the gradient's X' v, and
 the training views' static gradient taken from the full data's.
+2026-11-27 (c91588d -> ae8b5c6, one after the other, on a day the machine ran the same code in
+406.3 s): 10 x 10 406.3 -> 292.1 s (800 -> 580 CPU s, peak RSS 3.1 GB, the same selected variance)
+with the CSC products by 4k-row tiles instead of 32k (a tile's slice of an N-vector in L1: this
+machine's L2 served random reads at 4-5 ns per non-zero); 294.6 s at 00301cf.
 
     python benchmarks/bench_cv.py --model cox --n 100000 --p 1000 --folds 10 --repeats 1 --grid 5 --boot 20
     python benchmarks/bench_cv.py --n 1000000 --grid 3 --boot 0 --no-baseline            # absolute time only

@@ -100,6 +100,18 @@ s). The first B pair ran a version with one such sweep, the second the final rul
 while the violation falls 4-fold). B / A: 0.87, 0.96, 0.89 in wall time; the machine's
 speed drifted by 17% between the two A runs.
 
+    python benchmarks/bench_propensity.py --systems riskset    # 2026-11-27 (third session), pairs in turn 
+                                                               # (A: PYTHONPATH=<checkout of c91588d>/src)
+
+    system                             N     cv+refit wall s   cpu s      fit peak RSS   nonzero  gap
+    riskset before (A, c91588d)        1M        417.9          592       1041 MiB       1442    0
+    riskset, 4k tiles, prefetch (B)    1M        377.5          553       1162 MiB       1442    0
+    riskset, 4k tiles, prefetch (B)    1M        322.4          480       1135 MiB       1442    0
+    riskset before (A, c91588d)        1M        397.7          563       1097 MiB       1442    0
+
+The CSC products by 4k-row tiles and the sweeps' software prefetch (full sweeps ~1.5x at
+this size): B / A 0.90 and 0.81 in wall time, the same selected variance and refit.
+
 N x P = 1M x 20k, 1e8 non-zeros (X: 1.1 GiB as CSC float64 + int32). riskset's two
 threads work inside each fold fit (--jobs 1: folds one after another); glmnet is serial.
 At 100k rows riskset is 9.2x Cyclops in wall time and 5.2x in CPU time; at 1M it takes
