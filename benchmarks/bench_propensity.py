@@ -100,7 +100,7 @@ s). The first B pair ran a version with one such sweep, the second the final rul
 while the violation falls 4-fold). B / A: 0.87, 0.96, 0.89 in wall time; the machine's
 speed drifted by 17% between the two A runs.
 
-    python benchmarks/bench_propensity.py --systems riskset    # 2026-11-27 (third session), pairs in turn 
+    python benchmarks/bench_propensity.py --systems riskset    # 2026-11-27 (third session), pairs in turn
                                                                # (A: PYTHONPATH=<checkout of c91588d>/src)
 
     system                             N     cv+refit wall s   cpu s      fit peak RSS   nonzero  gap
