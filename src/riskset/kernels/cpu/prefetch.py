@@ -30,7 +30,7 @@ def prefetch(typingctx, array, row):
         byte_pointer = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
         hint = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer, i32, i32, i32]), "llvm.prefetch.p0")
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer, i32, i32, i32]), "llvm.prefetch.p0i8")
         builder.call(hint, [builder.bitcast(pointer, byte_pointer), i32(0), i32(3), i32(1)])
         return context.get_dummy_value()
 
