@@ -29,3 +29,12 @@ def test_prefetch_is_only_a_hint(index_type, ndim):
     for r in rows:  # the same order of additions
         expected += array[r] if ndim == 1 else array[r, 0]
     assert _gathered(array, rows) == expected
+
+
+def test_prefetch_refuses_a_row_that_is_not_an_integer():
+    @njit(cache=False)
+    def by_float(array):
+        prefetch(array, 1.5)
+
+    with pytest.raises(Exception, match="prefetch"):
+        by_float(np.zeros(4))

@@ -18,8 +18,8 @@ DISTANCE = 16
 
 @intrinsic
 def prefetch(typingctx, array, row):
-    """Hint that ``array[row, 0]`` (``array[row]`` if 1-D) will be read soon (``llvm.prefetch``:
-    a read, kept in every cache level)."""
+    """Hint that ``array[row, 0, ...]`` (``array[row]`` if 1-D) will be read soon
+    (``llvm.prefetch``: a read, kept in every cache level). Arrays and integer rows only."""
 
     def codegen(context, builder, signature, args):
         array_type, row_type = signature.args
@@ -34,4 +34,6 @@ def prefetch(typingctx, array, row):
         builder.call(hint, [builder.bitcast(pointer, byte_pointer), i32(0), i32(3), i32(1)])
         return context.get_dummy_value()
 
+    if not isinstance(array, types.Array) or not isinstance(row, types.Integer):
+        return None  # a typing error naming the arguments, not a wrong address
     return types.void(array, row), codegen
