@@ -1,7 +1,8 @@
 """First run: the one-line note while Numba compiles riskset's kernels, and the disk cache.
 
 Each test runs a fresh Python with an empty ``NUMBA_CACHE_DIR`` of its own, compiling one
-small kernel (``riskset.core.step.newton_step``) so that it stays fast. The note is for
+small kernel (``riskset.core.step.newton_step``) so that it stays fast, or none (the cache
+keys of the families' compiled sweeps, compared between two processes). The note is for
 a person at a terminal, so stderr is a pseudo-terminal here.
 """
 import os
@@ -59,3 +60,33 @@ def test_no_note_when_stderr_is_not_a_terminal(tmp_path):
 
 def test_no_note_for_numba_code_that_is_not_a_riskset_kernel(tmp_path):
     assert NOTE not in run_python(USER_KERNEL, tmp_path)
+
+
+
+CACHE_KEYS = """
+import hashlib, importlib, pkgutil
+import riskset.kernels.cpu as cpu
+from numba.core.serialize import dumps
+from riskset.core.sweep import CompiledFamily
+for info in pkgutil.iter_modules(cpu.__path__):
+    module = importlib.import_module(f"riskset.kernels.cpu.{info.name}")
+    for value in vars(module).values():
+        for family in (value.values() if isinstance(value, dict) else [value]):
+            if isinstance(family, CompiledFamily):
+                for closure in (family.sweep, family.coordinate):
+                    cells = tuple(c.cell_contents for c in closure.py_func.__closure__)
+                    print(closure.py_func.__qualname__, hashlib.sha256(dumps(cells)).hexdigest())
+"""
+
+
+def test_every_process_finds_the_compiled_sweeps_in_the_disk_cache(tmp_path):
+    """Numba keys a closure's disk cache on a pickle of its cells (the family's kernels and
+    what they call): it must be the same in every process, or every process compiles each
+    family's sweep again (an intrinsic pickled with a random UUID did that to Cox's, ~8 s)."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=str(SRC))
+    keys = [subprocess.run([sys.executable, "-c", CACHE_KEYS], env=env, capture_output=True, text=True, check=True,
+                           timeout=300).stdout for _ in range(2)]
+    assert keys[0] == keys[1]
+    names = {line.split()[0] for line in keys[0].splitlines()}
+    assert {"compile_family.<locals>.sweep__cox_sparse", "compile_family.<locals>.sweep__glm",
+            "compile_family.<locals>.coordinate__fine_gray_scan"} <= names

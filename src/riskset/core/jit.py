@@ -3,11 +3,14 @@
 Numba keys the disk cache of a closure on its bytecode and a pickle of its closure
 cells. Cells holding compiled functions pickle with each function's UUID, random per
 process, and with its Python function, whose globals bring the compiled functions it
-calls (with theirs), so the key would change every run. :func:`stable_uuid` gives a
-compiled function, and every compiled function it reaches through its globals, a UUID
-from its qualified name and its source file's size and modification time (Numba's own
-rule for when a cache is stale): stable across processes, new when a source changes, so
-a sweep that inlines a changed family kernel (or step) recompiles.
+calls (with theirs) and the intrinsics it uses (e.g.
+:func:`riskset.kernels.cpu.prefetch.prefetch`, likewise pickled with a random UUID), so the
+key would change every run and every process would compile the sweeps again (~8 s for
+Cox's). :func:`stable_uuid` gives a compiled function, and every compiled function and
+intrinsic it reaches through its globals, a UUID from its qualified name and its source
+file's size and modification time (Numba's own rule for when a cache is stale): stable
+across processes, new when a source changes, so a sweep that inlines a changed family
+kernel (or step, or intrinsic) recompiles.
 :func:`closure_jit` also gives each closure a distinct name, since Numba derives symbol
 names from ``__qualname__`` and two cached libraries exposing one symbol would be
 linked to each other.
@@ -19,31 +22,39 @@ import types
 
 from numba import njit
 from numba.core.dispatcher import Dispatcher
+from numba.core.extending import _Intrinsic
 
 OPTIONS = dict(cache=True, nogil=True, error_model="numpy")
 
 
 def stable_uuid(dispatcher, _seen=None) -> None:
-    """Give a compiled function, and those it calls, deterministic UUIDs (see the module
-    docstring)."""
+    """Give a compiled function, and the compiled functions and intrinsics it calls,
+    deterministic UUIDs (see the module docstring)."""
     seen = set() if _seen is None else _seen
     if id(dispatcher) in seen:
         return
     seen.add(id(dispatcher))
     fn = dispatcher.py_func
+    _set_stable_uuid(dispatcher, fn)
+    for name in _global_names(fn.__code__):
+        callee = fn.__globals__.get(name)
+        if isinstance(callee, Dispatcher):
+            stable_uuid(callee, seen)
+        elif isinstance(callee, _Intrinsic):
+            _set_stable_uuid(callee, callee._defn)
+
+
+def _set_stable_uuid(compiled, fn) -> None:
+    """The UUID of ``compiled`` (a dispatcher or an intrinsic) from its Python function ``fn``."""
     try:
         st = os.stat(fn.__code__.co_filename)
         stamp = f"{st.st_size}:{st.st_mtime_ns}"
     except OSError:  # pragma: no cover - no source file
         stamp = "?"
     try:
-        dispatcher._set_uuid(f"riskset/{fn.__module__}.{fn.__qualname__}/{stamp}")
+        compiled._set_uuid(f"riskset/{fn.__module__}.{fn.__qualname__}/{stamp}")
     except AssertionError:  # already set (a kernel shared by two families)
         pass
-    for name in _global_names(fn.__code__):
-        callee = fn.__globals__.get(name)
-        if isinstance(callee, Dispatcher):
-            stable_uuid(callee, seen)
 
 
 def _global_names(code) -> set:
