@@ -11,7 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from riskset.kernels.cpu.compile_notice import NOTE
+import numba
+
+from riskset.kernels.cpu.compile_notice import NOTE, is_riskset_kernel
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
@@ -60,6 +62,16 @@ def test_no_note_when_stderr_is_not_a_terminal(tmp_path):
 
 def test_no_note_for_numba_code_that_is_not_a_riskset_kernel(tmp_path):
     assert NOTE not in run_python(USER_KERNEL, tmp_path)
+
+
+def test_a_function_made_by_exec_compiles_beside_the_notice():
+    """Its ``__module__`` is None: the notice's listener, called at every compilation in the
+    process, once failed the user's compilation with an AttributeError."""
+    namespace = {}
+    exec("def add_one(x):\n    return x + 1", namespace)
+    kernel = numba.njit(namespace["add_one"])
+    assert not is_riskset_kernel(kernel)
+    assert kernel(1.0) == 2.0
 
 
 

@@ -34,7 +34,7 @@ KERNEL_MODULES = ("riskset.kernels.cpu.", "riskset.core.")
 
 def is_riskset_kernel(dispatcher) -> bool:
     """Whether ``dispatcher`` is one of riskset's cached CPU kernels."""
-    return dispatcher.py_func.__module__.startswith(KERNEL_MODULES)
+    return (dispatcher.py_func.__module__ or "").startswith(KERNEL_MODULES)  # None: a function made by exec
 
 
 def someone_is_watching() -> bool:
