@@ -38,7 +38,8 @@ from riskset.data.risksets import (build_risk_sets, check_survival, column_break
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
-                                 drop_constant_covariates, require_information, risk_set_block_work, weight_overflow)
+                                 drop_constant_covariates, require_information, risk_set_block_work, weight_overflow,
+                                 work_vectors)
 from riskset.validation import coef_mapping, finite_numbers, one_of
 
 TIES = ("breslow", "efron")
@@ -161,8 +162,9 @@ class CoxDatafit(Datafit):
         state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))
         n, ns = self.n_rows, self.rs.n_slots
         state.w = np.empty(n)
-        for name in ("ex", "en", "ev", "D", "Q1", "Q2", "R1", "R2", "T2", "A1c", "A2c"):
-            setattr(state, name, np.zeros(ns))
+        slots = ("ex", "en", "ev", "D", "Q1", "Q2", "R1", "R2", "T2", "A1c", "A2c")
+        for name, vector in zip(slots, work_vectors(len(slots), ns)):
+            setattr(state, name, vector)
         state.moved = np.zeros(K.MOVED_COLUMNS + 1, np.int64)
         self._sync(state)
         if self.formulation == "scan":
@@ -267,8 +269,8 @@ class CoxDatafit(Datafit):
         else:
             xv, x2v = self.products.dot2(cols, v)
         ns = self.rs.n_slots
-        U1, E1u, C = np.empty(ns), np.empty(ns), np.empty(ns)
-        u, z = np.empty(self.n_rows), np.empty(self.n_rows)
+        U1, E1u, C = work_vectors(3, ns, fill=None)
+        u, z = work_vectors(2, self.n_rows, fill=None)
 
         def hessian_times(b):
             self.products.times(cols, b, u)
