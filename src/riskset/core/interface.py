@@ -35,17 +35,6 @@ SCREENED_SWEEP_ROWS = 2**18
 SCREENED_SWEEP_MIN = 64
 
 
-def work_vectors(count: int, length: int, fill: float | None = 0.0) -> np.ndarray:
-    """``count`` float64 vectors of ``length`` (zeros, or uninitialized with ``fill=None``) as the
-    rows of one block, for a state's or a product's work arrays. Allocated separately, vectors
-    of a few MB each come back from the OS page by page, every time (the allocator returns
-    freed memory, and a state lives for one trial of a Newton step); one block of 4 MB or
-    more is backed by huge pages where the OS allows (numpy asks for them). Measured at
-    N = 1M, Cox, 387k event slots: a state's 11 slot vectors 24 -> 7 ms, its whole new state
-    ~50 -> ~35 ms."""
-    return np.zeros((count, length)) if fill is not None else np.empty((count, length))
-
-
 @dataclass
 class LocalQuadratic:
     """Second-order model of the log-likelihood on a set of columns A at one state.

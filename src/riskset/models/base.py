@@ -21,7 +21,7 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from riskset.core.interface import SEPARABILITY_REACH, Datafit, FitState, LocalQuadratic, work_vectors  # noqa: F401
+from riskset.core.interface import SEPARABILITY_REACH, Datafit, FitState, LocalQuadratic  # noqa: F401
 from riskset.data.dataset import first_names
 from riskset.exceptions import DataWarning, InputError
 

@@ -38,8 +38,7 @@ from riskset.data.risksets import (build_risk_sets, check_survival, column_break
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
-                                 drop_constant_covariates, require_information, risk_set_block_work, weight_overflow,
-                                 work_vectors)
+                                 drop_constant_covariates, require_information, risk_set_block_work, weight_overflow)
 from riskset.validation import coef_mapping, finite_numbers, one_of
 
 TIES = ("breslow", "efron")
@@ -109,12 +108,9 @@ class CoxDatafit(Datafit):
         and every static structure; weight 0 removes a row exactly (also for Efron ties)."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
-        cw = np.ascontiguousarray(np.asarray(weights, dtype=np.float64)[self.data_rows])
-        ev = self.event == 1
-        eslot = self.ke[ev] - 1
-        ns = self.rs.n_slots
-        slot_d = np.bincount(eslot, weights=cw[ev], minlength=ns).astype(np.float64)
-        slot_m = np.bincount(eslot, weights=(cw[ev] > 0), minlength=ns).astype(np.float64)
+        cw, slot_d, slot_m = np.empty(self.n_rows), np.zeros(self.rs.n_slots), np.zeros(self.rs.n_slots)
+        K.case_weights(np.ascontiguousarray(weights, dtype=np.float64), self.data_rows, self.event, self.ke, cw, slot_d,
+                       slot_m)
         new.rs = replace(self.rs, slot_d=slot_d, slot_m=slot_m)
         new.cw = cw
         new.efron = self.ties == "efron" and bool(np.any(slot_m > 1))
@@ -162,9 +158,8 @@ class CoxDatafit(Datafit):
         state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))
         n, ns = self.n_rows, self.rs.n_slots
         state.w = np.empty(n)
-        slots = ("ex", "en", "ev", "D", "Q1", "Q2", "R1", "R2", "T2", "A1c", "A2c")
-        for name, vector in zip(slots, work_vectors(len(slots), ns)):
-            setattr(state, name, vector)
+        for name in ("ex", "en", "ev", "D", "Q1", "Q2", "R1", "R2", "T2", "A1c", "A2c"):
+            setattr(state, name, np.zeros(ns))
         state.moved = np.zeros(K.MOVED_COLUMNS + 1, np.int64)
         self._sync(state)
         if self.formulation == "scan":
@@ -269,8 +264,8 @@ class CoxDatafit(Datafit):
         else:
             xv, x2v = self.products.dot2(cols, v)
         ns = self.rs.n_slots
-        U1, E1u, C = work_vectors(3, ns, fill=None)
-        u, z = work_vectors(2, self.n_rows, fill=None)
+        U1, E1u, C = np.empty(ns), np.empty(ns), np.empty(ns)
+        u, z = np.empty(self.n_rows), np.empty(self.n_rows)
 
         def hessian_times(b):
             self.products.times(cols, b, u)

@@ -40,8 +40,7 @@ from riskset.data.dataset import row_label
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
-                                 drop_constant_covariates, require_information, risk_set_block_work, weight_overflow,
-                                 work_vectors)
+                                 drop_constant_covariates, require_information, risk_set_block_work, weight_overflow)
 
 FORMULATIONS = ("sparse", "scan")
 
@@ -225,9 +224,11 @@ class FineGrayDatafit(Datafit):
         state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))
         ns = self.n_slots
         state.w = np.empty(self.n_rows)
-        slots = work_vectors(8, ns + 1)
-        state.W, state.Wc, state.A1, state.B1, state.A2, state.A2G, state.A2GG = slots[:7]
-        state.D = slots[7, :ns]
+        state.W = np.zeros(ns + 1)
+        state.Wc = np.zeros(ns + 1)
+        state.D = np.zeros(ns)
+        for name in ("A1", "B1", "A2", "A2G", "A2GG"):
+            setattr(state, name, np.zeros(ns + 1))
         state.dirty = np.zeros(1, dtype=np.bool_)
         if self.formulation == "scan":
             state.xd = np.zeros(self.n_rows)
@@ -294,8 +295,8 @@ class FineGrayDatafit(Datafit):
         xv, x2v = self.products.dot2(cols, v)
         with np.errstate(divide="ignore", invalid="ignore"):
             q2 = np.where(self.slot_d > 0, self.slot_d / state.D ** 2, 0.0)  # d / D^2 per event slot
-        U, Uc = work_vectors(2, self.n_slots + 1, fill=None)
-        u, z = work_vectors(2, self.n_rows, fill=None)
+        U, Uc = np.empty(self.n_slots + 1), np.empty(self.n_slots + 1)
+        u, z = np.empty(self.n_rows), np.empty(self.n_rows)
 
         def hessian_times(b):
             self.products.times(cols, b, u)

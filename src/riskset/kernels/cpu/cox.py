@@ -59,6 +59,19 @@ STRATA_CHUNK = 256
 WALK_CHUNK = 1 << 13
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def case_weights(weights, data_rows, event, ke, cw, slot_d, slot_m):
+    """A reweighting's case weights cw (``weights`` of the Dataset rows, in datafit row order)
+    and, per event slot, its events' weight slot_d and number of positive weight slot_m,
+    added in row order (one pass; NumPy's gather and two bincounts took ~26 ms at N = 1M)."""
+    for r in range(cw.shape[0]):
+        c = weights[data_rows[r]]
+        cw[r] = c
+        if event[r] == 1:
+            slot_d[ke[r] - 1] += c
+            slot_m[ke[r] - 1] += 1.0 if c > 0.0 else 0.0
+
+
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def row_weights(eta, cw, w):
     """w = c exp(eta), in parallel blocks of rows (each w_r depends on row r alone)."""
