@@ -121,6 +121,7 @@ class ColumnProducts:
         self._csr = None
         self._kept = _Kept()
         self._unit = None
+        self._norms = None
         self._lock = threading.Lock()
 
     def __getstate__(self):
@@ -143,7 +144,7 @@ class ColumnProducts:
         order = np.argsort(cols, kind="stable")
         cols, b = cols[order], b[order]
         out = np.empty(self.n_rows) if out is None else out
-        if self._rows_cheaper(cols):
+        if self.rows_cheaper(cols):
             rptr, rcol, rval = self.row_major()
             full, ones = self._spread(cols, b)
             csr_times(rptr, rcol, rval, full, ones, self.bounds, out)
@@ -206,7 +207,7 @@ class ColumnProducts:
         c = np.ascontiguousarray(c, dtype=np.float64)
         # the CSC's two passes against one over A's row copy: the switch point measured before the
         # tiles (two passes at the untiled cost 3 = four at the tiled 1.5)
-        if not copy or not self._rows_cheaper(cols, 4):
+        if not copy or not self.rows_cheaper(cols, 4):
             z = self.times(cols, b)
             z *= c
             return self.dot(cols, z)
@@ -277,6 +278,13 @@ class ColumnProducts:
                 self._tile_ptr = csc_tile_pointers(self.indptr, self.indices, self.tiles)
         return self._tile_ptr
 
+    def column_norms(self) -> np.ndarray:
+        """||x_j||_2 of every column (computed on first use, shared by the reweighted views)."""
+        with self._lock:
+            if self._norms is None:
+                self._norms = csc_column_norms(self.indptr, self.values)
+        return self._norms
+
     @property
     def unit(self) -> np.ndarray:
         """Per column: all its stored values are 1 (computed on first use)."""
@@ -311,7 +319,7 @@ class ColumnProducts:
         real = cols[cols >= 0]
         return int(np.sum(self.indptr[real + 1] - self.indptr[real])) + self.n_rows * int(np.sum(cols < 0))
 
-    def _rows_cheaper(self, cols, csc_factor: int = 1) -> bool:
+    def rows_cheaper(self, cols, csc_factor: int = 1) -> bool:
         """Whether a product over the CSR (every non-zero of X, streamed) does less work than
         over the CSC (the non-zeros of A, each a random access into a tile once N-vectors
         leave the cache), the CSC's work counted ``csc_factor`` times (its passes against
@@ -355,7 +363,7 @@ class ColumnProducts:
         m = cols.shape[0]
         out = np.empty(m) if out is None else out
         squares = out2 is not None
-        if self._rows_cheaper(cols):
+        if self.rows_cheaper(cols):
             rptr, rcol, rval = self.row_major()
             pos, ones = self._positions(cols)
             direct = m == self.n_cols and bool(np.all(pos == np.arange(m)))  # every column, in order
@@ -393,6 +401,19 @@ def _first_at_or_after(indices, lo, hi, row):
         else:
             hi = mid
     return lo
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def csc_column_norms(indptr, values):
+    """||x_j||_2 of every column of a CSC matrix."""
+    n_cols = indptr.shape[0] - 1
+    out = np.empty(n_cols)
+    for j in prange(n_cols):
+        s = 0.0
+        for k in range(indptr[j], indptr[j + 1]):
+            s += values[k] * values[k]
+        out[j] = np.sqrt(s)
+    return out
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")

@@ -229,6 +229,14 @@ class Datafit(ABC):
         whose gradient is a product of the columns with a row vector reads only theirs)."""
         return self.gradient(state)[coefs]
 
+    def slope_rows(self, state: FitState) -> tuple[np.ndarray, np.ndarray] | None:
+        """(r, norms) where each slope is a product with one row vector r at ``state``,
+        dl/dbeta_j = a_j - x_j' r with a_j the same at every state and ``norms[j]`` = ||x_j||_2:
+        between two states slope j moves by at most norms[j] ||r - r'||_2, the bound of the
+        screened KKT checks (:mod:`riskset.solver.screening`). None (here) where the family's
+        gradient has no such form."""
+        return None
+
     @abstractmethod
     def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:
         """Dense block d2l/dbeta_a dbeta_b for a, b in ``columns`` (a small set)."""

@@ -213,6 +213,15 @@ class CoxDatafit(Datafit):
         state.hazard_sums = self.products.dot(np.arange(self.n_coef), self._row_hazards(state))
         return self.gx0 - state.hazard_sums
 
+    def slopes(self, state, coefs):
+        """gx0 - X' v over the columns of ``coefs`` only."""
+        coefs = np.asarray(coefs, dtype=np.int64)
+        return self.gx0[coefs] - self.products.dot(coefs, self._row_hazards(state))
+
+    def slope_rows(self, state):
+        """(v, ||x_j||_2): the gradient is gx0 - X' v (:meth:`gradient`)."""
+        return self._row_hazards(state), self.products.column_norms()
+
     def _row_hazards(self, state):
         """v = :func:`~riskset.kernels.cpu.cox.row_hazard_terms` at the (synced) state, computed
         once per state: the gradient is gx0 - X' v and the first Hessian term -X' diag(v) X."""

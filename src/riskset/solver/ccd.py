@@ -56,6 +56,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from riskset.core.interface import Datafit, FitState
 from riskset.core.penalty import Penalty
+from riskset.solver.screening import kkt_gradient, reference
 from riskset.solver.separation import diverging_coefficients, nonexistence_message
 
 
@@ -293,6 +294,7 @@ class CycleControl:
         self.done, self.converged, self.failed = options.max_iter <= 0, False, False
         self.wants_kkt, self.kkt, self.kkt_failed = False, np.nan, False
         self.grad = None  # the gradient of the KKT check that ended the fit (converged: the last step)
+        self.reference = None  # the last exact gradient, for screened KKT checks (riskset.solver.screening)
         self.message = f"reached max_iter = {self.max_iter} cycles" if self.done else ""
 
     def coords(self, coords, beta, pen: Penalty):
@@ -337,7 +339,8 @@ class CycleControl:
 
     def checked(self, kkt: float, grad: np.ndarray | None = None) -> None:
         """Account for the KKT violation (relative) after a full sweep that met ``tol``, found
-        from the gradient ``grad`` (kept if the fit ends here: nothing moves after)."""
+        from the gradient ``grad`` (kept if the fit ends here: nothing moves after; None where
+        the check screened it, :func:`riskset.solver.screening.kkt_gradient`)."""
         self.wants_kkt, self.kkt = False, kkt
         if kkt <= self.kkt_tol:
             self.grad = grad
@@ -417,8 +420,10 @@ def kkt_check(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, ctl
     sets polished to machine precision first, then :meth:`CycleControl.checked` with the
     violation (:func:`kkt_violation`). Returns (beta, state, the gradient)."""
     beta, state, ctl.objective, _ = final_polish(datafit, beta, state, pen, free, opts, ctl.objective)
-    grad = datafit.gradient(state)
-    ctl.checked(kkt_violation(datafit, state, beta, pen, free, grad), grad)
+    grad, exact = kkt_gradient(datafit, state, beta, pen, free, ctl.reference)
+    if exact:
+        ctl.reference = reference(datafit, state, grad)
+    ctl.checked(kkt_violation(datafit, state, beta, pen, free, grad), grad if exact else None)
     return beta, state, grad
 
 
@@ -443,8 +448,10 @@ def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions,
     conjugate-gradient step; its projection returns to the center those that step back, and
     they enter later as any other). At most :data:`POLISH_ROUNDS` rounds. Returns (beta, state)."""
     joining, rtol = None, NEWTON_CG_RTOL
-    if opening is not None and opening[0].size:
-        joining = opening[0], np.sign(opening[1][opening[0]])
+    if opening is not None:
+        ctl.reference = reference(datafit, state, opening[1])
+        if opening[0].size:
+            joining = opening[0], np.sign(opening[1][opening[0]])
     for _ in range(POLISH_ROUNDS):
         start, grad = ctl.objective, None
         for tol in (opts.tol, opts.tol * POLISH_SETTLED):  # the second after one that settled above
@@ -468,7 +475,9 @@ def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions,
             beta, state, grad = kkt_check(datafit, beta, state, pen, free, opts, ctl)
             if ctl.done:
                 return beta, state
-        grad = datafit.gradient(state) if grad is None else grad
+        if grad is None:
+            grad = datafit.gradient(state)
+            ctl.reference = reference(datafit, state, grad)
         enter = entrants(beta, grad, pen, free)
         if enter.size:
             datafit.sweep(state, enter, beta, pen.table, radius)
