@@ -22,7 +22,7 @@ def products(X, monkeypatch, layout):
     X = sp.csc_matrix(X)
     X.sort_indices()
     cp = ColumnProducts(X.indptr.astype(np.int64), X.indices, X.data, X.shape[0])
-    monkeypatch.setattr(ColumnProducts, "rows_cheaper", lambda self, cols, threads=1: layout == "csr")
+    monkeypatch.setattr(ColumnProducts, "_rows_cheaper", lambda self, cols, threads=1: layout == "csr")
     gram_layout = {"csc": None, "csr": "all", "subset": "subset"}[layout]  # subset: X_A's own row copy
     monkeypatch.setattr(ColumnProducts, "_gram_on_rows", lambda self, cols: gram_layout)
     return cp

@@ -144,7 +144,7 @@ class ColumnProducts:
         order = np.argsort(cols, kind="stable")
         cols, b = cols[order], b[order]
         out = np.empty(self.n_rows) if out is None else out
-        if self.rows_cheaper(cols):
+        if self._rows_cheaper(cols):
             rptr, rcol, rval = self.row_major()
             full, ones = self._spread(cols, b)
             csr_times(rptr, rcol, rval, full, ones, self.bounds, out)
@@ -207,7 +207,7 @@ class ColumnProducts:
         c = np.ascontiguousarray(c, dtype=np.float64)
         # the CSC's two passes against one over A's row copy: the switch point measured before the
         # tiles (two passes at the untiled cost 3 = four at the tiled 1.5)
-        if not copy or not self.rows_cheaper(cols, 4):
+        if not copy or not self._rows_cheaper(cols, 4):
             z = self.times(cols, b)
             z *= c
             return self.dot(cols, z)
@@ -319,7 +319,7 @@ class ColumnProducts:
         real = cols[cols >= 0]
         return int(np.sum(self.indptr[real + 1] - self.indptr[real])) + self.n_rows * int(np.sum(cols < 0))
 
-    def rows_cheaper(self, cols, csc_factor: int = 1) -> bool:
+    def _rows_cheaper(self, cols, csc_factor: int = 1) -> bool:
         """Whether a product over the CSR (every non-zero of X, streamed) does less work than
         over the CSC (the non-zeros of A, each a random access into a tile once N-vectors
         leave the cache), the CSC's work counted ``csc_factor`` times (its passes against
@@ -363,7 +363,7 @@ class ColumnProducts:
         m = cols.shape[0]
         out = np.empty(m) if out is None else out
         squares = out2 is not None
-        if self.rows_cheaper(cols):
+        if self._rows_cheaper(cols):
             rptr, rcol, rval = self.row_major()
             pos, ones = self._positions(cols)
             direct = m == self.n_cols and bool(np.all(pos == np.arange(m)))  # every column, in order

@@ -231,7 +231,8 @@ class Datafit(ABC):
 
     def slope_rows(self, state: FitState) -> tuple[np.ndarray, np.ndarray] | None:
         """(r, norms) where each slope is a product with one row vector r at ``state``,
-        dl/dbeta_j = a_j - x_j' r with a_j the same at every state and ``norms[j]`` = ||x_j||_2:
+        dl/dbeta_j = a_j +- x_j' r with a_j the same at every state and ``norms[j]`` = ||x_j||_2
+        (x_j: coefficient j's column; r a copy where the state changes in place):
         between two states slope j moves by at most norms[j] ||r - r'||_2, the bound of the
         screened KKT checks (:mod:`riskset.solver.screening`). None (here) where the family's
         gradient has no such form."""

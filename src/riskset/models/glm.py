@@ -91,6 +91,13 @@ class GLMDatafit(Datafit):
         """X_c' resid over the columns of ``coefs`` only."""
         return self.products.dot(self.columns(coefs), state.rows[:, glm_kernels.RESID])
 
+    def slope_rows(self, state):
+        """(a copy of resid, the norm of each coefficient's column): the slopes are X_c' resid;
+        the intercept's column of ones has norm sqrt(N)."""
+        cols = self.columns(np.arange(self.n_coef))
+        norms = np.where(cols < 0, np.sqrt(self.n_rows), self.products.column_norms()[np.maximum(cols, 0)])
+        return np.array(state.rows[:, glm_kernels.RESID]), norms
+
     def hessian(self, state, columns):
         return -self.products.gram(self.columns(columns), state.rows[:, glm_kernels.CURV])
 
