@@ -201,8 +201,8 @@ class Datafit(ABC):
         column j at scattered rows of the state, a cache miss per non-zero once the state
         outgrows the cache; a gradient streams X (N = 1M: Cox, P = 1000, 800 resting: 0.2-0.6 s
         against 0.045 s; logistic, P = 20k, 18,500 resting: 1.2 s against 0.25 s). A resting
-        coordinate screened out may come to move after an entrant before it: the KKT check's
-        full gradient finds it."""
+        coordinate screened out may come to move after an entrant before it: the KKT check finds
+        it (its gradient reads every slope that no bound clears, :mod:`riskset.solver.screening`)."""
         coords = np.ascontiguousarray(coords, dtype=np.int64)
         resting = (prior[coords, L1] > 0) & (beta[coords] == prior[coords, CENTER])
         n_resting = int(np.count_nonzero(resting))
