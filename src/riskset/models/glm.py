@@ -95,7 +95,8 @@ class GLMDatafit(Datafit):
         """(a copy of resid, the norm of each coefficient's column): the slopes are X_c' resid;
         the intercept's column of ones has norm sqrt(N)."""
         cols = self.columns(np.arange(self.n_coef))
-        norms = np.where(cols < 0, np.sqrt(self.n_rows), self.products.column_norms()[np.maximum(cols, 0)])
+        norms = np.full(cols.size, np.sqrt(self.n_rows))
+        norms[cols >= 0] = self.products.column_norms()[cols[cols >= 0]]
         return np.array(state.rows[:, glm_kernels.RESID]), norms
 
     def hessian(self, state, columns):

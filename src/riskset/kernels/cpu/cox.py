@@ -35,7 +35,6 @@ import numpy as np
 from numba import njit, prange
 
 from riskset.core.sweep import compile_family
-from riskset.kernels.cpu import elementary
 from riskset.kernels.cpu.prefetch import DISTANCE, prefetch
 
 
@@ -78,7 +77,7 @@ def row_weights(eta, cw, w):
     n = eta.shape[0]
     for b in prange((n + BLOCK - 1) // BLOCK):
         for r in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            w[r] = cw[r] * elementary.exp(eta[r])
+            w[r] = cw[r] * math.exp(eta[r])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
