@@ -24,6 +24,12 @@ the training views' static gradient taken from the full data's.
 406.3 s): 10 x 10 406.3 -> 292.1 s (800 -> 580 CPU s, peak RSS 3.1 GB, the same selected variance)
 with the CSC products by 4k-row tiles instead of 32k (a tile's slice of an N-vector in L1: this
 machine's L2 served random reads at 4-5 ns per non-zero); 294.6 s at 00301cf.
+Next session (pairs one after the other against 8c4d789): 277.9 -> 268.2 s (ac69d01: the sweeps
+found in the disk cache again, ~8 s of compiling per process, and one-pass case weights) and
+289.0 -> 266.3 s (5d5a69f: KKT checks screened by ||x_j|| ||v - v_ref||, the final check of a fold
+fit 47-67 -> 16-22 ms; with the vectorized exp later removed), and at the session's end
+(332d3d3) 258.1 s against 260.5 s: within the machine's drift. One run of ac69d01 took 231.8 s in
+a fast spell.
 
     python benchmarks/bench_cv.py --model cox --n 100000 --p 1000 --folds 10 --repeats 1 --grid 5 --boot 20
     python benchmarks/bench_cv.py --n 1000000 --grid 3 --boot 0 --no-baseline            # absolute time only
