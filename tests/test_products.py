@@ -245,3 +245,13 @@ def test_a_training_folds_static_gradient_comes_from_the_full_datas(model, rng):
     assert "gx0" in fold.__dict__  # set by reweighted, from the full data's
     fresh = fold.products.dot(np.arange(fold.n_coef), fold.cw * fold.event)
     np.testing.assert_allclose(fold.gx0, fresh, rtol=1e-12, atol=1e-9)
+
+
+def test_column_norms_of_a_set_with_the_ones_column():
+    X = sp.random(200, 6, density=0.3, format="csc", random_state=4)
+    cp = ColumnProducts(X.indptr.astype(np.int64), X.indices, X.data, X.shape[0])
+    want = np.r_[np.sqrt(200.0), np.sqrt(np.asarray(X.multiply(X).sum(axis=0)).ravel()[[0, 5, 2]])]
+    np.testing.assert_allclose(cp.column_norms(np.array([-1, 0, 5, 2])), want, rtol=1e-14)
+    empty = sp.csc_matrix((50, 0))
+    assert ColumnProducts(empty.indptr.astype(np.int64), empty.indices, empty.data, 50).column_norms([-1]).tolist() \
+        == [np.sqrt(50.0)]

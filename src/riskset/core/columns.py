@@ -278,12 +278,17 @@ class ColumnProducts:
                 self._tile_ptr = csc_tile_pointers(self.indptr, self.indices, self.tiles)
         return self._tile_ptr
 
-    def column_norms(self) -> np.ndarray:
-        """||x_j||_2 of every column (computed on first use, shared by the reweighted views)."""
+    def column_norms(self, cols) -> np.ndarray:
+        """||x_j||_2 of the columns ``cols`` (sqrt(N) for the ones column, -1); the norms of all
+        columns are computed on first use and shared by the reweighted views."""
         with self._lock:
             if self._norms is None:
                 self._norms = csc_column_norms(self.indptr, self.values)
-        return self._norms
+        cols = _index(cols)
+        out = np.full(cols.shape[0], np.sqrt(self.n_rows))
+        real = cols >= 0
+        out[real] = self._norms[cols[real]]
+        return out
 
     @property
     def unit(self) -> np.ndarray:

@@ -220,7 +220,7 @@ class CoxDatafit(Datafit):
 
     def slope_rows(self, state):
         """(v, ||x_j||_2): the gradient is gx0 - X' v (:meth:`gradient`)."""
-        return self._row_hazards(state), self.products.column_norms()
+        return self._row_hazards(state), self.products.column_norms(np.arange(self.n_coef))
 
     def _row_hazards(self, state):
         """v = :func:`~riskset.kernels.cpu.cox.row_hazard_terms` at the (synced) state, computed

@@ -92,11 +92,8 @@ class GLMDatafit(Datafit):
         return self.products.dot(self.columns(coefs), state.rows[:, glm_kernels.RESID])
 
     def slope_rows(self, state):
-        """(a copy of resid, the norm of each coefficient's column): the slopes are X_c' resid;
-        the intercept's column of ones has norm sqrt(N)."""
-        cols = self.columns(np.arange(self.n_coef))
-        norms = np.full(cols.size, np.sqrt(self.n_rows))
-        norms[cols >= 0] = self.products.column_norms()[cols[cols >= 0]]
+        """(a copy of resid, the norm of each coefficient's column): the slopes are X_c' resid."""
+        norms = self.products.column_norms(self.columns(np.arange(self.n_coef)))  # the intercept's ones: sqrt(N)
         return np.array(state.rows[:, glm_kernels.RESID]), norms
 
     def hessian(self, state, columns):
