@@ -231,9 +231,12 @@ def test_full_rank_fit_has_no_aliased_coefficients():
     assert fit.aliased == [] and not fit.coef_table()["aliased"].any() and fit.se.notna().all()
 
 
+@pytest.mark.parametrize("warm_start", [None, {"a": 0.1, "person": -106.5}], ids=["cold", "warm"])
 @pytest.mark.parametrize("model", ["conditional_poisson", "conditional_logistic", "cox"])
-def test_covariate_constant_within_every_stratum_is_aliased(model):
-    # before: conditional models gave it an estimate with a standard error of ~4e6 (a rounding residue)
+def test_covariate_constant_within_every_stratum_is_aliased(model, warm_start):
+    # before: conditional models gave it an estimate with a standard error of ~4e6 (a rounding residue);
+    # from the warm start (weights spanning e^+-300 across strata) stratified Cox reported "converged",
+    # person = -106.5 with SE 0.155: the strata of large weights had Q2 = d / D^2 underflow to 0
     rng = np.random.default_rng(0)
     strata = np.repeat(np.arange(100), 3)
     a, person = rng.normal(size=300), rng.normal(size=100)[strata]
@@ -243,11 +246,67 @@ def test_covariate_constant_within_every_stratum_is_aliased(model):
     data = riskset.from_arrays(np.c_[a, person], strata=strata, covariate_names=["a", "person"], **outcome)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
-        fit = riskset.fit(data, model)
+        fit = riskset.fit(data, model, warm_start=warm_start)
         without = riskset.fit(data.select(["a"]), model)
-    assert fit.aliased == ["person"] and np.isnan(fit.se["person"])
+    assert fit.converged and fit.aliased == ["person"] and np.isnan(fit.se["person"])
     assert fit.coef["a"] == pytest.approx(without.coef["a"], rel=1e-9)
     assert fit.se["a"] == pytest.approx(without.se["a"], rel=1e-9)
+
+
+def _year_data(model, strata=False, start=False, seed=1):
+    """Survival data with a calendar year (1950-2000, log hazard ratio 0.2 per year) beside a
+    standard normal covariate: a linear predictor of ~400 unless the year is centered."""
+    rng = np.random.default_rng(seed)
+    n = 600
+    year, z = 1950 + rng.uniform(0, 50, n), rng.normal(size=n)
+    time = np.round(rng.exponential(np.exp(-(0.2 * (year - 1975) + 0.5 * z))), 2) + 0.01  # tied times
+    status = rng.binomial(1, 0.8, n)
+    if model == "fine_gray":
+        status = status * rng.integers(1, 3, n)  # 1: the event of interest, 2: competing
+    outcome = dict(time=time, status=status)
+    if strata:
+        outcome["strata"] = np.arange(n) % 4
+    if start:  # every third row split at half its time into two (start, stop] pieces: the same likelihood
+        cut = np.flatnonzero(np.arange(n) % 3 == 0)
+        year, z = np.r_[year, year[cut]], np.r_[z, z[cut]]
+        outcome = dict(start=np.r_[np.zeros(n), time[cut] / 2], time=np.r_[np.where(np.arange(n) % 3 == 0, time / 2,
+                       time), time[cut]], status=np.r_[np.where(np.arange(n) % 3 == 0, 0, status), status[cut]])
+    return year, z, outcome
+
+
+@pytest.mark.parametrize("case", [dict(model="cox"), dict(model="cox", ties="efron"), dict(model="cox", strata=True),
+                                  dict(model="cox", start=True), dict(model="cox", formulation="scan"),
+                                  dict(model="fine_gray")],
+                         ids=["breslow", "efron", "strata", "start_stop", "scan", "fine_gray"])
+def test_uncentered_covariate_fits_like_the_centered_one(case):
+    # The partial likelihood is invariant to a constant added to a covariate. Before: with the
+    # year uncentered (eta ~ 400) Q2 = d / D^2 underflowed to 0, the fit ended "not converged" with
+    # NaN standard errors (Fine-Gray alike); R's coxph centers the covariates
+    case = dict(case)
+    model = case.pop("model")
+    year, z, outcome = _year_data(model, strata=case.pop("strata", False), start=case.pop("start", False))
+    fits = [riskset.fit(riskset.from_arrays(np.c_[year - center, z], covariate_names=["year", "z"], **outcome),
+                        model, **case) for center in (0.0, 1975.0)]
+    raw, centered = fits
+    assert raw.converged and centered.converged
+    assert abs(raw.coef["year"]) > 0.02  # an estimate, not a residue: the year matters
+    np.testing.assert_allclose(raw.coef.to_numpy(), centered.coef.to_numpy(), rtol=1e-8)
+    np.testing.assert_allclose(raw.se.to_numpy(), centered.se.to_numpy(), rtol=1e-7)
+    assert raw.loglik == pytest.approx(centered.loglik, rel=1e-12)
+
+
+def test_baseline_hazard_and_survival_with_large_offsets():
+    # before: offsets beyond +-50 were refused ("not supported"): the datafit subtracted a shift from them
+    rng = np.random.default_rng(2)
+    X, time, status = rng.normal(size=(200, 2)), rng.exponential(1.0, 200), rng.binomial(1, 0.8, 200)
+    fit = riskset.fit(riskset.from_arrays(X, time=time, status=status), "cox")
+    shifted = riskset.from_arrays(X, time=time, status=status, offset=np.full(200, 80.0))
+    base = riskset.survival.baseline_hazard(fit, riskset.from_arrays(X, time=time, status=status))
+    base_shifted = riskset.survival.baseline_hazard(fit, shifted)
+    np.testing.assert_allclose(base_shifted["hazard"], base["hazard"] * np.exp(-80.0), rtol=1e-12)
+    np.testing.assert_allclose(riskset.survival.predict_survival(fit, shifted, [0.5, 1.0]),
+                               riskset.survival.predict_survival(fit, riskset.from_arrays(X, time=time, status=status),
+                                                                 [0.5, 1.0]), rtol=1e-12)
 
 
 def test_unpenalized_bootstrap_reports_aliased_coefficients_as_nan():

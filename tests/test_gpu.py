@@ -49,7 +49,8 @@ CHECKS = ["grid_scans", "sweep_logistic", "sweep_poisson", "sweep_least_squares"
           "ccd_conditional_logistic_no_polish", "sweep_cox_startstop", "sweep_cox_startstop_strata",
           "sweep_cox_efron", "sweep_cox_efron_startstop_strata", "fit_cox_startstop", "fit_cox_startstop_strata",
           "fit_cox_efron", "fit_cox_efron_startstop", "fit_cox_time_varying", "ccd_cox_efron_startstop_no_polish",
-          "replicates_cox_startstop", "replicates_cox_efron_startstop", "float32_range_refused"]
+          "replicates_cox_startstop", "replicates_cox_efron_startstop", "float32_range_refused",
+          "fit_cox_strata_uncentered", "fit_fine_gray_uncentered"]
 
 #: checks that need a real GPU (the simulator runs a cooperative grid as one block, and these sizes for days)
 DEVICE_ONLY_CHECKS = ["whole_grid_logistic", "whole_grid_poisson", "whole_grid_least_squares", "whole_grid_cox",
@@ -262,11 +263,11 @@ def test_kernels_compile_to_ptx(ptx_compiler):
             glm.refresh_kernel: (int64, f8[:, ::1], F[::1], F[:, ::1], F[:, ::1], F[:, ::1], F[:, ::1]),
             glm.loglik_kernel: (int64, f8[:, ::1], F[::1], F[:, ::1], f8[:, ::1]),
             cox.sync_kernel: (int64, int64, f8[:, ::1], F[:, ::1], F[:, ::1], int64[::1], int64[::1], uint8[::1],
-                              f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], uint8[::1], uint8[::1],
+                              int32[::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], uint8[::1], uint8[::1],
                               f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1],
                               f8[:, ::1], int32[::1], f8[::1]),
-            fine_gray.sync_kernel: (f8[:, ::1], F[:, ::1], F[:, ::1], F[:, ::1], int32[::1], uint8[::1],
-                                    *[f8[:, ::1]] * 4, uint8[::1], *[f8[:, ::1]] * 7, int32[::1], f8[::1]),
+            fine_gray.sync_kernel: (f8[:, ::1], F[:, ::1], F[:, ::1], F[:, ::1], int32[::1], uint8[::1], uint8[::1],
+                                    *[f8[:, ::1]] * 5, uint8[::1], *[f8[:, ::1]] * 7, int32[::1], f8[::1]),
         }
         sigs[cox.sync_grid_kernel] = sigs[cox.sync_kernel] + (f8[:, :, ::1], f8[:, :, ::1])  # + the grid scratch
         sigs[fine_gray.sync_grid_kernel] = sigs[fine_gray.sync_kernel] + (f8[:, :, ::1], f8[:, :, ::1])

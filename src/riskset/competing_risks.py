@@ -100,8 +100,6 @@ def baseline_subdistribution_hazard(fit, data, model=None) -> pd.DataFrame:
     ``d_k / D_k``) and ``cumhaz``, at ``x = 0`` and offset 0.
     """
     df, state, _, _ = _datafit_at_fit(fit, data, model)
-    if data.offset is not None and np.max(np.abs(data.offset)) > 50:
-        raise InputError("baseline_subdistribution_hazard: offsets larger than 50 in absolute value are not supported")
     t, inc = df.hazard_increments(state)
     return pd.DataFrame({"time": t, "hazard": inc, "cumhaz": np.cumsum(inc)})
 
@@ -130,7 +128,7 @@ def robust_covariance(fit, data, model=None) -> pd.DataFrame:
     info = -df.hessian(state, np.arange(P))
     X = df.X.toarray()
     cw, w = df.cw, state.w
-    r = np.exp(state.eta)                       # per-subject relative hazard (no case weight)
+    r = np.exp(state.eta - state.shift[0])      # relative hazard on the scale of w and D (K.sync)
     ev, comp, cens = df.event.astype(bool), df.comp.astype(bool), df.cens.astype(bool)
     slot, invG, Gev, d, D = df.slot, df.invG, df.Gev, df.slot_d, state.D
     N1 = df.numerators(state, np.arange(P))      # (K, P)

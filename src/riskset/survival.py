@@ -175,8 +175,6 @@ def baseline_hazard(fit, data, model=None) -> pd.DataFrame:
         df = model.datafit(data)
     if df.n_coef != beta.shape[0]:
         raise InputError("the fit's coefficients do not match the data")
-    if prep.offset is not None and np.max(np.abs(prep.offset)) > 50:
-        raise InputError("baseline_hazard: offsets larger than 50 in absolute value are not supported")
     state = df.new_state(beta)
     t, s, inc = df.hazard_increments(state)
     out = pd.DataFrame({"time": t, "hazard": inc})

@@ -8,7 +8,10 @@ i = 1..m, weighted event count d = sum c_i, ``w = c exp(eta)``)::
     Efron:   l = sum_events c eta - sum_t (d/m) sum_{l<m} log(D_t - (l/m) E_t),  E_t = sum_{events at t} w
 
 (R's ``coxph`` with case weights). Risk set at t: ``start < t <= stop`` (``time >= t``
-without start), within the row's stratum.
+without start), within the row's stratum. l is invariant to adding a constant to eta
+within a stratum; the sums are computed with the stratum's largest eta subtracted, so
+that an uncentered covariate (a calendar year) or a coefficient of one constant within
+strata leaves them in floating-point range (:func:`~riskset.kernels.cpu.cox.stratum_shifts`).
 
 Two formulations of the per-coordinate gradient and Hessian (``formulation=``):
 
@@ -67,13 +70,7 @@ class CoxDatafit(Datafit):
         weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
         rs = build_risk_sets(time, status, start, strata, weights)
         order = rs.order
-        off = None
-        if offset is not None:
-            off = np.asarray(offset, dtype=np.float64)[order]
-            if np.max(np.abs(off)) > 50:  # the likelihood is invariant to a shift per stratum
-                shift = np.full(int(rs.row_stratum.max()) + 1, -np.inf)
-                np.maximum.at(shift, rs.row_stratum, off)
-                off = off - shift[rs.row_stratum]
+        off = None if offset is None else np.asarray(offset, dtype=np.float64)[order]  # large ones: new_state
         super().__init__(X, off, rows=order)
         self.rs = rs
         self.order = order
@@ -158,6 +155,7 @@ class CoxDatafit(Datafit):
         state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))
         n, ns = self.n_rows, self.rs.n_slots
         state.w = np.empty(n)
+        state.shift = np.empty(self.n_strata)  # per stratum: w = c exp(eta - shift), K.stratum_shifts
         for name in ("ex", "en", "ev", "D", "Q1", "Q2", "R1", "R2", "T2", "A1c", "A2c"):
             setattr(state, name, np.zeros(ns))
         state.moved = np.zeros(K.MOVED_COLUMNS + 1, np.int64)
@@ -188,8 +186,8 @@ class CoxDatafit(Datafit):
         current (``FitState.synced``)."""
         if state.synced:
             return
-        K.new_state(state.eta, self.cw, state.w, self.ks, self.ke, self.event, self.has_start, state.ex, state.en,
-                    state.ev)
+        K.new_state(state.eta, self.cw, state.w, self.ks, self.ke, self.event, self.has_start, self.rs.slot_stratum,
+                    state.shift, state.ex, state.en, state.ev)
         self._refresh(state, full=True)
         state.hazards = state.hazard_sums = None  # v and X' v of this state, once asked (_row_hazards, gradient)
         state.synced = True
@@ -204,8 +202,8 @@ class CoxDatafit(Datafit):
 
     def loglik(self, state):
         self._sync(state)
-        return K.loglik_terms(state.eta, self.cw, self.event, state.D, state.ev, self.rs.slot_d, self.rs.slot_m,
-                              self.efron)
+        return K.loglik_terms(state.eta, self.cw, self.event, self.ke, self.rs.slot_stratum, state.shift, state.D,
+                              state.ev, self.rs.slot_d, self.rs.slot_m, self.efron)
 
     def gradient(self, state):
         """dl/dbeta = gx0 - X' v with v the per-row hazard terms (:meth:`_row_hazards`); X' v is
@@ -289,10 +287,12 @@ class CoxDatafit(Datafit):
 
     # -- baseline hazard (used by riskset.survival) ---------------------------------------
     def hazard_increments(self, state):
-        """(slot_time, slot_stratum, increment) of the Breslow (or Efron) baseline hazard."""
+        """(slot_time, slot_stratum, increment) of the Breslow (or Efron) baseline hazard: Q1 of the
+        shifted weights times exp(-shift) of the slot's stratum (:func:`~riskset.kernels.cpu.cox.stratum_shifts`)."""
         self._sync(state)
         keep = self.rs.slot_d > 0
-        return self.rs.slot_time[keep], self.rs.slot_stratum[keep], state.Q1[keep]
+        stratum = self.rs.slot_stratum[keep]
+        return self.rs.slot_time[keep], stratum, state.Q1[keep] * np.exp(-state.shift[stratum])
 
 
 # -- the user-facing model -------------------------------------------------------------

@@ -6,7 +6,8 @@ Log pseudo partial likelihood maximized (Breslow ties), for event-of-interest ti
     l = sum_{events of interest} c eta - sum_k d_k log D_k,
     D_k = sum_{T_r >= t_k} w_r + sum_{competing r, T_r < t_k} w_r G(t_k-) / G(T_r-)
 
-with ``w = c exp(eta)`` (case weight c), ``G`` the Kaplan-Meier estimate of the
+with ``w = c exp(eta)`` (case weight c; computed as ``c exp(eta - max eta)``, to which l is
+invariant: :func:`~riskset.kernels.cpu.fine_gray.sync`), ``G`` the Kaplan-Meier estimate of the
 censoring distribution (censored rows are its events, every row is at risk; case
 weights used) and ``G(s-)`` its left limit. Competing rows tied with an event time are
 in the ordinary risk set (weight 1). This is exactly crr's risk set and weighting
@@ -141,11 +142,7 @@ class FineGrayDatafit(Datafit):
         censored = np.asarray(censored, dtype=np.uint8)
         weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
         order = np.lexsort((-event.astype(np.int64), -time)).astype(np.int64)
-        off = None
-        if offset is not None:
-            off = np.asarray(offset, dtype=np.float64)[order]
-            if off.size and np.max(np.abs(off)) > 50:  # the likelihood is invariant to a common shift
-                off = off - off.max()
+        off = None if offset is None else np.asarray(offset, dtype=np.float64)[order]  # large ones: K.sync
         super().__init__(X, off, rows=order)
         self.order = order
         self.formulation = formulation
@@ -160,6 +157,7 @@ class FineGrayDatafit(Datafit):
             self.slot_time.shape[0] - np.searchsorted(self.slot_time[::-1], self.time, side="right"),
             dtype=np.int32 if self.slot_time.shape[0] < 2**31 - 1 else np.int64)
         self.n_slots = self.slot_time.shape[0]
+        self.one_stratum = np.zeros(self.n_slots + 1, np.int64)  # every slot in one stratum (K.sync)
         self.indicator = self.products.unit  # per column: every stored value is 1
         self.kernels = K.KERNELS[formulation]
         self._set_weights(np.ascontiguousarray(weights[order]))
@@ -224,6 +222,7 @@ class FineGrayDatafit(Datafit):
         state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))
         ns = self.n_slots
         state.w = np.empty(self.n_rows)
+        state.shift = np.zeros(1)  # w = c exp(eta - shift): K.sync
         state.W = np.zeros(ns + 1)
         state.Wc = np.zeros(ns + 1)
         state.D = np.zeros(ns)
@@ -241,11 +240,11 @@ class FineGrayDatafit(Datafit):
         return state
 
     def _sync(self, state):
-        """w = c exp(eta), the slot sums and the aggregates from scratch, unless current
+        """w = c exp(eta - shift), the slot sums and the aggregates from scratch, unless current
         (``FitState.synced``)."""
         if state.synced:
             return
-        K.sync(state.eta, self.cw, self.slot, self.cinv, state.w, state.W, state.Wc)
+        K.sync(state.eta, self.cw, self.slot, self.cinv, self.one_stratum, state.shift, state.w, state.W, state.Wc)
         K.refresh(state.W, state.Wc, self.slot_d, self.Gev, state.D, state.A1, state.B1, state.A2, state.A2G,
                   state.A2GG)
         state.dirty[0] = False
@@ -253,7 +252,7 @@ class FineGrayDatafit(Datafit):
 
     def loglik(self, state):
         self._sync(state)
-        return K.loglik_terms(state.eta, self.cw, self.event, self.slot_d, state.D)
+        return K.loglik_terms(state.eta, self.cw, self.event, state.shift[0], self.slot_d, state.D)
 
     def gradient(self, state):
         """dl/dbeta = gx0 - X' v with v the per-row terms (:meth:`_row_terms`)."""
@@ -318,11 +317,12 @@ class FineGrayDatafit(Datafit):
 
     # -- baseline subdistribution hazard (used by riskset.competing_risks) ---------------------
     def hazard_increments(self, state):
-        """(event time ascending, Breslow increment d_k / D_k) of the baseline subdistribution hazard."""
+        """(event time ascending, Breslow increment d_k / D_k) of the baseline subdistribution hazard
+        (D_k of the shifted weights times exp(shift): :meth:`_sync`)."""
         self._sync(state)
         keep = self.slot_d > 0
         t = self.slot_time[keep][::-1]
-        inc = (self.slot_d[keep] / state.D[keep])[::-1]
+        inc = (self.slot_d[keep] / state.D[keep] * np.exp(-state.shift[0]))[::-1]
         return t, inc
 
 

@@ -2,7 +2,8 @@
 
 Notation (see :mod:`riskset.data.risksets`): rows sorted by (stratum, time descending);
 per row entry/exit slots ``ks <= ke``; the row is at risk at event slot p iff
-``ks <= p < ke``; ``w = c exp(eta)`` with case weight c. Per event slot: ``d`` = weighted
+``ks <= p < ke``; ``w = c exp(eta - shift)`` with case weight c and the shift of the row's
+stratum (:func:`stratum_shifts`: every sum below is a ratio invariant to it). Per event slot: ``d`` = weighted
 event count, ``m`` = number of tied event rows, ``wbar = d / m``,
 ``D = sum_{at risk} w``, ``E = sum_{events at p} w``, ``Z_l = D - (l/m) E`` (Efron,
 l = 0..m-1; Breslow is m = 1).
@@ -71,21 +72,47 @@ def case_weights(weights, data_rows, event, ke, cw, slot_d, slot_m):
             slot_m[ke[r] - 1] += 1.0 if c > 0.0 else 0.0
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def stratum_shifts(eta, cw, key, key_stratum, shift):
+    """shift[s] = the largest eta of a row of positive weight in stratum s (0 if none); row r
+    is in stratum ``key_stratum[key[r]]`` (Cox: its exit slot's, ``slot_stratum[ke[r]]``).
+
+    The likelihood is invariant to adding a constant to eta within a stratum, and so are
+    the score and the information; the sums are not. With w = c exp(eta - shift) the
+    largest weight of each stratum is its case weight: exp cannot overflow, and the
+    denominators' squares in Q2 = d / D^2 stay in range. Unshifted, a stratum whose eta
+    is ~350 (an uncentered covariate: a calendar year times 0.2) underflows Q2 to 0 and
+    loses the information's second term: a wrong Hessian, hence wrong steps and standard
+    errors, and an aliased covariate (constant within strata) that seems informative."""
+    shift[:] = -np.inf
+    for r in range(eta.shape[0]):
+        if cw[r] > 0.0:
+            s = key_stratum[key[r]]
+            if eta[r] > shift[s]:
+                shift[s] = eta[r]
+    for s in range(shift.shape[0]):
+        if shift[s] == -np.inf:
+            shift[s] = 0.0
+
+
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def row_weights(eta, cw, w):
-    """w = c exp(eta), in parallel blocks of rows (each w_r depends on row r alone)."""
+def row_weights(eta, cw, key, key_stratum, shift, w):
+    """w = c exp(eta - shift of the row's stratum) (:func:`stratum_shifts`), in parallel blocks
+    of rows (each w_r depends on row r alone)."""
     n = eta.shape[0]
     for b in prange((n + BLOCK - 1) // BLOCK):
         for r in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            w[r] = cw[r] * math.exp(eta[r])
+            w[r] = cw[r] * math.exp(eta[r] - shift[key_stratum[key[r]]])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def new_state(eta, cw, w, ks, ke, event, has_start, ex, en, ev):
-    """w = c exp(eta) (:func:`row_weights`) and the slot sums ex (w by exit slot), en (w by
-    entry slot; only with start times: without, every row enters at its stratum's first
-    slot and en is never read), ev (events), added in row order."""
-    row_weights(eta, cw, w)
+def new_state(eta, cw, w, ks, ke, event, has_start, slot_stratum, shift, ex, en, ev):
+    """The stratum shifts, w = c exp(eta - shift) (:func:`stratum_shifts`, :func:`row_weights`)
+    and the slot sums ex (w by exit slot), en (w by entry slot; only with start times:
+    without, every row enters at its stratum's first slot and en is never read), ev
+    (events), added in row order."""
+    stratum_shifts(eta, cw, ke, slot_stratum, shift)
+    row_weights(eta, cw, ke, slot_stratum, shift, w)
     ex[:] = 0.0
     en[:] = 0.0
     ev[:] = 0.0
@@ -168,12 +195,14 @@ def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def move_scan(indptr, indices, values, j, delta, eta, cw, w):
-    """beta_j += delta for the scan formulation: eta and w only."""
+def move_scan(indptr, indices, values, j, delta, eta, w):
+    """beta_j += delta for the scan formulation: eta and w only (w_r *= exp(delta x), as
+    :func:`moved_weight`: w carries its stratum's shift, see :func:`stratum_shifts`)."""
     for i in range(indptr[j], indptr[j + 1]):
         r = indices[i]
-        eta[r] += delta * values[i]
-        w[r] = cw[r] * math.exp(eta[r])
+        x = values[i]
+        eta[r] += delta * x
+        w[r] *= math.exp(delta * x)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -443,9 +472,10 @@ def refresh(strata, count, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efro
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def loglik_terms(eta, cw, event, D, ev, slot_d, slot_m, efron):
-    """sum_events c eta - sum_p wbar sum_l log Z_l (D and ev must be current): partial sums
-    over fixed blocks of :data:`BLOCK` rows, then of slots, in parallel, added in block order."""
+def loglik_terms(eta, cw, event, ke, slot_stratum, shift, D, ev, slot_d, slot_m, efron):
+    """sum_events c (eta - shift) - sum_p wbar sum_l log Z_l (D and ev must be current; the
+    shifts of :func:`stratum_shifts` cancel: a stratum's event weight is its slots' d): partial
+    sums over fixed blocks of :data:`BLOCK` rows, then of slots, in parallel, added in block order."""
     n = eta.shape[0]
     row_blocks = (n + BLOCK - 1) // BLOCK
     blocks = row_blocks + (D.shape[0] + BLOCK - 1) // BLOCK
@@ -455,7 +485,7 @@ def loglik_terms(eta, cw, event, D, ev, slot_d, slot_m, efron):
         if b < row_blocks:
             for r in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
                 if event[r]:
-                    t += cw[r] * eta[r]
+                    t += cw[r] * (eta[r] - shift[slot_stratum[ke[r]]])
         else:
             a = (b - row_blocks) * BLOCK
             for p in range(a, min(D.shape[0], a + BLOCK)):
@@ -1121,7 +1151,7 @@ def scan_terms(data, state, j):
 def scan_move(data, state, j, delta):
     indptr, indices, values, cw, ks, ke, event, slot_d, slot_m, slot_last, efron = data
     eta, w, xd = state
-    move_scan(indptr, indices, values, j, delta, eta, cw, w)
+    move_scan(indptr, indices, values, j, delta, eta, w)
 
 
 SCAN_KERNELS = compile_family("cox_scan", scan_refresh, None, scan_terms, scan_move)

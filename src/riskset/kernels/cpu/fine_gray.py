@@ -8,7 +8,8 @@ it is in the ordinary risk set of the event slots ``k >= s_r`` (``te_k <= T_r``)
 if it had a competing event, in the risk sets of the earlier slots ``k < s_r``
 (``te_k > T_r``) with weight ``Gev_k / G(T_r-)``. ``cinv_r = 1 / G(T_r-)`` for
 competing rows and 0 for the others (one array read tells both).
-``w = c exp(eta)`` with case weight ``c``.
+``w = c exp(eta - shift)`` with case weight ``c`` and ``shift`` the largest eta of a row of
+positive weight (:func:`sync`; every sum below is a ratio invariant to it).
 
 Per slot sums kept current by ``move`` in O(nnz_j)::
 
@@ -49,14 +50,18 @@ from numba import njit
 
 from riskset.core.sweep import compile_family
 from riskset.kernels.cpu.cox import (accumulate_row, add_inner, add_listed, add_outer, add_row_square, clear_listed,
-                                     fold_halves, move_scan, moved_weight, row_weights)
+                                     fold_halves, move_scan, moved_weight, row_weights,
+                                     stratum_shifts)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def sync(eta, cw, slot, cinv, w, W, Wc):
-    """w = c exp(eta) (:func:`~riskset.kernels.cpu.cox.row_weights`, in parallel blocks) and
-    the slot sums W, Wc from scratch, added in row order (O(N))."""
-    row_weights(eta, cw, w)
+def sync(eta, cw, slot, cinv, one_stratum, shift, w, W, Wc):
+    """w = c exp(eta - shift), shift the largest eta of a row of positive weight (the Cox
+    kernels' :func:`~riskset.kernels.cpu.cox.stratum_shifts` and ``row_weights`` over
+    ``one_stratum``: zeros per slot), and the slot sums W, Wc from scratch, added in row
+    order (O(N))."""
+    stratum_shifts(eta, cw, slot, one_stratum, shift)
+    row_weights(eta, cw, slot, one_stratum, shift, w)
     W[:] = 0.0
     Wc[:] = 0.0
     for r in range(eta.shape[0]):
@@ -119,12 +124,13 @@ def refresh(W, Wc, slot_d, Gev, D, A1, SB, A2, A2G, A2GG):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def loglik_terms(eta, cw, event, slot_d, D):
-    """sum_events c eta - sum_k d_k log D_k (D must be current)."""
+def loglik_terms(eta, cw, event, shift, slot_d, D):
+    """sum_events c (eta - shift) - sum_k d_k log D_k (D must be current, from weights with
+    the same shift, which cancels: the event weights sum to the slots' d)."""
     ll = 0.0
     for r in range(eta.shape[0]):
         if event[r]:
-            ll += cw[r] * eta[r]
+            ll += cw[r] * (eta[r] - shift)
     for k in range(slot_d.shape[0]):
         d = slot_d[k]
         if d > 0.0:
@@ -491,7 +497,7 @@ def scan_move(data, state, j, delta):
     """beta_j += delta: eta and w at the non-zeros of column j."""
     indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
     eta, w, xd, work = state
-    move_scan(indptr, indices, values, j, delta, eta, cw, w)
+    move_scan(indptr, indices, values, j, delta, eta, w)
 
 
 #: The compiled family of each formulation (``FineGrayDatafit.kernels``).

@@ -168,13 +168,44 @@ def zero_slot_sums(r, ex, en, ev, has_start, efron, tid, nt):
 
 
 @cuda.jit(device=True)
-def add_rows(r, eta, cw, w, ks, ke, event, ex, en, ev, has_start, efron, tid, nt):
-    """w = c exp(eta) at this thread's rows, added to the (zeroed) slot sums; returns this
-    thread's share of ``sum_events c eta``."""
+def reset_shifts(r, shift, fill, tid, nt):
+    """shift[r, s] = fill where it is -inf (``fill`` -inf: every s), at this thread's strata."""
+    for s in range(tid, shift.shape[1], nt):
+        if fill == -math.inf or shift[r, s] == -math.inf:
+            shift[r, s] = fill
+
+
+@cuda.jit(device=True)
+def max_shifts(r, eta, cw, row_stratum, shift, tid, nt):
+    """shift[r, s] = max(shift[r, s], eta of this thread's rows of positive weight in stratum s):
+    one atomic max per run of the thread's rows in one stratum (rows are sorted by stratum).
+    Between :func:`reset_shifts` to -inf and to 0 (for strata without such a row), the CPU's
+    :func:`~riskset.kernels.cpu.cox.stratum_shifts`."""
+    cur = -1
+    top = -math.inf
+    for i in range(tid, eta.shape[1], nt):
+        if cw[r, i] > 0:
+            s = row_stratum[i]
+            e = eta[r, i]
+            if s != cur:
+                if cur >= 0:
+                    cuda.atomic.max(shift, (r, cur), top)
+                cur = s
+                top = e
+            elif e > top:
+                top = e
+    if cur >= 0:
+        cuda.atomic.max(shift, (r, cur), top)
+
+
+@cuda.jit(device=True)
+def add_rows(r, eta, cw, w, ks, ke, event, row_stratum, shift, ex, en, ev, has_start, efron, tid, nt):
+    """w = c exp(eta - shift of the row's stratum) at this thread's rows, added to the
+    (zeroed) slot sums; returns this thread's share of ``sum_events c (eta - shift)``."""
     part = 0.0
     for i in range(tid, eta.shape[1], nt):
         c = float(cw[r, i])
-        e = eta[r, i]
+        e = eta[r, i] - shift[r, row_stratum[i]]
         wi = c * math.exp(e)
         w[r, i] = wi
         cuda.atomic.add(ex, (r, ke[i]), wi)  # exact (float64) even when w is stored in float32
@@ -188,10 +219,10 @@ def add_rows(r, eta, cw, w, ks, ke, event, ex, en, ev, has_start, efron, tid, nt
 
 
 @cuda.jit
-def sync_kernel(has_start, efron, eta, cw, w, ks, ke, event, ex, en, ev, slot_d, slot_m, slot_first, slot_last,
-                S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty, llout):
-    """Exact state of replicate blockIdx.x from eta: w = c exp(eta), the slot sums, the
-    aggregates and the log partial likelihood (written to llout[r])."""
+def sync_kernel(has_start, efron, eta, cw, w, ks, ke, event, row_stratum, shift, ex, en, ev, slot_d, slot_m,
+                slot_first, slot_last, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty, llout):
+    """Exact state of replicate blockIdx.x from eta: the stratum shifts, w = c exp(eta - shift),
+    the slot sums, the aggregates and the log partial likelihood (written to llout[r])."""
     sv = cuda.shared.array(MAX_THREADS, float64)
     sf = cuda.shared.array(MAX_THREADS, int32)
     sb = cuda.shared.array(MAX_THREADS, float64)
@@ -199,8 +230,13 @@ def sync_kernel(has_start, efron, eta, cw, w, ks, ke, event, ex, en, ev, slot_d,
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
     zero_slot_sums(r, ex, en, ev, has_start, efron, tid, nt)
+    reset_shifts(r, shift, -math.inf, tid, nt)
     cuda.syncthreads()
-    part = add_rows(r, eta, cw, w, ks, ke, event, ex, en, ev, has_start, efron, tid, nt)
+    max_shifts(r, eta, cw, row_stratum, shift, tid, nt)
+    cuda.syncthreads()
+    reset_shifts(r, shift, 0.0, tid, nt)
+    cuda.syncthreads()
+    part = add_rows(r, eta, cw, w, ks, ke, event, row_stratum, shift, ex, en, ev, has_start, efron, tid, nt)
     cuda.syncthreads()
     part += refresh_block(r, ex.shape[1], ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q2, A1c, A2c,
                           R1, R2, T2, has_start, efron, True, sv, sb, sf, tid, nt)
@@ -232,16 +268,21 @@ def refresh_grid(ns, ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q
 
 
 @cuda.jit
-def sync_grid_kernel(has_start, efron, eta, cw, w, ks, ke, event, ex, en, ev, slot_d, slot_m, slot_first, slot_last,
-                     S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty, llout, gpart, partial):
+def sync_grid_kernel(has_start, efron, eta, cw, w, ks, ke, event, row_stratum, shift, ex, en, ev, slot_d, slot_m,
+                     slot_first, slot_last, S, Q1, Q2, A1c, A2c, R1, R2, T2, dirty, llout, gpart, partial):
     """:func:`sync_kernel` of the single fit over the whole grid (cooperative launch)."""
     sv = cuda.shared.array(MAX_THREADS, float64)
     sf = cuda.shared.array(MAX_THREADS, int32)
     sb = cuda.shared.array(MAX_THREADS, float64)
     tid, nt = grid_place()
     zero_slot_sums(0, ex, en, ev, has_start, efron, tid, nt)
+    reset_shifts(0, shift, -math.inf, tid, nt)
     grid_sync()
-    part = add_rows(0, eta, cw, w, ks, ke, event, ex, en, ev, has_start, efron, tid, nt)
+    max_shifts(0, eta, cw, row_stratum, shift, tid, nt)
+    grid_sync()
+    reset_shifts(0, shift, 0.0, tid, nt)
+    grid_sync()
+    part = add_rows(0, eta, cw, w, ks, ke, event, row_stratum, shift, ex, en, ev, has_start, efron, tid, nt)
     grid_sync()
     part += refresh_grid(ex.shape[1], ex, en, ev, slot_d, slot_m, slot_first, slot_last, S, Q1, Q2, A1c, A2c, R1,
                          R2, T2, has_start, efron, True, gpart, sv, sb, sf)
@@ -665,6 +706,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
                       ke=device_copy(ke),
                       ks=device_copy(ks),
                       event=device_copy(ev),
+                      row_stratum=device_copy(np.asarray(rs.slot_stratum, np.int32)[ke]),
                       slot_first=device_copy(np.asarray(rs.slot_first, np.uint8)),
                       slot_last=device_copy(np.asarray(rs.slot_last, np.uint8)))
         bcode, bpos, bhead = self._breakpoints(stype)
@@ -748,6 +790,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         unused = cuda.device_array((1, 1), dtype=np.float64)  # never read without its feature
         for name in ("en", "ev", "R1", "R2", "T2"):
             state.d.setdefault(name, unused)
+        state.d["shift"] = cuda.device_array((R, self.cpu.n_strata), dtype=np.float64)  # sync_kernel
         state.d["dirty"] = device_copy(np.ones(R, np.int32))
         state.d["ll"] = cuda.device_array(R, dtype=np.float64)
         self._allocate_grid_scratch(state)
@@ -791,7 +834,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
     def _refresh(self, state):
         s, p, d = self._dev_static(), self._rep(), state.d
         args = (int(self.has_start), int(self.efron), d["eta"], p["cw"], d["w"], s["ks"], s["ke"], s["event"],
-                *self._slot_args(p, d), d["ll"])
+                s["row_stratum"], d["shift"], *self._slot_args(p, d), d["ll"])
         if not self._launch_grid(sync_grid_kernel, *args, d["gpart"], self._grid_partial()):
             self._launch(sync_kernel, *args)
 

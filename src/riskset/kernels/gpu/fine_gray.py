@@ -38,7 +38,7 @@ import numpy as np
 from numba import cuda, float64, int32
 
 from .blocks import block_sum2, carried_segscan2, scan2_slots, segscan_slots
-from .cox import RiskSetDeviceDatafit, move_weight
+from .cox import RiskSetDeviceDatafit, max_shifts, move_weight, reset_shifts
 from .device import MAX_THREADS, device_copy
 from .gridscan import grid_place, grid_segscan2, grid_sum2, grid_sync, thread_run
 from .sweep import compile_gradient, compile_sweep
@@ -91,13 +91,13 @@ def refresh_block(r, K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, s
 
 
 @cuda.jit(device=True)
-def add_rows(r, eta, cw, cinv, w, slot, event, W, Wc, tid, nt):
-    """w = c exp(eta) at this thread's rows, added to the (zeroed) slot sums W, Wc; returns this
-    thread's share of ``sum_events c eta``."""
+def add_rows(r, eta, cw, cinv, w, slot, event, shift, W, Wc, tid, nt):
+    """w = c exp(eta - shift) at this thread's rows, added to the (zeroed) slot sums W, Wc; returns
+    this thread's share of ``sum_events c (eta - shift)``."""
     part = 0.0
     for i in range(tid, eta.shape[1], nt):
         c = float(cw[r, i])
-        e = eta[r, i]
+        e = eta[r, i] - shift[r, 0]
         wi = c * math.exp(e)
         w[r, i] = wi
         cuda.atomic.add(W, (r, slot[i]), wi)  # float64 sums even when w is stored in float32
@@ -121,10 +121,12 @@ def log_denominators(r, slot_d, D, tid, nt):
 
 
 @cuda.jit
-def sync_kernel(eta, cw, cinv, w, slot, event, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, dirty,
-                llout):
-    """Exact state of replicate blockIdx.x from eta: w = c exp(eta), W, Wc, the aggregates and
-    the log pseudo-likelihood ``sum_events c eta - sum_k d_k log D_k`` (written to llout[r])."""
+def sync_kernel(eta, cw, cinv, w, slot, event, one_stratum, shift, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G,
+                A2GG, dirty, llout):
+    """Exact state of replicate blockIdx.x from eta: its shift (the largest eta of a row of positive
+    weight, as the CPU's ``sync``: ``one_stratum`` is zeros per row), w = c exp(eta - shift), W, Wc,
+    the aggregates and the log pseudo-likelihood ``sum_events c (eta - shift) - sum_k d_k log D_k``
+    (written to llout[r])."""
     sv = cuda.shared.array(MAX_THREADS, float64)
     sf = cuda.shared.array(MAX_THREADS, int32)
     sb = cuda.shared.array(MAX_THREADS, float64)
@@ -135,8 +137,13 @@ def sync_kernel(eta, cw, cinv, w, slot, event, W, Wc, slot_d, Gev, none, D, C, A
     for s in range(tid, K + 1, nt):
         W[r, s] = 0.0
         Wc[r, s] = 0.0
+    reset_shifts(r, shift, -math.inf, tid, nt)
     cuda.syncthreads()
-    part = add_rows(r, eta, cw, cinv, w, slot, event, W, Wc, tid, nt)
+    max_shifts(r, eta, cw, one_stratum, shift, tid, nt)
+    cuda.syncthreads()
+    reset_shifts(r, shift, 0.0, tid, nt)
+    cuda.syncthreads()
+    part = add_rows(r, eta, cw, cinv, w, slot, event, shift, W, Wc, tid, nt)
     cuda.syncthreads()
     refresh_block(r, K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, sv, sb, sf, tid, nt)
     part += log_denominators(r, slot_d, D, tid, nt)
@@ -165,8 +172,8 @@ def refresh_grid(K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, gpart
 
 
 @cuda.jit
-def sync_grid_kernel(eta, cw, cinv, w, slot, event, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, dirty,
-                     llout, gpart, partial):
+def sync_grid_kernel(eta, cw, cinv, w, slot, event, one_stratum, shift, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2,
+                     A2G, A2GG, dirty, llout, gpart, partial):
     """:func:`sync_kernel` of the single fit over the whole grid (cooperative launch)."""
     sv = cuda.shared.array(MAX_THREADS, float64)
     sf = cuda.shared.array(MAX_THREADS, int32)
@@ -176,8 +183,13 @@ def sync_grid_kernel(eta, cw, cinv, w, slot, event, W, Wc, slot_d, Gev, none, D,
     for s in range(tid, K + 1, nt):
         W[0, s] = 0.0
         Wc[0, s] = 0.0
+    reset_shifts(0, shift, -math.inf, tid, nt)
     grid_sync()
-    part = add_rows(0, eta, cw, cinv, w, slot, event, W, Wc, tid, nt)
+    max_shifts(0, eta, cw, one_stratum, shift, tid, nt)
+    grid_sync()
+    reset_shifts(0, shift, 0.0, tid, nt)
+    grid_sync()
+    part = add_rows(0, eta, cw, cinv, w, slot, event, shift, W, Wc, tid, nt)
     grid_sync()
     refresh_grid(K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, gpart, sv, sb, sf)
     part += log_denominators(0, slot_d, D, tid, nt)
@@ -367,6 +379,7 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
                     slot=device_copy(slot),
                     slotn=device_copy(slot[cpu.indices]),
                     event=device_copy(np.asarray(cpu.event, np.uint8)),
+                    one_stratum=device_copy(np.zeros(cpu.n_rows, np.uint8)),
                     none=device_copy(np.zeros(K + 1, np.uint8)))
 
     def _rep(self):
@@ -384,6 +397,7 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
         state.d["w"] = cuda.device_array((R, n), dtype=self.dtype)
         for name in ("W", "Wc", "D", "C", "A1", "SB", "A2", "A2G", "A2GG"):
             state.d[name] = cuda.device_array((R, K + 1), dtype=np.float64)
+        state.d["shift"] = cuda.device_array((R, 1), dtype=np.float64)  # sync_kernel
         state.d["dirty"] = device_copy(np.ones(R, np.int32))
         state.d["ll"] = cuda.device_array(R, dtype=np.float64)
         self._allocate_grid_scratch(state)
@@ -396,7 +410,8 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
 
     def _refresh(self, state):
         s, p, d = self._dev_static(), self._rep(), state.d
-        args = (d["eta"], p["cw"], p["cinv"], d["w"], s["slot"], s["event"], *self._aggregates(state), d["ll"])
+        args = (d["eta"], p["cw"], p["cinv"], d["w"], s["slot"], s["event"], s["one_stratum"], d["shift"],
+                *self._aggregates(state), d["ll"])
         if not self._launch_grid(sync_grid_kernel, *args, d["gpart"], self._grid_partial()):
             self._launch(sync_kernel, *args)
 
