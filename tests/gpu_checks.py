@@ -338,21 +338,28 @@ def _fit_check(model, dtype, tol, strata=False, gamma=0.8, start=False, density=
 
 
 def _uncentered_check(model):
-    """An uncentered calendar year (linear predictor ~400): the device fit equals the CPU's with
-    the year centered (the likelihood is invariant to the shift; before the device's weights
-    were unshifted: d / D^2 underflowed to 0 in the Hessian terms)."""
+    """An uncentered calendar year (linear predictor ~400, conditional Poisson ~800): the device
+    fit equals the CPU's with the year centered (the likelihood is invariant to the shift; before
+    the device's weights were unshifted: d / D^2 underflowed to 0 in the risk-set families'
+    Hessian terms, exp(eta) overflowed in the conditional ones)."""
     rng = np.random.default_rng(11)
     n = 150
     year, z = 1950 + rng.uniform(0, 50, n), rng.normal(size=n)
-    time = rng.exponential(np.exp(-(0.2 * (year - 1975) + 0.5 * z)))
-    status = rng.binomial(1, 0.8, n) * (rng.integers(1, 3, n) if model == "fine_gray" else 1)
-    extra = dict(strata=np.arange(n) % 3) if model == "cox" else {}
+    slope = 0.4 if model == "conditional_poisson" else 0.2  # eta ~ 800: exp overflows unshifted
+    lin = slope * (year - 1975) + 0.5 * z
+    if model == "conditional_poisson":
+        outcome = dict(y=rng.poisson(np.exp(lin - lin.max())).astype(float), strata=np.arange(n) % 3)
+    else:
+        status = rng.binomial(1, 0.8, n) * (rng.integers(1, 3, n) if model == "fine_gray" else 1)
+        outcome = dict(time=rng.exponential(np.exp(-lin)), status=status)
+        if model == "cox":
+            outcome["strata"] = np.arange(n) % 3
 
     def data(center):
-        return riskset.from_arrays(np.c_[year - center, z], time=time, status=status, **extra)
+        return riskset.from_arrays(np.c_[year - center, z], **outcome)
 
     raw, centered = _datafit(model, data(0.0)), _datafit(model, data(1975.0))
-    beta = np.array([0.2, 0.5])
+    beta = np.array([slope, 0.5])
     dev = to_device(raw)
     sg, sc = dev.new_state(beta), centered.new_state(beta)
     close(dev.loglik(sg), centered.loglik(sc), 1e-10, f"{model} uncentered loglik at beta")
@@ -373,6 +380,11 @@ def fit_cox_strata_uncentered():
 @check
 def fit_fine_gray_uncentered():
     _uncentered_check("fine_gray")
+
+
+@check
+def fit_conditional_poisson_uncentered():
+    _uncentered_check("conditional_poisson")
 
 
 @check

@@ -295,6 +295,42 @@ def test_uncentered_covariate_fits_like_the_centered_one(case):
     assert raw.loglik == pytest.approx(centered.loglik, rel=1e-12)
 
 
+def _matched_year_data(model, seed=4):
+    """Matched sets of 4 rows: a calendar year (set level 1950-2000, +-2 within) with log rate
+    ratio 0.4 per year (eta ~ 800 unless centered) and a standard normal covariate."""
+    rng = np.random.default_rng(seed)
+    sets, size = 150, 4
+    strata = np.repeat(np.arange(sets), size)
+    year = 1950 + rng.uniform(0, 50, sets)[strata] + rng.normal(0, 2, sets * size)
+    z = rng.normal(size=sets * size)
+    lin = 0.4 * (year - 1975) + 0.5 * z
+    lin -= np.repeat(lin.reshape(sets, size).max(1), size)
+    if model == "conditional_poisson":
+        y = rng.poisson(2.0 * np.exp(lin)).astype(float)
+    else:  # two cases per set, drawn without replacement with odds exp(lin)
+        y = np.zeros(sets * size)
+        for s in range(sets):
+            p = np.exp(lin[s * size:(s + 1) * size])
+            y[s * size + rng.choice(size, 2, replace=False, p=p / p.sum())] = 1.0
+    return year, z, dict(y=y, strata=strata)
+
+
+@pytest.mark.parametrize("model, options", [("conditional_poisson", {}), ("conditional_logistic", {}),
+                                            ("conditional_logistic", {"ties": "breslow"})],
+                         ids=["conditional_poisson", "conditional_logistic_exact", "conditional_logistic_breslow"])
+def test_uncentered_covariate_fits_like_the_centered_one_in_matched_sets(model, options):
+    # Before: w = exp(eta) overflowed (eta ~ 800) and the fit said the estimate does not exist
+    # because the year "separates the outcome within strata"; centered, it converged
+    year, z, outcome = _matched_year_data(model)
+    raw, centered = (riskset.fit(riskset.from_arrays(np.c_[year - center, z], covariate_names=["year", "z"],
+                                                     **outcome), model, **options) for center in (0.0, 1975.0))
+    assert raw.converged and centered.converged, raw.message
+    assert raw.coef["year"] == pytest.approx(0.4, abs=0.3)  # an estimate (eta ~ 800), not a residue
+    np.testing.assert_allclose(raw.coef.to_numpy(), centered.coef.to_numpy(), rtol=1e-8)
+    np.testing.assert_allclose(raw.se.to_numpy(), centered.se.to_numpy(), rtol=1e-7)
+    assert raw.loglik == pytest.approx(centered.loglik, rel=1e-12)
+
+
 def test_baseline_hazard_and_survival_with_large_offsets():
     # before: offsets beyond +-50 were refused ("not supported"): the datafit subtracted a shift from them
     rng = np.random.default_rng(2)

@@ -50,7 +50,7 @@ CHECKS = ["grid_scans", "sweep_logistic", "sweep_poisson", "sweep_least_squares"
           "sweep_cox_efron", "sweep_cox_efron_startstop_strata", "fit_cox_startstop", "fit_cox_startstop_strata",
           "fit_cox_efron", "fit_cox_efron_startstop", "fit_cox_time_varying", "ccd_cox_efron_startstop_no_polish",
           "replicates_cox_startstop", "replicates_cox_efron_startstop", "float32_range_refused",
-          "fit_cox_strata_uncentered", "fit_fine_gray_uncentered"]
+          "fit_cox_strata_uncentered", "fit_fine_gray_uncentered", "fit_conditional_poisson_uncentered"]
 
 #: checks that need a real GPU (the simulator runs a cooperative grid as one block, and these sizes for days)
 DEVICE_ONLY_CHECKS = ["whole_grid_logistic", "whole_grid_poisson", "whole_grid_least_squares", "whole_grid_cox",

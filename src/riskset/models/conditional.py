@@ -24,7 +24,9 @@ and take the O(nnz_j) multinomial path.
 Sparse CCD (see :mod:`riskset.kernels.cpu.conditional`): the gradient and Hessian of
 coefficient j cost O(nnz_j) for multinomial strata, O(n_s m_s) per touched exact
 stratum (its whole denominator is recomputed along column j; exact n:m sets are
-small in practice). A move updates eta and w at the non-zeros (one exp per move for
+small in practice). The weights are computed relative to the stratum's largest eta
+(w = exp(eta - shift), to which l is invariant: no overflow with an uncentered covariate).
+A move updates eta and w at the non-zeros (w *= exp(delta x); one exp per move for
 indicator columns: w *= exp(delta)) and W_s by the difference; the log-likelihood
 pass once per cycle recomputes every w and W_s from eta, so rounding cannot build up.
 A whole CCD sweep runs in one compiled call (the family's kernels on the shared sweep of

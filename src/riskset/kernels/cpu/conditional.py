@@ -1,7 +1,8 @@
 """Numba kernels of the conditional (stratified multinomial) likelihoods.
 
 Rows are sorted by stratum; ``row_stratum[r]`` is the stratum code of row r and
-``stratum_ptr[s]:stratum_ptr[s + 1]`` its rows. With ``w = exp(eta)`` and
+``stratum_ptr[s]:stratum_ptr[s + 1]`` its rows. With ``w = exp(eta - shift)`` (the
+stratum's largest eta, :func:`stratum_shift`; every term below is invariant to it) and
 ``W_s = sum_{r in s} w_r`` the *multinomial* strata (conditional Poisson, SCCS,
 conditional logistic with Breslow ties or one case per set) contribute
 
@@ -149,12 +150,27 @@ def column_runs(indptr, indices, row_stratum):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def stratum_shift(eta, a, b):
+    """The largest eta[a:b] (0 if none is finite or larger than -inf). Every term of the
+    likelihood is invariant to a constant added to eta within a stratum: w = exp(eta - shift)
+    is at most 1, so that an uncentered covariate (a calendar year times 0.4: eta ~ 800)
+    cannot overflow exp and look like a diverging coefficient."""
+    top = -math.inf
+    for r in range(a, b):
+        if eta[r] > top:
+            top = eta[r]
+    return top if top > -math.inf else 0.0
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def refresh_weights(eta, w, W, stratum_ptr):
-    """w = exp(eta) and the per-stratum sums W (one O(N) pass)."""
+    """w = exp(eta - the stratum's shift) (:func:`stratum_shift`) and the per-stratum sums W
+    (one O(N) pass)."""
     for s in range(stratum_ptr.shape[0] - 1):
         tot = 0.0
+        shift = stratum_shift(eta, stratum_ptr[s], stratum_ptr[s + 1])
         for r in range(stratum_ptr[s], stratum_ptr[s + 1]):
-            e = math.exp(eta[r])
+            e = math.exp(eta[r] - shift)
             w[r] = e
             tot += e
         W[s] = tot
@@ -162,17 +178,20 @@ def refresh_weights(eta, w, W, stratum_ptr):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def loglik(eta, w, W, y, n_s, stratum_ptr, exact_m, c_s, B):
-    """Conditional log-likelihood; recomputes w = exp(eta) and W (removes drift of the moves)."""
+    """Conditional log-likelihood; recomputes w = exp(eta - shift) and W (removes drift of the
+    moves). The shift cancels: y sums to n_s in a multinomial stratum, to c_s m in an exact
+    one, whose e_m is homogeneous of degree m."""
     total = 0.0
     for s in range(stratum_ptr.shape[0] - 1):
         a = stratum_ptr[s]
         b = stratum_ptr[s + 1]
         tot = 0.0
+        shift = stratum_shift(eta, a, b)
         for r in range(a, b):
-            e = math.exp(eta[r])
+            e = math.exp(eta[r] - shift)
             w[r] = e
             tot += e
-            total += y[r] * eta[r]
+            total += y[r] * (eta[r] - shift)
         W[s] = tot
         m = exact_m[s]
         if m > 0:
@@ -223,7 +242,8 @@ def _column_derivatives(data, state, j, curvature):
 def move(col_runs, run_start, run_stratum, indices, values, indicator, j, delta, eta, w, W):
     """beta_j += delta: eta, w at the non-zeros of column j and W of their strata.
 
-    For an indicator column w is multiplied by exp(delta): one exp per move.
+    w is multiplied by exp(delta x) (it carries its stratum's shift, :func:`refresh_weights`);
+    for an indicator column by exp(delta): one exp per move.
     """
     factor = math.exp(delta)
     for k in range(col_runs[j], col_runs[j + 1]):
@@ -231,7 +251,7 @@ def move(col_runs, run_start, run_stratum, indices, values, indicator, j, delta,
         for t in range(run_start[k], run_start[k + 1]):
             r = indices[t]
             eta[r] += delta * values[t]
-            e = w[r] * factor if indicator[j] else math.exp(eta[r])
+            e = w[r] * (factor if indicator[j] else math.exp(delta * values[t]))
             W[s] += e - w[r]
             w[r] = e
 

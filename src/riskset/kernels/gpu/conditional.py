@@ -48,11 +48,13 @@ _WORK = MAX_EXACT_CASES + 1  # per-thread work arrays of the recursion, B_0 .. B
 stratum_scale = cuda.jit(device=True)(cpu_kernels._stratum_scale.py_func)
 log_esp = cuda.jit(device=True)(cpu_kernels._log_esp.py_func)
 exact_stratum_derivs = cuda.jit(device=True)(cpu_kernels._exact_stratum_derivs.py_func)
+stratum_shift = cuda.jit(device=True)(cpu_kernels.stratum_shift.py_func)
 
 
 @cuda.jit
 def sync_kernel(eta, w, W, y_raw, c_s, n_s, stratum_ptr, exact_m, partial):
-    """w = exp(eta) and W from eta (exact: no drift of the moves) for every stratum of
+    """w = exp(eta - shift) and W from eta (exact: no drift of the moves; the CPU's
+    ``stratum_shift``) for every stratum of
     replicate blockIdx.y (grid-stride over strata), and partial[r, blockIdx.x] = this
     block's share of the conditional log-likelihood (as the CPU ``loglik``)."""
     sa = cuda.shared.array(MAX_THREADS, float64)
@@ -67,11 +69,12 @@ def sync_kernel(eta, w, W, y_raw, c_s, n_s, stratum_ptr, exact_m, partial):
         b = stratum_ptr[s + 1]
         c = c_s[r, s]
         tot = 0.0
+        shift = stratum_shift(eta[r], a, b)
         for i in range(a, b):
-            e = math.exp(eta[r, i])
+            e = math.exp(eta[r, i] - shift)
             w[r, i] = e
             tot += e
-            total += (y_raw[i] * c) * eta[r, i]  # y_r eta_r with y = c_s y_raw
+            total += (y_raw[i] * c) * (eta[r, i] - shift)  # y_r eta_r with y = c_s y_raw
         W[r, s] = tot
         m = exact_m[s]
         if m > 0:
@@ -141,7 +144,7 @@ def gradient(data, state, r, j, tid, nt, sa, sb, sf):
 @cuda.jit(device=True)
 def move(data, state, r, j, step, tid, nt):
     """beta_j += step at this thread's runs: eta, w and W_s in row order, as the CPU move
-    (w *= exp(step) for an indicator column, one exp, else exp(eta))."""
+    (w *= exp(step) for an indicator column, one exp, else exp(step x))."""
     indices, values, indicator, col_runs, run_start, run_stratum, stratum_ptr, exact_m, xy, c_s, n_s = data
     eta, w, W = state
     factor = math.exp(step)
@@ -150,13 +153,10 @@ def move(data, state, r, j, step, tid, nt):
         s = run_stratum[k]
         for i in range(run_start[k], run_start[k + 1]):
             row = indices[i]
-            e = eta[r, row] + step * float(values[i])
-            eta[r, row] = e
+            x = float(values[i])
+            eta[r, row] += step * x
             wo = float(w[r, row])
-            if ind:
-                w[r, row] = wo * factor
-            else:
-                w[r, row] = math.exp(e)
+            w[r, row] = wo * (factor if ind else math.exp(step * x))
             W[r, s] += float(w[r, row]) - wo
 
 
