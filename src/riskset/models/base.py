@@ -61,7 +61,7 @@ def no_weight(weights: np.ndarray, what: str = "row") -> str | None:
 
 
 def weight_overflow(state) -> str | None:
-    """The problem of a risk-set family's state whose weights w = c exp(eta) overflowed
+    """The problem of a risk-set family's state whose weights w = c exp(eta - shift) overflowed
     (the coefficients diverge), or None."""
     if not np.all(np.isfinite(state.eta)) or not np.all(np.isfinite(state.w)):
         return "the linear predictor overflowed (exp(eta) is not finite): coefficients diverge"

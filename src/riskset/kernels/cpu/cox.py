@@ -130,7 +130,7 @@ def new_state(eta, cw, w, ks, ke, event, has_start, slot_stratum, shift, ex, en,
 def moved_weight(eta, w, r, x, delta, factor, indicator):
     """eta_r += delta x and w_r *= exp(delta x) (``factor`` = exp(delta), reused for an
     indicator column: one exp per move); returns the change of w_r. The risk-set families'
-    moves add it to their slot sums; their log-likelihood recomputes w = c exp(eta) exactly."""
+    moves add it to their slot sums; their log-likelihood recomputes w = c exp(eta - shift) exactly."""
     eta[r] += delta * x
     wo = w[r]
     wn = wo * (factor if indicator else math.exp(delta * x))

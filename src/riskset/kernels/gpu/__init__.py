@@ -19,7 +19,8 @@ Architecture
 ------------
 * State: (R, N) arrays per replicate (R = 1 for an ordinary fit): eta (always
   float64, the accumulator) and the family's per-row state (GLM: exp(eta), residual,
-  curvature; Cox and Fine-Gray: w = c exp(eta); conditional models: w = exp(eta)) in
+  curvature; Cox and Fine-Gray: w = c exp(eta - shift); conditional models: w = exp(eta - shift),
+  the shift the stratum's largest eta as on the CPU) in
   ``dtype``; Cox and Fine-Gray also (R, n_slots) float64 slot sums (Cox: by exit slot;
   by entry slot for (start, stop] rows; event rows for Efron ties) and cumulative
   aggregates, the conditional models (R, n_strata) float64 stratum sums W_s. X values

@@ -3,7 +3,8 @@
 Mirrors the O(nnz_j) formulation of :mod:`riskset.kernels.cpu.fine_gray` (notation
 there): rows sorted by time descending, event slots ``k = 0 .. K-1`` (distinct times
 of the event of interest, descending), row slot ``s_r`` in ``0..K``, ``cinv_r =
-1 / G(T_r-)`` for competing rows (0 otherwise), ``w = c exp(eta)``. Everything that
+1 / G(T_r-)`` for competing rows (0 otherwise), ``w = c exp(eta - shift)`` (the largest eta
+of a row of positive weight, per replicate). Everything that
 depends on the case weights (``c``, ``cinv``, ``Gev = G(te_k-)``, the event counts
 ``d``, ``gx0``) is per replicate: the censoring Kaplan-Meier G is recomputed for every
 row weighting, exactly as the CPU ``reweighted`` does.
