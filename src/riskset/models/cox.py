@@ -90,6 +90,7 @@ class CoxDatafit(Datafit):
         self.n_strata = self.slot_ptr.shape[0] - 1
         self.all_strata = np.arange(self.n_strata, dtype=np.int64)
         self.strata_ptr, self.col_strata = K.column_strata(self.indptr, self.indices, rs.row_stratum)
+        self.row_pieces = K.row_pieces(rs.row_stratum)  # the shifted weights' passes (K.stratum_shifts)
         self.walk_chunk = K.WALK_CHUNK  # non-zeros per chunk of a column's parallel walk and move
         self.codes = None
         if formulation == "sparse" and self.has_start:
@@ -186,7 +187,7 @@ class CoxDatafit(Datafit):
         current (``FitState.synced``)."""
         if state.synced:
             return
-        K.new_state(state.eta, self.cw, state.w, self.ks, self.ke, self.event, self.has_start, self.rs.slot_stratum,
+        K.new_state(state.eta, self.cw, state.w, self.ks, self.ke, self.event, self.has_start, *self.row_pieces,
                     state.shift, state.ex, state.en, state.ev)
         self._refresh(state, full=True)
         state.hazards = state.hazard_sums = None  # v and X' v of this state, once asked (_row_hazards, gradient)

@@ -40,6 +40,7 @@ import scipy.sparse as sp
 from riskset.data.dataset import row_label
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
+from riskset.kernels.cpu.cox import row_pieces
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
                                  drop_constant_covariates, require_information, risk_set_block_work, weight_overflow)
 
@@ -157,7 +158,7 @@ class FineGrayDatafit(Datafit):
             self.slot_time.shape[0] - np.searchsorted(self.slot_time[::-1], self.time, side="right"),
             dtype=np.int32 if self.slot_time.shape[0] < 2**31 - 1 else np.int64)
         self.n_slots = self.slot_time.shape[0]
-        self.one_stratum = np.zeros(self.n_slots + 1, np.int64)  # every slot in one stratum (K.sync)
+        self.row_pieces = row_pieces(np.zeros(n, np.int64))  # one stratum: the passes of K.sync
         self.indicator = self.products.unit  # per column: every stored value is 1
         self.kernels = K.KERNELS[formulation]
         self._set_weights(np.ascontiguousarray(weights[order]))
@@ -244,7 +245,7 @@ class FineGrayDatafit(Datafit):
         (``FitState.synced``)."""
         if state.synced:
             return
-        K.sync(state.eta, self.cw, self.slot, self.cinv, self.one_stratum, state.shift, state.w, state.W, state.Wc)
+        K.sync(state.eta, self.cw, self.slot, self.cinv, *self.row_pieces, state.shift, state.w, state.W, state.Wc)
         K.refresh(state.W, state.Wc, self.slot_d, self.Gev, state.D, state.A1, state.B1, state.A2, state.A2G,
                   state.A2GG)
         state.dirty[0] = False

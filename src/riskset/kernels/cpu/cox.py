@@ -72,10 +72,25 @@ def case_weights(weights, data_rows, event, ke, cw, slot_d, slot_m):
             slot_m[ke[r] - 1] += 1.0 if c > 0.0 else 0.0
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def stratum_shifts(eta, cw, key, key_stratum, shift):
-    """shift[s] = the largest eta of a row of positive weight in stratum s (0 if none); row r
-    is in stratum ``key_stratum[key[r]]`` (Cox: its exit slot's, ``slot_stratum[ke[r]]``).
+def row_pieces(row_stratum):
+    """(piece_ptr, piece_stratum): the rows (sorted by stratum) cut at every stratum boundary
+    and every :data:`BLOCK` rows; piece i spans rows piece_ptr[i]:piece_ptr[i+1] of stratum
+    piece_stratum[i]. The shifted weights' passes (:func:`stratum_shifts`, :func:`row_weights`)
+    run over pieces in parallel, reading no per-row stratum."""
+    n = row_stratum.shape[0]
+    cuts = np.union1d(np.flatnonzero(np.diff(row_stratum)) + 1, np.arange(0, n, BLOCK))
+    piece_ptr = np.r_[cuts, n].astype(np.int64) if n else np.zeros(1, np.int64)
+    return piece_ptr, np.ascontiguousarray(row_stratum[piece_ptr[:-1]], dtype=np.int64)
+
+
+#: Pieces per task of the parallel passes over pieces (:func:`row_pieces`).
+PIECE_CHUNK = 64
+
+
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def stratum_shifts(eta, cw, piece_ptr, piece_stratum, shift):
+    """shift[s] = the largest eta of a row of positive weight in stratum s (0 if none): the
+    pieces' maxima in parallel, then per stratum.
 
     The likelihood is invariant to adding a constant to eta within a stratum, and so are
     the score and the information; the sums are not. With w = c exp(eta - shift) the
@@ -84,35 +99,45 @@ def stratum_shifts(eta, cw, key, key_stratum, shift):
     is ~350 (an uncentered covariate: a calendar year times 0.2) underflows Q2 to 0 and
     loses the information's second term: a wrong Hessian, hence wrong steps and standard
     errors, and an aliased covariate (constant within strata) that seems informative."""
+    n_pieces = piece_stratum.shape[0]
+    top = np.empty(n_pieces)
+    for c in prange((n_pieces + PIECE_CHUNK - 1) // PIECE_CHUNK):
+        for i in range(c * PIECE_CHUNK, min(n_pieces, (c + 1) * PIECE_CHUNK)):
+            t = -np.inf
+            for r in range(piece_ptr[i], piece_ptr[i + 1]):
+                if cw[r] > 0.0 and eta[r] > t:
+                    t = eta[r]
+            top[i] = t
     shift[:] = -np.inf
-    for r in range(eta.shape[0]):
-        if cw[r] > 0.0:
-            s = key_stratum[key[r]]
-            if eta[r] > shift[s]:
-                shift[s] = eta[r]
+    for i in range(n_pieces):
+        s = piece_stratum[i]
+        if top[i] > shift[s]:
+            shift[s] = top[i]
     for s in range(shift.shape[0]):
         if shift[s] == -np.inf:
             shift[s] = 0.0
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def row_weights(eta, cw, key, key_stratum, shift, w):
-    """w = c exp(eta - shift of the row's stratum) (:func:`stratum_shifts`), in parallel blocks
-    of rows (each w_r depends on row r alone)."""
-    n = eta.shape[0]
-    for b in prange((n + BLOCK - 1) // BLOCK):
-        for r in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            w[r] = cw[r] * math.exp(eta[r] - shift[key_stratum[key[r]]])
+def row_weights(eta, cw, piece_ptr, piece_stratum, shift, w):
+    """w = c exp(eta - shift of the row's stratum) (:func:`stratum_shifts`), in parallel over
+    the pieces of rows (each w_r depends on row r alone)."""
+    n_pieces = piece_stratum.shape[0]
+    for c in prange((n_pieces + PIECE_CHUNK - 1) // PIECE_CHUNK):
+        for i in range(c * PIECE_CHUNK, min(n_pieces, (c + 1) * PIECE_CHUNK)):
+            sh = shift[piece_stratum[i]]
+            for r in range(piece_ptr[i], piece_ptr[i + 1]):
+                w[r] = cw[r] * math.exp(eta[r] - sh)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def new_state(eta, cw, w, ks, ke, event, has_start, slot_stratum, shift, ex, en, ev):
+def new_state(eta, cw, w, ks, ke, event, has_start, piece_ptr, piece_stratum, shift, ex, en, ev):
     """The stratum shifts, w = c exp(eta - shift) (:func:`stratum_shifts`, :func:`row_weights`)
     and the slot sums ex (w by exit slot), en (w by entry slot; only with start times:
     without, every row enters at its stratum's first slot and en is never read), ev
     (events), added in row order."""
-    stratum_shifts(eta, cw, ke, slot_stratum, shift)
-    row_weights(eta, cw, ke, slot_stratum, shift, w)
+    stratum_shifts(eta, cw, piece_ptr, piece_stratum, shift)
+    row_weights(eta, cw, piece_ptr, piece_stratum, shift, w)
     ex[:] = 0.0
     en[:] = 0.0
     ev[:] = 0.0

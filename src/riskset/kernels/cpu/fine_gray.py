@@ -55,13 +55,12 @@ from riskset.kernels.cpu.cox import (accumulate_row, add_inner, add_listed, add_
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def sync(eta, cw, slot, cinv, one_stratum, shift, w, W, Wc):
+def sync(eta, cw, slot, cinv, piece_ptr, piece_stratum, shift, w, W, Wc):
     """w = c exp(eta - shift), shift the largest eta of a row of positive weight (the Cox
-    kernels' :func:`~riskset.kernels.cpu.cox.stratum_shifts` and ``row_weights`` over
-    ``one_stratum``: zeros per slot), and the slot sums W, Wc from scratch, added in row
-    order (O(N))."""
-    stratum_shifts(eta, cw, slot, one_stratum, shift)
-    row_weights(eta, cw, slot, one_stratum, shift, w)
+    kernels' :func:`~riskset.kernels.cpu.cox.stratum_shifts` and ``row_weights`` over the
+    pieces of one stratum), and the slot sums W, Wc from scratch, added in row order (O(N))."""
+    stratum_shifts(eta, cw, piece_ptr, piece_stratum, shift)
+    row_weights(eta, cw, piece_ptr, piece_stratum, shift, w)
     W[:] = 0.0
     Wc[:] = 0.0
     for r in range(eta.shape[0]):
