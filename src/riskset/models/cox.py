@@ -10,7 +10,7 @@ i = 1..m, weighted event count d = sum c_i, ``w = c exp(eta)``)::
 (R's ``coxph`` with case weights). Risk set at t: ``start < t <= stop`` (``time >= t``
 without start), within the row's stratum. l is invariant to adding a constant to eta
 within a stratum; the sums are computed with the stratum's largest eta subtracted, so
-that an uncentered covariate (a calendar year) or a coefficient of one constant within
+that an uncentered covariate (a calendar year) or the coefficient of a covariate constant within
 strata leaves them in floating-point range (:func:`~riskset.kernels.cpu.cox.stratum_shifts`).
 
 Two formulations of the per-coordinate gradient and Hessian (``formulation=``):

@@ -50,8 +50,7 @@ from numba import njit
 
 from riskset.core.sweep import compile_family
 from riskset.kernels.cpu.cox import (accumulate_row, add_inner, add_listed, add_outer, add_row_square, clear_listed,
-                                     fold_halves, move_scan, moved_weight, row_weights,
-                                     stratum_shifts)
+                                     fold_halves, move_scan, moved_weight, row_weights, stratum_shifts)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
