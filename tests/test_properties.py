@@ -146,3 +146,38 @@ def test_row_order_does_not_change_a_cox_fit(frame, order):
     assert a.converged == b.converged
     assert a.loglik == pytest.approx(b.loglik, rel=1e-8, abs=1e-8)
     np.testing.assert_allclose(a.coef.to_numpy(), b.coef.reindex(a.coef.index).to_numpy(), rtol=1e-6, atol=1e-6)
+
+
+# -- invariance of the stratified likelihoods to a constant added to a covariate -------------------
+@PROPERTY
+@given(seed=st.integers(0, 2**16), constant=st.floats(-2000, 2000),
+       model=st.sampled_from(["cox", "cox_efron", "fine_gray", "conditional_poisson", "conditional_logistic"]))
+def test_likelihood_derivatives_invariant_to_a_constant_added_to_a_covariate(seed, constant, model):
+    """The Cox (Breslow, Efron; strata), Fine-Gray and conditional likelihoods, their gradients
+    and Hessians do not change when a constant is added to a covariate (an uncentered one):
+    it adds beta_j times it to every eta, up to +-600 here. Before the shifted weights, +350
+    underflowed d / D^2 (risk-set families) and +709 overflowed exp (conditional ones)."""
+    rng = np.random.default_rng(seed)
+    n = 60
+    X = rng.normal(size=(n, 3))
+    name, options = (("cox", {"ties": "efron"}) if model == "cox_efron" else (model, {}))
+    if name in ("cox", "fine_gray"):
+        outcome = dict(time=np.round(rng.exponential(1.0, n), 1) + 0.1, status=rng.binomial(1, 0.8, n))
+        if name == "fine_gray":
+            outcome["status"] = outcome["status"] * rng.integers(1, 3, n)
+        else:
+            outcome["strata"] = np.arange(n) % 3
+    elif name == "conditional_poisson":
+        outcome = dict(y=rng.poisson(1.0, n).astype(float), strata=np.arange(n) % 3)
+    else:
+        outcome = dict(y=(np.arange(n) % 4 == 0).astype(float), strata=np.arange(n) // 4)
+    beta = np.r_[0.3, rng.normal(scale=0.5, size=2)]
+    values = []
+    for shift in (0.0, constant):
+        df = get_model(name, **options).datafit(riskset.from_arrays(X + [shift, 0.0, 0.0], **outcome))
+        state = df.new_state(beta)
+        values.append((df.loglik(state), df.gradient(state), df.hessian(state, np.arange(3))))
+    (l0, g0, h0), (l1, g1, h1) = values
+    assert l1 == pytest.approx(l0, rel=1e-9, abs=1e-9)
+    np.testing.assert_allclose(g1, g0, rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(h1, h0, rtol=1e-7, atol=1e-8)
