@@ -706,7 +706,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
                       ke=device_copy(ke),
                       ks=device_copy(ks),
                       event=device_copy(ev),
-                      row_stratum=device_copy(np.asarray(rs.slot_stratum, np.int32)[ke]),
+                      row_stratum=device_copy(np.asarray(rs.row_stratum, np.int32)),
                       slot_first=device_copy(np.asarray(rs.slot_first, np.uint8)),
                       slot_last=device_copy(np.asarray(rs.slot_last, np.uint8)))
         bcode, bpos, bhead = self._breakpoints(stype)
