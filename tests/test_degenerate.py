@@ -5,6 +5,7 @@ import re
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import statsmodels.api as sm
 
@@ -371,3 +372,37 @@ def test_unpenalized_bootstrap_gives_no_estimate_for_a_covariate_missing_from_a_
     missing = ~np.isin(drawn, [0, 1, 2]).any(axis=1)
     assert missing.any()
     assert boot.estimates.loc[missing, "rare"].isna().all() and boot.estimates["a"].notna().all()
+
+
+def test_a_case_weight_of_1e200_fits_without_an_overflow():
+    """An event row of weight 1e200 alone in its risk set (the log-likelihood ~ -4.6e202): a
+    Newton step's gain and its model's promise differ by ~1e200, and the next gain's estimate
+    raised OverflowError from the solver (found by the row-order property test). The optimum
+    is where the other event's term 2 beta - log(1e200 + 25 + e^(2 beta)) meets the prior:
+    2 - beta = 0 (up to e^(2 beta) / 1e200)."""
+    n = 27
+    frame = pd.DataFrame({"time": np.ones(n), "status": np.zeros(n, int), "x": np.zeros(n), "w": np.ones(n)})
+    frame.loc[3, ["status", "x"]] = 1, 2.0
+    frame.loc[24, ["time", "status", "w"]] = 2.0, 1, 1e200
+    data = riskset.from_frame(frame, time="time", status="status", weights="w")
+    fit = riskset.fit(data, "cox", riskset.Normal(variance=1.0))
+    assert fit.converged
+    assert fit.coef["x"] == pytest.approx(2.0, abs=1e-8)
+
+
+def test_the_log_likelihood_kept_with_a_state_is_recomputed_after_a_move():
+    """A risk-set state keeps its log-likelihood once asked (a fit's end asks for its last
+    trial's again); a move changes the state, and the next ask recomputes it."""
+    data = riskset.simulate(n=400, p=5, model="cox", seed=3)
+    competing = np.where((data.status == 1) & (np.arange(400) % 3 == 0), 2, data.status)  # a third compete
+    for name, status in (("cox", data.status), ("fine_gray", competing)):
+        datafit = riskset.models.get_model(name).datafit(riskset.from_arrays(data.X, time=data.time, status=status))
+        state = datafit.new_state(np.zeros(datafit.n_coef))
+        before = datafit.loglik(state)
+        assert datafit.loglik(state) == before
+        datafit.move(state, 0, 0.3)
+        beta = np.zeros(datafit.n_coef)
+        beta[0] = 0.3
+        moved = datafit.loglik(state)
+        assert moved != before
+        assert moved == pytest.approx(datafit.loglik(datafit.new_state(beta)), rel=1e-12)

@@ -153,6 +153,59 @@ def test_blocked_scans_give_the_same_bits_on_one_and_two_threads(case):
                                np.concatenate([serial.D, serial.Q1, serial.A1c, serial.A2c]), rtol=1e-13)
 
 
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_exit_slot_lies_in_one_piece_of_rows(case):
+    """The pieces of rows (K.row_pieces) that the parallel sums by exit slot run over hold
+    every row of a slot (and of an event's slot, ke - 1) in one piece, and no piece crosses a stratum."""
+    df = CoxDatafit(*survival_arrays(**CASES[case]), ties="efron" if case == "efron" else "breslow")
+    ptr, piece_stratum = df.row_pieces
+    piece = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+    assert ptr.size > 8  # several pieces: the parallel paths run
+    for slots in (df.ke, np.where(df.event == 1, df.ke - 1, -1)):
+        keep = slots >= 0
+        first = np.full(df.rs.n_slots + 1, -1)
+        first[slots[keep]] = piece[keep]
+        assert np.all(first[slots[keep]] == piece[keep])  # one piece per slot (the last write is every write)
+    np.testing.assert_array_equal(df.rs.row_stratum, piece_stratum[piece])
+
+
+@needs_two
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_passes_over_rows_give_the_same_bits_on_one_and_two_threads(case):
+    """The state's sums by exit slot, the rows' hazard terms and a Hessian-vector product's
+    row weights (over the pieces of rows in parallel) are the same numbers on 1 and 2 threads."""
+    df = CoxDatafit(*survival_arrays(**CASES[case]), ties="efron" if case == "efron" else "breslow")
+    state = df.new_state(np.linspace(-0.3, 0.3, df.n_coef))
+    ns, pieces = df.rs.n_slots, df.row_pieces
+    u = np.sin(np.arange(df.n_rows))
+    out = []
+    for threads in (1, 2):
+        w, shift, ex, en, ev = np.empty(df.n_rows), np.empty(df.n_strata), np.empty(ns), np.empty(ns), np.empty(ns)
+        v, z, U1, E1u, C = np.empty(df.n_rows), np.empty(df.n_rows), np.empty(ns), np.empty(ns), np.empty(ns)
+        with kernel_threads(threads):
+            K.new_state(state.eta, df.cw, w, df.ks, df.ke, df.event, df.has_start, *pieces, shift, ex, en, ev)
+            K.row_hazard_terms(state.w, df.ks, df.ke, df.event, state.A1c, state.R1, df.efron, df.has_start,
+                               pieces[0], v)
+            K.hessian_vector_rows(u, state.w, v, df.ks, df.ke, df.event, df.slot_ptr, df.efron, df.has_start,
+                                  pieces[0], state.Q2, state.R2, state.T2, U1, E1u, C, z)
+        out.append(np.concatenate([w, shift, ex, en, ev, v, z]))
+    np.testing.assert_array_equal(out[0], out[1])
+    np.testing.assert_array_equal(out[0][:df.n_rows], state.w)
+
+
+@pytest.mark.parametrize("case", ["plain", "efron", "start_stop"])
+def test_a_hessian_vector_product_over_pieces_equals_the_formed_block_times_the_vector(case):
+    """A stratum of more than BLOCKED_SLOTS event times, rows in many pieces: the Hessian-vector
+    product (its passes over rows in parallel) equals the dense block's product."""
+    df = CoxDatafit(*survival_arrays(**CASES[case]), ties="efron" if case == "efron" else "breslow")
+    assert df.slot_ptr[1] >= K.BLOCKED_SLOTS
+    state = df.new_state(np.linspace(-0.3, 0.3, df.n_coef))
+    cols = np.arange(df.n_coef)
+    b = np.linspace(1.0, -1.0, df.n_coef)
+    np.testing.assert_allclose(df.local_quadratic(state, cols).hessian_times(b), df.hessian(state, cols) @ b,
+                               rtol=1e-11)
+
+
 def small_strata_datafit(n=3000, seed=1):
     rng, X, eta = design(n, seed=seed)
     time = rng.exponential(1.0 / np.exp(eta))

@@ -255,3 +255,41 @@ def test_column_norms_of_a_set_with_the_ones_column():
     empty = sp.csc_matrix((50, 0))
     assert ColumnProducts(empty.indptr.astype(np.int64), empty.indices, empty.data, 50).column_norms([-1]).tolist() \
         == [np.sqrt(50.0)]
+
+
+def test_a_product_asked_again_is_kept_and_handed_out_as_a_copy(monkeypatch):
+    """times_recurring: the bits of times; kept from the second ask (the third reads it: the
+    kernel is not called); every ask gets its own array; a product asked once is not kept;
+    the kept bytes stay under the bound."""
+    rng = np.random.default_rng(2)
+    cp = products(design(rng, indicators=False), monkeypatch, "csc")
+    cols, b = np.array([1, 4, 7]), np.array([0.5, -1.0, 2.0])
+    first = cp.times_recurring(cols, b)
+    np.testing.assert_array_equal(first, cp.times(cols, b))
+    assert not cp._recurring  # asked once: remembered by its digest only
+    second = cp.times_recurring(cols, b)
+    first[:] = np.nan  # the caller owns its array (a state moves its linear predictor in place)
+    kernel = columns.tiled_times
+    monkeypatch.setattr(columns, "tiled_times", lambda *a: pytest.fail("a kept product was recomputed"))
+    third = cp.times_recurring(cols, b)
+    monkeypatch.setattr(columns, "tiled_times", kernel)
+    np.testing.assert_array_equal(third, second)
+    assert third is not second and np.all(np.isfinite(third))
+    monkeypatch.setattr(columns, "RECURRING_BYTES", third.nbytes)  # room for one: the older goes
+    other = np.array([2.0, 2.0, 2.0])
+    cp.times_recurring(cols, other)
+    cp.times_recurring(cols, other)
+    assert len(cp._recurring) == 1
+
+
+def test_freed_memory_is_kept_unless_the_process_has_chosen():
+    """riskset.core.memory: glibc's malloc is tuned once (riskset's import did it), and left
+    alone where the environment sets its thresholds or RISKSET_KEEP_FREED_MEMORY=0."""
+    import platform
+
+    from riskset.core.memory import keep_freed_memory
+
+    assert not keep_freed_memory({"RISKSET_KEEP_FREED_MEMORY": "0"})
+    assert not keep_freed_memory({"MALLOC_TRIM_THRESHOLD_": "65536"})  # e.g. a Dask worker returning memory
+    glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    assert keep_freed_memory({}) == glibc

@@ -19,8 +19,10 @@ from riskset.simulate import simulate
 from riskset.survival import baseline_hazard, kaplan_meier, numbers_at_risk, predict_survival
 from riskset.solver.prior import ElasticNet, Laplace, NoPrior, Normal, Prior
 from riskset.kernels.cpu import compile_notice as _compile_notice
+from riskset.core.memory import keep_freed_memory as _keep_freed_memory
 
 _compile_notice.install()  # "compiling kernels, first run only" on stderr, when Numba compiles
+_keep_freed_memory()  # a fit's arrays of many MB reuse freed memory, not fresh pages (riskset.core.memory)
 
 __version__ = "0.1.0"
 

@@ -66,11 +66,14 @@ class FitState:
     ``synced``: the family's exact recomputation of those arrays from ``eta`` (which its
     log-likelihood, gradient and Hessian start from) is current: set by the family, cleared
     by every :meth:`Datafit.move` and :meth:`Datafit.sweep`, so that a state is recomputed
-    once between moves, not once per question (a polish trial asks three).
+    once between moves, not once per question (a polish trial asks three); ``loglik``, the
+    log-likelihood of the synced arrays once asked (None until then; a fit's end asks again
+    for the last trial's).
     """
 
     kernel: tuple = ()
     synced: bool = False
+    loglik: float | None = None
 
     def __init__(self, eta: np.ndarray):
         self.eta = eta
@@ -148,9 +151,10 @@ class Datafit(ABC):
         return self.names[j] if self.names is not None else f"#{j}"
 
     def linear_predictor(self, beta: np.ndarray) -> np.ndarray:
-        """X beta + offset, reading only the columns of non-zero coefficients."""
+        """X beta + offset, reading only the columns of non-zero coefficients (a product asked
+        again is kept: :meth:`~riskset.core.columns.ColumnProducts.times_recurring`)."""
         nz = np.flatnonzero(beta)
-        eta = self.products.times(nz, beta[nz])
+        eta = self.products.times_recurring(nz, beta[nz])
         eta += self.offset
         return eta
 

@@ -167,6 +167,10 @@ class ConditionalDatafit(Datafit):
     def gradient(self, state):
         return self.products.dot(np.arange(self.n_coef), self.residuals(state))
 
+    def slopes(self, state, coefs):
+        """X' r over the columns of ``coefs`` only (r: :meth:`residuals`)."""
+        return self.products.dot(np.asarray(coefs, dtype=np.int64), self.residuals(state))
+
     def diagnose(self, state, beta):
         return weight_overflow(state)
 

@@ -90,7 +90,7 @@ class CoxDatafit(Datafit):
         self.n_strata = self.slot_ptr.shape[0] - 1
         self.all_strata = np.arange(self.n_strata, dtype=np.int64)
         self.strata_ptr, self.col_strata = K.column_strata(self.indptr, self.indices, rs.row_stratum)
-        self.row_pieces = K.row_pieces(rs.row_stratum)  # the shifted weights' passes (K.stratum_shifts)
+        self.row_pieces = K.row_pieces(rs.row_stratum, rs.ke)  # the O(N) passes in parallel (K.new_state)
         self.walk_chunk = K.WALK_CHUNK  # non-zeros per chunk of a column's parallel walk and move
         self.codes = None
         if formulation == "sparse" and self.has_start:
@@ -191,6 +191,7 @@ class CoxDatafit(Datafit):
                     state.shift, state.ex, state.en, state.ev)
         self._refresh(state, full=True)
         state.hazards = state.hazard_sums = None  # v and X' v of this state, once asked (_row_hazards, gradient)
+        state.loglik = None
         state.synced = True
 
     def _refresh(self, state, full=False):
@@ -203,8 +204,10 @@ class CoxDatafit(Datafit):
 
     def loglik(self, state):
         self._sync(state)
-        return K.loglik_terms(state.eta, self.cw, self.event, self.ke, self.rs.slot_stratum, state.shift, state.D,
-                              state.ev, self.rs.slot_d, self.rs.slot_m, self.efron)
+        if state.loglik is None:
+            state.loglik = K.loglik_terms(state.eta, self.cw, self.event, self.ke, self.rs.slot_stratum, state.shift,
+                                          state.D, state.ev, self.rs.slot_d, self.rs.slot_m, self.efron)
+        return state.loglik
 
     def gradient(self, state):
         """dl/dbeta = gx0 - X' v with v the per-row hazard terms (:meth:`_row_hazards`); X' v is
@@ -228,7 +231,7 @@ class CoxDatafit(Datafit):
         if state.hazards is None:
             state.hazards = np.empty(self.n_rows)
             K.row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron,
-                               self.has_start, state.hazards)
+                               self.has_start, self.row_pieces[0], state.hazards)
         return state.hazards
 
     def hessian(self, state, columns):
@@ -240,7 +243,8 @@ class CoxDatafit(Datafit):
         cols = np.ascontiguousarray(columns, dtype=np.int64)
         m = cols.shape[0]
         v = np.empty(self.n_rows)
-        K.row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron, self.has_start, v)
+        K.row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron, self.has_start,
+                           self.row_pieces[0], v)
         rowptr, rcol, rval = self.products.rows_of(cols)
         H = np.empty((m, m))
         K.hessian_block(rowptr, rcol, rval, state.w, v, self.ks, self.ke, self.event, self._entry_points,
@@ -278,7 +282,7 @@ class CoxDatafit(Datafit):
         def hessian_times(b):
             self.products.times(cols, b, u)
             K.hessian_vector_rows(u, state.w, v, self.ks, self.ke, self.event, self.slot_ptr, self.efron,
-                                  self.has_start, state.Q2, state.R2, state.T2, U1, E1u, C, z)
+                                  self.has_start, self.row_pieces[0], state.Q2, state.R2, state.T2, U1, E1u, C, z)
             return self.products.dot(cols, z)
 
         return LocalQuadratic(self.gx0[cols] - xv, x2v, hessian_times)

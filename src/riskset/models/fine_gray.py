@@ -249,15 +249,23 @@ class FineGrayDatafit(Datafit):
         K.refresh(state.W, state.Wc, self.slot_d, self.Gev, state.D, state.A1, state.B1, state.A2, state.A2G,
                   state.A2GG)
         state.dirty[0] = False
+        state.loglik = None
         state.synced = True
 
     def loglik(self, state):
         self._sync(state)
-        return K.loglik_terms(state.eta, self.cw, self.event, state.shift[0], self.slot_d, state.D)
+        if state.loglik is None:
+            state.loglik = K.loglik_terms(state.eta, self.cw, self.event, state.shift[0], self.slot_d, state.D)
+        return state.loglik
 
     def gradient(self, state):
         """dl/dbeta = gx0 - X' v with v the per-row terms (:meth:`_row_terms`)."""
         return self.gx0 - self.products.dot(np.arange(self.n_coef), self._row_terms(state))
+
+    def slopes(self, state, coefs):
+        """gx0 - X' v over the columns of ``coefs`` only."""
+        coefs = np.asarray(coefs, dtype=np.int64)
+        return self.gx0[coefs] - self.products.dot(coefs, self._row_terms(state))
 
     def _row_terms(self, state):
         """v = :func:`~riskset.kernels.cpu.fine_gray.row_terms` at the (synced) state: the

@@ -51,7 +51,7 @@ class GLMDatafit(Datafit):
 
     def linear_predictor(self, beta):
         nz = np.flatnonzero(beta)
-        return self.products.times(self.columns(nz), beta[nz]) + self.offset
+        return self.products.times_recurring(self.columns(nz), beta[nz]) + self.offset
 
     def missing_information(self):
         return no_weight(self.w)

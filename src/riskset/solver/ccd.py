@@ -736,7 +736,8 @@ def gain_ahead(gain: float, predicted: float, rtol: float) -> float:
     inexact (conjugate-gradient) step solved to ``rtol`` (0: exact) leaves ~rtol^2 of it;
     a factor 10 for safety.
     """
-    return 10.0 * (model_error(gain, predicted)**2 + rtol**2) * predicted
+    error = model_error(gain, predicted)
+    return 10.0 * (error * error + rtol * rtol) * predicted  # a product, not **: inf, never OverflowError
 
 
 def newton_step(datafit, state, beta, active, pen: Penalty, rtol: float, side):
@@ -754,7 +755,7 @@ def newton_step(datafit, state, beta, active, pen: Penalty, rtol: float, side):
     sub = pen[active]
     qa, prior_slope = sub.l2, sub.gradient(beta[active], side)
     if dense_newton(datafit, active):
-        grad = np.array([datafit.coordinate(state, j)[0] for j in active]) - prior_slope
+        grad = datafit.slopes(state, active) - prior_slope
         try:
             step = np.linalg.solve(np.diag(qa) - datafit.hessian(state, active), grad)
         except np.linalg.LinAlgError:
