@@ -242,9 +242,7 @@ class CoxDatafit(Datafit):
         self._sync(state)
         cols = np.ascontiguousarray(columns, dtype=np.int64)
         m = cols.shape[0]
-        v = np.empty(self.n_rows)
-        K.row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron, self.has_start,
-                           self.row_pieces[0], v)
+        v = self._row_hazards(state)
         rowptr, rcol, rval = self.products.rows_of(cols)
         H = np.empty((m, m))
         K.hessian_block(rowptr, rcol, rval, state.w, v, self.ks, self.ke, self.event, self._entry_points,
