@@ -189,17 +189,38 @@ def test_each_thread_keeps_its_own_row_copy(rng, monkeypatch):
 
 def test_tile_pointers_start_each_column_at_each_tile(rng, monkeypatch):
     """ptr[t, j] is the first non-zero of column j in tile t or after (an empty tile of a
-    column points at the next tile's start), ptr[-1, j] the column's end."""
+    column points at the next tile's start), ptr[-1, j] the column's end; each non-zero's
+    offset is its row less its tile's first row, in 16 bits."""
     X = design(rng, indicators=False, n=500, p=9)
     X[:, 4] = 0.0  # an empty column
     X.eliminate_zeros()
     cp = products(X, monkeypatch, "csc")
-    ptr = cp.tile_pointers()
-    assert cp.tiles.size > 10 and ptr.shape == (cp.tiles.size, X.shape[1])
+    ptr, offsets = cp.tile_rows()
+    assert cp.tiles.size > 10 and ptr.shape == (cp.tiles.size, X.shape[1]) and offsets.dtype == np.uint16
     for j in range(X.shape[1]):
         rows = X.indices[X.indptr[j]:X.indptr[j + 1]]
         expected = X.indptr[j] + np.searchsorted(rows, cp.tiles)
         assert np.array_equal(ptr[:, j], expected)
+    tile_of = np.searchsorted(cp.tiles, X.indices, side="right") - 1
+    assert np.array_equal(offsets, X.indices - cp.tiles[tile_of])
+
+
+def test_tiles_of_more_than_2_16_rows_keep_32_bit_offsets():
+    """A very wide, sparse X gets tiles longer than 16 bits can count: the offsets are then
+    uint32, and the products still equal scipy's."""
+    rng = np.random.default_rng(3)
+    n, p = 300_000, 5_000
+    X = sp.random(n, p, density=2e-5, format="csc", random_state=rng, data_rvs=lambda k: rng.normal(size=k))
+    cp = columns.ColumnProducts(X.indptr, X.indices.astype(np.uint32), X.data, n)
+    ptr, offsets = cp.tile_rows()
+    assert np.diff(cp.tiles).max() > 1 << 16 and offsets.dtype == np.uint32
+    cols, b, z = np.arange(0, p, 3), rng.normal(size=-(-p // 3)), rng.normal(size=n)
+    out = np.empty(n)
+    columns.tiled_times(ptr, cp.tiles, offsets, cp.values, cp.unit, cols, b, out)
+    assert np.allclose(out, X[:, cols] @ b, rtol=1e-12, atol=1e-12)
+    partial, partial2 = np.empty((cp.tiles.size - 1, cols.size)), np.empty((0, 0))
+    columns.tiled_dot(ptr, cp.tiles, offsets, cp.values, cp.unit, cols, z, False, partial, partial2)
+    assert np.allclose(partial.sum(axis=0), X[:, cols].T @ z, rtol=1e-12, atol=1e-12)
 
 
 def test_row_tiles_bound_the_pointer_table():
