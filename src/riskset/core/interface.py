@@ -121,6 +121,7 @@ class Datafit(ABC):
         self.X = X
         n = X.shape[0]
         self.offset = np.zeros(n) if offset is None else np.ascontiguousarray(offset, dtype=np.float64)
+        self.has_offset = bool(np.any(self.offset))  # else X beta is the linear predictor (no pass adding zeros)
         # CSC components handed to the kernels, shared with X (no copy of the non-zeros).
         self.indptr = np.asarray(X.indptr, dtype=np.int64)
         self.indices = row_indices(X.indices)
@@ -155,7 +156,8 @@ class Datafit(ABC):
         again is kept: :meth:`~riskset.core.columns.ColumnProducts.times_recurring`)."""
         nz = np.flatnonzero(beta)
         eta = self.products.times_recurring(nz, beta[nz])
-        eta += self.offset
+        if self.has_offset:
+            eta += self.offset
         return eta
 
     def reach(self, direction: np.ndarray) -> float:

@@ -34,8 +34,8 @@ class RiskSets:
     """
 
     order: np.ndarray          # (n,) int64, sorted row -> input row
-    ks: np.ndarray             # (n,) int64 slot of entry
-    ke: np.ndarray             # (n,) int64 slot of exit
+    ks: np.ndarray             # (n,) slot of entry (int32 where the slots fit, else int64)
+    ke: np.ndarray             # (n,) slot of exit (as ks)
     event: np.ndarray          # (n,) uint8 status in sorted order
     row_stratum: np.ndarray    # (n,) int64 stratum code in sorted order
     slot_time: np.ndarray      # (n_slots,) event time (inf for terminal slots)
@@ -87,8 +87,10 @@ def build_risk_sets(time, status, start=None, strata=None, weights=None) -> Risk
     k_per_stratum = np.bincount(ev_strat, minlength=n_strata)
     n_slots = ev_key.shape[0] + n_strata
 
-    ke = np.searchsorted(ev_key, key(s, t), side="right").astype(np.int64) + s
-    ks = np.searchsorted(ev_key, key(s, st), side="right").astype(np.int64) + s
+    # int32 where the slots fit: the O(N) passes of a state and a Hessian-vector product read them
+    itype = np.int32 if n_slots < 2**31 - 1 else np.int64
+    ke = (np.searchsorted(ev_key, key(s, t), side="right") + s).astype(itype)
+    ks = (np.searchsorted(ev_key, key(s, st), side="right") + s).astype(itype)
 
     # slot arrays: event slot of the i-th event time of stratum s is (#events before s) + s + i
     offsets = np.concatenate([[0], np.cumsum(k_per_stratum + 1)]).astype(np.int64)

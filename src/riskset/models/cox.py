@@ -157,7 +157,9 @@ class CoxDatafit(Datafit):
         n, ns = self.n_rows, self.rs.n_slots
         state.w = np.empty(n)
         state.shift = np.empty(self.n_strata)  # per stratum: w = c exp(eta - shift), K.stratum_shifts
-        for name in ("ex", "en", "ev", "D", "Q1", "Q2", "R1", "R2", "T2", "A1c", "A2c"):
+        for name in ("ex", "en", "ev", "D", "Q1", "Q2", "A1c", "A2c"):  # every slot written by _sync
+            setattr(state, name, np.empty(ns))
+        for name in ("R1", "R2", "T2"):  # Efron's: written by _sync with ties, else read as zeros
             setattr(state, name, np.zeros(ns))
         state.moved = np.zeros(K.MOVED_COLUMNS + 1, np.int64)
         self._sync(state)

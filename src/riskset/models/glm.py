@@ -51,7 +51,10 @@ class GLMDatafit(Datafit):
 
     def linear_predictor(self, beta):
         nz = np.flatnonzero(beta)
-        return self.products.times_recurring(self.columns(nz), beta[nz]) + self.offset
+        eta = self.products.times_recurring(self.columns(nz), beta[nz])
+        if self.has_offset:
+            eta += self.offset
+        return eta
 
     def missing_information(self):
         return no_weight(self.w)
