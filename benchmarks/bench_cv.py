@@ -30,6 +30,10 @@ found in the disk cache again, ~8 s of compiling per process, and one-pass case 
 fit 47-67 -> 16-22 ms; with the vectorized exp later removed), and at the session's end
 (332d3d3) 258.1 s against 260.5 s: within the machine's drift. One run of ac69d01 took 231.8 s in
 a fast spell.
+Next session (alternating, 6a86b47 between two runs of this change): 10 x 10 284.6 / 315.9 / 277.8 s
+(user 556 / 614 / 542 s, peak RSS 3.5 GB) with the CSC products reading each non-zero's row as a
+16-bit offset in its tile (half the bytes of their stream); 10 x 2 70.1 / 75.5 / 68.1 -> 65.1 / 63.4
+/ 64.2 / 66.3 s.
 
     python benchmarks/bench_cv.py --model cox --n 100000 --p 1000 --folds 10 --repeats 1 --grid 5 --boot 20
     python benchmarks/bench_cv.py --n 1000000 --grid 3 --boot 0 --no-baseline            # absolute time only

@@ -314,3 +314,19 @@ def test_freed_memory_is_kept_unless_the_process_has_chosen():
     assert not keep_freed_memory({"MALLOC_TRIM_THRESHOLD_": "65536"})  # e.g. a Dask worker returning memory
     glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
     assert keep_freed_memory({}) == glibc
+
+
+@pytest.mark.parametrize("n_cols, itype", [(65536, np.uint16), (65537, np.uint32)])
+def test_the_row_major_copy_keeps_the_narrowest_column_indices(n_cols, itype):
+    """16-bit column indices up to 2^16 columns, 32-bit beyond; products on the copy equal scipy's."""
+    rng = np.random.default_rng(5)
+    X = sp.random(40, n_cols, density=2e-3, format="csc", random_state=rng, data_rvs=lambda k: rng.normal(size=k))
+    X[:, n_cols - 1] = 1.0  # the last column's index needs every bit
+    X = X.tocsc()
+    cp = ColumnProducts(X.indptr.astype(np.int64), X.indices.astype(np.uint32), X.data, X.shape[0])
+    rptr, rcol, rval = cp.row_major()
+    assert rcol.dtype == itype and rcol.max() == n_cols - 1
+    cols, z = np.arange(n_cols), rng.normal(size=X.shape[0])
+    partial, partial2 = np.zeros((cp.bounds.size - 1, n_cols + 1)), np.zeros((0, 0))
+    columns.csr_dot(rptr, rcol, rval, np.arange(n_cols), True, -1, z, cp.bounds, False, partial, partial2)
+    assert np.allclose(partial[:, :n_cols].sum(axis=0), X.T @ z, rtol=1e-12, atol=1e-12)
