@@ -148,6 +148,12 @@ class Datafit(ABC):
         GLM's intercept, shift it)."""
         return j
 
+    def columns(self, coefs) -> np.ndarray:
+        """The column of ``X`` of each coefficient, the inverse of :meth:`coef_of_column`
+        (families with implicit columns shift it: a GLM's intercept is -1, the column of ones of
+        :class:`~riskset.core.columns.ColumnProducts`)."""
+        return np.asarray(coefs, dtype=np.int64)
+
     def coef_label(self, j: int) -> str:
         return self.names[j] if self.names is not None else f"#{j}"
 
@@ -155,7 +161,7 @@ class Datafit(ABC):
         """X beta + offset, reading only the columns of non-zero coefficients (a product asked
         again is kept: :meth:`~riskset.core.columns.ColumnProducts.times_recurring`)."""
         nz = np.flatnonzero(beta)
-        eta = self.products.times_recurring(nz, beta[nz])
+        eta = self.products.times_recurring(self.columns(nz), beta[nz])
         if self.has_offset:
             eta += self.offset
         return eta

@@ -123,10 +123,9 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
 
 def slots_at_nonzeros(indices, rs: RiskSets):
     """Entry slot, exit slot and status of the row of every stored non-zero (``indices``: their
-    rows): ``ks[indices]``, ``ke[indices]`` (int32 when the slots fit) and ``event[indices]``."""
-    itype = np.int32 if rs.n_slots < 2**31 - 1 else np.int64
+    rows): ``ks[indices]``, ``ke[indices]`` (of their type: int32 when the slots fit) and ``event[indices]``."""
     nnz = indices.shape[0]
-    ksn, ken, evn = np.empty(nnz, itype), np.empty(nnz, itype), np.empty(nnz, np.uint8)
+    ksn, ken, evn = np.empty(nnz, rs.ks.dtype), np.empty(nnz, rs.ke.dtype), np.empty(nnz, np.uint8)
     _gather_rows(indices, rs.ks, rs.ke, rs.event, ksn, ken, evn)
     return ksn, ken, evn
 

@@ -49,13 +49,6 @@ class GLMDatafit(Datafit):
         :class:`~riskset.core.columns.ColumnProducts`)."""
         return np.asarray(coefs, dtype=np.int64) - self.first
 
-    def linear_predictor(self, beta):
-        nz = np.flatnonzero(beta)
-        eta = self.products.times_recurring(self.columns(nz), beta[nz])
-        if self.has_offset:
-            eta += self.offset
-        return eta
-
     def missing_information(self):
         return no_weight(self.w)
 
