@@ -401,6 +401,26 @@ def test_reweighted_view_equals_subset(variant, ties):
 
 
 @pytest.mark.parametrize("ties", TIES)
+@pytest.mark.parametrize("variant", ["plain", "startstop_strata", "weights_offset", "tv"])
+def test_a_view_of_few_rows_scores_them_alone(variant, ties):
+    """A view keeping at most a quarter of the rows (a fold's held-out rows) reads them alone
+    for its log-likelihood at beta (CoxDatafit.loglik_at): as its state's, and as the subset's."""
+    d = make_data(n=200, seed=22, **(VARIANTS["strata"] if variant == "tv" else VARIANTS[variant]))
+    data = dataset(d)
+    model = CoxModel(ties=ties, time_varying={"x0": [3.0]} if variant == "tv" else None)
+    full = model.datafit(data)
+    rng = np.random.default_rng(6)
+    keep = rng.random(200) < 0.2
+    weights = np.where(keep, rng.integers(1, 4, 200), 0).astype(float)
+    view = full.reweighted(weights)
+    assert view.scored_rows is not None and full.reweighted(np.ones(200)).scored_rows is None
+    sub = CoxModel(ties=ties, time_varying=model.time_varying).datafit(data.subset(keep)).reweighted(weights[keep])
+    for beta in (np.linspace(-0.3, 0.3, full.n_coef), np.zeros(full.n_coef)):
+        assert view.loglik_at(beta) == pytest.approx(loglik_at(view, beta), rel=1e-13)
+        assert view.loglik_at(beta) == pytest.approx(loglik_at(sub, beta), rel=1e-12)
+
+
+@pytest.mark.parametrize("ties", TIES)
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_local_quadratic_is_the_hessian_block_without_forming_it(ties, variant):
     """local_quadratic: gradient = gradient(), H b = hessian() @ b, curvature >= -diag(H) > 0."""

@@ -86,6 +86,17 @@ def test_both_layouts_give_the_same_bits_for_x_times_b(indicators, rng, monkeypa
     assert np.array_equal(products(X, monkeypatch, "csr").times(cols, b), on_csc)
 
 
+@pytest.mark.parametrize("indicators", [False, True])
+def test_a_product_at_some_rows_is_the_full_products_rows(indicators, rng, monkeypatch):
+    """X[rows, A] b (a fold's held-out rows) has the bits of X_A b at those rows."""
+    X = design(rng, indicators)
+    cols, b = np.array([-1, 9, 2, 5]), rng.normal(size=4)
+    rows = np.flatnonzero(rng.random(X.shape[0]) < 0.2)
+    cp = products(X, monkeypatch, "csc")
+    assert np.array_equal(cp.times_at(rows, cols, b), cp.times(cols, b)[rows])
+    assert cp.times_at(rows[:0], cols, b).shape == (0,)
+
+
 def on_threads(k, fn):
     before = numba.get_num_threads()
     numba.set_num_threads(k)

@@ -89,3 +89,43 @@ def test_warm_started_replicates_equal_separate_fits(rng, model):
         assert np.allclose(batch.beta[r], alone.beta, rtol=1e-10, atol=1e-10)
         assert batch.n_iter[r] == alone.n_iter and batch.converged[r] and alone.converged
         assert batch.objective[r] == pytest.approx(alone.objective, rel=1e-12)
+
+
+def test_an_opening_that_reads_its_likely_entrants_alone_ends_where_the_exact_one_does(rng, monkeypatch):
+    """Cox folds started from the full-data fit: an opening that reads the slopes of the likely
+    entrants alone (solver.ccd.likely_entrants), or of none (every entrant missed), ends where
+    the opening that reads the gradient does; the exact gradient after its polish finds the rest."""
+    from riskset.solver import ccd, replicates
+
+    data = riskset.simulate(n=3000, p=60, model="cox", seed=8)
+    datafit = riskset.models.get_model("cox").datafit(data)
+    P = datafit.n_coef
+    l1 = np.full(P, 12.0)
+    pen = ccd.Penalty(l1, np.zeros(P), np.zeros(P))
+    full = fit_ccd(datafit, l1, np.zeros(P), options=SolverOptions(tol=1e-10))
+    likely = ccd.likely_entrants(full.beta, datafit.gradient(full.state), pen)
+    assert 0 < likely.sum() < P / 2
+    W = np.ones((4, data.n_rows))
+    for r in range(4):
+        W[r, rng.random(data.n_rows) < 0.25] = 0.0
+    views = [datafit.reweighted(w) for w in W]
+    opened, read = [], []
+    monkeypatch.setattr(replicates, "opening_entrants",
+                        lambda *a: opened.append(ccd.opening_entrants(*a)) or opened[-1])
+    slopes = ViewReplicates.slopes
+    monkeypatch.setattr(ViewReplicates, "slopes",
+                        lambda self, s, r, cols: read.append(cols) or slopes(self, s, r, cols))
+
+    def fit(hint):
+        opened.clear(), read.clear()
+        return fit_replicates(ViewReplicates(views), l1, np.zeros(P), beta0=full.beta, likely=hint,
+                              options=SolverOptions(tol=1e-10))
+
+    exact = fit(None)
+    assert not read and sum(e.size for e in opened) > 0  # some fold has entrants at its warm start
+    for hint in (likely, np.zeros(P, bool)):
+        res = fit(hint)
+        assert len(read) == (4 if hint.any() else 0)
+        assert all(np.array_equal(cols, np.flatnonzero(hint)) for cols in read)
+        assert res.converged.all() and np.all(res.kkt <= SolverOptions().kkt_tol)
+        np.testing.assert_allclose(res.beta, exact.beta, atol=1e-7)

@@ -56,7 +56,8 @@ def test_nothing_is_cleared_without_a_reference_or_far_from_it(cox):
 
 @pytest.mark.parametrize("model, n, p", [("cox", 3000, 50), ("logistic", 20000, 200)])
 def test_cross_validation_with_screened_checks_equals_the_exact_checks(monkeypatch, model, n, p):
-    """(A logistic fit screens its checks only after a polish round: none at N = 3000.)"""
+    """(A logistic fit screens its checks only after a polish round: none at N = 3000. A fold fit
+    whose opening read its likely entrants alone has no reference before its first exact gradient.)"""
     data = riskset.simulate(n=n, p=p, model=model, seed=5)
     screened = []
 
@@ -72,7 +73,7 @@ def test_cross_validation_with_screened_checks_equals_the_exact_checks(monkeypat
 
     with_screen = run(spy)
     exact = run(lambda datafit, state, *rest: (datafit.gradient(state), True))
-    assert sum(screened) >= 5
+    assert sum(screened) >= 3
     assert with_screen.selected_variance == exact.selected_variance
     np.testing.assert_allclose(with_screen.scores["score"], exact.scores["score"], rtol=1e-9)
     assert with_screen.scores["converged"].all()

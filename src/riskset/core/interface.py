@@ -190,6 +190,11 @@ class Datafit(ABC):
     def loglik(self, state: FitState) -> float:
         """Log-likelihood at the state."""
 
+    def loglik_at(self, beta: np.ndarray) -> float:
+        """Log-likelihood at ``beta``, no state kept (a held-out score; a family may read only
+        the rows of positive weight)."""
+        return self.loglik(self.new_state(beta))
+
     def coordinate(self, state: FitState, j: int) -> tuple[float, float]:
         """(dl/dbeta_j, d2l/dbeta_j^2) at the state."""
         return self.kernels.coordinate(self.kernel_data(), state.kernel, j)

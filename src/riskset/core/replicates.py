@@ -32,6 +32,9 @@ class ReplicateBatch(ABC):
     #: A full sweep's cost in gradients (:attr:`riskset.core.interface.Datafit.sweep_passes`):
     #: whether warm starts open with a polish. A device batch sweeps every replicate in one launch.
     sweep_passes: float = 5.0
+    #: Whether :meth:`slopes` of a few coefficients cost less than the gradient (a warm start's
+    #: opening then reads those of its likely entrants alone: :func:`riskset.solver.replicates.fit_replicates`).
+    cheap_slopes: bool = False
 
     @abstractmethod
     def new_state(self, beta: np.ndarray):
@@ -47,9 +50,17 @@ class ReplicateBatch(ABC):
     def loglik(self, state) -> np.ndarray:
         """Log-likelihood of every replicate (R,), computed exactly from the linear predictors."""
 
+    def loglik_at(self, beta: np.ndarray) -> np.ndarray:
+        """Log-likelihood of every replicate at ``beta`` (R, P), no state kept (held-out scores)."""
+        return self.loglik(self.new_state(beta))
+
     @abstractmethod
     def gradient(self, state, rows=None) -> np.ndarray:
         """dl/dbeta of the replicates ``rows`` (all by default): (len(rows), P)."""
+
+    def slopes(self, state, r: int, coefs: np.ndarray) -> np.ndarray:
+        """dl/dbeta of replicate r at the coefficients ``coefs`` alone (here from its gradient)."""
+        return self.gradient(state, [r])[0][coefs]
 
     @abstractmethod
     def view(self, r: int) -> Datafit:
@@ -104,6 +115,8 @@ class ViewReplicates(ReplicateBatch):
     [0.1, 0.2]
     """
 
+    cheap_slopes = True
+
     def __init__(self, views: list[Datafit], pool: Executor | None = None):
         if not views:
             raise ValueError("a replicate batch needs at least one replicate")
@@ -137,9 +150,15 @@ class ViewReplicates(ReplicateBatch):
     def loglik(self, state):
         return np.array(self._each(lambda r: self.views[r].loglik(state[r])))
 
+    def loglik_at(self, beta):
+        return np.array(self._each(lambda r: self.views[r].loglik_at(beta[r])))
+
     def gradient(self, state, rows=None):
         rows = range(self.n_replicates) if rows is None else rows
         return np.array(self.map(lambda r: self.views[r].gradient(state[r]), rows)).reshape(len(rows), self.n_coef)
+
+    def slopes(self, state, r, coefs):
+        return self.views[r].slopes(state[r], coefs)
 
     def view(self, r):
         return self.views[r]

@@ -47,6 +47,9 @@ from riskset.validation import coef_mapping, finite_numbers, one_of
 TIES = ("breslow", "efron")
 FORMULATIONS = ("sparse", "scan")
 NO_CODES = np.zeros(0, np.int32)  # the column breakpoints of right-censored data (never read)
+#: A view reads its rows of positive weight alone for a log-likelihood (CoxDatafit.loglik_at)
+#: where they are at most 1 / FEW_ROWS of its rows.
+FEW_ROWS = 4
 
 
 class CoxDatafit(Datafit):
@@ -96,6 +99,7 @@ class CoxDatafit(Datafit):
         if formulation == "sparse" and self.has_start:
             self.codes = column_breakpoints(self.indptr, self.indices, self.ks, self.ke)
         self.data_rows = order  # Dataset row of each datafit row (set by CoxModel.datafit)
+        self.scored_rows = None  # a view's few rows of positive weight (reweighted), read alone by loglik_at
 
     def data_weights(self):
         """Case weights in Dataset row order (every piece of a split row carries the row's weight)."""
@@ -114,6 +118,8 @@ class CoxDatafit(Datafit):
         new.efron = self.ties == "efron" and bool(np.any(slot_m > 1))
         new.__dict__.pop("gx0", None)
         carry_static_gradient(self, new)
+        positive = np.flatnonzero(cw > 0)
+        new.scored_rows = positive if positive.size * FEW_ROWS <= self.n_rows else None
         return new
 
     @cached_property
@@ -189,8 +195,8 @@ class CoxDatafit(Datafit):
         current (``FitState.synced``)."""
         if state.synced:
             return
-        K.new_state(state.eta, self.cw, state.w, self.ks, self.ke, self.event, self.has_start, *self.row_pieces,
-                    state.shift, state.ex, state.en, state.ev)
+        state.event_terms = K.new_state(state.eta, self.cw, state.w, self.ks, self.ke, self.event, self.has_start,
+                                        *self.row_pieces, state.shift, state.ex, state.en, state.ev)
         self._refresh(state, full=True)
         state.hazards = state.hazard_sums = None  # v and X' v of this state, once asked (_row_hazards, gradient)
         state.loglik = None
@@ -207,9 +213,28 @@ class CoxDatafit(Datafit):
     def loglik(self, state):
         self._sync(state)
         if state.loglik is None:
-            state.loglik = K.loglik_terms(state.eta, self.cw, self.event, self.ke, self.rs.slot_stratum, state.shift,
-                                          state.D, state.ev, self.rs.slot_d, self.rs.slot_m, self.efron)
+            state.loglik = state.event_terms + K.loglik_slots(state.D, state.ev, self.rs.slot_d, self.rs.slot_m,
+                                                             self.efron)
         return state.loglik
+
+    def loglik_at(self, beta):
+        """The log-likelihood at ``beta``; a view whose rows of positive weight are few (at most
+        1 / :data:`FEW_ROWS` of the rows: a fold's held-out rows) reads them alone: their linear
+        predictor by the row-major copy of X, their slot sums and denominators in one pass
+        (:func:`~riskset.kernels.cpu.cox.rows_denominators`), where a state passes over every
+        row (N = 1M, a tenth held out, ~250 non-zero coefficients: ~40 -> ~10 ms)."""
+        rows = self.scored_rows
+        if rows is None:
+            return super().loglik_at(beta)
+        nz = np.flatnonzero(beta)
+        eta = self.products.times_at(rows, self.columns(nz), beta[nz])
+        if self.has_offset:
+            eta += self.offset[rows]
+        ns = self.rs.n_slots
+        ex, en, ev, D = np.empty(ns), np.empty(ns), np.empty(ns), np.empty(ns)
+        event_terms = K.rows_denominators(rows, eta, self.cw, self.ks, self.ke, self.event, self.has_start,
+                                          self.rs.row_stratum, self.slot_ptr, np.empty(self.n_strata), ex, en, ev, D)
+        return event_terms + K.loglik_slots(D, ev, self.rs.slot_d, self.rs.slot_m, self.efron)
 
     def gradient(self, state):
         """dl/dbeta = gx0 - X' v with v the per-row hazard terms (:meth:`_row_hazards`); X' v is

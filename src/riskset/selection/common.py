@@ -30,7 +30,7 @@ from riskset.core.replicates import ReplicateBatch
 from riskset.exceptions import InputError
 from riskset.models.base import Datafit, Model
 from riskset.selection.folds import has_event, resampling_units
-from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd
+from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd, likely_entrants
 from riskset.solver.prior import Prior, as_prior
 from riskset.solver.replicates import ReplicateResult, fit_replicates
 
@@ -84,12 +84,22 @@ class Context:
         """The replicates with row weights ``weights`` (R, n_rows) on this context's backend."""
         return self.backend.replicates(self.prepared, weights, view=self.view)
 
-    def fit_batch(self, batch: ReplicateBatch, priors: list[Prior], warm: np.ndarray | None = None) -> ReplicateResult:
+    def fit_batch(self, batch: ReplicateBatch, priors: list[Prior], warm: np.ndarray | None = None,
+                  likely: np.ndarray | None = None) -> ReplicateResult:
         """Fit replicate r of ``batch`` (from :meth:`batch`, reusable across grid points) with
-        prior ``priors[r]``, warm-started at ``warm[r]`` (datafit coefficient order)."""
+        prior ``priors[r]``, warm-started at ``warm[r]`` (datafit coefficient order) whose likely
+        entrants are ``likely[r]`` (:meth:`likely_entrants`; None: unknown)."""
         unpenalized = self.model.unpenalized_names()
         pen = Penalty.stack([p.penalty(self.names, unpenalized) for p in priors])
-        return fit_replicates(batch, pen.l1, pen.l2, beta0=warm, options=SolverOptions(tol=self.tol), center=pen.center)
+        return fit_replicates(batch, pen.l1, pen.l2, beta0=warm, options=SolverOptions(tol=self.tol), center=pen.center,
+                              likely=likely)
+
+    def likely_entrants(self, beta: np.ndarray, variance: float) -> np.ndarray:
+        """The coordinates that may enter the active set of a replicate warm-started at the
+        full-data fit ``beta`` at ``variance`` (:func:`riskset.solver.ccd.likely_entrants`, from
+        the full data's gradient there: one gradient, shared by every split)."""
+        pen = prior_with_variance(self.prior, variance).penalty(self.names, self.model.unpenalized_names())
+        return likely_entrants(beta, self.datafit.gradient(self.datafit.new_state(beta)), pen)
 
     @property
     def unpenalized(self) -> bool:
@@ -147,7 +157,7 @@ class Context:
         def score(beta: np.ndarray) -> np.ndarray:
             out = np.zeros(weights.shape[0])
             if batch is not None:
-                out[scored] = batch.loglik(batch.new_state(beta[scored]))
+                out[scored] = batch.loglik_at(beta[scored])
             return out
 
         return score

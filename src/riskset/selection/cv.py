@@ -97,7 +97,9 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     held_out = np.array([folds[r] == k for r, k in splits])
     _require_informative_training(ctx, held_out, splits, n_folds)
     path = ctx.path(grid, progress, desc="full-data path")
-    tasks = _batches(ctx, held_out, grid, np.broadcast_to(path, (len(splits),) + path.shape))
+    likely = np.array([ctx.likely_entrants(path[g], v) for g, v in enumerate(grid)])
+    tasks = _batches(ctx, held_out, grid, np.broadcast_to(path, (len(splits),) + path.shape),
+                     np.broadcast_to(likely, (len(splits),) + likely.shape))
     results = run_tasks(_score_task, ctx, tasks, executor=executor, n_jobs=n_jobs, progress=progress,
                         desc="cross-validation")
     scores = np.concatenate([s for s, _ in results])     # (splits, grid)
@@ -128,10 +130,12 @@ def _require_informative_training(ctx: Context, held_out, splits, n_folds):
                              f"with an event for n_folds = {n_folds}: use fewer folds (or more data)")
 
 
-def _batches(ctx, held_out, grid, starts):
-    """Tasks of ``ctx.backend.batch_size`` splits each: (held-out masks, grid, starts (splits, grid, P))."""
+def _batches(ctx, held_out, grid, starts, likely):
+    """Tasks of ``ctx.backend.batch_size`` splits each: (held-out masks, grid, starts (splits,
+    grid, P), their likely entrants (splits, grid, P): :meth:`Context.likely_entrants`)."""
     size = ctx.backend.batch_size or held_out.shape[0]
-    return [(held_out[a:a + size], grid, starts[a:a + size]) for a in range(0, held_out.shape[0], size)]
+    return [(held_out[a:a + size], grid, starts[a:a + size], likely[a:a + size])
+            for a in range(0, held_out.shape[0], size)]
 
 
 def _score_task(ctx: Context, task):
@@ -140,13 +144,14 @@ def _score_task(ctx: Context, task):
 
     Returns scores (splits, grid) and whether each fit converged (splits, grid).
     """
-    held_out, grid, starts = task
+    held_out, grid, starts, likely = task
     train = ctx.batch(np.where(held_out, 0.0, ctx.base_weights))
     score = ctx.scorer(np.where(held_out, ctx.base_weights, 0.0))
     scores = np.zeros((held_out.shape[0], grid.size))
     converged = np.zeros((held_out.shape[0], grid.size), bool)
     for g, v in enumerate(grid):
-        res = ctx.fit_batch(train, [prior_with_variance(ctx.prior, v)] * held_out.shape[0], starts[:, g])
+        res = ctx.fit_batch(train, [prior_with_variance(ctx.prior, v)] * held_out.shape[0], starts[:, g],
+                            likely[:, g])
         scores[:, g] = score(res.beta)
         converged[:, g] = res.converged
     return scores, converged
@@ -200,7 +205,8 @@ def _refine(ctx, splits, held_out, grid, rows, full, n_refine, executor, n_jobs,
         nearest = full[min(full, key=lambda u: abs(u - logv))]
         full[logv] = ctx.fit_batch(batch, [prior_with_variance(ctx.prior, v)], nearest[None]).beta[0]
         start = np.broadcast_to(full[logv], (len(splits), 1, full[logv].size))
-        out = run_tasks(_score_task, ctx, _batches(ctx, held_out, np.array([v]), start),
+        likely = np.broadcast_to(ctx.likely_entrants(full[logv], v), start.shape)
+        out = run_tasks(_score_task, ctx, _batches(ctx, held_out, np.array([v]), start, likely),
                         executor=executor, n_jobs=n_jobs, progress=progress, desc=f"refining variance {v:.3g}")
         fold_scores = np.concatenate([s for s, _ in out])[:, 0]
         converged = np.concatenate([c for _, c in out])[:, 0]

@@ -17,8 +17,8 @@ import numpy as np
 
 from riskset.core.penalty import Penalty
 from riskset.core.replicates import ReplicateBatch
-from riskset.solver.ccd import (AT_GAMMA_MAX, OPENING_SWEEP_PASSES, CycleControl, SolverOptions, end_of_fit,
-                                final_polish, final_polish_set, fit_status, informed_units, kkt_unit,
+from riskset.solver.ccd import (AT_GAMMA_MAX, OPENING_SWEEP_PASSES, CycleControl, Opening, SolverOptions,
+                                end_of_fit, final_polish, final_polish_set, fit_status, informed_units, kkt_unit,
                                 opening_entrants, polish_rounds, polish_set, state_problem, warm_start, zero_test)
 
 
@@ -45,7 +45,7 @@ class ReplicateResult:
 
 
 def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
-                   options: SolverOptions | None = None, center=None) -> ReplicateResult:
+                   options: SolverOptions | None = None, center=None, likely=None) -> ReplicateResult:
     """Maximize each replicate's penalized log-likelihood.
 
     Parameters
@@ -55,6 +55,10 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
     free : (P,) or (R, P) mask of coordinates to fit; the others stay at ``beta0``
         (the points of a profile likelihood).
     center : (P,) or (R, P) prior means (location priors; zeros by default).
+    likely : (P,) or (R, P) mask of the coordinates that may enter the active set at the warm
+        starts (:func:`riskset.solver.ccd.likely_entrants`); a warm start's opening reads their
+        slopes alone where they are fewer than half and the batch reads slopes cheaply
+        (:attr:`~riskset.core.replicates.ReplicateBatch.cheap_slopes`; None: it reads the gradient).
     """
     opts = options or SolverOptions()
     R, P = batch.n_replicates, batch.n_coef
@@ -93,7 +97,9 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
     # 2. cycles over the free coordinates, 3. polish
     base = free & ~at_zero[:, None]
     if base.any():
-        beta, state, conv, k, msg, violation = _cycles(batch, state, beta, pen, base, opts, opening=True)
+        likely = None if likely is None else full(likely).astype(bool)
+        beta, state, conv, k, msg, violation = _cycles(batch, state, beta, pen, base, opts, opening=True,
+                                                       likely=likely)
         todo = base.any(axis=1)
         converged[todo], n_iter[todo], kkt[todo] = conv[todo], k[todo], violation[todo]
         for r in np.flatnonzero(todo):
@@ -111,9 +117,10 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
     return ReplicateResult(beta, ll, objective, converged, n_iter, messages, gamma_max, diverging, kkt)
 
 
-def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False):
+def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False, likely=None):
     """``ccd._cycles`` (then ``polish`` on convergence) for the replicates with coordinates in
-    ``base`` (R, P), after the opening of warm starts if ``opening``; one batched sweep per cycle."""
+    ``base`` (R, P), after the opening of warm starts if ``opening`` (``likely``: their likely
+    entrants, or None); one batched sweep per cycle."""
     R, _ = beta.shape
     radius = np.ones(beta.shape)
     objective = batch.loglik(state) - pen.values(beta)
@@ -134,7 +141,7 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False):
     if opening and batch.sweep_passes >= OPENING_SWEEP_PASSES:
         _opening(batch, state, beta, pen, base, [r for r in np.flatnonzero(running)
                                                 if warm_start(beta[r], pen.row(r), base[r])],
-                 opts, control, radius)
+                 opts, control, radius, likely)
         running = np.array([c is not None and not c.done for c in control])
 
     while running.any():
@@ -170,20 +177,36 @@ def _kkt_units(batch, state, beta, pen: Penalty, base, rows) -> list:
     return batch.map(one, list(rows))
 
 
-def _opening(batch, state, beta, pen: Penalty, base, rows, opts, control, radius) -> None:
+def _opening(batch, state, beta, pen: Penalty, base, rows, opts, control, radius, likely) -> None:
     """The opening of warm-started replicates ``rows``, as a single fit's
     (:func:`riskset.solver.ccd.opening_entrants`): a batched gradient finds each one's
-    entrants, which enter its polish rounds."""
-    grads = batch.gradient(state, rows) if rows else ()
-    enter = {r: (opening_entrants(beta[r], g, pen.row(r), base[r], opts.polish_max_active), g)
-             for r, g in zip(rows, grads)}
-    opened = {r: e for r, e in enter.items() if e[0] is not None}
+    entrants, which enter its polish rounds; a replicate whose ``likely`` entrants are fewer
+    than half its coordinates reads their slopes alone (an inexact :class:`Opening`)."""
+    P = beta.shape[1]
+    read = {}  # replicate -> the columns whose slopes its opening reads
+    if likely is not None and batch.cheap_slopes:
+        read = {r: cols for r in rows if 2 * (cols := np.flatnonzero(likely[r] & base[r])).size < P}
+    exact = [r for r in rows if r not in read]
+    grads = dict(zip(exact, batch.gradient(state, exact))) if exact else {}
+
+    def slopes(r):  # zero off the likely entrants: none of those enters
+        grad = np.zeros(P)
+        if read[r].size:
+            grad[read[r]] = batch.slopes(state, r, read[r])
+        return grad
+
+    grads.update(zip(read, batch.map(slopes, list(read))))
+    opened = {}
+    for r in rows:
+        enter = opening_entrants(beta[r], grads[r], pen.row(r), base[r], opts.polish_max_active)
+        if enter is not None:
+            opened[r] = Opening(enter, grads[r], exact=r not in read)
     _polish_rounds(batch, state, beta, pen, base, list(opened), opts, control, radius, opened)
 
 
 def _polish_rounds(batch, state, beta, pen: Penalty, base, rows, opts, control, radius, opening=None) -> None:
     """:func:`riskset.solver.ccd.polish_rounds` of replicates ``rows``, each on its own view
-    (``opening``: replicate -> its opening's entrants and gradient)."""
+    (``opening``: replicate -> its :class:`~riskset.solver.ccd.Opening`)."""
     opening = opening or {}
     rows = [r for r in rows if r in opening
             or polish_set(beta[r], pen.row(r), base[r], opts.polish_max_active) is not None]
