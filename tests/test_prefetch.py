@@ -1,10 +1,10 @@
-"""The software prefetch of the sweep kernels (riskset.kernels.cpu.prefetch) compiles for the
+"""The software prefetch of the sweep kernels (riskset.core.prefetch) compiles for the
 arrays and index types the kernels pass, and is only a hint: results are unchanged."""
 import numpy as np
 import pytest
 from numba import njit
 
-from riskset.kernels.cpu.prefetch import DISTANCE, prefetch
+from riskset.core.prefetch import DISTANCE, prefetch
 
 
 @njit(cache=False)

@@ -40,7 +40,7 @@ from typing import Callable
 import numpy as np
 from numba import njit, prange
 
-from riskset.kernels.cpu.prefetch import DISTANCE, prefetch
+from riskset.core.prefetch import DISTANCE, prefetch
 
 #: Fewest rows of a block of the threaded kernels (a block's work must dwarf its start-up).
 MIN_BLOCK_ROWS = 4096

@@ -4,7 +4,7 @@ Numba keys the disk cache of a closure on its bytecode and a pickle of its closu
 cells. Cells holding compiled functions pickle with each function's UUID, random per
 process, and with its Python function, whose globals bring the compiled functions it
 calls (with theirs) and the intrinsics it uses (e.g.
-:func:`riskset.kernels.cpu.prefetch.prefetch`, likewise pickled with a random UUID), so the
+:func:`riskset.core.prefetch.prefetch`, likewise pickled with a random UUID), so the
 key would change every run and every process would compile the sweeps again (~8 s for
 Cox's). :func:`stable_uuid` gives a compiled function, and every compiled function and
 intrinsic it reaches through its globals, a UUID from its qualified name and its source

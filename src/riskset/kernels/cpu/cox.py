@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit, prange
 
 from riskset.core.sweep import compile_family
-from riskset.kernels.cpu.prefetch import DISTANCE, prefetch
+from riskset.core.prefetch import DISTANCE, prefetch
 
 
 #: Slots per block of the blocked scans of a large stratum, and rows per block of the

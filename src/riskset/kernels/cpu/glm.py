@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit, prange
 
 from riskset.core.sweep import compile_family
-from riskset.kernels.cpu.prefetch import DISTANCE, prefetch
+from riskset.core.prefetch import DISTANCE, prefetch
 
 LOGISTIC, POISSON, GAUSSIAN = 0, 1, 2
 ETA, EXPETA, RESID, CURV, Y, W = 0, 1, 2, 3, 4, 5
