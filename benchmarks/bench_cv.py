@@ -34,6 +34,10 @@ Next session (alternating, 6a86b47 between two runs of this change): 10 x 10 284
 (user 556 / 614 / 542 s, peak RSS 3.5 GB) with the CSC products reading each non-zero's row as a
 16-bit offset in its tile (half the bytes of their stream); 10 x 2 70.1 / 75.5 / 68.1 -> 65.1 / 63.4
 / 64.2 / 66.3 s.
+Next session (c80be44 run between two runs of this change): 10 x 10 228.7 / 272.9 / 225.2 s (user 448 /
+531 / 441 s, peak RSS 3.24 / 3.49 / 3.23 GB) with a fold's opening reading the slopes of its likely
+entrants alone (one full gradient per fold fit instead of two), the held-out rows scored alone, the
+log-likelihood's row part taken in the state's pass, and the kernels over scattered rows prefetching.
 
     python benchmarks/bench_cv.py --model cox --n 100000 --p 1000 --folds 10 --repeats 1 --grid 5 --boot 20
     python benchmarks/bench_cv.py --n 1000000 --grid 3 --boot 0 --no-baseline            # absolute time only
