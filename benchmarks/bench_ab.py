@@ -28,6 +28,7 @@ CASES = {
     "cox_v1": ("cox", {}, ("laplace", 1.0), dict(kind="cox", n=100_000, p=1000)),
     "cox_v1e-5": ("cox", {}, ("laplace", 1e-5), dict(kind="cox", n=100_000, p=1000)),
     "cox_50k_strata": ("cox", {}, ("laplace", 1.0), dict(kind="cox", n=100_000, p=1000, strata=50_000)),
+    "cox_50k_strata_v1e-5": ("cox", {}, ("laplace", 1e-5), dict(kind="cox", n=100_000, p=1000, strata=50_000)),
     "cox_1M_v1": ("cox", {}, ("laplace", 1.0), dict(kind="cox", n=1_000_000, p=1000)),
     "fine_gray_v1e-5": ("fine_gray", {}, ("laplace", 1e-5), dict(kind="fine_gray", n=100_000, p=1000)),
     "sccs_l1": ("conditional_poisson", {}, ("laplace", 0.01), dict(kind="conditional", n=300_000, p=1000,
