@@ -162,6 +162,60 @@ def test_a_warm_start_opened_by_a_polish_ends_at_the_optimum(family, monkeypatch
     assert opened.objective == pytest.approx(cold.objective, rel=1e-10, abs=1e-9)
 
 
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_a_cold_start_opened_by_a_polish_ends_at_the_optimum(family, monkeypatch):
+    """A fit from the centers (forced here for every family, whatever its sweep costs) lets the
+    entrants of its gradient there join its first Newton step, with no sweep before it: it ends
+    at the KKT tolerance it reports, at the optimum coordinate descent alone reaches."""
+    from riskset.solver import ccd
+
+    monkeypatch.setattr(ccd, "OPENING_SWEEP_PASSES", 0.0)
+    datafit, penalized, gamma = _setup(family)
+    l1 = np.where(penalized, gamma, 0.0)
+    openings, sweeps = [], []
+    rounds = ccd.polish_rounds
+    monkeypatch.setattr(ccd, "polish_rounds", lambda *a: openings.append((a[8] if len(a) > 8 else None, len(sweeps)))
+                        or rounds(*a))
+    original = type(datafit).sweep
+    monkeypatch.setattr(type(datafit), "sweep", lambda self, state, coords, *a: sweeps.append(len(coords))
+                        or original(self, state, coords, *a))
+    opened = fit_ccd(datafit, l1, np.zeros_like(l1), options=SolverOptions(kkt_tol=1e-6))
+    opening, sweeps_before = next((o, k) for o, k in openings if o is not None)
+    assert datafit.n_coef not in sweeps[:sweeps_before]  # no full sweep (the restricted start sweeps the unpenalized)
+    assert opening.exact and opening.entrants.size > 0
+    assert np.all(penalized[opening.entrants])
+    plain = fit_ccd(datafit, l1, np.zeros_like(l1), options=SolverOptions(tol=1e-14, kkt_tol=1e-8,
+                                                                          polish_max_active=0))
+    assert opened.converged and plain.converged, (opened.message, plain.message)
+    grad = datafit.gradient(datafit.new_state(opened.beta))
+    true = _subgradient_distance(opened.beta, grad, gamma, penalized) / gamma
+    assert true <= 1e-6 and opened.kkt == pytest.approx(true, rel=1e-6, abs=1e-12)
+    assert opened.objective == pytest.approx(plain.objective, rel=1e-10, abs=1e-9)
+
+
+def test_a_cold_start_whose_entrants_exceed_the_polish_opens_with_a_sweep(monkeypatch):
+    """Entrants and unpenalized coefficients beyond ``polish_max_active``: no opening, the first
+    sweep lets them in (and the fit still ends at the optimum)."""
+    from riskset.solver import ccd
+
+    data = riskset.simulate(n=1500, p=30, model="cox", seed=2)
+    datafit = riskset.models.get_model("cox").datafit(data)
+    l1 = np.full(datafit.n_coef, 2.0)
+    enter = ccd.entrants(np.zeros_like(l1), datafit.gradient(datafit.new_state(np.zeros_like(l1))),
+                         ccd.Penalty(l1, np.zeros_like(l1)), np.ones_like(l1, bool))
+    assert enter.size >= 4
+    openings = []
+    rounds = ccd.polish_rounds
+    monkeypatch.setattr(ccd, "polish_rounds", lambda *a: openings.append(a[8] if len(a) > 8 else None)
+                        or rounds(*a))
+    few = fit_ccd(datafit, l1, np.zeros_like(l1), options=SolverOptions(polish_max_active=enter.size - 1))
+    assert all(o is None for o in openings)
+    many = fit_ccd(datafit, l1, np.zeros_like(l1), options=SolverOptions(polish_max_active=enter.size))
+    assert openings[-1] is not None and openings[-1].entrants.size == enter.size
+    assert few.converged and many.converged and few.kkt <= 1e-4 and many.kkt <= 1e-4
+    assert few.objective == pytest.approx(many.objective, rel=1e-9)
+
+
 def test_only_families_with_costly_sweeps_open_warm_starts_with_a_polish(monkeypatch):
     """Cox (a sweep refreshes risk-set sums: ~30 gradients) opens a fold's warm start with a
     polish and needs no full sweep; logistic (a sweep ~5 gradients) sweeps first."""

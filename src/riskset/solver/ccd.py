@@ -9,8 +9,9 @@ linear predictor) methods. Named steps:
 1. ``restricted start``: with an L1 prior, fit the unpenalized coordinates alone;
    if zero is optimal for every penalized coordinate (the prior rate is at or
    above ``gamma_max``), that is the answer (Cyclops fails there).
-2. ``cycles``: a warm start near its optimum, in a family whose sweeps are costly, first
-   opens with a gradient and a Newton polish (:func:`opening_entrants`). Then one Newton
+2. ``cycles``: in a family whose sweeps are costly, a warm start near its optimum, or a start
+   from the centers whose entrants fit a polish, first opens with a gradient and a Newton
+   polish (:func:`opening_entrants`). Then one Newton
    step per coordinate, bounded by a per-coordinate trust region (Genkin, Lewis & Madigan
    2007: half-width starts at 1, then becomes max(2|step|, half-width/2)); at the L1 kink
    the step uses the one-sided directional derivatives and never crosses it
@@ -215,16 +216,16 @@ def fit_ccd(datafit: Datafit, l1: np.ndarray, l2: np.ndarray, beta0: np.ndarray 
     if problem:
         return _ended(datafit, beta, state, pen, False, problem)
 
-    gamma_max = None
+    gamma_max, grad = None, None
     if np.any(pen.l1[free] > 0):
-        beta, state, gamma_max, start = _restricted_start(datafit, beta, state, pen, free, opts)
+        beta, state, gamma_max, start, grad = _restricted_start(datafit, beta, state, pen, free, opts)
         if start is not None:
             start.gamma_max = gamma_max
             return finish(datafit, start, pen, free)
 
     start_objective = datafit.loglik(state) - pen.value(beta)
     beta, state, result = _cycles(datafit, beta, state, pen, np.flatnonzero(free), opts, start_objective,
-                                  opening=True)
+                                  opening=True, grad=grad)
     if np.isnan(result.kkt) and np.isfinite(result.objective):  # stopped before any KKT check
         result.kkt = kkt_violation(datafit, state, beta, pen, free)
     result.beta, result.state, result.gamma_max = beta, state, gamma_max
@@ -383,17 +384,18 @@ class CycleControl:
             self.change, self.wants_kkt = settled, True
 
 
-def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, opening=False):
+def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, opening=False, grad=None):
     """Sweeps over ``coords`` and their active set until :class:`CycleControl` says done
-    (``objective``: the penalized log-likelihood at the start, if known), after the opening
-    of a warm start (:func:`opening_entrants`) if ``opening``."""
+    (``objective``: the penalized log-likelihood at the start, if known), after an opening
+    (:func:`opening_entrants`) if ``opening`` (``grad``: the log-likelihood's gradient at the
+    start, if known)."""
     radius = np.ones(datafit.n_coef)
     if objective is None:
         objective = datafit.loglik(state) - pen.value(beta)
     ctl = CycleControl(objective, opts)
     free = np.isin(np.arange(datafit.n_coef), coords)
-    if opening and datafit.sweep_passes >= OPENING_SWEEP_PASSES and not ctl.done and warm_start(beta, pen, free):
-        grad = datafit.gradient(state)
+    if opening and datafit.sweep_passes >= OPENING_SWEEP_PASSES and not ctl.done:
+        grad = datafit.gradient(state) if grad is None else grad
         enter = opening_entrants(beta, grad, pen, free, opts.polish_max_active)
         if enter is not None:
             beta, state = polish_rounds(datafit, beta, state, pen, free, opts, ctl, radius, Opening(enter, grad))
@@ -534,6 +536,12 @@ def warm_start(beta, pen: Penalty, free) -> bool:
     return bool(np.any(free & ~pen.at_center(beta)))
 
 
+def cold_start(beta, pen: Penalty, free) -> bool:
+    """Whether every free L1-penalized coefficient is at its prior center (a fit from the
+    centers; the unpenalized ones may have been fitted by the restricted start)."""
+    return not np.any(free & (pen.l1 > 0) & ~pen.at_center(beta))
+
+
 def entrants(beta, grad, pen: Penalty, free) -> np.ndarray:
     """The free coordinates at their centers whose slope ``grad`` beats their L1 rate: those a
     coordinate step would move off the center."""
@@ -549,7 +557,7 @@ def violators(datafit, beta, state, grad, pen: Penalty, free, kkt_tol) -> np.nda
 
 @dataclass
 class Opening:
-    """The opening of a warm start (:func:`opening_entrants`): its entrants and the gradient
+    """The opening of a fit (:func:`opening_entrants`): its entrants and the gradient
     that found them, exact or read at the replicate's likely entrants alone
     (:func:`likely_entrants`; then no reference for screened checks, zero elsewhere)."""
 
@@ -576,13 +584,24 @@ def opening_entrants(beta, grad, pen: Penalty, free, max_active) -> np.ndarray |
     (each at its center with a slope beyond its L1 rate; possibly none). The fit then
     polishes (:func:`polish_rounds`, whose first Newton step they join) before any full sweep:
     a gradient and a polish cost less than one sweep of a risk-set family (Cox at N = 1M, P = 1000: a
-    gradient 0.07 s, a sweep 0.3-1.2 s; CV fold fits 1.3-2.0 -> 0.5-1.4 s). None where the
-    opening does not apply (too many entrants, or an active set too large to polish): the fit
-    opens with a full sweep."""
+    gradient 0.07 s, a sweep 0.3-1.2 s; CV fold fits 1.3-2.0 -> 0.5-1.4 s).
+
+    A cold start (every L1-penalized coefficient at its center: a fit from the centers, after
+    the restricted start) opens alike with all its entrants, where they and the unpenalized
+    coefficients fit a polish (at most ``max_active``): the first sweep let them in one
+    coordinate step each, each refreshing the risk-set sums (Cox, N = 100k, P = 1000, variance
+    1e-5 and 43k strata: 83 entrants, a 0.3 s sweep; Cox, Fine-Gray and stratified fits at
+    variances 1 and 1e-5 took 20-45% less time, at the same optimum).
+
+    None where the opening does not apply (too many entrants, none at a cold start, or an
+    active set too large to polish): the fit opens with a full sweep."""
+    enter = entrants(beta, grad, pen, free & (pen.l1 > 0))
+    if cold_start(beta, pen, free):
+        unpenalized = np.count_nonzero(free & (pen.l1 == 0))
+        return enter if 0 < enter.size and enter.size + unpenalized <= max_active else None
     active = polish_set(beta, pen, free, max_active)
     if active is None:
         return None
-    enter = entrants(beta, grad, pen, free & (pen.l1 > 0))
     return enter if enter.size <= 5 + OPENING_ENTRANTS * active.size else None
 
 
@@ -629,15 +648,15 @@ def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
     """Fit the unpenalized free coordinates with the L1-penalized ones at their centers;
     test if the centers are optimal.
 
-    Returns (beta, state, gamma_max, result): ``gamma_max`` is the smallest common L1
+    Returns (beta, state, gamma_max, result, grad): ``gamma_max`` is the smallest common L1
     rate at which every L1-penalized coordinate stays at its center; ``result`` is the
     fit's end if the restricted fit is the answer (centers optimal) or failed (a non-finite
-    state), else None.
+    state), else None; ``grad`` the log-likelihood's gradient at ``beta`` (None where not computed).
     """
     l1 = pen.l1
     penalized = free & (l1 > 0)
     if np.any(~pen.at_center(beta)[penalized]):  # warm start off the centers: nothing to test cheaply
-        return beta, state, None, None
+        return beta, state, None, None, None
     unpen = np.flatnonzero(free & (l1 == 0))
     grad = None
     if unpen.size:
@@ -646,7 +665,7 @@ def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
             beta, state = closed_form, datafit.new_state(closed_form)
         beta, state, start = _cycles(datafit, beta, state, pen, unpen, opts)
         if not np.isfinite(start.objective):
-            return beta, state, None, start
+            return beta, state, None, start, None
         grad = start.grad  # where the KKT check that ended the restricted cycles computed it
     if grad is None:
         grad = datafit.gradient(state)
@@ -654,13 +673,13 @@ def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
         j = int(np.flatnonzero(~np.isfinite(grad))[0])
         message = (f"the fit stopped after the restricted start: the gradient of {datafit.coef_label(j)!r} "
                    f"is {grad[j]}")
-        return beta, state, None, _ended(datafit, beta, state, pen, False, message)
+        return beta, state, None, _ended(datafit, beta, state, pen, False, message), None
     gamma_max, done = zero_test(grad, l1, penalized)
     if not done:
-        return beta, state, gamma_max, None
+        return beta, state, gamma_max, None, grad
     result = _ended(datafit, beta, state, pen, True, AT_GAMMA_MAX)
     result.kkt = kkt_violation(datafit, state, beta, pen, free, grad)
-    return beta, state, gamma_max, result
+    return beta, state, gamma_max, result, grad
 
 
 def _ended(datafit, beta, state, pen: Penalty, converged, message) -> SolverResult:
