@@ -37,6 +37,26 @@ def _setup(family):
     return datafit, penalized, 0.2 * at_max.gamma_max
 
 
+def _assert_at_the_optimum(datafit, fit, reference, gamma, penalized):
+    """``fit`` and ``reference`` converged; ``fit`` at the KKT tolerance 1e-6, reporting the true
+    violation (recomputed from the datafit's gradient), at ``reference``'s objective."""
+    assert fit.converged and reference.converged, (fit.message, reference.message)
+    grad = datafit.gradient(datafit.new_state(fit.beta))
+    true = _subgradient_distance(fit.beta, grad, gamma, penalized) / gamma
+    assert true <= 1e-6 and fit.kkt == pytest.approx(true, rel=1e-6, abs=1e-12)
+    assert fit.objective == pytest.approx(reference.objective, rel=1e-10, abs=1e-9)
+
+
+def _record_openings(monkeypatch, sweeps):
+    """Each call of ``ccd.polish_rounds``, as (its opening or None, how many sweeps ``sweeps`` held then)."""
+    from riskset.solver import ccd
+
+    calls, rounds = [], ccd.polish_rounds
+    monkeypatch.setattr(ccd, "polish_rounds", lambda *a: calls.append((a[8] if len(a) > 8 else None, len(sweeps)))
+                        or rounds(*a))
+    return calls
+
+
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_a_loose_objective_tolerance_still_ends_at_the_kkt_tolerance(family):
     """tol = 1e-3 alone would stop far from the optimum; the KKT check keeps the fit going."""
@@ -128,11 +148,7 @@ def test_polish_rounds_end_at_the_optimum_with_fewer_sweeps(family, monkeypatch)
     single = fit_ccd(datafit, l1, np.zeros_like(l1), options=SolverOptions(kkt_tol=1e-6))
     plain = fit_ccd(datafit, l1, np.zeros_like(l1), options=SolverOptions(tol=1e-14, kkt_tol=1e-8,
                                                                           polish_max_active=0))
-    assert rounds.converged and plain.converged, (rounds.message, plain.message)
-    grad = datafit.gradient(datafit.new_state(rounds.beta))
-    true = _subgradient_distance(rounds.beta, grad, gamma, penalized) / gamma
-    assert true <= 1e-6 and rounds.kkt == pytest.approx(true, rel=1e-6, abs=1e-12)
-    assert rounds.objective == pytest.approx(plain.objective, rel=1e-10, abs=1e-9)
+    _assert_at_the_optimum(datafit, rounds, plain, gamma, penalized)
     assert rounds.n_iter <= single.n_iter
 
 
@@ -155,11 +171,7 @@ def test_a_warm_start_opened_by_a_polish_ends_at_the_optimum(family, monkeypatch
     fold = datafit.reweighted(weights) or model.datafit(dataclasses.replace(data, weights=weights))
     opened = fit_ccd(fold, l1, np.zeros_like(l1), beta0=full.beta, options=SolverOptions(kkt_tol=1e-6))
     cold = fit_ccd(fold, l1, np.zeros_like(l1), options=SolverOptions(tol=1e-14, kkt_tol=1e-8, polish_max_active=0))
-    assert opened.converged and cold.converged, (opened.message, cold.message)
-    grad = fold.gradient(fold.new_state(opened.beta))
-    true = _subgradient_distance(opened.beta, grad, gamma, penalized) / gamma
-    assert true <= 1e-6 and opened.kkt == pytest.approx(true, rel=1e-6, abs=1e-12)
-    assert opened.objective == pytest.approx(cold.objective, rel=1e-10, abs=1e-9)
+    _assert_at_the_optimum(fold, opened, cold, gamma, penalized)
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
@@ -172,10 +184,8 @@ def test_a_cold_start_opened_by_a_polish_ends_at_the_optimum(family, monkeypatch
     monkeypatch.setattr(ccd, "OPENING_SWEEP_PASSES", 0.0)
     datafit, penalized, gamma = _setup(family)
     l1 = np.where(penalized, gamma, 0.0)
-    openings, sweeps = [], []
-    rounds = ccd.polish_rounds
-    monkeypatch.setattr(ccd, "polish_rounds", lambda *a: openings.append((a[8] if len(a) > 8 else None, len(sweeps)))
-                        or rounds(*a))
+    sweeps = []
+    openings = _record_openings(monkeypatch, sweeps)
     original = type(datafit).sweep
     monkeypatch.setattr(type(datafit), "sweep", lambda self, state, coords, *a: sweeps.append(len(coords))
                         or original(self, state, coords, *a))
@@ -186,11 +196,7 @@ def test_a_cold_start_opened_by_a_polish_ends_at_the_optimum(family, monkeypatch
     assert np.all(penalized[opening.entrants])
     plain = fit_ccd(datafit, l1, np.zeros_like(l1), options=SolverOptions(tol=1e-14, kkt_tol=1e-8,
                                                                           polish_max_active=0))
-    assert opened.converged and plain.converged, (opened.message, plain.message)
-    grad = datafit.gradient(datafit.new_state(opened.beta))
-    true = _subgradient_distance(opened.beta, grad, gamma, penalized) / gamma
-    assert true <= 1e-6 and opened.kkt == pytest.approx(true, rel=1e-6, abs=1e-12)
-    assert opened.objective == pytest.approx(plain.objective, rel=1e-10, abs=1e-9)
+    _assert_at_the_optimum(datafit, opened, plain, gamma, penalized)
 
 
 def test_a_cold_start_whose_entrants_exceed_the_polish_opens_with_a_sweep(monkeypatch):
@@ -204,14 +210,12 @@ def test_a_cold_start_whose_entrants_exceed_the_polish_opens_with_a_sweep(monkey
     enter = ccd.entrants(np.zeros_like(l1), datafit.gradient(datafit.new_state(np.zeros_like(l1))),
                          ccd.Penalty(l1, np.zeros_like(l1)), np.ones_like(l1, bool))
     assert enter.size >= 4
-    openings = []
-    rounds = ccd.polish_rounds
-    monkeypatch.setattr(ccd, "polish_rounds", lambda *a: openings.append(a[8] if len(a) > 8 else None)
-                        or rounds(*a))
+    openings = _record_openings(monkeypatch, [])
     few = fit_ccd(datafit, l1, np.zeros_like(l1), options=SolverOptions(polish_max_active=enter.size - 1))
-    assert all(o is None for o in openings)
+    assert all(o is None for o, _ in openings)
     many = fit_ccd(datafit, l1, np.zeros_like(l1), options=SolverOptions(polish_max_active=enter.size))
-    assert openings[-1] is not None and openings[-1].entrants.size == enter.size
+    last, _ = openings[-1]
+    assert last is not None and last.entrants.size == enter.size
     assert few.converged and many.converged and few.kkt <= 1e-4 and many.kkt <= 1e-4
     assert few.objective == pytest.approx(many.objective, rel=1e-9)
 
