@@ -137,7 +137,7 @@ def test_time_varying_coefficient_without_cut_equals_plain(ties, start):
     data = dataset(d)
     m0 = CoxModel(ties=ties)
     m1 = CoxModel(ties=ties, time_varying={"x1": []})
-    assert m1.coef_names(data) == ["x0", "x1[0,inf)", "x2", "x3"]
+    assert m1.coef_names(data) == ["x0", "x1(0,inf)", "x2", "x3"]
     a = fit_ccd(m0.datafit(data), np.zeros(4), np.zeros(4))
     b = fit_ccd(m1.datafit(data), np.zeros(4), np.zeros(4))
     assert b.loglik == pytest.approx(a.loglik, rel=1e-12)
@@ -146,23 +146,23 @@ def test_time_varying_coefficient_without_cut_equals_plain(ties, start):
 
 @pytest.mark.parametrize("ties", TIES)
 def test_time_varying_coefficient_equals_hand_split_data(ties):
-    """x1 gets coefficients on [0,3) and [3,inf); compare with explicitly built pieces."""
+    """x1 gets coefficients on (0,3] and (3,inf); compare with explicitly built pieces (R's survSplit)."""
     d = make_data(n=70, seed=10)
     data = dataset(d)
     model = CoxModel(ties=ties, time_varying={"x1": [3.0]})
     names = model.coef_names(data)
-    assert names == ["x0", "x1[0,3)", "x1[3,inf)", "x2", "x3"]
+    assert names == ["x0", "x1(0,3]", "x1(3,inf)", "x2", "x3"]
     X = d["X"].toarray()
     Xs, st, sp_, ev = [], [], [], []
-    eps = 1e-9  # events at exactly t = 3 belong to [3, inf): split just below 3
+    assert np.sum((d["time"] == 3.0) & (d["status"] == 1)) > 0  # events at exactly t = 3 belong to (0,3]
     for i in range(70):
         t = d["time"][i]
         x = X[i]
-        if t < 3.0:
+        if t <= 3.0:
             Xs.append([x[0], x[1], 0, x[2], x[3]]), st.append(0.0), sp_.append(t), ev.append(d["status"][i])
         else:
-            Xs.append([x[0], x[1], 0, x[2], x[3]]), st.append(0.0), sp_.append(3.0 - eps), ev.append(0)
-            Xs.append([x[0], 0, x[1], x[2], x[3]]), st.append(3.0 - eps), sp_.append(t), ev.append(d["status"][i])
+            Xs.append([x[0], x[1], 0, x[2], x[3]]), st.append(0.0), sp_.append(3.0), ev.append(0)
+            Xs.append([x[0], 0, x[1], x[2], x[3]]), st.append(3.0), sp_.append(t), ev.append(d["status"][i])
     hand = CoxDatafit(sp.csc_matrix(np.array(Xs)), np.array(sp_), np.array(ev), np.array(st), ties=ties)
     a = fit_ccd(model.datafit(data), np.zeros(5), np.zeros(5))
     b = fit_ccd(hand, np.zeros(5), np.zeros(5))
@@ -364,7 +364,7 @@ def test_through_public_api_with_efron_and_time_varying():
     data = dataset(d)
     fit = riskset.fit(data, "cox", ties="efron", time_varying={"x3": [3.0]})
     assert fit.converged
-    assert list(fit.coef.index) == ["x0", "x1", "x2", "x3[0,3)", "x3[3,inf)"]
+    assert list(fit.coef.index) == ["x0", "x1", "x2", "x3(0,3]", "x3(3,inf)"]
     assert np.all(np.isfinite(fit.se.to_numpy()))
     table = fit.coef_table()
     assert np.allclose(table["hazard_ratio"], np.exp(fit.coef.to_numpy()))

@@ -234,7 +234,7 @@ def test_integer_covariate_ids_name_coefficients():
     assert _align_start({1000: 0.5, np.int32(2000): -0.3}, ["intercept", "1000", "2000"]).tolist() == [0, 0.5, -0.3]
     assert data.select([2000]).covariate_names == ["2000"]
     cox = quiet(lambda: riskset.fit(data, "cox", time_varying={1000: [0.5]}))
-    assert {"1000[0,0.5)", "1000[0.5,inf)"} <= set(cox.coef.index)
+    assert {"1000(0,0.5]", "1000(0.5,inf)"} <= set(cox.coef.index)
     pooled = quiet(lambda: riskset.fit(data, "pooled_logistic", interval_width=0.5, time_effects={1000: "linear"}))
     assert "1000:t" in pooled.coef.index  # the linear time effect of covariate 1000
 

@@ -84,8 +84,8 @@ def test_cox_time_varying_coefficient_diverges_in_every_interval():
     treatment, age, time, status, _ = survival_data()
     data = riskset.from_arrays(np.c_[treatment, age], time=time, status=status, covariate_names=NAMES)
     fit = fit_quietly(data, get_model("cox", time_varying={"treatment": [5.0]}))
-    assert fit.status == DOES_NOT_EXIST and fit.diverging == {"treatment[0,5)": 1, "treatment[5,inf)": 1}
-    assert "'treatment[0,5)' -> +inf, 'treatment[5,inf)' -> +inf" in fit.message
+    assert fit.status == DOES_NOT_EXIST and fit.diverging == {"treatment(0,5]": 1, "treatment(5,inf)": 1}
+    assert "'treatment(0,5]' -> +inf, 'treatment(5,inf)' -> +inf" in fit.message
 
 
 def test_fine_gray_all_events_of_interest_among_the_treated():

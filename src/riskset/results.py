@@ -342,7 +342,7 @@ def fit_roles(data, model) -> dict:
 def coef_labels(data, model, names) -> dict:
     """Display name of each coefficient in ``names`` whose covariate has a label in
     ``data.covariate_labels``; a coefficient of part of a covariate (a time-varying
-    interval ``'1002[0,365)'``) keeps its suffix (``'age 20-24[0,365)'``).
+    interval ``'1002(0,365]'``) keeps its suffix (``'age 20-24(0,365]'``).
 
     >>> import riskset
     >>> d = riskset.from_arrays([[1.0], [0.0]], y=[1, 0], covariate_names=["1002"])

@@ -160,21 +160,25 @@ def column_breakpoints(indptr, indices, ks, ke):
 def split_at_cuts(start, stop, status, cuts):
     """Split follow-up ``(start, stop]`` at ``cuts`` for a step-function coefficient.
 
-    Interval ``i`` is ``[c_{i-1}, c_i)`` in event time (``c_0 = -inf``, ``c_m = inf``):
-    an event exactly at a cut point belongs to the later interval, so every piece is
-    ``(start', stop']`` with inner boundaries at ``nextafter(c, -inf)``. Only the last
-    piece of a row keeps its status. Vectorized; returns
-    ``(row, piece_start, piece_stop, piece_status, interval)``.
+    Interval ``i`` is ``(c_{i-1}, c_i]`` in event time (``c_0 = -inf``, ``c_m = inf``), as
+    R's ``survSplit`` and ``coxph``'s ``tt()``: an event exactly at a cut point belongs to
+    the interval that ends there, and a row starting at a cut lies wholly in the later ones.
+    Every piece is ``(max(start, c_{i-1}), min(stop, c_i)]``; only the last piece of a row
+    keeps its status. Vectorized; returns ``(row, piece_start, piece_stop, piece_status,
+    interval)``.
+
+    >>> row, lo, hi, st, iv = split_at_cuts([0.0, 10.0], [10.0, 25.0], [1, 1], [10.0, 20.0])
+    >>> row.tolist(), lo.tolist(), hi.tolist(), st.tolist(), iv.tolist()
+    ([0, 1, 1], [0.0, 10.0, 20.0], [10.0, 20.0, 25.0], [1, 0, 1], [0, 1, 2])
     """
     cuts = np.unique(np.asarray(cuts, dtype=np.float64))
-    b = np.nextafter(cuts, -np.inf)
-    lo = np.concatenate([[-np.inf], b])
-    hi = np.concatenate([b, [np.inf]])
+    lo = np.concatenate([[-np.inf], cuts])
+    hi = np.concatenate([cuts, [np.inf]])
     start = np.asarray(start, dtype=np.float64)
     stop = np.asarray(stop, dtype=np.float64)
     # interval of the first and last piece of each row
-    first = np.searchsorted(b, start, side="right")  # start >= b_i -> later interval
-    last = np.searchsorted(b, stop, side="left")     # stop <= b_i -> interval i
+    first = np.searchsorted(cuts, start, side="right")  # start >= c_i -> after interval i
+    last = np.searchsorted(cuts, stop, side="left")     # stop <= c_i -> interval i or earlier
     last = np.maximum(last, first)
     npieces = last - first + 1
     row = np.repeat(np.arange(start.shape[0], dtype=np.int64), npieces)
@@ -193,9 +197,10 @@ def expand_time_varying(X, names, start, stop, status, time_varying):
 
     ``time_varying``: covariate name -> cut points. Rows are split once at the union of
     all cuts (:func:`split_at_cuts`); covariate ``v`` with cuts ``c`` is replaced by the
-    columns ``v[0,c1)``, ``v[c1,c2)``, ... holding its value on the pieces of that
-    interval and 0 elsewhere. Returns ``(X, names, row, start, stop, status)`` of the pieces
-    (``row`` = original row of each piece; ``start`` is -inf where there was none).
+    columns ``v(0,c1]``, ``v(c1,c2]``, ..., ``v(cm,inf)`` holding its value on the pieces of
+    that interval (event times in it, an event at ``c1`` in the first) and 0 elsewhere.
+    Returns ``(X, names, row, start, stop, status)`` of the pieces (``row`` = original row
+    of each piece; ``start`` is -inf where there was none).
     """
     import scipy.sparse as sp
 
@@ -222,10 +227,15 @@ def expand_time_varying(X, names, start, stop, status, time_varying):
 
 
 def interval_labels(cuts, lower=0.0) -> list[str]:
-    """Names ``[lo,c1)``, ``[c1,c2)`` ... ``[cm,inf)`` of the intervals of :func:`split_at_cuts`."""
+    """Names ``(lo,c1]``, ``(c1,c2]`` ... ``(cm,inf)`` of the intervals of :func:`split_at_cuts`
+    (closed on the right as R's ``survSplit``: an event at ``c1`` is in ``(lo,c1]``).
+
+    >>> interval_labels([10, 365])
+    ['(0,10]', '(10,365]', '(365,inf)']
+    """
     cuts = np.unique(np.asarray(cuts, dtype=np.float64))
     edges = [lower] + list(cuts) + [np.inf]
-    return [f"[{_fmt(a)},{_fmt(b)})" for a, b in zip(edges[:-1], edges[1:])]
+    return [f"({_fmt(a)},{_fmt(b)}{')' if np.isinf(b) else ']'}" for a, b in zip(edges[:-1], edges[1:])]
 
 
 def _fmt(v) -> str:

@@ -348,13 +348,24 @@ class CoxModel(Model):
     ties : 'breslow' (default, as Cyclops and glmnet) or 'efron' (as R's coxph default).
     time_varying : dict covariate -> cut points, optional
         Step-function coefficients: follow-up is split at the cut points and the
-        covariate gets one coefficient per interval, named ``cov[0,10)``,
-        ``cov[10,inf)``; an event exactly at a cut belongs to the later interval.
+        covariate gets one coefficient per interval, named ``cov(0,10]``,
+        ``cov(10,inf)``. As R's ``survSplit`` / ``coxph(tt=)``, the intervals are
+        closed on the right: an event exactly at a cut belongs to the interval that ends
+        there (at time 10: ``cov(0,10]``), and so does the prediction of a row whose
+        ``time`` is 10.
     formulation : 'sparse' (O(nnz_j) per coordinate, default) or 'scan' (O(N)).
 
     Reads ``time`` (stop), ``status`` (0/1), optional ``start`` (counting process,
     risk set start < t <= stop), ``strata``, ``subject`` (checked for overlapping
     intervals), ``weights``, ``offset``.
+
+    Examples
+    --------
+    >>> import riskset
+    >>> d = riskset.from_arrays([[1.0], [0.0], [1.0]], time=[5, 10, 20], status=[1, 1, 0],
+    ...                         covariate_names=["trt"])
+    >>> CoxModel(time_varying={"trt": [10]}).coef_names(d)
+    ['trt(0,10]', 'trt(10,inf)']
     """
 
     name = "cox"
@@ -456,7 +467,8 @@ class CoxModel(Model):
         """'link' = x beta + offset, 'risk' = exp(link) (relative hazard), in data order.
 
         With time-varying coefficients the coefficient of the interval containing each
-        row's ``time`` is used. Survival curves: :func:`riskset.survival.predict_survival`.
+        row's ``time`` is used (intervals ``(c_{k-1}, c_k]``: at ``time == c_k``, the one
+        ending there). Survival curves: :func:`riskset.survival.predict_survival`.
         """
         if kind not in ("link", "risk"):
             raise InputError(f"kind: cox predictions are 'link' or 'risk' (survival curves: "
@@ -485,10 +497,17 @@ def linear_predictor(model: CoxModel, coef, data) -> np.ndarray:
     for j, n in enumerate(names):
         if n in model.time_varying:
             cuts = np.asarray(model.time_varying[n], dtype=np.float64)
-            t = np.asarray(data.time if data.time is not None else np.zeros(data.n_rows), dtype=np.float64)
-            iv = np.searchsorted(cuts, t, side="right")
-            labs = interval_labels(cuts, lower=0.0)
-            b_iv = np.array([coef.get(f"{n}{lab}", 0.0) for lab in labs])
+            if data.time is None:  # the coefficient depends on the time: no silent default interval
+                raise InputError(f"predict: {n!r} has time-varying coefficients, so the data need a 'time' "
+                                 "column (the time at which each row's linear predictor is wanted)")
+            t = np.asarray(data.time, dtype=np.float64)
+            iv = np.searchsorted(cuts, t, side="left")  # interval (c_{k-1}, c_k] containing t
+            wanted = [f"{n}{lab}" for lab in interval_labels(cuts, lower=0.0)]
+            absent = [w for w in wanted if w not in coef]
+            if absent:  # e.g. a fit saved before the intervals were named (a,b] as R's survSplit
+                raise InputError(f"coef: the time-varying coefficients {absent} of {n!r} are missing "
+                                 f"(the fit has {sorted(k for k in coef if k.startswith(n))})")
+            b_iv = np.array([coef[w] for w in wanted])
             col = np.asarray(data.X[:, j].todense()).ravel()
             eta += col * b_iv[iv]
         else:
