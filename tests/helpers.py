@@ -1,8 +1,31 @@
 """Shared pieces of the model tests: finite-difference derivatives of any datafit, and a
 datafit of no family."""
+import signal
+from contextlib import contextmanager
+
 import numpy as np
 
 from riskset.core.interface import Datafit
+
+#: A guard against a true hang, never a speed limit: a test's run may include compiling kernels on a
+#: cold Numba cache (up to a minute a family on a loaded machine), and what the guard catches runs
+#: for hours. No test asserts on elapsed time otherwise.
+HANG_SECONDS = 900
+
+
+@contextmanager
+def hang_guard(seconds=HANG_SECONDS):
+    """Fail a hang instead of the run (a guard, not a speed limit: see ``HANG_SECONDS``)."""
+    def fail(signum, frame):
+        raise TimeoutError(f"no answer within {seconds} s (a hang)")
+
+    old = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 class BareDatafit(Datafit):

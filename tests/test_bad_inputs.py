@@ -8,8 +8,6 @@ wrong number, a traceback from a dependency, or a hang.
 from __future__ import annotations
 
 import json
-import signal
-from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -20,29 +18,7 @@ import riskset.spec
 from riskset import cli
 from riskset.exceptions import InputError
 
-SECONDS = 20  # no case may take longer: a hang fails the test instead of the run
-
-
-@contextmanager
-def time_limit(seconds=SECONDS):
-    def fail(signum, frame):
-        raise TimeoutError(f"no answer within {seconds} s (a hang)")
-
-    old = signal.signal(signal.SIGALRM, fail)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def compiled_kernels():
-    """Compile the fit kernels before the timed cases (a cold Numba cache takes seconds per
-    family; the time limit is for hangs in riskset, not for compilation)."""
-    for model in ("cox", "logistic"):
-        riskset.fit(riskset.simulate(n=200, p=3, model=model, seed=1), model, riskset.Laplace(variance=1.0))
+from helpers import hang_guard
 
 
 # -- small data sets, the same every run ---------------------------------------------------------------
@@ -155,7 +131,7 @@ API_ERRORS = {
 @pytest.mark.parametrize("case", list(API_ERRORS))
 def test_api_bad_input_raises_input_error_naming_it(case):
     fn, words = API_ERRORS[case]
-    with time_limit(), pytest.raises(InputError) as err:
+    with hang_guard(), pytest.raises(InputError) as err:
         fn()
     message = str(err.value)
     for word in words:
@@ -166,7 +142,7 @@ def test_api_bad_input_raises_input_error_naming_it(case):
 def test_pooled_logistic_fine_intervals_end_quickly(times, width):
     """Item 5: a discretization of 1e8 or 1e9 intervals per subject answers at once."""
     frame = frame_data(time=times * np.random.default_rng(2).uniform(0.5, 1.0, 120))
-    with time_limit():
+    with hang_guard():
         try:
             fit = riskset.fit(riskset.from_frame(frame, time="time", status="status"), "pooled_logistic",
                               interval_width=width)
@@ -310,7 +286,7 @@ CLI_ERRORS = {
 @pytest.mark.parametrize("case", list(CLI_ERRORS))
 def test_cli_bad_input_is_one_line_and_exit_2(case, cohort, capsys):
     argv, word = CLI_ERRORS[case]
-    with time_limit():
+    with hang_guard():
         code = cli.main(argv(cohort))
     err = capsys.readouterr().err.strip()
     assert code == 2, err

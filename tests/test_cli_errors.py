@@ -19,6 +19,8 @@ from riskset import cli
 from riskset.selection import analyses
 from riskset.solver import ccd
 
+from helpers import HANG_SECONDS
+
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
@@ -223,7 +225,7 @@ def test_warnings_are_one_line_each(files, capsys, monkeypatch):
 def test_real_process_prints_one_line_and_exits_2(argv, needle, files):
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "src"))
     proc = subprocess.run([sys.executable, "-m", "riskset.cli", *fill(argv, files)], capture_output=True, text=True,
-                          env=env, timeout=120)
+                          env=env, timeout=HANG_SECONDS)
     assert proc.returncode == 2
     assert_one_line_error(proc.stderr, "riskset fit", needle)
 

@@ -119,7 +119,7 @@ def test_no_competing_events_equals_cox(rng):
     status = np.where(status > 1, 0, status)  # no competing events
     data = from_arrays(X, time=time, status=status, weights=w)
     with pytest.warns(DataWarning, match="reduces to the Cox model"):
-        fg = riskset.fit(data, "fine_gray", tol=1e-13)
+        fg = riskset.fit(data, "fine_gray", tol=1e-13, variance="model-based")
     cox = riskset.fit(data, "cox", ties="breslow", tol=1e-13)
     np.testing.assert_allclose(fg.coef.to_numpy(), cox.coef.to_numpy(), atol=1e-8)
     np.testing.assert_allclose(fg.se.to_numpy(), cox.se.to_numpy(), rtol=1e-7)
@@ -229,8 +229,27 @@ def test_robust_se_matches_crr():
     se = robust_se(fit, data)
     for name, ref in spec["expected"]["se"].items():
         assert se[name] == pytest.approx(ref, rel=1e-6), name
+        assert fit.se[name] == pytest.approx(ref, rel=1e-6), name  # the fit shows crr's robust SEs
+    assert fit.variance == "robust" and fit.coef_table().attrs["variance"] == "robust"
+    assert "standard errors: robust (sandwich, as cmprsk::crr)" in fit.summary()
+    naive = riskset.fit(data, "fine_gray", tol=1e-13, variance="model-based")
     for name, ref in spec["expected"]["se_model"].items():
-        assert fit.se[name] == pytest.approx(ref, rel=1e-3), name
+        assert naive.se[name] == pytest.approx(ref, rel=1e-3), name
+    assert "standard errors: model-based (inverse observed information)" in naive.summary()
+    again = riskset.FitResult.from_json(fit.to_json())
+    assert again.variance == "robust"
+
+
+def test_fine_gray_variance_refuses_unknown_kind():
+    with pytest.raises(riskset.InputError, match="variance must be one of .*'sandwich'"):
+        riskset.models.fine_gray.FineGrayModel(variance="sandwich")
+
+
+def test_cox_summary_names_its_ties():
+    data = from_arrays([[1.0], [0.0], [1.0], [0.0]], time=[1, 1, 2, 3], status=[1, 1, 1, 0])
+    assert "ties: Breslow (R's coxph default is Efron: ties='efron')" in riskset.fit(data, "cox").summary()
+    assert "\nties: Efron\n" in riskset.fit(data, "cox", ties="efron").summary()
+    assert "ties:" not in riskset.fit(from_arrays([[1.0], [0.0], [1.0], [0.0]], y=[1, 0, 0, 1]), "logistic").summary()
 
 
 def test_aalen_johansen_hand_example():
@@ -339,3 +358,35 @@ def test_plot_cif(rng):
     ax = fig.axes[0]
     assert len(ax.get_lines()) >= 2
     assert [t.get_text() for t in ax.get_legend().get_texts()][:2] == ["a", "b"]
+
+
+def test_fit_shows_crr_robust_se_on_small_tied_data():
+    """R 4 / cmprsk (script: the comment below): crr's coef, sqrt(diag(var)) (robust) and
+    sqrt(diag(solve(inf))) (model-based) on 20 rows with tied times; tolerance rel 1e-6.
+
+    library(cmprsk)
+    f <- crr(time, status, cbind(x1, x2), failcode = 1, cencode = 0, gtol = 1e-10)
+    sprintf("%.12g", c(f$coef, sqrt(diag(f$var)), sqrt(diag(solve(f$inf)))))
+    """
+    time = [1, 2, 2, 3, 4, 4, 5, 6, 6, 7, 8, 9, 9, 10, 11, 12, 12, 13, 14, 15]
+    status = [1, 2, 0, 1, 1, 2, 0, 1, 2, 0, 1, 1, 2, 0, 1, 2, 1, 0, 1, 0]
+    x1 = [0.5, -1.2, 0.3, 1.1, -0.4, 0.8, -0.9, 0.2, 1.5, -0.3, 0.7, -1.1, 0.4, 0.9, -0.6, 0.1, 1.3, -0.8, 0.6, -0.2]
+    x2 = [1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 0, 1, 0, 0, 1, 1, 0, 1, 0, 1]
+    data = from_arrays(np.column_stack([x1, x2]), time=time, status=status, covariate_names=["x1", "x2"])
+    fit = riskset.fit(data, "fine_gray", tol=1e-14)
+    np.testing.assert_allclose(fit.coef.to_numpy(), [0.0957388242834, -0.149170512098], rtol=1e-6)
+    np.testing.assert_allclose(fit.se.to_numpy(), [0.422013670307, 0.717976085843], rtol=1e-6)
+    naive = riskset.fit(data, "fine_gray", tol=1e-14, variance="model-based")
+    np.testing.assert_allclose(naive.se.to_numpy(), [0.437912918809, 0.707054827728], rtol=1e-6)
+    assert naive.coef_table().attrs["variance"] == "model-based"
+
+
+def test_robust_se_of_a_fit_with_an_aliased_column_is_the_fit_without_it(rng):
+    X, time, status, _ = tied_data(rng, n=120, p=3, weights=False)
+    data = from_arrays(X, time=time, status=status)
+    twice = from_arrays(sp.hstack([X, X[:, 0]], format="csc"), time=time, status=status)
+    with pytest.warns(riskset.DataWarning, match="aliased"):
+        fit = riskset.fit(twice, "fine_gray", tol=1e-13)
+    alone = riskset.fit(data, "fine_gray", tol=1e-13)
+    assert fit.aliased == ["x3"] and np.isnan(fit.se["x3"]) and fit.variance == "robust"
+    np.testing.assert_allclose(fit.se[["x0", "x1", "x2"]].to_numpy(), alone.se.to_numpy(), rtol=1e-7)

@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import HANG_SECONDS
+
 HERE = pathlib.Path(__file__).parent
 SIM_ENV = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
 NO_SIM_ENV = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
@@ -30,7 +32,7 @@ def _on_device() -> bool:
     if os.environ.get("RISKSET_GPU_CHECKS") == "simulator":
         return False
     r = subprocess.run([sys.executable, "-c", "from numba import cuda; print(cuda.is_available())"], env=NO_SIM_ENV,
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=HANG_SECONDS)
     return r.returncode == 0 and r.stdout.strip().endswith("True")
 
 
@@ -70,7 +72,7 @@ def run_checks(directory, names) -> dict:
     loaded machine)."""
     out = directory / "results.json"
     proc = subprocess.run([sys.executable, str(HERE / "gpu_checks.py"), str(out), *names], env=CHECK_ENV,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=HANG_SECONDS)
     if not out.exists():
         pytest.fail(f"GPU checks crashed (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return json.loads(out.read_text())
@@ -122,7 +124,7 @@ def test_on_device_only(device_only_results, name):
 def test_every_simulator_check_is_asserted():
     """tests/gpu_checks.py holds no check that no test asserts (it would never run)."""
     r = subprocess.run([sys.executable, str(HERE / "gpu_checks.py"), "--list"], env=SIM_ENV, capture_output=True,
-                       text=True, timeout=300)
+                       text=True, timeout=HANG_SECONDS)
     assert r.returncode == 0, r.stderr[-3000:]
     assert sorted(json.loads(r.stdout)) == sorted(CHECKS + REPLICATE_PATH_CHECKS + DEVICE_ONLY_CHECKS)
 
@@ -164,7 +166,7 @@ def test_no_device_error():
             "    print('fit RuntimeError:', e)\n"
             "from riskset.kernels.devices import describe_devices\n"
             "print('devices:', describe_devices())\n")
-    r = subprocess.run([sys.executable, "-c", code], env=NO_SIM_ENV, capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-c", code], env=NO_SIM_ENV, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert r.returncode == 0, r.stderr
     if "has a GPU" in r.stdout:
         pytest.skip("a CUDA device is present")
@@ -196,7 +198,7 @@ def test_cli_fit_backend_gpu(tmp_path):
     code = ("import sys; sys.setswitchinterval(1e-4)\n"
             "from riskset.cli import main\n"
             f"sys.exit(main({args + ['--backend', 'gpu', '--out', str(gpu_out)]!r}))\n")
-    r = subprocess.run([sys.executable, "-c", code], env=CHECK_ENV, capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-c", code], env=CHECK_ENV, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert r.returncode == 0, r.stderr[-3000:]
     cpu, gpu = json.loads(cpu_out.read_text()), json.loads(gpu_out.read_text())
     assert gpu["converged"]

@@ -17,6 +17,8 @@ import pytest
 
 import riskset
 
+from helpers import HANG_SECONDS
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.MULTILINE | re.DOTALL)
@@ -57,7 +59,7 @@ def run_block(block: dict, namespace: dict, env: dict, cwd: Path) -> None:
         exec(compile(block["code"], where, "exec"), namespace)  # noqa: S102 - the README's own code
         return
     done = subprocess.run(["bash", "-e", "-c", block["code"]], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=HANG_SECONDS)
     assert done.returncode == 0, f"{where}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
 
 

@@ -27,7 +27,7 @@ def _cases():
 CASES = _cases()
 
 
-def check_against_reference(spec, coef, loglik, se=None, penalized_loglik=None):
+def check_against_reference(spec, coef, loglik, se=None, penalized_loglik=None, variance="model-based"):
     exp, tol = spec["expected"], spec["tolerance"]
     for name, ref in exp["coef"].items():
         assert name in coef, f"coefficient {name!r} missing"
@@ -38,7 +38,7 @@ def check_against_reference(spec, coef, loglik, se=None, penalized_loglik=None):
     assert abs(loglik - exp["loglik"]) <= tol["loglik_abs"], f"loglik {loglik} vs {exp['loglik']}"
     if "penalized_loglik" in exp and penalized_loglik is not None:
         assert abs(penalized_loglik - exp["penalized_loglik"]) <= tol["penalized_loglik_abs"]
-    ref_se = exp.get("se_model", exp.get("se"))
+    ref_se = exp.get("se") if variance == "robust" else exp.get("se_model", exp.get("se"))
     if ref_se and se is not None:
         for name, ref in ref_se.items():
             assert se[name] == pytest.approx(ref, rel=tol["se_rel"]), f"se of {name}"
@@ -51,7 +51,7 @@ def test_reference_api(case_path):
     spec, frame = load_spec(case_path)
     fit = fit_spec(spec, frame)
     assert fit.converged, fit.message
-    check_against_reference(spec, fit.coef.to_dict(), fit.loglik, fit.se.to_dict(), fit.objective)
+    check_against_reference(spec, fit.coef.to_dict(), fit.loglik, fit.se.to_dict(), fit.objective, fit.variance)
 
 
 @pytest.mark.parametrize("case_path", CASES)
@@ -62,4 +62,4 @@ def test_reference_cli_spec(case_path, tmp_path):
     assert result["converged"] is True
     spec = json.loads(case_path.read_text())
     se = {k: (np.nan if v is None else v) for k, v in result["se"].items()}
-    check_against_reference(spec, result["coef"], result["loglik"], se, result["penalized_loglik"])
+    check_against_reference(spec, result["coef"], result["loglik"], se, result["penalized_loglik"], result["variance"])

@@ -15,6 +15,8 @@ import numba
 
 from riskset.kernels.cpu.compile_notice import NOTE, is_riskset_kernel
 
+from helpers import HANG_SECONDS
+
 SRC = Path(__file__).resolve().parent.parent / "src"
 
 CALL_KERNEL = "import riskset; from riskset.core.step import newton_step; newton_step(1.0, -1.0, 0.0, 0.0, 0.0)"
@@ -27,7 +29,7 @@ def run_python(code: str, cache_dir: Path, terminal: bool = True) -> str:
     written to a pseudo-terminal or, if not ``terminal``, to a pipe."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=str(SRC))
     if not terminal:
-        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=HANG_SECONDS)
         assert done.returncode == 0, done.stderr
         return done.stderr
     reader, writer = pty.openpty()
@@ -43,7 +45,7 @@ def run_python(code: str, cache_dir: Path, terminal: bool = True) -> str:
             break
         chunks.append(chunk)
     os.close(reader)
-    assert proc.wait(timeout=300) == 0, b"".join(chunks).decode()
+    assert proc.wait(timeout=HANG_SECONDS) == 0, b"".join(chunks).decode()
     return b"".join(chunks).decode().replace("\r\n", "\n")
 
 
@@ -97,7 +99,7 @@ def test_every_process_finds_the_compiled_sweeps_in_the_disk_cache(tmp_path):
     family's sweep again (an intrinsic pickled with a random UUID did that to Cox's, ~8 s)."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=str(SRC))
     keys = [subprocess.run([sys.executable, "-c", CACHE_KEYS], env=env, capture_output=True, text=True, check=True,
-                           timeout=300).stdout for _ in range(2)]
+                           timeout=HANG_SECONDS).stdout for _ in range(2)]
     assert keys[0] == keys[1]
     names = {line.split()[0] for line in keys[0].splitlines()}
     assert {"compile_family.<locals>.sweep__cox_sparse", "compile_family.<locals>.sweep__glm",

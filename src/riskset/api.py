@@ -9,7 +9,8 @@ import pandas as pd
 
 from riskset.backend import Backend
 from riskset.data.dataset import Dataset, check_dataset
-from riskset.exceptions import ConvergenceWarning, InputError
+from riskset.exceptions import ConvergenceWarning, DataWarning, InputError
+from riskset.competing_risks import robust_se
 from riskset.inference import profile_intervals, refit_without_aliased, standard_errors
 from riskset import validation as check
 from riskset.models.base import Model, as_model
@@ -121,6 +122,8 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
                        aliased=[n for n, a in zip(names, aliased) if a],
                        diverging={names[j]: s for j, s in res.diverging.items()},
                        labels=coef_labels(data, m, names), kkt=res.kkt)
+    if m.variance == "robust" and np.isfinite(se).any():  # Fine-Gray: cmprsk::crr's sandwich
+        _show_robust_se(result, data, m, np.flatnonzero(np.isfinite(se)))
     if profile:
         cols = np.array([names.index(n) for n in check.known_names("profile", profile, names)])
         searched = cols[~aliased[cols]]  # an aliased coefficient has no interval (NaN), as R's NA
@@ -163,3 +166,24 @@ def _align_start(warm_start, names):
         name = names[int(np.flatnonzero(bad)[0])]
         raise InputError(f"warm_start[{name!r}] must be a finite number, got {start[name]!r}")
     return np.where(given, beta, 0.0)
+
+
+#: The largest rows x coefficients product for which ``riskset.fit`` shows the robust
+#: sandwich by default: it holds a few dense N x P arrays (here up to ~0.4 GB each).
+ROBUST_DENSE_LIMIT = 50_000_000
+
+
+def _show_robust_se(result, data, model, kept) -> None:
+    """Replace ``result.se`` by the robust (sandwich) standard errors of ``kept``, unless
+    the dense sandwich would not fit in memory: then the model-based ones stay, said so."""
+    size = data.n_rows * kept.shape[0]
+    if size > ROBUST_DENSE_LIMIT:
+        warnings.warn(f"standard errors: model-based, not robust: the robust sandwich holds dense "
+                      f"rows x coefficients arrays ({data.n_rows} x {kept.shape[0]}, "
+                      f"{8 * size / 2**30:.1f} GB each); riskset.competing_risks.robust_se(fit, data) "
+                      f"computes it for chosen coefficients (columns=)", DataWarning, stacklevel=3)
+        return
+    names = list(result.se.index)
+    robust = np.full(len(names), np.nan)
+    robust[kept] = robust_se(result, data, model, kept).to_numpy()
+    result.se, result.variance = pd.Series(robust, index=names), "robust"

@@ -128,9 +128,14 @@ def _add_fit(sub):
     roles.add_argument("--covariates", metavar="A,B,...", help="covariate columns (default: all other columns)")
     m = p.add_argument_group("model")
     m.add_argument("--model", help="model name: logistic, poisson, least_squares, cox, "
-                                                         "fine_gray, conditional_logistic, sccs, ... (default logistic)")
+                                   "fine_gray, conditional_logistic, sccs, ... (default logistic). cox handles "
+                                   "tied event times by Breslow's method by default (as Cyclops and CohortMethod; "
+                                   "R's coxph and lifelines default to Efron's: --option ties=\"efron\"); "
+                                   "fine_gray shows robust (sandwich) standard errors, as cmprsk::crr "
+                                   "(--option variance=\"model-based\" for the inverse information)")
     m.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="model option, value as JSON (e.g. ties=\"efron\", intercept=false); repeatable")
+                   help="model option, value as JSON (e.g. ties=\"efron\", intercept=false); repeatable. "
+                        "ties: \"breslow\" (cox default) or \"efron\" (R's coxph default)")
     pr = p.add_argument_group("prior")
     pr.add_argument("--prior", choices=["none", "laplace", "normal", "elastic_net"],
                     help="none (maximum likelihood, the default), laplace (L1), normal (L2) or elastic_net "
@@ -299,7 +304,7 @@ def _cmd_fit(args) -> int:
     written = _write_fit(args.out, fit, tables, args.level) if args.out else []
     written += _plot(args.plot_dir, analysis)
     if not args.quiet:
-        print(fit.summary(args.level))
+        print(fit.summary(args.level, full_table=args.out or "write it with --out FILE.csv or FILE.json"))
         for name, table in tables.items():
             print(f"\n{name.replace('_', ' ')}:\n{table.to_string(index=False)}")
         _report_written(written)

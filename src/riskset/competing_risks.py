@@ -118,20 +118,24 @@ def predict_cif(fit, data, times, newdata=None, model=None) -> np.ndarray:
     return -np.expm1(-np.outer(np.exp(eta), H))
 
 
-def robust_covariance(fit, data, model=None) -> pd.DataFrame:
+def robust_covariance(fit, data, model=None, columns=None) -> pd.DataFrame:
     """Fine & Gray (1999) sandwich covariance of the coefficients, as ``cmprsk::crr``'s ``var``.
 
     Case weights act as frequency weights (a weight-2 row counts as two subjects).
+    ``columns`` (positions among the coefficients; default all): the coefficients it is
+    computed for, the others held at their values (a fit's aliased or diverging ones).
     """
     df, state, names, _ = _datafit_at_fit(fit, data, model)
-    P, Kn = df.n_coef, df.n_slots
-    info = -df.hessian(state, np.arange(P))
-    X = df.X.toarray()
+    cols = np.arange(df.n_coef) if columns is None else np.asarray(columns, dtype=np.int64)
+    names = [names[j] for j in cols]
+    P, Kn = len(cols), df.n_slots
+    info = -df.hessian(state, cols)
+    X = df.X[:, cols].toarray()
     cw, w = df.cw, state.w
     r = np.exp(state.eta - state.shift[0])      # relative hazard on the scale of w and D (K.sync)
     ev, comp, cens = df.event.astype(bool), df.comp.astype(bool), df.cens.astype(bool)
     slot, invG, Gev, d, D = df.slot, df.invG, df.Gev, df.slot_d, state.D
-    N1 = df.numerators(state, np.arange(P))      # (K, P)
+    N1 = df.numerators(state, cols)              # (K, P)
     Dsafe = np.where(d > 0, D, 1.0)              # slots without (weighted) events carry nothing
     Ebar = np.where(d[:, None] > 0, N1 / Dsafe[:, None], 0.0)
     dL = np.where(d > 0, d / Dsafe, 0.0)
@@ -171,7 +175,10 @@ def robust_covariance(fit, data, model=None) -> pd.DataFrame:
     return pd.DataFrame(cov, index=names, columns=names)
 
 
-def robust_se(fit, data, model=None) -> pd.Series:
-    """Robust (sandwich) standard errors of a Fine-Gray fit, as ``cmprsk::crr`` reports them."""
-    cov = robust_covariance(fit, data, model)
+def robust_se(fit, data, model=None, columns=None) -> pd.Series:
+    """Robust (sandwich) standard errors of a Fine-Gray fit, as ``cmprsk::crr`` reports them.
+
+    ``riskset.fit`` shows them for a Fine-Gray fit by default (``fit.variance == 'robust'``).
+    """
+    cov = robust_covariance(fit, data, model, columns)
     return pd.Series(np.sqrt(np.diag(cov.to_numpy())), index=cov.index)

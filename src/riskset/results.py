@@ -13,8 +13,12 @@ from riskset import validation as check
 from riskset.data.dataset import check_dataset, describe_roles
 from riskset.exceptions import DataWarning, InputError
 from riskset.models.base import get_model, model_class
-from riskset.solver.ccd import CONVERGED, DOES_NOT_EXIST, NOT_CONVERGED, fit_status
+from riskset.solver.ccd import AT_GAMMA_MAX, CONVERGED, DOES_NOT_EXIST, NOT_CONVERGED, fit_status
 from riskset.solver.prior import Prior
+
+#: How ``FitResult.variance`` reads in a summary.
+_VARIANCE_TEXT = {"model-based": "model-based (inverse observed information)",
+                  "robust": "robust (sandwich, as cmprsk::crr)"}
 
 #: How ``FitResult.status`` reads in a summary.
 _STATUS_TEXT = {CONVERGED: "converged", NOT_CONVERGED: "NOT CONVERGED", DOES_NOT_EXIST: "ESTIMATE DOES NOT EXIST"}
@@ -28,8 +32,11 @@ class FitResult:
     ----------
     model_name, model_options : the model and its options (e.g. ties, intercept).
     coef : pandas.Series of estimates, indexed by coefficient name.
-    se : pandas.Series of standard errors (inverse observed information), NaN where
-        not computed (penalized coefficients).
+    se : pandas.Series of standard errors, NaN where not computed (penalized coefficients).
+    variance : which standard errors ``se`` holds: ``'model-based'`` (inverse observed
+        information) or ``'robust'`` (sandwich, as ``cmprsk::crr``: a Fine-Gray fit's default,
+        ``riskset.fit(..., variance='model-based')`` for the other); said by
+        :meth:`summary` and by ``coef_table().attrs['variance']``.
     loglik : log-likelihood at the estimate; objective: penalized log-likelihood.
     converged, message, n_iter : how the solver ended.
     kkt : the largest violation of the optimality (KKT) conditions at the estimate,
@@ -87,6 +94,7 @@ class FitResult:
     labels: dict = field(default_factory=dict)
     diverging: dict = field(default_factory=dict)
     kkt: float = float("nan")
+    variance: str = "model-based"
 
     @property
     def status(self) -> str:
@@ -98,12 +106,22 @@ class FitResult:
         status = status if self.converged else f"{status} ({self.message})"
         nonzero = int(np.count_nonzero(self.coef.drop(self.aliased).to_numpy()))
         return "\n".join([
-            f"FitResult: {self.model_name} model, {status} after {_cycles(self.n_iter)}, {self.n_rows:,} rows",
+            f"FitResult: {self.model_name} model, {status} {self._when()}, {self.n_rows:,} rows",
             f"  prior: {_describe_prior(self.prior)}",
             f"  {nonzero:,} of {len(self.coef):,} coefficients non-zero{self._aliased_note()}, "
             f"log-likelihood {self.loglik:.6g}",
             f"  coef: {self._largest_coefficients()}",
             "  fit.summary() for the full table, fit.coef_table() as a DataFrame"])
+
+    def _when(self) -> str:
+        """When the fit ended: 'after 3 cycles', or at the start, saying how (no cycle ran)."""
+        if self.n_iter > 0:
+            return f"after {_cycles(self.n_iter)}"
+        if self.converged and self.message == AT_GAMMA_MAX:
+            return "at the start: the prior's centers are the optimum"
+        if self.converged:
+            return "at the start, by Newton steps before any cycle"
+        return "at the start"
 
     def _aliased_note(self) -> str:
         return f" ({len(self.aliased):,} aliased: not defined)" if self.aliased else ""
@@ -127,7 +145,8 @@ class FitResult:
 
         Profile-likelihood intervals, when computed, replace the Wald ones (column
         ``interval`` says which). ``table.attrs['roles']`` says which columns were
-        used as weights, strata and offset (:attr:`roles`). Aliased coefficients (column
+        used as weights, strata and offset (:attr:`roles`), ``table.attrs['variance']``
+        which standard errors ``se`` are (:attr:`variance`). Aliased coefficients (column
         ``aliased``) have NaN estimates, as R's NA. When the data came with a covariate
         reference table, a ``covariate_name`` column follows ``name`` (the coefficient's
         own name, e.g. the intercept's, where it has no label).
@@ -159,6 +178,7 @@ class FitResult:
             t[f"{ratio}_lower"] = np.exp(t["lower"])
             t[f"{ratio}_upper"] = np.exp(t["upper"])
         t.attrs["roles"] = dict(self.roles)
+        t.attrs["variance"] = self.variance
         return t
 
     def _mark_diverging(self, table: pd.DataFrame) -> None:
@@ -171,19 +191,57 @@ class FitResult:
             table.loc[row, "upper" if direction > 0 else "lower"] = direction * np.inf
             table.loc[row, "note"] = f"estimate does not exist (-> {'+' if direction > 0 else '-'}inf)"
 
-    def summary(self, level: float = 0.95) -> str:
-        """A printable summary: status line and coefficient table (intervals at ``level``)."""
+    def summary(self, level: float = 0.95, *, full_table: str = "fit.coef_table()") -> str:
+        """A printable summary: status line and coefficient table (intervals at ``level``).
+
+        The table shows the non-zero coefficients, the aliased and the profiled ones; a line
+        says how many zero coefficients it leaves out and where every row is (``full_table``:
+        ``riskset fit`` names its ``--out`` file).
+        """
         status = _STATUS_TEXT.get(self.status, self.status)
-        head = (f"{self.model_name} model, {self.n_rows} rows, prior {self.prior.to_dict()}\n"
-                f"{status} after {_cycles(self.n_iter)} ({self.message}), KKT violation {self.kkt:.1e}\n"
+        head = (f"{self.model_name} model, {self.n_rows} rows, prior {self.prior!r}\n"
+                f"{status} {self._when()} ({self.message}), KKT violation {self.kkt:.1e}\n"
                 f"roles: {describe_roles(self.roles)}\n"
                 f"log-likelihood {self.loglik:.6f}, penalized {self.objective:.6f}")
         if self.gamma_max is not None:
             head += f", gamma_max {self.gamma_max:.6g}"
+        head += f"\nstandard errors: {self._variance_text()}"
+        ties = self._ties_note()
+        if ties:
+            head += f"\nties: {ties}"
         if self.aliased:
             head += f"\n{len(self.aliased)} coefficient(s) not defined because of singularities (aliased, NaN)"
-        with pd.option_context("display.width", 120, "display.max_rows", 60):
-            return head + "\n" + self.coef_table(level).to_string(index=False, float_format=lambda v: f"{v:.5g}")
+        table = self.coef_table(level)
+        profiled = table["name"].isin(self.intervals["name"]) if self.intervals is not None else False
+        shown = table[(table["estimate"] != 0) | table["aliased"] | profiled]
+        if len(shown) < len(table):
+            head += (f"\n{len(table) - len(shown):,} of {len(table):,} coefficients are zero and not shown; "
+                     f"every row: {full_table}")
+        if shown.empty:
+            return head
+        with pd.option_context("display.width", 120):
+            return head + "\n" + shown.to_string(index=False, float_format=lambda v: f"{v:.5g}")
+
+    def _variance_text(self) -> str:
+        """Which standard errors the table shows, for the summary."""
+        if self.se.isna().all():
+            return "none (penalized coefficients have none: profile= intervals or riskset.bootstrap)"
+        text = _VARIANCE_TEXT.get(self.variance, self.variance)
+        if self.model_name == "least_squares":  # l = -RSS/2: the residual variance is taken as 1 (Cyclops)
+            df_resid = self.n_rows - int(np.isfinite(self.se).sum())
+            sigma = np.sqrt(-2.0 * self.loglik / df_resid) if df_resid > 0 else np.nan
+            text += (f", with unit residual variance (Cyclops' convention); R's lm multiplies them by the "
+                     f"residual standard error sqrt(RSS / (n - p)) = {sigma:.6g}")
+        return text
+
+    def _ties_note(self) -> str:
+        """'Breslow (R's coxph default is Efron: ties='efron')' where the family has ties and R's default differs."""
+        ties = self.model_options.get("ties")
+        if ties is None:
+            return ""
+        r_ties = model_class(self.model_name).r_ties
+        note = f" (R's coxph default is {r_ties.capitalize()}: ties={r_ties!r})" if r_ties and r_ties != ties else ""
+        return ties.capitalize() + note
 
     def display_names(self, names) -> list[str]:
         """The label of each of coefficient ``names``, the name itself where it has none."""
@@ -236,7 +294,11 @@ class FitResult:
                           f"taken as 0 for every row: {_some(missing)}", DataWarning, stacklevel=3)
 
     def predict(self, data, kind: str = "link") -> np.ndarray:
-        """Model predictions for ``data`` (kinds depend on the model: link, probability, rate, ...).
+        """Model predictions for ``data``; ``kind`` as R's predict names it where R has it: ``'link'``
+        (x beta + offset; ``'lp'`` for the models of hazards), a GLM's ``'response'`` (its mean, as
+        R's predict.glm; also ``'probability'`` / ``'rate'``), ``'risk'`` (exp(link): Cox, Fine-Gray,
+        conditional models, which refuse ``'response'`` as R's predict.coxph has none). An
+        unknown kind raises an InputError listing the model's kinds.
 
         Covariates are matched by name; see :meth:`check_covariates` for missing and
         unknown ones.
@@ -265,6 +327,7 @@ class FitResult:
             "message": self.message,
             "n_iter": self.n_iter,
             "kkt": None if np.isnan(self.kkt) else float(self.kkt),
+            "variance": self.variance,
             "n_rows": self.n_rows,
             "gamma_max": self.gamma_max,
             "prior": self.prior.to_dict(),
@@ -304,7 +367,8 @@ class FitResult:
                        gamma_max=d["gamma_max"], intervals=intervals, timings=d.get("timings", {}),
                        roles=d.get("roles", {}), aliased=d.get("aliased", []),
                        labels=d.get("labels", {}), diverging=d.get("diverging", {}),
-                       kkt=np.nan if d.get("kkt") is None else d["kkt"])
+                       kkt=np.nan if d.get("kkt") is None else d["kkt"],
+                       variance=d.get("variance", "model-based"))
         except json.JSONDecodeError as e:
             raise InputError(f"{where} is not JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
                              f"give a file written by FitResult.to_json or 'riskset fit --out FILE.json'") from None

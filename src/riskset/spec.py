@@ -26,7 +26,8 @@ Model options
     top-level fields read by the model's ``from_spec``, with the names of its
     constructor arguments: ``ties``, ``time_varying``, ``formulation`` (cox);
     ``intercept`` (logistic, poisson, least_squares); ``event_of_interest``,
-    ``competing_events``, ``censor_code`` (fine_gray); ``interval_width``,
+    ``competing_events``, ``censor_code``, ``variance`` ('robust' or 'model-based': the
+    standard errors shown) (fine_gray); ``interval_width``,
     ``time_effects``, ``horizon``, ``max_person_intervals`` (pooled_logistic);
     ``ties`` (conditional models). Other top-level fields (``title``, ``expected``,
     ...) are notes for people and are ignored.

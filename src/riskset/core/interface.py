@@ -335,6 +335,12 @@ class Datafit(ABC):
                 out[a] = int(np.sign(slope))
         return out
 
+    def recedes(self, direction: np.ndarray) -> bool | None:
+        """Whether the log-likelihood never decreases along ``direction`` from any point (a
+        direction of recession, read from the data), or None where the family has no such
+        test: the solver's ray test (:mod:`riskset.solver.separation`) decides there."""
+        return None
+
     def separation_pattern(self, name: str, direction: int) -> str:
         """What the data look like when coefficient ``name`` alone separates (for messages)."""
         extreme = "largest" if direction > 0 else "smallest"

@@ -130,6 +130,14 @@ class Model(ABC):
     #: Whether the model reads the data's strata (stratified Cox, conditional models, SCCS).
     uses_strata: ClassVar[bool] = False
 
+    #: The ties R's function for this family uses by default where riskset's default differs
+    #: (Cox: ``"efron"``, coxph's), said in a fit's summary; None where they agree.
+    r_ties: ClassVar[str | None] = None
+
+    #: The standard errors a fit shows: ``"model-based"`` (inverse observed information) or
+    #: ``"robust"`` (a sandwich; Fine-Gray's default, as cmprsk::crr).
+    variance: ClassVar[str] = "model-based"
+
     #: Name of exp(coefficient) in the coefficient table and its interval columns
     #: (``"hazard_ratio"``, ``"odds_ratio"``, ``"rate_ratio"`` ...); None where
     #: exp(coefficient) is no ratio of the model (least squares), which has no such columns.
@@ -171,8 +179,31 @@ class Model(ABC):
     def predict(self, fit, data, kind: str = "link") -> np.ndarray:
         """Predictions for ``data`` from ``fit``; ``kind='link'`` is the linear predictor."""
         if kind != "link":
-            raise InputError(f"kind: the {self.name} model predicts kind 'link' only, not {kind!r}")
+            refuse_kind(self.name, kind, ["link"])
         return fit.linear_predictor(data)
+
+
+#: The prediction kinds of the models of hazards (Cox, Fine-Gray, the conditional models), R's
+#: predict.coxph names among them: 'link' (= R's 'lp') is x beta + offset, 'risk' exp(link).
+HAZARD_KINDS = ("link", "lp", "risk")
+
+#: Why those models refuse R's ``type = "response"`` (R's predict.coxph has none either).
+NO_RESPONSE = ("; 'response' has no single meaning for a model of hazards (R's predict.coxph has no "
+               "type 'response'): 'link' ('lp') is x beta, 'risk' exp(x beta)")
+
+
+def refuse_kind(model: str, kind, accepted, why: str = ""):
+    """Raise the InputError of a prediction ``kind`` that ``model`` does not know: it lists the
+    ``accepted`` kinds (R's names included) and says ``why`` where a kind R users type is refused.
+
+    >>> refuse_kind("cox", "response", ["link", "lp", "risk"])
+    Traceback (most recent call last):
+    ...
+    riskset.exceptions.InputError: kind: cox predictions are 'link', 'lp' or 'risk', not 'response'
+    """
+    names = [repr(k) for k in accepted]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+    raise InputError(f"kind: {model} predictions are {listed}, not {kind!r}{why}")
 
 
 def get_model(name: str, **options) -> Model:

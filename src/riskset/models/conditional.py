@@ -51,8 +51,8 @@ import scipy.sparse as sp
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import conditional as conditional_kernels
-from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, require_information,
-                                 weight_overflow)
+from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, refuse_kind, require_information,
+                                 weight_overflow, HAZARD_KINDS, NO_RESPONSE)
 
 
 class ConditionalDatafit(Datafit):
@@ -266,16 +266,21 @@ class _Conditional(Model):
         return list(data.covariate_names)
 
     def predict(self, fit, data, kind="link"):
+        """'link' (R's 'lp') = x beta + offset, 'risk' = exp(link), 'probability' the row's share of
+        its stratum (needs ``strata``); R's 'response' is refused, as R's predict.coxph has none."""
         eta = fit.linear_predictor(data)
-        if kind == "link":
+        if kind in ("link", "lp"):
             return eta
+        if kind == "risk":
+            return np.exp(eta)
         if kind in ("probability", "share"):
             # within-stratum share exp(eta_r) / sum_{stratum} exp(eta) (multinomial probability)
             data.require("strata", model=self.name)
             st = np.asarray(data.strata)
             e = np.exp(eta - np.max(eta))
             return e / np.bincount(st, weights=e)[st]
-        raise InputError(f"kind: {self.name} predictions are 'link' or 'probability', not {kind!r}")
+        refuse_kind(self.name, kind, HAZARD_KINDS + ("probability",), NO_RESPONSE +
+                    "; 'probability' the share of its stratum's events a row expects")
 
 
 class ConditionalPoisson(_Conditional):

@@ -41,7 +41,8 @@ from riskset.data.risksets import (build_risk_sets, check_survival, column_break
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
-                                 drop_constant_covariates, require_information, risk_set_block_work, weight_overflow)
+                                 drop_constant_covariates, refuse_kind, require_information, risk_set_block_work,
+                                 weight_overflow, HAZARD_KINDS, NO_RESPONSE)
 from riskset.validation import coef_mapping, finite_numbers, one_of
 
 TIES = ("breslow", "efron")
@@ -345,7 +346,9 @@ class CoxModel(Model):
 
     Parameters
     ----------
-    ties : 'breslow' (default, as Cyclops and glmnet) or 'efron' (as R's coxph default).
+    ties : 'breslow' (default, as Cyclops, CohortMethod and glmnet) or 'efron'. R's
+        ``coxph`` and lifelines default to Efron: pass ``ties='efron'`` to compare with them
+        on data with tied event times (without ties the two are the same likelihood).
     time_varying : dict covariate -> cut points, optional
         Step-function coefficients: follow-up is split at the cut points and the
         covariate gets one coefficient per interval, named ``cov(0,10]``,
@@ -371,6 +374,7 @@ class CoxModel(Model):
     name = "cox"
     uses_strata = True
     ratio_name = "hazard_ratio"
+    r_ties = "efron"
 
     def __init__(self, ties: str = "breslow", time_varying: dict | None = None, formulation: str = "sparse"):
         self.ties = one_of("ties", str(ties).lower(), TIES)
@@ -464,18 +468,18 @@ class CoxModel(Model):
                 for lab in interval_labels(np.asarray(cuts, dtype=np.float64), lower=0.0)}
 
     def predict(self, fit, data, kind="link"):
-        """'link' = x beta + offset, 'risk' = exp(link) (relative hazard), in data order.
+        """'link' (R's 'lp') = x beta + offset, 'risk' = exp(link) (relative hazard), in data order.
+        R's 'response' is refused, as R's predict.coxph has none.
 
         With time-varying coefficients the coefficient of the interval containing each
         row's ``time`` is used (intervals ``(c_{k-1}, c_k]``: at ``time == c_k``, the one
         ending there). Survival curves: :func:`riskset.survival.predict_survival`.
         """
-        if kind not in ("link", "risk"):
-            raise InputError(f"kind: cox predictions are 'link' or 'risk' (survival curves: "
-                             f"riskset.survival.predict_survival), not {kind!r}")
+        if kind not in HAZARD_KINDS:
+            refuse_kind("cox", kind, HAZARD_KINDS, NO_RESPONSE + "; survival curves: riskset.survival.predict_survival")
         fit.check_covariates(data)
         eta = linear_predictor(self, fit.coef, data)
-        return eta if kind == "link" else np.exp(eta)
+        return np.exp(eta) if kind == "risk" else eta
 
 
 def _cut_points(name: str, cuts) -> list[float]:

@@ -42,9 +42,11 @@ from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
 from riskset.kernels.cpu.cox import row_pieces
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
-                                 drop_constant_covariates, require_information, risk_set_block_work, weight_overflow)
+                                 drop_constant_covariates, refuse_kind, require_information, risk_set_block_work,
+                                 weight_overflow, HAZARD_KINDS, NO_RESPONSE)
 
 FORMULATIONS = ("sparse", "scan")
+VARIANCES = ("robust", "model-based")
 
 
 def censoring_survival(time, censored, weights=None):
@@ -357,17 +359,28 @@ class FineGrayModel(Model):
         code is an error.
     censor_code : status code of censored rows (default 0).
     formulation : 'sparse' (O(nnz_j) per coordinate, default) or 'scan' (O(N)).
+    variance : the standard errors a fit shows: 'robust' (default: Fine & Gray's sandwich,
+        as ``cmprsk::crr`` reports them) or 'model-based' (inverse observed information of
+        the pseudo partial likelihood, crr's ``inf``).
 
     Reads ``time``, ``status``, optional ``weights`` and ``offset``. Ties: Breslow.
+
+    Examples
+    --------
+    >>> FineGrayModel().variance, FineGrayModel(variance="model-based").options()["variance"]
+    ('robust', 'model-based')
     """
 
     name = "fine_gray"
     ratio_name = "subdistribution_hazard_ratio"
 
     def __init__(self, event_of_interest: int = 1, competing_events=None, censor_code: int = 0,
-                 formulation: str = "sparse"):
+                 formulation: str = "sparse", variance: str = "robust"):
         if formulation not in FORMULATIONS:
             raise InputError(f"formulation must be one of {FORMULATIONS}, not {formulation!r}")
+        if variance not in VARIANCES:
+            raise InputError(f"variance must be one of {VARIANCES}, not {variance!r}")
+        self.variance = variance
         self.event_of_interest = int(event_of_interest)
         if competing_events is not None:
             competing_events = [int(c) for c in np.atleast_1d(competing_events)]
@@ -387,7 +400,8 @@ class FineGrayModel(Model):
             raise ValueError(f"the fine_gray model supports Breslow ties only, not {ties!r}")
         comp = spec.get("competing_events", spec.get("competing_event"))
         return cls(event_of_interest=spec.get("event_of_interest", 1), competing_events=comp,
-                   censor_code=spec.get("censor_code", 0), formulation=spec.get("formulation", "sparse"))
+                   censor_code=spec.get("censor_code", 0), formulation=spec.get("formulation", "sparse"),
+                   variance=spec.get("variance", "robust"))
 
     def options(self):
         opts = {"event_of_interest": self.event_of_interest, "censor_code": self.censor_code}
@@ -395,6 +409,8 @@ class FineGrayModel(Model):
             opts["competing_events"] = list(self.competing_events)
         if self.formulation != "sparse":
             opts["formulation"] = self.formulation
+        if self.variance != "robust":
+            opts["variance"] = self.variance
         return opts
 
     def classify(self, data, require_event=True) -> CompetingRiskOutcome:
@@ -429,12 +445,12 @@ class FineGrayModel(Model):
         return list(self._prepared(data, warn=False).names)
 
     def predict(self, fit, data, kind="link"):
-        """'link' = x beta + offset, 'risk' = exp(link) (relative subdistribution hazard).
+        """'link' (R's 'lp') = x beta + offset, 'risk' = exp(link) (relative subdistribution hazard).
 
         Cumulative incidence curves: :func:`riskset.competing_risks.predict_cif`.
         """
-        if kind not in ("link", "risk"):
-            raise InputError(f"kind: fine_gray predictions are 'link' or 'risk' (cumulative incidence: "
-                             f"riskset.competing_risks.predict_cif), not {kind!r}")
+        if kind not in HAZARD_KINDS:
+            refuse_kind("fine_gray", kind, HAZARD_KINDS,
+                        NO_RESPONSE + "; cumulative incidence: riskset.competing_risks.predict_cif")
         eta = fit.linear_predictor(data)
-        return eta if kind == "link" else np.exp(eta)
+        return np.exp(eta) if kind == "risk" else eta

@@ -17,7 +17,12 @@ from riskset.data.dataset import Dataset, row_label
 from riskset.exceptions import InputError
 from riskset.kernels.cpu import glm as glm_kernels
 from riskset.kernels.cpu import separability as separability_kernels
-from riskset.models.base import Datafit, FitState, LocalQuadratic, Model, no_weight, require_information
+from riskset.models.base import Datafit, FitState, LocalQuadratic, Model, no_weight, refuse_kind, require_information
+
+#: Moves of the linear predictor against a row's outcome, relative to the largest move, that
+#: :meth:`GLMDatafit.recedes` counts as rounding of X d (a row on the separating hyperplane).
+RECESSION_RTOL = 1e-10
+
 
 class GLMDatafit(Datafit):
     """Datafit of a GLM family with canonical link (kernels in ``kernels.cpu.glm``).
@@ -140,8 +145,11 @@ class GLMDatafit(Datafit):
         return start
 
     def diagnose(self, state, beta):
-        """A non-finite linear predictor, fitted mean or weight, or None."""
-        return None if np.all(np.isfinite(state.rows)) else "the linear predictor or a fitted mean is not finite"
+        """A non-finite linear predictor, residual or curvature (the fitted mean and its weight),
+        or None. exp(eta) is not checked: a logistic row's overflows at eta > 709 where its mean
+        is 1 and its log-likelihood term finite (Poisson's overflow is its mean's, caught here)."""
+        fields = [glm_kernels.ETA, glm_kernels.RESID, glm_kernels.CURV]
+        return None if np.all(np.isfinite(state.rows[:, fields])) else "the linear predictor or a fitted mean is not finite"
 
     exact_separability = True
 
@@ -178,6 +186,24 @@ class GLMDatafit(Datafit):
         down = np.where(free_threshold, varies & (not_down_hi <= not_up_lo),
                         moves & (not_down_hi <= 0) & (not_up_lo >= 0))
         return up.astype(np.int64) - down.astype(np.int64)
+
+    def recedes(self, direction):
+        """Exact (Albert & Anderson 1984): every row of positive weight has its linear predictor
+        moved only the way it may go (:meth:`_row_classes`: x_i d >= 0 where it may go up, <= 0
+        where down, = 0 where neither), up to 1e-10 of the largest move (rounding of X d).
+
+        >>> import riskset, numpy as np
+        >>> x = np.array([[0.0], [1.0], [2.0]])
+        >>> datafit = LogisticRegression().datafit(riskset.from_arrays(x, y=np.array([0, 1, 1.0])))
+        >>> datafit.recedes(np.array([-0.5, 1.0])), datafit.recedes(np.array([-1.5, 1.0]))  # x > 0.5, x > 1.5
+        (True, False)
+        """
+        moved = self.linear_predictor(direction) - self.offset
+        tol = RECESSION_RTOL * float(np.max(np.abs(moved), initial=0.0))
+        row_class = self._row_classes()[self.w > 0]
+        moved = moved[self.w > 0]
+        return bool(tol > 0 and np.all(moved[row_class == 0] >= -tol) and np.all(moved[row_class == 1] <= tol)
+                    and np.all(np.abs(moved[row_class == 2]) <= tol))
 
     def _row_classes(self) -> np.ndarray:
         """0: the row's eta may go to +inf only, 1: to -inf only, 2: neither (see
@@ -229,9 +255,9 @@ class _GLM(Model):
         eta = fit.linear_predictor(data)
         if kind == "link":
             return eta
-        if kind == self.mean_kind:
+        if kind in (self.mean_kind, "response"):  # R's predict.glm(type = "response"): the mean
             return self.mean(eta)
-        raise InputError(f"kind: {self.name} predictions are 'link' or {self.mean_kind!r}, not {kind!r}")
+        refuse_kind(self.name, kind, list(dict.fromkeys(["link", "response", self.mean_kind])))
 
 
 class LogisticRegression(_GLM):

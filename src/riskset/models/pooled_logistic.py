@@ -31,7 +31,7 @@ import numpy as np
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import pooled as pooled_kernels
-from riskset.models.base import Datafit, FitState, LocalQuadratic, Model, no_weight, require_information
+from riskset.models.base import Datafit, FitState, LocalQuadratic, Model, no_weight, refuse_kind, require_information
 from riskset.validation import coef_mapping, flag, positive_number
 
 _BUILTIN = {
@@ -498,7 +498,7 @@ class PooledLogistic(Model):
             return self.hazard(fit, data)
         if kind == "survival":
             return self.survival(fit, data)
-        raise InputError(f"kind: pooled_logistic predictions are 'link', 'hazard' or 'survival', not {kind!r}")
+        refuse_kind("pooled_logistic", kind, ["link", "hazard", "survival"])
 
 
 def person_period_table(data: Dataset, interval_width: float):

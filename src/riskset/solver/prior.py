@@ -149,6 +149,19 @@ class Prior:
                 l1[j] = l2[j] = 0.0
         return l1, l2
 
+    def __repr__(self) -> str:
+        """The call that makes this prior, its strength as given (no ``variance=inf`` on a Laplace prior).
+
+        >>> Laplace(gamma=2.0, exclude=["x0"])
+        Laplace(gamma=2, exclude=['x0'])
+        >>> Normal(variance=0.5), NoPrior(), Laplace()
+        (Normal(variance=0.5), NoPrior(), Laplace())
+        """
+        d = self.to_dict()
+        args = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v!r}"
+                         for k, v in d.items() if k != "kind" and v is not None)
+        return f"{_CONSTRUCTORS[self.kind]}({args})"
+
     def to_dict(self) -> dict:
         d = {"kind": self.kind}
         if self.kind in ("laplace", "elastic_net"):
@@ -211,6 +224,10 @@ def Normal(variance: float | None = None, *, exclude=(), variances=None, means=N
 def ElasticNet(gamma: float, variance: float, *, exclude=(), means=None) -> Prior:
     """Both penalties: ``gamma |beta_j - m_j| + (beta_j - m_j)^2 / (2 variance)``."""
     return Prior("elastic_net", gamma=gamma, variance=variance, exclude=exclude, means=means or {})
+
+
+#: The function that makes each kind of prior, as :meth:`Prior.__repr__` writes it.
+_CONSTRUCTORS = {"none": "NoPrior", "laplace": "Laplace", "normal": "Normal", "elastic_net": "ElasticNet"}
 
 
 def as_prior(value) -> Prior:

@@ -6,7 +6,9 @@ column j: dl/dbeta_j = sum_i x_ij resid_i and d2l/dbeta_j^2 = -sum_i x_ij^2 curv
 It also keeps ``expeta = exp(eta)`` and updates it by the factor exp(delta x): for an
 indicator column that is one ``exp`` per move instead of one per row; the log-likelihood
 reads it too (no ``exp`` per row). Each full refresh (new_state) recomputes it from eta,
-so rounding cannot accumulate unchecked (a relative 1e-16 per move of the row).
+so rounding cannot accumulate unchecked (a relative 1e-16 per move of the row), and so
+does a move of a row whose exp(eta) had overflowed to inf or underflowed to 0. Least
+squares never reads it and keeps 0 (its eta, the fitted mean, overflows exp at y ~ 710).
 
 Layout: the state of row i is one row of ``rows``, an (N, 6) array holding eta,
 exp(eta), resid, curv, y and w side by side, so a move or a gradient touches one
@@ -39,8 +41,15 @@ def _mean_and_curvature(family, eta, expeta):
 def refresh_rows(family, rows):
     """Fill exp(eta), resid and curv of every row from its eta, y and w (rows on all threads)."""
     for i in prange(rows.shape[0]):
-        rows[i, EXPETA] = math.exp(rows[i, ETA])
+        rows[i, EXPETA] = _exp_eta(family, rows[i, ETA])
         _set_mean(family, rows, i)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _exp_eta(family, eta):
+    """exp(eta) where the family reads it; least squares does not, and stores 0 (its eta is
+    the fitted mean, on the scale of y: e^eta overflows at y ~ 710)."""
+    return 0.0 if family == GAUSSIAN else math.exp(eta)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -73,26 +82,34 @@ def coordinate(indptr, indices, values, c, rows):
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _update_row(family, rows, i, dx, factor):
-    rows[i, ETA] += dx
-    rows[i, EXPETA] *= factor
+    """eta += dx; exp(eta) *= factor (e^dx) while it is a positive finite number, else anew from
+    eta: once it has overflowed to inf or underflowed to 0 no factor brings it back."""
+    eta = rows[i, ETA] + dx
+    rows[i, ETA] = eta
+    expeta = rows[i, EXPETA]
+    if 0.0 < expeta < math.inf:
+        rows[i, EXPETA] = expeta * factor
+    elif family != GAUSSIAN:
+        rows[i, EXPETA] = math.exp(eta)
     _set_mean(family, rows, i)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def move(family, indptr, indices, values, indicator, c, delta, rows):
     """beta += delta for CSC column ``c`` (the implicit intercept if c < 0): update the
-    state of the column's non-zero rows."""
-    factor = math.exp(delta)
+    state of the column's non-zero rows (least squares keeps no exp(eta): no ``exp``)."""
+    factor = math.exp(delta) if family != GAUSSIAN else 1.0
     if c < 0:
         for i in range(rows.shape[0]):
             _update_row(family, rows, i, delta, factor)
         return
+    scaled = not indicator[c] and family != GAUSSIAN
     end = indptr[c + 1]
     for k in range(indptr[c], end):
         if k + DISTANCE < end:
             prefetch(rows, indices[k + DISTANCE])
         dx = delta * values[k]
-        _update_row(family, rows, indices[k], dx, factor if indicator[c] else math.exp(dx))
+        _update_row(family, rows, indices[k], dx, math.exp(dx) if scaled else factor)
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")

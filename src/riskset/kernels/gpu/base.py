@@ -338,6 +338,9 @@ class DeviceDatafit(Datafit):
     def separation_pattern(self, name, direction):
         return self.cpu.separation_pattern(name, direction)
 
+    def recedes(self, direction):
+        return self._cpu_view(0).recedes(direction)
+
     def missing_information(self):
         return self._cpu_view(0).missing_information()
 

@@ -111,7 +111,7 @@ def terms(data, state, r, j, tid, nt, sa, sb, sf):
 @cuda.jit(device=True)
 def move(data, state, r, j, step, tid, nt):
     """beta_j += step at this thread's share of column j's non-zeros (one ``exp`` per move
-    for an indicator column)."""
+    for an indicator column; exp(eta) anew where it had overflowed or underflowed, as on the CPU)."""
     family, indptr, indices, values, indicator, y, w = data
     eta, expeta, resid, curv = state
     factor = math.exp(step)
@@ -121,10 +121,13 @@ def move(data, state, r, j, step, tid, nt):
         x = float(values[k])
         e = eta[r, i] + step * x
         eta[r, i] = e
-        if ind:
-            ee = float(expeta[r, i]) * factor
+        ee = float(expeta[r, i])
+        if not (0.0 < ee < math.inf):  # overflowed or underflowed: no factor brings it back
+            ee = math.exp(e)
+        elif ind:
+            ee *= factor
         else:
-            ee = float(expeta[r, i]) * math.exp(step * x)
+            ee *= math.exp(step * x)
         expeta[r, i] = ee
         mu, v = mean_and_curvature(family, e, ee)
         resid[r, i] = float(w[r, i]) * (float(y[i]) - mu)
