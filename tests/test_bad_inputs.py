@@ -8,12 +8,15 @@ wrong number, a traceback from a dependency, or a hang.
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import riskset
+import riskset.estimators
+import riskset.selection.analyses
 import riskset.spec
 from riskset import cli
 from riskset.exceptions import InputError
@@ -126,6 +129,159 @@ API_ERRORS = {
                                                           weights="w"), "cox", riskset.Laplace(gamma=1.0),
                                        progress=False), ["weight"]),
 }
+
+
+def _heavy_weights():
+    w = np.ones(120)
+    w[3] = 1e300
+    return frame_data(w=w)
+
+
+def _twice(frame, column):
+    """``frame`` with a second column named ``column``."""
+    return pd.concat([frame, frame[[column]]], axis=1)
+
+
+#: Issue #41 item 5: arguments and data refused at the door, before any model is prepared or
+#: fitted (the test below disables both); (call, texts the message must contain).
+DOOR = {
+    "level above one without profile": (_fit(cox_data, "cox", level=1.5), ["level", "1.5"]),
+    "level zero": (_fit(cox_data, "cox", level=0), ["level", "0"]),
+    "analyse level with cross-validation": (
+        lambda: riskset.selection.analyses.analyse(cox_data(), "cox", riskset.Laplace(gamma=1.0),
+                                                   cv={"n_folds": 3}, n_boot=5, level=1.5), ["level", "1.5"]),
+    "analyse profile unknown with cross-validation": (
+        lambda: riskset.selection.analyses.analyse(cox_data(), "cox", riskset.Laplace(gamma=1.0),
+                                                   cv={"n_folds": 3}, profile=["nope"]), ["profile", "'nope'"]),
+    "analyse tol zero with cross-validation": (
+        lambda: riskset.selection.analyses.analyse(cox_data(), "cox", riskset.Laplace(gamma=1.0),
+                                                   cv={"n_folds": 3}, tol=0.0), ["tol", "0"]),
+    "analyse_specs level": (lambda: riskset.selection.analyses.analyse_specs(["no/such/case.json"], level=95),
+                            ["level", "95"]),
+    "profile unknown": (_fit(cox_data, "cox", profile=["nope"]), ["profile", "'nope'", "'x0'"]),
+    "profile of a time-varying covariate by its name": (
+        _fit(cox_data, "cox", time_varying={"x0": [0.5]}, profile=["x0"]),
+        ["profile", "'x0'", "time_varying", "'x0(0,0.5]'", "'x0(0.5,inf)'"]),
+    "warm_start of a time-varying covariate by its name": (
+        _fit(cox_data, "cox", time_varying={"x0": [0.5]}, warm_start={"x0": 0.1}), ["warm_start", "'x0(0,0.5]'"]),
+    "profile of a covariate Cox drops": (
+        _fit(lambda: riskset.from_frame(frame_data(c=1.0), time="time", status="status"), "cox", profile=["c"]),
+        ["profile", "'c'", "leaves out"]),
+    "profile of the intercept of a model without one": (
+        _fit(logistic_data, "logistic", intercept=False, profile=["intercept"]), ["profile", "'intercept'"]),
+    "cross_validate more folds than rows": (
+        lambda: riskset.cross_validate(cox_data(n=20), "cox", riskset.Laplace(gamma=1.0), n_folds=21,
+                                       progress=False), ["n_folds", "21", "20"]),
+    "cross_validate variance zero": (
+        lambda: riskset.cross_validate(cox_data(), "cox", riskset.Laplace(gamma=1.0), variances=[1.0, 0.0],
+                                       progress=False), ["variances", "0.0"]),
+    "cross_validate n_grid zero": (
+        lambda: riskset.cross_validate(cox_data(), "cox", riskset.Laplace(gamma=1.0), n_grid=0, progress=False),
+        ["n_grid", "0"]),
+    "regularization_path variances NaN": (
+        lambda: riskset.regularization_path(cox_data(), "cox", riskset.Laplace(gamma=1.0), variances=[np.nan],
+                                            progress=False), ["variances", "nan"]),
+    "kkt_tol zero": (_fit(cox_data, "cox", kkt_tol=0.0), ["kkt_tol", "0"]),
+    "n_jobs zero": (_fit(cox_data, "cox", n_jobs=0), ["n_jobs", "0"]),
+    "a weight of 1e300": (
+        lambda: riskset.fit(riskset.from_frame(_heavy_weights(), time="time", status="status", weights="w"), "cox"),
+        ["weights", "1e+300", "row 3", "1e+20"]),
+    "weights adding up past 1e20": (
+        lambda: riskset.from_arrays(np.ones((3, 1)), y=[0, 1, 1], weights=[6e19, 6e19, 1.0]),
+        ["weights", "1.2e+20", "6e+19", "row 0"]),
+    "sample_weight of 1e300": (
+        lambda: riskset.estimators.CoxRegression().fit(
+            np.eye(3), riskset.estimators.survival_target([1, 0, 1], [1.0, 2.0, 3.0]), sample_weight=[1.0, 1e300, 1.0]),
+        ["1e+300", "row 1"]),
+    "NaN in an offset": (lambda: riskset.from_arrays(np.eye(3), y=[0, 1, 1], offset=[0.0, np.nan, 0.0]),
+                         ["offset", "nan", "1"]),
+    "two columns of one name": (lambda: riskset.from_frame(_twice(frame_data(), "age"), time="time",
+                                                           status="status"), ["more than one column", "'age'"]),
+    "two outcome columns of one name": (lambda: riskset.from_frame(_twice(frame_data(), "time"), time="time",
+                                                                   status="status"), ["'time'"]),
+    "two columns of one name in a long outcomes table": (
+        lambda: riskset.from_long(_twice(long_tables()[0], "time"), long_tables()[1]),
+        ["outcomes table", "'time'"]),
+    "two columns of one name in a long covariates table": (
+        lambda: riskset.from_long(long_tables()[0], _twice(long_tables()[1], "covariate_id")),
+        ["covariates table", "'covariate_id'"]),
+    "build_sccs window of no length from the exposure start": (
+        lambda: riskset.build_sccs(*sccs_tables(), risk_window_start=7, risk_window_end=7,
+                                   risk_window_anchor="start"), ["risk_window_end (7)", "risk_window_start (7)"]),
+}
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Preparing a model's likelihood or fitting one fails the test: what is checked at the door
+    must be refused before either."""
+    def work(*args, **kwargs):
+        raise AssertionError("work started before the arguments were checked")
+
+    for cls in set(riskset.models.base.Model.registry.values()):
+        monkeypatch.setattr(cls, "datafit", work)
+    monkeypatch.setattr(riskset.api, "fit_ccd", work)
+    monkeypatch.setattr(riskset.selection.common.Context, "__post_init__", work)
+
+
+@pytest.mark.parametrize("case", list(DOOR))
+def test_bad_input_is_refused_at_the_door_naming_it(case, no_work):
+    fn, words = DOOR[case]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the refusal alone: no NumPy or other warning on the way
+        with hang_guard(), pytest.raises(InputError) as err:
+            fn()
+    message = str(err.value)
+    for word in words:
+        assert word in message, f"{case}: {message!r} does not name {word!r}"
+
+
+def test_weights_within_the_bound_fit_as_their_rescaled_copy():
+    """Weights adding up to 1.2e19 (within WEIGHT_TOTAL_MAX) fit as the same weights / 1e17: the
+    same estimates, standard errors sqrt(1e17) times smaller (weights count observations)."""
+    w = np.random.default_rng(3).uniform(0.5, 1.5, 120) * 1e17
+    big = riskset.fit(riskset.from_frame(frame_data(w=w), time="time", status="status", weights="w"), "cox")
+    small = riskset.fit(riskset.from_frame(frame_data(w=w / 1e17), time="time", status="status", weights="w"),
+                        "cox")
+    assert big.converged and small.converged
+    np.testing.assert_allclose(big.coef, small.coef, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(big.se * np.sqrt(1e17), small.se, rtol=1e-6)
+
+
+def test_text_covariate_warnings_name_the_column_and_values():
+    """A numeric column with stray text, and a text column of one value, each give one DataWarning
+    naming the column and the value(s) (and the rows); nothing else is said."""
+    rng = np.random.default_rng(5)
+    age = rng.integers(40, 80, 120).astype(str).astype(object)
+    age[[17, 40]] = "n/a"
+    age[60] = "?"
+    frame = frame_data(age=age, site="north")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        data = riskset.from_frame(frame, time="time", status="status")
+    messages = [str(w.message) for w in caught]
+    assert [w.category for w in caught] == [riskset.DataWarning] * 2, messages
+    levels = len(set(age))
+    assert messages[0] == (f"column 'age' is numeric except for 'n/a' at row 17, '?' at row 60 (3 row(s)); treated "
+                           f"as categorical with {levels} levels (one indicator per distinct value): convert it or "
+                           f"clean the value(s), or give it a categorical dtype if levels are meant")
+    assert messages[1] == ("column 'site' has the one value 'north' in every row: it carries no information and is "
+                           "left out of the covariates")
+    assert not any(n.startswith("site") for n in data.covariate_names)
+    assert sum(n.startswith("age[") for n in data.covariate_names) == levels - 1
+
+
+def test_numbers_stored_as_objects_are_numeric_and_declared_levels_are_not_warned_about():
+    frame = frame_data()
+    as_objects = frame.assign(age=frame["age"].astype(object))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        data = riskset.from_frame(as_objects, time="time", status="status")
+        levels = riskset.from_frame(frame.assign(stage=pd.Categorical(["1", "2", "x"] * 40)), time="time",
+                                    status="status")
+    assert data.covariate_names == ["age", "treated"]
+    np.testing.assert_array_equal(data.X[:, 0].toarray().ravel(), frame["age"])
+    assert levels.covariate_names == ["age", "treated", "stage[2]", "stage[x]"]
 
 
 @pytest.mark.parametrize("case", list(API_ERRORS))

@@ -53,6 +53,14 @@ def files(tmp_path_factory):
         with open(d / analysis / "case.json", "w") as f:
             json.dump({"model": "logistic", "columns": {"y": "y"}, "covariates": ["x1", "x2"]}, f)
         paths[f"spec_{analysis}"] = str(d / analysis / "case.json")
+    heavy = frame.assign(w=1.0)
+    heavy.loc[3, "w"] = 1e300
+    heavy.to_csv(d / "heavy.csv", index=False)
+    pd.concat([frame, frame[["x1"]]], axis=1).to_csv(d / "twice.csv", index=False)
+    stray = frame.assign(x1=frame["x1"].round(1).astype(object))
+    stray.loc[17, "x1"] = "?"  # pyarrow reads "n/a" as missing (refused, naming the row)
+    stray.to_csv(d / "stray.csv", index=False)
+    paths.update(heavy_csv=str(d / "heavy.csv"), twice_csv=str(d / "twice.csv"), stray_csv=str(d / "stray.csv"))
     paths["missing"] = str(d / "missing.csv")
     paths["nofolder"] = str(d / "no" / "such" / "folder" / "fit.json")
     paths["dir"] = str(d)
@@ -88,6 +96,11 @@ BAD = {
                                                                                            "coefficient(s) 'x9'"),
     "profile unknown": (WIDE + ["--profile", "x9"], "--profile names unknown coefficient(s) 'x9'"),
     "cv-auto without cv": (WIDE + ["--cv-auto"], "give --cv K too"),
+    "cv more folds than rows": (WIDE + ["--prior", "normal", "--variance", "1", "--cv", "61"],
+                                "n_folds must be between 2 and the number of units (60), got 61"),
+    "weight 1e300": (["fit", "--data", "{heavy_csv}", "--y", "y", "--weights", "w"],
+                     "the weights add up to 1e+300 (largest 1e+300 at row 3), beyond 1e+20"),
+    "two columns of one name": (["fit", "--data", "{twice_csv}", "--y", "y"], "more than one column named 'x1'"),
     "missing file": (["fit", "--data", "{missing}", "--y", "y"], "missing.csv': the file does not exist"),
     "two sources": (WIDE + ["--duckdb", "{duckdb}"], "one source of data"),
     "outcomes alone": (["fit", "--outcomes", "{csv}"], "--outcomes needs --covariates-file"),
@@ -215,6 +228,18 @@ def test_warnings_are_one_line_each(files, capsys, monkeypatch):
     assert cli.main(fill(WIDE, files)) == 2
     assert capsys.readouterr().err.splitlines() == ["riskset fit: warning: dropped 3 rows with missing values",
                                                     "riskset fit: error: bad data"]
+
+
+def test_numeric_column_with_stray_text_is_one_warning_line(files, capsys, monkeypatch):
+    def stop(*args, **kwargs):
+        raise riskset.InputError("stop")
+
+    monkeypatch.setattr(analyses, "fit", stop)
+    assert cli.main(["fit", "--data", files["stray_csv"], "--y", "y"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and lines[1] == "riskset fit: error: stop", lines
+    assert lines[0].startswith("riskset fit: warning: column 'x1' is numeric except for '?' at row 17 (1 row(s)); "
+                               "treated as categorical with "), lines
 
 
 @pytest.mark.parametrize("argv, needle", [

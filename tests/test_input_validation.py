@@ -172,6 +172,30 @@ def test_bad_sccs_risk_window_is_an_input_error(kwargs, texts):
         assert text in str(err.value)
 
 
+def test_sccs_windows_empty_for_short_exposures_are_named_not_dropped_silently():
+    """Anchored on the exposure end, [start + 10, end - 5) is empty for exposures of 15 days or
+    less: they are left out with one warning naming the count, the window and the first one."""
+    obs, exp, out = sccs_tables()
+    exp = pd.DataFrame({"person_id": [1, 1], "drug": ["a", "a"], "start": [10, 50], "end": [30, 60]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        data = riskset.build_sccs(obs, exp, out, risk_window_start=10, risk_window_end=-5)
+    assert [str(w.message) for w in caught] == [
+        "sccs: 1 of 2 exposure(s) have an empty risk window [exposure start + 10, exposure end + -5) and are left "
+        "out: they last 15 or less (first at row 1: start 50, end 60)"]
+    assert data.meta["eras"][["start", "end"]].values.tolist() == [[0, 20], [20, 25], [25, 100]]
+
+
+def test_sccs_one_day_window_from_the_exposure_start_with_inclusive_ends():
+    """With inclusive ends, risk_window_end == risk_window_start is the one day of the start (refused
+    without them: an empty window)."""
+    data = riskset.build_sccs(*sccs_tables(), risk_window_start=5, risk_window_end=5, risk_window_anchor="start",
+                              inclusive_end=True)
+    assert data.meta["eras"][["start", "end"]].values.tolist() == [[0, 15], [15, 16], [16, 101]]
+    with pytest.raises(InputError, match=r"risk_window_end \(5\) is not after risk_window_start \(5\)"):
+        riskset.build_sccs(*sccs_tables(), risk_window_start=5, risk_window_end=5, risk_window_anchor="start")
+
+
 def test_text_in_a_value_column_names_the_column_and_row():
     out, cov = long_tables(n=10)
     cov["value"] = cov["value"].astype(object)

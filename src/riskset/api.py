@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from riskset.backend import Backend
-from riskset.data.dataset import Dataset, check_dataset
+from riskset.data.dataset import Dataset, check_dataset, first_names
 from riskset.exceptions import ConvergenceWarning, DataWarning, InputError
 from riskset.competing_risks import robust_se
 from riskset.inference import profile_intervals, refit_without_aliased, standard_errors
@@ -50,6 +50,8 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
         Coefficients that get profile-likelihood intervals (at ``level``); their root
         searches run together, one replicate batch per round
         (:func:`riskset.inference.profile_intervals`).
+    level : float
+        Confidence level of the profile intervals, strictly between 0 and 1.
     progress : bool
         Show a progress bar over the cycles (and over the profile searches).
     backend : {'cpu', 'gpu'}
@@ -86,14 +88,9 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     True
     """
     t0 = time.perf_counter()
-    check_dataset("data", data)
-    m = as_model(model, **model_options)
-    prior = as_prior(prior)
-    check.solver_settings(tol, max_iter, kkt_tol)
-    backend = Backend.of(backend, dtype, n_jobs)
-    profile = check.coef_names("profile", profile)
-    if profile:
-        check.probability("level", level)
+    m, prior, backend, profile = check_fit(data, model, prior, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
+                                           warm_start=warm_start, profile=profile, level=level, backend=backend,
+                                           dtype=dtype, n_jobs=n_jobs, **model_options)
     with backend.fit_threads():  # every kernel of this fit (not of the profile's pool)
         datafit = m.datafit(data)
         names = m.coef_names(data)
@@ -125,7 +122,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     if m.variance == "robust" and np.isfinite(se).any():  # Fine-Gray: cmprsk::crr's sandwich
         _show_robust_se(result, data, m, np.flatnonzero(np.isfinite(se)))
     if profile:
-        cols = np.array([names.index(n) for n in check.known_names("profile", profile, names)])
+        cols = np.array([names.index(n) for n in profile])
         searched = cols[~aliased[cols]]  # an aliased coefficient has no interval (NaN), as R's NA
         intervals = profile_intervals(datafit, res.beta, res.objective, penalty, searched, names, level, options,
                                       se=se[searched], backend=backend, progress=progress,
@@ -136,6 +133,62 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     result.timings = {"prepare": t_prepare - t0, "solve": t_solve - t_prepare,
                       "total": time.perf_counter() - t0}
     return result
+
+
+def check_fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, tol: float = 1e-10,
+              kkt_tol: float = 1e-4, max_iter: int = 1000, warm_start=None, profile=(), level: float = 0.95,
+              progress: bool = False, backend: str = "cpu", dtype: str = "float64", n_jobs: int = 1,
+              **model_options) -> tuple[Model, Prior, Backend, list[str]]:
+    """The arguments of :func:`fit` (all of them, so that callers pass theirs on as they are),
+    checked before any work: (model, prior, backend, profile names).
+
+    Each bad argument raises an InputError naming it and its value: the data, the model
+    and its options, the prior, the stopping rule, ``level`` (in (0, 1), whether or not
+    intervals are profiled: the summaries use it too), the backend, and the names in
+    ``profile`` and ``warm_start``, matched against the model's coefficients (a
+    time-varying Cox covariate's are its intervals, ``x(0,10]``). :func:`fit` and
+    :func:`riskset.selection.analyses.analyse` (before cross-validation and bootstrap)
+    call it.
+
+    >>> import riskset
+    >>> data = riskset.simulate(n=100, p=2, model="cox", seed=1)
+    >>> check_fit(data, "cox", time_varying={"x0": [0.5]}, profile=["x0"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    riskset.exceptions.InputError: profile names ... 'x0' is split by time_varying into 'x0(0,0.5]', 'x0(0.5,inf)'
+    """
+    check_dataset("data", data)
+    m = as_model(model, **model_options)
+    prior = as_prior(prior)
+    check.solver_settings(tol, max_iter, kkt_tol)
+    check.probability("level", level)
+    backend = Backend.of(backend, dtype, n_jobs)
+    profile = check.coef_names("profile", profile)
+    start = [] if warm_start is None or isinstance(warm_start, FitResult) else list(
+        check.coef_mapping("warm_start", warm_start))
+    if profile or start:
+        names = m.coef_names(data)
+        _check_known("profile", profile, names, m, data)
+        _check_known("warm_start", start, names, m, data)
+    return m, prior, backend, profile
+
+
+def _check_known(what: str, given: list[str], names: list[str], model: Model, data: Dataset) -> None:
+    """InputError unless each of ``given`` is one of the coefficients ``names``; the message
+    says where a covariate's coefficient went (time-varying intervals, a dropped column)."""
+    known = set(names)
+    unknown = [n for n in given if n not in known]
+    if not unknown:
+        return
+    hints = []
+    for n in unknown:
+        parts = [c for c in names if c != n and model.covariate_of(c) == n]
+        if parts:
+            hints.append(f"{n!r} is split by time_varying into {', '.join(map(repr, parts))}")
+        elif n in data.covariate_names:
+            hints.append(f"{n!r} is a covariate of the data that the {model.name} model leaves out (constant in "
+                         f"the rows it uses: no information)")
+    raise InputError(f"{what} names unknown coefficient(s): {', '.join(map(repr, unknown))}"
+                     + (f"; {'; '.join(hints)}" if hints else f" (the coefficients: {first_names(names)})"))
 
 
 def fit_spec(spec: dict, frame: pd.DataFrame, *, tol: float = 1e-12, **fit_options) -> FitResult:

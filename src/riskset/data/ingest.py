@@ -52,7 +52,11 @@ def from_frame(frame, *, y=None, time=None, status=None, start=None, stop=None, 
     covariates : list of str, optional
         Covariate columns; all remaining columns by default. Boolean columns become
         0/1; string or categorical columns become one indicator per level except the
-        first (sorted), named ``column[level]``.
+        first (sorted), named ``column[level]``; a column of numbers stored as objects is
+        numeric. A DataWarning names a text column of a single value (left out: it
+        carries no information) and one that holds numbers but for a few values (each
+        distinct value becomes a level: clean the values, or give the column a
+        categorical dtype if levels are meant). Two columns of one name are refused.
     row_id : str, optional
         Column of row identifiers (default: the position).
     covariate_ref : DataFrame, Arrow table or path, optional
@@ -77,15 +81,15 @@ def from_frame(frame, *, y=None, time=None, status=None, start=None, stop=None, 
     missing = [c for c in used if c not in df.columns]
     if missing:
         raise InputError(f"column(s) not in the data: {', '.join(map(repr, missing))}")
+    covariates = [c for c in df.columns if c not in used] if covariates is None else list(covariates)
+    _check_unique_columns(df.columns, used + covariates, "the data")
     row_ids = df[row_id].to_numpy() if row_id is not None else np.arange(len(df))
     _check_unique_ids(row_ids)
     outcome = {role: _numeric_column(df, col, row_ids) for role, col in roles.items() if col is not None}
     if exposure is not None:
         outcome["offset"] = _log_exposure(_numeric_column(df, exposure, row_ids), exposure, row_ids,
                                           outcome.get("offset"))
-    if covariates is None:
-        covariates = [c for c in df.columns if c not in used]
-    X, names = _covariate_matrix(df, list(covariates), row_ids)
+    X, names = _covariate_matrix(df, covariates, row_ids)
     strata_codes, labels = _codes(df[strata]) if strata is not None else (None, None)
     subject_codes = _codes(df[subject])[0] if subject is not None else None
     ds = Dataset(X=X, covariate_names=names, row_ids=row_ids, strata=strata_codes, strata_labels=labels,
@@ -137,6 +141,10 @@ def from_long(outcomes, covariates, *, row_id="row_id", strata="stratum_id", y="
         raise InputError("the outcomes table is empty (no rows)")
     if row_id not in out.columns:
         raise InputError(f"the outcomes table has no {row_id!r} column")
+    _check_unique_columns(out.columns, [row_id, strata, y, time, status, start, weights, offset, exposure, subject],
+                          "the outcomes table")
+    _check_unique_columns(list(cov.columns) if isinstance(cov, pd.DataFrame) else cov.column_names,
+                          [row_id, covariate_id, value], "the covariates table")
     out = out.sort_values(row_id, kind="stable").reset_index(drop=True)
     ids = out[row_id].to_numpy()
     _check_unique_ids(ids)
@@ -454,6 +462,10 @@ def _sorted_codes(column):
     return rank[codes], uniques[order]
 
 
+#: What :func:`pandas.api.types.infer_dtype` says of an object column that holds numbers only.
+_NUMBER_KINDS = ("integer", "floating", "mixed-integer-float", "decimal")
+
+
 def _covariate_matrix(df, covariates, row_ids):
     missing = [c for c in covariates if c not in df.columns]
     if missing:
@@ -464,7 +476,8 @@ def _covariate_matrix(df, covariates, row_ids):
         if s.dtype == bool:
             blocks.append(s.to_numpy(dtype=np.float64)[:, None])
             names.append(c)
-        elif pd.api.types.is_numeric_dtype(s):
+        elif pd.api.types.is_numeric_dtype(s) or (
+                s.dtype == object and pd.api.types.infer_dtype(s, skipna=False) in _NUMBER_KINDS):
             v = s.to_numpy(dtype=np.float64, na_value=np.nan)
             check_finite(v, c, row_ids)
             blocks.append(v[:, None])
@@ -474,6 +487,7 @@ def _covariate_matrix(df, covariates, row_ids):
                 i = int(np.flatnonzero(s.isna().to_numpy())[0])
                 raise InputError(f"column {c!r} has a missing value at {row_label(row_ids, i)}")
             levels = sorted(s.astype(str).unique())
+            _warn_unusual_levels(s, c, levels, row_ids)
             ind = pd.get_dummies(s.astype(str)).reindex(columns=levels[1:], fill_value=False)
             blocks.append(ind.to_numpy(dtype=np.float64))
             names.extend(f"{c}[{lv}]" for lv in levels[1:])
@@ -482,6 +496,38 @@ def _covariate_matrix(df, covariates, row_ids):
     X = sp.csc_matrix(np.hstack(blocks))
     X.eliminate_zeros()
     return X, names
+
+
+def _warn_unusual_levels(s: pd.Series, column, levels: list, row_ids) -> None:
+    """A DataWarning for a text column of one value (it gets no indicator), and for one that
+    holds numbers but for a few values (every distinct number would become a level)."""
+    if len(levels) == 1:
+        warnings.warn(f"column {column!r} has the one value {levels[0]!r} in every row: it carries no "
+                      f"information and is left out of the covariates", DataWarning, stacklevel=4)
+        return
+    if isinstance(s.dtype, pd.CategoricalDtype):  # levels asked for
+        return
+    text = pd.to_numeric(s, errors="coerce").isna().to_numpy()
+    if not text.any() or 2 * int(text.sum()) >= len(s):  # no number, or mostly text: a categorical column
+        return
+    firsts = pd.Series(np.flatnonzero(text), index=s[text].astype(str).to_numpy())
+    firsts = firsts[~firsts.index.duplicated()]
+    shown = ", ".join(f"{v!r} at {row_label(row_ids, int(i))}" for v, i in firsts.iloc[:3].items())
+    more = f" and {len(firsts) - 3} other value(s)" if len(firsts) > 3 else ""
+    warnings.warn(f"column {column!r} is numeric except for {shown}{more} ({int(text.sum())} row(s)); treated as "
+                  f"categorical with {len(levels)} levels (one indicator per distinct value): convert it or "
+                  f"clean the value(s), or give it a categorical dtype if levels are meant", DataWarning,
+                  stacklevel=4)
+
+
+def _check_unique_columns(columns, used, table: str) -> None:
+    """InputError naming the columns of ``used`` that ``columns`` holds more than once."""
+    index = pd.Index(columns)
+    twice = set(index[index.duplicated()])
+    named = [c for c in dict.fromkeys(used) if c is not None and c in twice]
+    if named:
+        raise InputError(f"{table} has more than one column named {', '.join(map(repr, named))}: rename or "
+                         f"drop the copies")
 
 
 def _numeric_column(df, col, row_ids):

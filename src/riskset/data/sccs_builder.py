@@ -23,7 +23,10 @@ Time convention: intervals are half-open ``[start, end)`` on any numeric time ax
 The risk window of an exposure is ``[start + risk_window_start, anchor +
 risk_window_end)`` with anchor the exposure end (``risk_window_anchor='end'``) or
 start. Windows reaching outside the observation period are clipped to it (a
-DataWarning gives the count); overlapping windows of one drug merge.
+DataWarning gives the count); overlapping windows of one drug merge. Anchored on the
+end, a window exists for the exposures longer than ``risk_window_start -
+risk_window_end``; the others are left out, with a DataWarning (every window empty,
+or anchored on the start with an end not after the start, raises).
 
 Everything is vectorized: one sort of all change-points, ``searchsorted`` to place
 windows and events into eras, ``np.repeat`` to expand windows over the eras they
@@ -99,8 +102,8 @@ def build_sccs(observation: pd.DataFrame, exposures: pd.DataFrame, outcomes: pd.
     >>> ds.X.toarray().ravel().tolist()
     [0.0, 1.0, 0.0]
     """
-    _check_risk_window(risk_window_start, risk_window_end, risk_window_anchor)
     shift = 1.0 if inclusive_end else 0.0
+    _check_risk_window(risk_window_start, risk_window_end, risk_window_anchor, shift)
     counts = {}
 
     # -- observation periods ----------------------------------------------------------
@@ -159,7 +162,15 @@ def build_sccs(observation: pd.DataFrame, exposures: pd.DataFrame, outcomes: pd.
         raise InputError(f"every risk window is empty: [exposure start + {risk_window_start:g}, exposure "
                          f"{risk_window_anchor} + {risk_window_end:g}) ends before it starts for every exposure; "
                          f"check risk_window_start, risk_window_end and risk_window_anchor")
-    sel = (e_case >= 0) & (we > ws)
+    empty = we <= ws
+    if empty.any():
+        i = int(np.flatnonzero(empty)[0])
+        warnings.warn(f"sccs: {int(empty.sum())} of {empty.size} exposure(s) have an empty risk window [exposure "
+                      f"start + {risk_window_start:g}, exposure {risk_window_anchor} + {risk_window_end:g}) and are "
+                      f"left out: they last {risk_window_start - risk_window_end - shift:g} or less (first at row "
+                      f"{exposures.index[i]!r}: start {e_start[i]:g}, end {e_end_raw[i]:g})", DataWarning,
+                      stacklevel=2)
+    sel = (e_case >= 0) & ~empty
     e_case, ws, we, drugs_all = e_case[sel], ws[sel], we[sel], drugs_all[sel]
     lo, hi = c_start[e_case], c_end[e_case]
     cs, ce = np.maximum(ws, lo), np.minimum(we, hi)
@@ -279,14 +290,19 @@ def build_sccs(observation: pd.DataFrame, exposures: pd.DataFrame, outcomes: pd.
                                                                  "offset": "log(era length)"}})
 
 
-def _check_risk_window(start, end, anchor):
-    """The risk window [exposure start + start, anchor + end): finite offsets, and an
-    end after the start when both count from the exposure start."""
+def _check_risk_window(start, end, anchor, shift):
+    """The risk window [exposure start + start, anchor + end + shift): finite offsets, and an
+    end after the start when both count from the exposure start (``shift`` 1 for inclusive
+    ends: a window of one day then starts and ends on that day). Anchored on the exposure
+    end, an end offset below the start offset is a window that exists for exposures longer
+    than their difference (those shorter are left out, with a warning)."""
     one_of("risk_window_anchor", anchor, ("start", "end"))
     start, end = finite_number("risk_window_start", start), finite_number("risk_window_end", end)
-    if anchor == "start" and end < start:
-        raise InputError(f"risk_window_end ({end:g}) is before risk_window_start ({start:g}) with "
-                         f"risk_window_anchor='start': every risk window would be empty")
+    if anchor == "start" and end + shift <= start:
+        relation = "is before" if shift else "is not after"
+        raise InputError(f"risk_window_end ({end:g}) {relation} risk_window_start ({start:g}) with "
+                         f"risk_window_anchor='start': every risk window [exposure start + {start:g}, exposure "
+                         f"start + {end:g}{' + 1' if shift else ''}) would be empty")
 
 
 def eras_dataset(frame: pd.DataFrame, *, person: str = "person_id", length: str = "length",

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from riskset.api import fit
+from riskset import validation as check
+from riskset.api import check_fit, fit
 from riskset.selection.bootstrap import bootstrap
 from riskset.selection.cv import cross_validate
 from riskset.selection.executors import run_tasks
@@ -40,7 +41,8 @@ def analyse(data, model, prior, *, cv: dict | None = None, n_boot: int | None = 
 
     ``executor``/``n_jobs`` run the replicate fits (``replicate_progress`` shows their
     progress bars); ``backend``/``dtype`` apply to every fit; ``fit_options`` go to
-    :func:`riskset.fit` (tol, max_iter, profile, progress, ...).
+    :func:`riskset.fit` (tol, max_iter, profile, progress, ...), and are checked
+    (:func:`riskset.api.check_fit`) before the cross-validation and the bootstrap.
 
     >>> import riskset
     >>> d = riskset.simulate(n=500, p=5, model="logistic", seed=1)
@@ -48,6 +50,7 @@ def analyse(data, model, prior, *, cv: dict | None = None, n_boot: int | None = 
     >>> sorted(a.tables())
     ['cross_validation']
     """
+    check_fit(data, model, prior, backend=backend, dtype=dtype, n_jobs=n_jobs, level=level, **fit_options)
     common = dict(seed=seed, executor=executor, n_jobs=n_jobs, progress=replicate_progress, backend=backend,
                   dtype=dtype)
     chosen = boot = None
@@ -83,6 +86,7 @@ def analyse_specs(paths, *, executor=None, n_jobs: int = 1, progress: bool = Tru
     :func:`riskset.selection.executors.run_tasks`, e.g. ``executor="dask"``); the
     replicate fits within one analysis run in its task.
     """
+    check.probability("level", options.get("level", 0.95))  # each analysis checks the rest: it reads its data first
     results = run_tasks(_analyse_one, options, list(paths), executor=executor, n_jobs=n_jobs, progress=progress,
                         desc="analyses")
     return {name: pd.concat([r[name] for r in results], ignore_index=True) for name in results[0]}

@@ -180,14 +180,21 @@ def varied_prior(prior) -> Prior:
     return prior
 
 
-def variance_grid(ctx: Context, variances, n_grid: int) -> np.ndarray:
-    """The variances to fit at, ascending: ``variances`` (each > 0) or the default grid of ``n_grid``."""
+def checked_grid(variances, n_grid: int) -> np.ndarray | None:
+    """``variances`` (each > 0) ascending, or None for the default grid, whose ``n_grid`` must be
+    >= 1: checked before any work (:func:`variance_grid` makes the default grid)."""
     if variances is None:
-        return np.sort(default_variances(ctx, check.positive_int("n_grid", n_grid)))
+        check.positive_int("n_grid", n_grid)
+        return None
     grid = check.finite_numbers("variances", variances)
     if grid.size == 0 or np.any(grid <= 0):
         raise InputError(f"variances must be prior variances > 0, got {grid.tolist()}")
     return np.sort(grid)
+
+
+def variance_grid(ctx: Context, grid: np.ndarray | None, n_grid: int) -> np.ndarray:
+    """The variances to fit at, ascending: ``grid`` (from :func:`checked_grid`) or the default grid of ``n_grid``."""
+    return np.sort(default_variances(ctx, n_grid)) if grid is None else grid
 
 
 def default_variances(ctx: Context, n_grid: int) -> np.ndarray:

@@ -25,7 +25,7 @@ from riskset.exceptions import DataWarning, InputError
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult
 from riskset.api import fit
-from riskset.selection.common import Context, varied_prior, prior_with_variance, variance_grid
+from riskset.selection.common import Context, checked_grid, varied_prior, prior_with_variance, variance_grid
 from riskset.selection.executors import run_tasks
 from riskset.selection.folds import assign_folds
 from riskset.solver.prior import Prior
@@ -90,9 +90,10 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     check.positive_number("tol", tol)
     where = Backend.of(backend, dtype, n_jobs)
     where.check_executor(executor)
-    ctx = Context(data, m, varied_prior(prior), tol, where)
-    grid = variance_grid(ctx, variances, n_grid)
-    folds = assign_folds(data, n_folds, n_repeats, seed, m)
+    prior, grid = varied_prior(prior), checked_grid(variances, n_grid)
+    folds = assign_folds(data, n_folds, n_repeats, seed, m)  # checks n_folds against the units, before any work
+    ctx = Context(data, m, prior, tol, where)
+    grid = variance_grid(ctx, grid, n_grid)
     splits = [(r, k) for r in range(n_repeats) for k in range(n_folds)]
     held_out = np.array([folds[r] == k for r, k in splits])
     _require_informative_training(ctx, held_out, splits, n_folds)

@@ -7,7 +7,7 @@ from riskset import validation as check
 from riskset.data.dataset import check_dataset
 from riskset.models.base import Model, as_model
 from riskset.results import coef_labels
-from riskset.selection.common import Context, varied_prior, variance_grid
+from riskset.selection.common import Context, checked_grid, varied_prior, variance_grid
 from riskset.solver.prior import Prior
 
 
@@ -27,8 +27,9 @@ def regularization_path(data, model: str | Model, prior: Prior, *, variances=Non
     check_dataset("data", data)
     m = as_model(model, **model_options)
     check.positive_number("tol", tol)
-    ctx = Context(data, m, varied_prior(prior), tol)
-    grid = variance_grid(ctx, variances, n_grid)
+    prior, grid = varied_prior(prior), checked_grid(variances, n_grid)
+    ctx = Context(data, m, prior, tol)
+    grid = variance_grid(ctx, grid, n_grid)
     path = pd.DataFrame(ctx.path(grid, progress), index=pd.Index(grid, name="variance"), columns=ctx.names)
     path.attrs["labels"] = coef_labels(data, m, ctx.names)
     return path
