@@ -5,7 +5,7 @@
 
 'sequential' is the search riskset used before: for each (coefficient, side) in turn,
 doubling steps of 2 SE from the MLE, then scipy.optimize.brentq, every point a fit
-warm-started from the previous point. 'batched' is riskset.inference.profile_intervals:
+warm-started from the previous point. 'batched' is riskset.profile_likelihood.profile_intervals:
 all searches advance together, one replicate batch per round, on 1 or ``--jobs``
 threads. All runs share one prepared datafit and the MLE; the table gives the best of
 ``--repeat`` interleaved runs, as ratios to the sequential time of the same process (a

@@ -9,7 +9,7 @@ from scipy import optimize, stats
 
 import riskset
 from riskset.data import from_arrays
-from riskset.inference import MAX_DOUBLINGS, ProfileSearches, profile_intervals
+from riskset.profile_likelihood import MAX_DOUBLINGS, ProfileSearches, profile_intervals
 from riskset.core.penalty import Penalty
 from riskset.core.replicates import ViewReplicates
 from riskset.solver.ccd import SolverOptions, fit_ccd

@@ -42,7 +42,8 @@ LAYERS = (
     ("riskset.solver",),
     # where the sweeps run (CPU or GPU); what follows a fit: standard errors and profile
     # intervals, the separability check, FitResult, case.json specifications
-    ("riskset.backend", "riskset.inference", "riskset.separability", "riskset.results", "riskset.spec"),
+    ("riskset.backend", "riskset.inference", "riskset.profile_likelihood", "riskset.separability", "riskset.results",
+     "riskset.spec"),
     # one fit (riskset.fit), survival and cumulative incidence curves from fits
     ("riskset.api", "riskset.survival", "riskset.competing_risks"),
     # plots of curves, paths and intervals

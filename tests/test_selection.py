@@ -142,6 +142,7 @@ def test_many_specifications_on_dask_match_the_local_table(tmp_path):
     paths = [str(reference_dir() / c / "case.json") for c in ("logistic_ridge", "poisson_offset")]
     local = riskset.fit_specs(paths, progress=False)
     assert set(local["analysis"]) == {"logistic_ridge", "poisson_offset"} and local["converged"].all()
+    assert (local["se_variance"] == "model-based").all()  # which standard errors, in every row
     from riskset import cli
 
     out = tmp_path / "all.csv"

@@ -11,7 +11,8 @@ from riskset.backend import Backend
 from riskset.data.dataset import Dataset, check_dataset, first_names
 from riskset.exceptions import ConvergenceWarning, DataWarning, InputError
 from riskset.competing_risks import robust_se
-from riskset.inference import profile_intervals, refit_without_aliased, standard_errors
+from riskset.inference import refit_without_aliased, standard_errors
+from riskset.profile_likelihood import profile_intervals
 from riskset import validation as check
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult, coef_labels, fit_roles
@@ -49,7 +50,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     profile : list of str or int
         Coefficients that get profile-likelihood intervals (at ``level``); their root
         searches run together, one replicate batch per round
-        (:func:`riskset.inference.profile_intervals`).
+        (:func:`riskset.profile_likelihood.profile_intervals`).
     level : float
         Confidence level of the profile intervals, strictly between 0 and 1.
     progress : bool

@@ -1,18 +1,16 @@
-"""Standard errors from the observed information and profile-likelihood intervals."""
+"""Standard errors from the observed information, aliased coefficients, and fits settled
+along covariates collinear beyond double precision."""
 from __future__ import annotations
 
 import warnings
 
 import numpy as np
-import pandas as pd
-from scipy import stats
+from scipy import optimize
 
-from riskset.backend import Backend
 from riskset.core.penalty import Penalty
 from riskset.data.dataset import first_names
 from riskset.exceptions import ConvergenceWarning, DataWarning
 from riskset.solver.ccd import SolverOptions, fit_ccd
-from riskset.solver.replicates import fit_replicates
 
 #: Largest number of coefficients whose covariance is computed by a dense inverse.
 MAX_SE_COEF = 5000
@@ -101,10 +99,136 @@ def refit_without_aliased(datafit, result, penalty: Penalty, options: SolverOpti
     refit = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=np.where(aliased, 0.0, result.beta), fixed=aliased,
                     options=options, center=penalty.center)
     if not (refit.converged and refit.loglik >= result.loglik - SAME_LOGLIK * (1.0 + abs(result.loglik))):
+        if result.converged:  # not redundant: collinear short of aliased (Cyclops #76)
+            result = settle_collinear(datafit, result, null_directions(-datafit.hessian(result.state, columns),
+                                                                       aliased), penalty, options)
         return result, none
     if warn:
         _warn_aliased([datafit.coef_label(j) for j in np.flatnonzero(aliased)])
     return refit, aliased
+
+
+#: Rounds of :func:`settle_collinear` (a line search along the collinear directions, then a refit).
+SETTLE_ROUNDS = 5
+
+#: Doublings of a line search's step (from a move of 1e-4 in the linear predictor).
+LINE_DOUBLINGS = 60
+
+
+def null_directions(information: np.ndarray, aliased: np.ndarray) -> np.ndarray:
+    """(k, P): for each coefficient j of ``aliased``, the direction e_j - sum_k c_k e_k over the
+    earlier non-aliased coefficients k that leaves the linear predictor (nearly) unchanged:
+    c regresses column j on them in the metric of the ``information``."""
+    p = aliased.size
+    out = np.zeros((int(aliased.sum()), p))
+    for row, j in enumerate(np.flatnonzero(aliased)):
+        earlier = np.flatnonzero(~aliased[:j])
+        out[row, j] = 1.0
+        if earlier.size:
+            c = np.linalg.lstsq(information[np.ix_(earlier, earlier)], information[earlier, j], rcond=None)[0]
+            out[row, earlier] = -c
+    return out
+
+
+def settle_collinear(datafit, result, directions: np.ndarray, penalty: Penalty, options: SolverOptions | None):
+    """``result`` of an unpenalized fit, moved to the optimum along nearly collinear directions.
+
+    Along a direction v where two covariates nearly coincide (x2 = x1 + 1e-9 z), the
+    information is below double precision's resolution (its pivot under eps x I_jj), so
+    coordinate steps and the KKT check, which read it, cannot see that the likelihood still
+    rises along v; the likelihood itself, evaluated at beta + t v, can. Each round maximizes
+    it along every v (a doubling bracket, then Brent's method) and refits from there; the
+    fit is settled when no direction gains more than the solver's ``tol`` (relative). Not
+    settled after :data:`SETTLE_ROUNDS` rounds, the result is marked not converged, naming
+    the covariates, rather than reported at a point that is not the optimum.
+    """
+    names = [datafit.coef_label(int(j)) for j in np.flatnonzero(np.any(directions != 0, axis=0))]
+    tol = (options or SolverOptions()).tol
+    for _ in range(SETTLE_ROUNDS):
+        beta, gained = result.beta, False
+        for v in directions:
+            beta, gain = _maximize_along(datafit, beta, v)
+            gained |= gain > tol * (1.0 + abs(result.loglik))
+        if not gained:
+            return result
+        result = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=beta, options=options, center=penalty.center)
+        if not result.converged:
+            return result
+    result.converged = False
+    result.message = (f"the covariates {first_names(names)} are collinear beyond what double precision resolves "
+                      f"(their information matrix is singular to rounding) and the log-likelihood still rises "
+                      f"along their difference after {SETTLE_ROUNDS} rounds: combine them (e.g. x1 and x2 - x1, "
+                      f"rescaled) or remove one")
+    return result
+
+
+def collinear_directions(datafit, beta, movable) -> np.ndarray:
+    """(k, P) :func:`null_directions` of the coefficients ``movable`` whose information at
+    ``beta`` is singular to rounding (none beyond :data:`MAX_SE_COEF` coefficients)."""
+    free = np.flatnonzero(movable)
+    if free.size == 0 or free.size > MAX_SE_COEF:
+        return np.zeros((0, beta.size))
+    state = datafit.new_state(beta)
+    info = -datafit.hessian(state, free)
+    aliased = aliased_coefficients(info, datafit.information_scale(state, free))
+    out = np.zeros((int(aliased.sum()), beta.size))
+    out[:, free] = null_directions(info, aliased)
+    return out
+
+
+def settle_replicates(fit, directions, free, refit, datafit, tol: float) -> None:
+    """:func:`settle_collinear` for the replicates of ``fit`` (a ReplicateResult, updated in
+    place; ``refit(beta0, free)`` fits replicates again): each direction moves only the
+    replicate's ``free`` coefficients; a replicate not settled is marked not converged."""
+    rows = np.flatnonzero(fit.converged)
+    for _ in range(SETTLE_ROUNDS):
+        moved, gaining = fit.beta[rows].copy(), np.zeros(rows.size, bool)
+        for i, r in enumerate(rows):
+            for v in directions * free[r]:
+                moved[i], gain = _maximize_along(datafit, moved[i], v)
+                gaining[i] |= gain > tol * (1.0 + abs(fit.loglik[r]))
+        rows, moved = rows[gaining], moved[gaining]
+        if rows.size == 0:
+            return
+        again = refit(moved, free[rows])
+        for field in ("beta", "loglik", "objective", "converged"):
+            getattr(fit, field)[rows] = getattr(again, field)
+        for i, r in enumerate(rows):
+            fit.messages[r], fit.diverging[r] = again.messages[i], again.diverging[i]
+        rows = rows[again.converged]
+    fit.converged[rows] = False
+    for r in rows:
+        fit.messages[r] = f"the log-likelihood still rises along collinear covariates after {SETTLE_ROUNDS} rounds"
+
+
+def _maximize_along(datafit, beta, v) -> tuple[np.ndarray, float]:
+    """(beta + t v at the maximum of the log-likelihood along v, the gain over beta)."""
+    reach = datafit.reach(v)
+    f0 = datafit.loglik_at(beta)
+    if not reach > 0 or not np.isfinite(f0):
+        return beta, 0.0
+
+    def loss(t):
+        f = datafit.loglik_at(beta + t * v)
+        return -f if np.isfinite(f) else np.inf
+
+    for sign in (1.0, -1.0):
+        t = sign * 1e-4 / reach  # a step that moves any linear predictor by 1e-4, doubled while it gains
+        f_t = loss(t)
+        if not f_t < -f0:
+            continue
+        t_prev = 0.0
+        for _ in range(LINE_DOUBLINGS):
+            f_next = loss(2.0 * t)
+            if not f_next < f_t:
+                break
+            t_prev, t, f_t = t, 2.0 * t, f_next
+        else:
+            return beta, 0.0  # still rising: the separation test's ground, not this one's
+        best = optimize.minimize_scalar(loss, bracket=(t_prev, t, 2.0 * t), tol=1e-10)
+        t_best = best.x if best.fun <= f_t else t
+        return beta + t_best * v, -min(best.fun, f_t) - f0
+    return beta, 0.0
 
 
 def _warn_aliased(names):
@@ -130,208 +254,3 @@ def standard_errors(datafit, state, columns: np.ndarray) -> np.ndarray:
         return np.full(columns.size, np.nan)
     var = np.diag(cov)
     return np.sqrt(np.where(var > 0, var, np.nan))
-
-
-#: Doublings of the step away from the MLE before a profile bound is declared infinite.
-MAX_DOUBLINGS = 60
-
-
-def profile_intervals(datafit, beta_hat, objective_hat, penalty: Penalty, columns, names, level=0.95,
-                      options: SolverOptions | None = None, se=None, *, backend: Backend = Backend(),
-                      progress: bool = False, fixed=None, diverging: dict | None = None) -> pd.DataFrame:
-    """Profile-likelihood intervals of coefficients ``columns`` (as Cyclops' ``confint``).
-
-    The bound b of coefficient j solves ``max_{beta: beta_j = b} f(beta) = f_hat -
-    chi2_1(level) / 2`` where f is the penalized log-likelihood; the searches solve the
-    equivalent ``r(b) = z_level`` for the likelihood-ratio root ``r(b) = sqrt(2 (f_hat -
-    f_b))``, which is close to linear in b (``|b - b_hat| / SE`` where the profile is
-    quadratic), so interpolation needs few fits. The 2 x len(columns)
-    root searches (:class:`ProfileSearches`) advance in lockstep: each round fits one
-    point of every unfinished search as one replicate batch
-    (:func:`riskset.solver.replicates.fit_replicates`; replicate = the data with that
-    search's coefficient fixed at its proposal, warm-started from the search's previous
-    fit), on ``backend`` (:meth:`riskset.backend.Backend.repeated`; ``datafit`` is from its
-    ``prepare``): on the CPU the replicates of a round run on ``backend.n_jobs`` threads, on
-    the GPU each round is one device batch.
-
-    Examples
-    --------
-    >>> import numpy as np, riskset
-    >>> data = riskset.simulate(n=500, p=3, model="cox", seed=2)
-    >>> fit = riskset.fit(data, "cox", profile=["x1"], n_jobs=2)
-    >>> lower, upper = fit.intervals.loc[0, ["lower", "upper"]]
-    >>> bool(lower < fit.coef["x1"] < upper)
-    True
-
-    The table has, as Cyclops' ``confint``, the number of fits (``evaluations``) each
-    interval took. ``fixed`` (mask) holds coefficients at their ``beta_hat`` value in every
-    fit (aliased coefficients).
-
-    A coefficient whose estimate does not exist (``diverging``: {index: +1 / -1}, from the
-    fit) has the likelihood increase for ever on one side: that bound is +-inf, not searched
-    (``objective_hat`` is then the supremum the fit approached, which the other bound is
-    relative to), and the column ``note`` says so.
-    """
-    options = options or SolverOptions()
-    cut = np.sqrt(stats.chi2.ppf(level, 1))  # r at the bounds: 2 (f_hat - f_b) = chi2_1(level)
-    columns = np.asarray(columns, dtype=np.int64)
-    coef = np.repeat(columns, 2)                       # search 2k: lower bound of columns[k], 2k + 1: upper
-    side = np.tile([-1.0, 1.0], columns.size)
-    se = np.full(columns.size, np.nan) if se is None else np.asarray(se, dtype=np.float64)
-    scale = np.where(np.isfinite(se) & (se > 0), se, 0.1 * np.maximum(1.0, np.abs(beta_hat[columns])))
-    searches = ProfileSearches(beta_hat[coef], side * 2.0 * np.repeat(scale, 2), f_center=-cut)
-    diverging = diverging or {}
-    searches.unbounded(np.flatnonzero([diverging.get(int(j), 0) == s for j, s in zip(coef, side)]))
-    warm = np.tile(np.asarray(beta_hat, dtype=np.float64), (coef.size, 1))
-    bar = _bar(progress, coef.size)
-    with backend.threads() as pool:
-        while not searches.done.all():
-            todo, x = searches.proposals()
-            rows = np.arange(todo.size)
-            beta0 = warm[todo]
-            beta0[rows, coef[todo]] = x
-            free = np.ones(beta0.shape, bool)
-            if fixed is not None:
-                free[:, fixed] = False
-            free[rows, coef[todo]] = False
-            batch = backend.repeated(datafit, todo.size, pool)
-            fit = fit_replicates(batch, penalty.l1, penalty.l2, beta0=beta0, free=free, options=options,
-                                 center=penalty.center)
-            warm[todo] = fit.beta
-            searches.update(todo, np.sqrt(2.0 * np.maximum(objective_hat - fit.objective, 0.0)) - cut)
-            if bar is not None:
-                bar.update(int(searches.done[todo].sum()))
-                bar.set_postfix_str(f"round {searches.rounds}")
-    if bar is not None:
-        bar.close()
-    bounds = searches.root.reshape(-1, 2)
-    notes = [f"the estimate does not exist: {names[j]!r} -> {'+' if diverging[j] > 0 else '-'}inf, "
-             f"{'upper' if diverging[j] > 0 else 'lower'} bound infinite" if j in diverging else ""
-             for j in columns.tolist()]
-    return pd.DataFrame({"name": [names[j] for j in columns], "lower": bounds[:, 0], "upper": bounds[:, 1],
-                         "level": level, "evaluations": searches.evaluations.reshape(-1, 2).sum(axis=1),
-                         "note": notes})
-
-
-class ProfileSearches:
-    """Bracketing root searches of S functions d_s(b), advanced together (vectorized).
-
-    Search s starts at ``center[s]`` (the MLE), where d_s = ``f_center`` < 0, and d_s
-    grows away from it in the direction of ``step[s]`` (e.g. a profile deficit).
-
-    1. Bracket: evaluate ``center + step * 2**k``, k = 0, 1, ... until d > 0; the
-       previous point (or the center) is the other end. After :data:`MAX_DOUBLINGS`
-       steps without a sign change the bound is infinite.
-    2. Root: Chandrupatla's method (Chandrupatla 1997, as in SciPy's elementwise
-       ``find_root``): the next point is x1 + t (x2 - x1) with [x1, x2] the bracket and
-       x1 the newest point; t comes from inverse quadratic interpolation through the
-       last three points where Chandrupatla's criterion says the interpolant is monotone
-       there, from bisection otherwise (the first step, with two points, from the
-       secant), and is kept at least tol from the bracket ends. Superlinear like Brent's
-       method, with no branching state beyond three points.
-    3. Stop (``scipy.optimize.brentq``'s rule, with its ``xtol`` as the sequential
-       search used): the bracket is narrower than ``xtol + 4 eps |b|``, xtol =
-       1e-8 max(1, |first bracket end|); the root is the end with the smaller |d|.
-
-    Examples
-    --------
-    >>> s = ProfileSearches(np.zeros(2), np.array([-1.0, 1.0]), f_center=-1.0)
-    >>> while not s.done.all():
-    ...     todo, x = s.proposals()
-    ...     s.update(todo, x * x - 1.0)   # roots -1 and 1
-    >>> np.allclose(s.root, [-1.0, 1.0], atol=1e-8)
-    True
-    """
-
-    def __init__(self, center, step, f_center):
-        self.center, self.step = np.asarray(center, float), np.asarray(step, float)
-        n = self.center.size
-        self.k = np.zeros(n, np.int64)             # doublings so far (bracketing)
-        self.bracketed = np.zeros(n, bool)
-        self.done = np.zeros(n, bool)
-        self.root = np.full(n, np.nan)
-        self.x1, self.f1 = self.center.copy(), np.full(n, float(f_center))  # newest point
-        self.x2, self.f2 = np.full(n, np.nan), np.full(n, np.nan)       # other bracket end
-        self.x3, self.f3 = np.full(n, np.nan), np.full(n, np.nan)       # the point dropped last
-        self.t = np.full(n, 0.5)
-        self.xtol = np.zeros(n)
-        self.evaluations = np.zeros(n, np.int64)
-        self.rounds = 0
-
-    def proposals(self):
-        """(unfinished searches, the point each evaluates next)."""
-        todo = np.flatnonzero(~self.done)
-        b = self.bracketed[todo]
-        x = np.where(b, self.x1[todo] + self.t[todo] * (self.x2[todo] - self.x1[todo]),
-                     self.center[todo] + self.step[todo] * 2.0 ** self.k[todo])
-        self._x = x
-        return todo, x
-
-    def update(self, todo, f):
-        """Record d at the points of the last :meth:`proposals` and plan the next ones."""
-        self.rounds += 1
-        self.evaluations[todo] += 1
-        x, f = self._x, np.asarray(f, float)
-        stepping = ~self.bracketed[todo]
-        self._iterate(todo[~stepping], x[~stepping], f[~stepping])
-        s, x, f = todo[stepping], x[stepping], f[stepping]
-        crossed = f > 0
-        self._start(s[crossed], x[crossed], f[crossed])
-        s, x, f = s[~crossed], x[~crossed], f[~crossed]
-        self.x1[s], self.f1[s] = x, f
-        self.k[s] += 1
-        self.unbounded(s[self.k[s] >= MAX_DOUBLINGS])
-
-    def unbounded(self, s):
-        """End searches ``s``: their function never crosses zero, the root is at +-inf."""
-        self.root[s], self.done[s] = np.sign(self.step[s]) * np.inf, True
-
-    def _start(self, s, x, f):
-        """Searches ``s`` found d(x) > 0: bracket [previous point, x], first step by the secant."""
-        self.bracketed[s] = True
-        self.xtol[s] = 1e-8 * np.maximum(1.0, np.abs(x))
-        self.x2[s], self.f2[s] = self.x1[s], self.f1[s]
-        self.x1[s], self.f1[s] = x, f
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = f / (f - self.f2[s])
-        self._plan(s, np.where(np.isfinite(t), t, 0.5))
-
-    def _iterate(self, s, x, f):
-        """One Chandrupatla step of searches ``s`` that evaluated d(x) = f inside their bracket."""
-        same = np.sign(f) == np.sign(self.f1[s])
-        # the bracket end on f's side is dropped (to x3); x becomes x1
-        self.x3[s] = np.where(same, self.x1[s], self.x2[s])
-        self.f3[s] = np.where(same, self.f1[s], self.f2[s])
-        self.x2[s] = np.where(same, self.x2[s], self.x1[s])
-        self.f2[s] = np.where(same, self.f2[s], self.f1[s])
-        self.x1[s], self.f1[s] = x, f
-        x1, x2, x3, f1, f2, f3 = (a[s] for a in (self.x1, self.x2, self.x3, self.f1, self.f2, self.f3))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            xi = (x1 - x2) / (x3 - x2)
-            phi = (f1 - f2) / (f3 - f2)
-            alpha = (x3 - x1) / (x2 - x1)
-            # inverse quadratic interpolation through (x1, x2, x3), in units of x2 - x1
-            t = f1 / (f1 - f2) * f3 / (f3 - f2) - alpha * f1 / (f3 - f1) * f2 / (f2 - f3)
-            # Chandrupatla's test that the interpolant is monotone on the bracket (xi in (0, 1))
-            monotone = (1.0 - np.sqrt(1.0 - xi) < phi) & (phi < np.sqrt(xi))
-        self._plan(s, np.where(monotone, t, 0.5))
-
-    def _plan(self, s, t):
-        """Stop searches ``s`` whose bracket is below tolerance, else set their next t."""
-        x1, x2, f1, f2 = self.x1[s], self.x2[s], self.f1[s], self.f2[s]
-        best = np.where(np.abs(f1) < np.abs(f2), x1, x2)
-        tol = self.xtol[s] + 4.0 * np.finfo(float).eps * np.abs(best)
-        width = np.abs(x2 - x1)
-        stop = (width < tol) | (np.minimum(np.abs(f1), np.abs(f2)) == 0) | ~np.isfinite(best)
-        self.done[s[stop]], self.root[s[stop]] = True, best[stop]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tl = 0.5 * tol / width  # the next point at least tol / 2 inside the bracket
-        self.t[s] = np.clip(t, tl, 1.0 - tl)
-
-
-def _bar(show, total):
-    if not show:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="profile likelihood", unit="bound")

@@ -174,9 +174,10 @@ class FitResult:
         t["aliased"] = aliased
         ratio = model_class(self.model_name).ratio_name
         if ratio:
-            t[ratio] = np.exp(t["estimate"])
-            t[f"{ratio}_lower"] = np.exp(t["lower"])
-            t[f"{ratio}_upper"] = np.exp(t["upper"])
+            with np.errstate(over="ignore"):  # a ratio past 1e308 is inf, as R's exp
+                t[ratio] = np.exp(t["estimate"].to_numpy())
+                t[f"{ratio}_lower"] = np.exp(t["lower"].to_numpy())
+                t[f"{ratio}_upper"] = np.exp(t["upper"].to_numpy())
         t.attrs["roles"] = dict(self.roles)
         t.attrs["variance"] = self.variance
         return t

@@ -68,6 +68,7 @@ def _analyse_one(options, path):
     analysis = analyse(*analysis_from_spec(spec, frame, path), **{"tol": 1e-12} | options)
     name = os.path.basename(os.path.dirname(os.path.abspath(path))) or path
     table = analysis.fit.coef_table(options.get("level", 0.95))
+    table["se_variance"] = analysis.fit.variance  # which standard errors (attrs do not survive the concat)
     table["loglik"] = analysis.fit.loglik
     table["converged"] = analysis.fit.converged
     tables = {"coefficients": table} | analysis.tables()
@@ -79,7 +80,9 @@ def _analyse_one(options, path):
 def analyse_specs(paths, *, executor=None, n_jobs: int = 1, progress: bool = True, **options) -> dict:
     """Run every case.json specification in ``paths``; {table name: table}, one row per analysis and item.
 
-    The tables are ``coefficients`` (with each fit's ``loglik`` and ``converged``) and,
+    The tables are ``coefficients`` (with each fit's ``loglik`` and ``converged``, and in
+    ``se_variance`` which standard errors its ``se`` column holds: ``model-based`` or
+    ``robust``, :attr:`riskset.results.FitResult.variance`) and,
     when asked for by ``cv``/``n_boot`` (see :func:`analyse`), ``cross_validation``
     and ``bootstrap``; an ``analysis`` column names the folder of each specification.
     ``executor``/``n_jobs`` spread the analyses (as in
