@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -18,12 +19,13 @@ from riskset.models.base import Model, as_model
 from riskset.results import FitResult, coef_labels, fit_roles
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.prior import Prior, as_prior
-from riskset.spec import analysis_from_spec, load_spec
+from riskset.spec import analysis_from_spec, load_spec, spec_fixed
 
 
 def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, tol: float = 1e-10,
-        kkt_tol: float = 1e-4, max_iter: int = 1000, warm_start=None, profile=(), level: float = 0.95, progress: bool = False,
-        backend: str = "cpu", dtype: str = "float64", n_jobs: int = 1, **model_options) -> FitResult:
+        kkt_tol: float = 1e-4, max_iter: int = 1000, warm_start=None, fixed=None, profile=(), level: float = 0.95,
+        progress: bool = False, backend: str = "cpu", dtype: str = "float64", n_jobs: int = 1,
+        **model_options) -> FitResult:
     """Fit a penalized regression model by cyclic coordinate descent.
 
     Parameters
@@ -47,6 +49,11 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
         Starting coefficients, matched by name (integer covariate ids name the
         covariate ``str(id)``); coefficients it does not give start at 0. A mapping
         naming an unknown coefficient raises; a FitResult's other coefficients are ignored.
+    fixed : mapping name -> value, optional
+        Coefficients held at the given values while the others are fitted (Cyclops'
+        ``fixedCoefficients``): an offset that names its covariate. They keep their
+        prior's term in the penalized log-likelihood (a constant), get no standard error
+        (the others' are conditional on them) and show as ``fixed`` in the tables.
     profile : list of str or int
         Coefficients that get profile-likelihood intervals (at ``level``); their root
         searches run together, one replicate batch per round
@@ -89,19 +96,22 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     True
     """
     t0 = time.perf_counter()
-    m, prior, backend, profile = check_fit(data, model, prior, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
-                                           warm_start=warm_start, profile=profile, level=level, backend=backend,
-                                           dtype=dtype, n_jobs=n_jobs, **model_options)
+    args = check_fit(data, model, prior, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, warm_start=warm_start,
+                     fixed=fixed, profile=profile, level=level, backend=backend, dtype=dtype, n_jobs=n_jobs,
+                     **model_options)
+    m, prior, backend, profile = args.model, args.prior, args.backend, args.profile
     with backend.fit_threads():  # every kernel of this fit (not of the profile's pool)
-        datafit = m.datafit(data)
-        names = m.coef_names(data)
-        datafit.names = names
-        datafit = backend.prepare(datafit)  # takes the names along
+        datafit, names = prepared_datafit(data, m, backend)
         penalty = prior.penalty(names, m.unpenalized_names())
+        held = np.isin(names, list(args.fixed))
         beta0 = _align_start(warm_start, names)
+        if held.any():
+            beta0 = penalty.center.copy() if beta0 is None else beta0
+            beta0[held] = [args.fixed[n] for n in np.asarray(names)[held]]
         options = SolverOptions(tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, progress=progress)
         t_prepare = time.perf_counter()
-        res = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=beta0, options=options, center=penalty.center)
+        res = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=beta0, fixed=held if held.any() else None,
+                      options=options, center=penalty.center)
         t_solve = time.perf_counter()
         if not res.converged:
             what = "fit" if res.diverging else "fit did not converge"
@@ -109,9 +119,9 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
         se, aliased = np.full(len(names), np.nan), np.zeros(len(names), bool)
         if (res.converged or res.diverging) and not penalty.is_penalized:
             if res.converged:
-                res, aliased = refit_without_aliased(datafit, res, penalty, options)
+                res, aliased = refit_without_aliased(datafit, res, penalty, options, fixed=held)
             # the information vanishes along diverging coefficients: the others' SEs are those at the limit
-            kept = np.flatnonzero(~aliased & ~np.isin(np.arange(len(names)), list(res.diverging)))
+            kept = np.flatnonzero(~aliased & ~held & ~np.isin(np.arange(len(names)), list(res.diverging)))
             se[kept] = standard_errors(datafit, res.state, kept)
     result = FitResult(model_name=m.name, model_options=m.options(), coef=pd.Series(res.beta, index=names),
                        se=pd.Series(se, index=names), loglik=res.loglik, objective=res.objective,
@@ -119,7 +129,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
                        n_rows=data.n_rows, gamma_max=res.gamma_max, roles=fit_roles(data, m),
                        aliased=[n for n, a in zip(names, aliased) if a],
                        diverging={names[j]: s for j, s in res.diverging.items()},
-                       labels=coef_labels(data, m, names), kkt=res.kkt)
+                       labels=coef_labels(data, m, names), kkt=res.kkt, fixed=dict(args.fixed))
     if m.variance == "robust" and np.isfinite(se).any():  # Fine-Gray: cmprsk::crr's sandwich
         _show_robust_se(result, data, m, np.flatnonzero(np.isfinite(se)))
     if profile:
@@ -127,7 +137,8 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
         searched = cols[~aliased[cols]]  # an aliased coefficient has no interval (NaN), as R's NA
         intervals = profile_intervals(datafit, res.beta, res.objective, penalty, searched, names, level, options,
                                       se=se[searched], backend=backend, progress=progress,
-                                      fixed=aliased if aliased.any() else None, diverging=res.diverging)
+                                      fixed=aliased | held if (aliased | held).any() else None,
+                                      diverging=res.diverging)
         unsearched = pd.DataFrame({"name": [names[j] for j in cols[aliased[cols]]], "lower": np.nan,
                                    "upper": np.nan, "level": level, "evaluations": 0, "note": "aliased"})
         result.intervals = pd.concat([intervals, unsearched], ignore_index=True) if len(unsearched) else intervals
@@ -136,18 +147,39 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     return result
 
 
+def prepared_datafit(data: Dataset, model: Model, backend: Backend):
+    """(the model's datafit of ``data``, prepared for ``backend`` (it knows the coefficient
+    names), the coefficient names)."""
+    datafit = model.datafit(data)
+    names = model.coef_names(data)
+    datafit.names = names
+    return backend.prepare(datafit), names  # prepare takes the names along
+
+
+@dataclass(frozen=True)
+class FitArguments:
+    """The arguments of :func:`fit` that :func:`check_fit` turns into objects."""
+
+    model: Model
+    prior: Prior
+    backend: Backend
+    profile: list          # coefficient names
+    fixed: dict            # coefficient name -> value
+
+
 def check_fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, tol: float = 1e-10,
-              kkt_tol: float = 1e-4, max_iter: int = 1000, warm_start=None, profile=(), level: float = 0.95,
-              progress: bool = False, backend: str = "cpu", dtype: str = "float64", n_jobs: int = 1,
-              **model_options) -> tuple[Model, Prior, Backend, list[str]]:
+              kkt_tol: float = 1e-4, max_iter: int = 1000, warm_start=None, fixed=None, profile=(),
+              level: float = 0.95, progress: bool = False, backend: str = "cpu", dtype: str = "float64",
+              n_jobs: int = 1, **model_options) -> FitArguments:
     """The arguments of :func:`fit` (all of them, so that callers pass theirs on as they are),
-    checked before any work: (model, prior, backend, profile names).
+    checked before any work.
 
     Each bad argument raises an InputError naming it and its value: the data, the model
     and its options, the prior, the stopping rule, ``level`` (in (0, 1), whether or not
     intervals are profiled: the summaries use it too), the backend, and the names in
-    ``profile`` and ``warm_start``, matched against the model's coefficients (a
-    time-varying Cox covariate's are its intervals, ``x(0,10]``). :func:`fit` and
+    ``profile``, ``warm_start`` and ``fixed``, matched against the model's coefficients (a
+    time-varying Cox covariate's are its intervals, ``x(0,10]``); a fixed value must be a
+    finite number, and a fixed coefficient cannot be profiled. :func:`fit` and
     :func:`riskset.selection.analyses.analyse` (before cross-validation and bootstrap)
     call it.
 
@@ -166,11 +198,17 @@ def check_fit(data: Dataset, model: str | Model = "logistic", prior: Prior | Non
     profile = check.coef_names("profile", profile)
     start = [] if warm_start is None or isinstance(warm_start, FitResult) else list(
         check.coef_mapping("warm_start", warm_start))
-    if profile or start:
+    held = check.fixed_values("fixed", fixed)
+    if profile or start or held:
         names = m.coef_names(data)
         _check_known("profile", profile, names, m, data)
         _check_known("warm_start", start, names, m, data)
-    return m, prior, backend, profile
+        _check_known("fixed", list(held), names, m, data)
+    both = [n for n in profile if n in held]
+    if both:
+        raise InputError(f"profile names fixed coefficient(s) {', '.join(map(repr, both))}: a coefficient held at "
+                         f"a value has no interval (its profile is the point it is held at)")
+    return FitArguments(m, prior, backend, profile, held)
 
 
 def _check_known(what: str, given: list[str], names: list[str], model: Model, data: Dataset) -> None:
@@ -193,16 +231,18 @@ def _check_known(what: str, given: list[str], names: list[str], model: Model, da
 
 
 def fit_spec(spec: dict, frame: pd.DataFrame, *, tol: float = 1e-12, **fit_options) -> FitResult:
-    """Fit the model of specification ``spec`` (:mod:`riskset.spec`) to the table ``frame``."""
+    """Fit the model of specification ``spec`` (:mod:`riskset.spec`) to the table ``frame``
+    (its ``fixed`` coefficients held)."""
     data, model, prior = analysis_from_spec(spec, frame)
-    return fit(data, model, prior, tol=tol, **fit_options)
+    return fit(data, model, prior, tol=tol, **({"fixed": spec_fixed(spec)} | fit_options))
 
 
 def run_spec(path: str, **fit_options) -> FitResult:
-    """Load and fit the specification at ``path`` (its data file beside it)."""
+    """Load and fit the specification at ``path`` (its data file beside it; its ``fixed``
+    coefficients held)."""
     spec, frame = load_spec(path)
     data, model, prior = analysis_from_spec(spec, frame, path)
-    return fit(data, model, prior, **{"tol": 1e-12} | fit_options)
+    return fit(data, model, prior, **{"tol": 1e-12, "fixed": spec_fixed(spec, path)} | fit_options)
 
 
 def _align_start(warm_start, names):

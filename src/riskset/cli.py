@@ -151,6 +151,9 @@ def _add_fit(sub):
                     help="prior means of the coefficients named (a location prior: shrink towards M instead of "
                          "0, e.g. the estimates of a previous database); the others have mean 0")
     pr.add_argument("--exclude", metavar="A,B", default="", help="coefficients left unpenalized (e.g. treatment)")
+    pr.add_argument("--fixed", metavar="A=V,B=W", default="",
+                    help="coefficients held at the values given while the others are fitted (Cyclops' "
+                         "fixedCoefficients; a specification's \"fixed\" field)")
     sel = p.add_argument_group("penalty selection and uncertainty")
     sel.add_argument("--cv", type=FOLDS, metavar="K", help="choose the prior variance by K-fold cross-validation "
                                                          "(needs --prior laplace or normal, not a variance)")
@@ -320,31 +323,34 @@ def _analyse(args, tol):
     """The fit asked for, after cross-validation and bootstrap if asked: an Analysis."""
     from riskset.selection.analyses import analyse
 
-    data, model, prior = _analysis_inputs(args)
+    data, model, prior, fixed = _analysis_inputs(args)
     names = model.coef_names(data)
     _check_known("--exclude", _names(args.exclude), names)
     _check_known("--profile", _names(args.profile), names)
+    _check_known("--fixed", list(fixed), names)
     if args.cv and prior.kind not in ("laplace", "normal"):
         where = f"the specification's prior is {prior.kind!r}" if args.spec else f"--prior {args.prior}"
         raise InputError(f"--cv chooses the variance of a laplace or normal prior, and {where}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # reported by _cmd_fit's last line
         return analyse(data, model, prior, progress=args.progress, replicate_progress=not args.quiet,
-                       executor=_executor(args), **_analysis_options(args, tol))
+                       executor=_executor(args), fixed=fixed, **_analysis_options(args, tol))
 
 
 def _analysis_inputs(args):
-    """(dataset, model, prior) from the specification, or from the data and model options."""
+    """(dataset, model, prior, fixed coefficients) from the specification, or from the data
+    and the model and prior options."""
     if args.spec:
-        from riskset.spec import analysis_from_spec, load_spec
+        from riskset.spec import analysis_from_spec, load_spec, spec_fixed
 
         spec, frame = load_spec(args.spec[0])
-        return analysis_from_spec(spec, frame, args.spec[0])
+        return *analysis_from_spec(spec, frame, args.spec[0]), spec_fixed(spec, args.spec[0])
     try:
         data = _load_data(args)
     except _reader_errors() as err:  # the reader's message does not say which input it was reading
         raise InputError(f"{_source(args)}: {_one_line(err)}") from err
-    return data, _model(args.model or "logistic", args.option), _prior(args)
+    fixed = dict(_parse_assignment("--fixed", "VALUE", v, NUMBER) for v in _names(args.fixed))
+    return data, _model(args.model or "logistic", args.option), _prior(args), fixed
 
 
 def _analysis_options(args, tol) -> dict:
@@ -423,7 +429,7 @@ def _report_written(written: list[str]) -> None:
 
 #: Options that say what a specification says (model, columns, prior): refused with --spec.
 SPEC_GIVES = ("--model", "--option", "--prior", "--gamma", "--variance", "--variances", "--means", "--exclude",
-              "--covariates") + tuple(f"--{role}" for role in ROLE_OPTIONS)
+              "--fixed", "--covariates") + tuple(f"--{role}" for role in ROLE_OPTIONS)
 
 
 def _check_fit_options(args) -> None:

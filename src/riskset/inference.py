@@ -75,34 +75,38 @@ def _well_conditioned(info, diag, tol) -> bool:
 
 
 def refit_without_aliased(datafit, result, penalty: Penalty, options: SolverOptions | None = None,
-                          warn: bool = True):
+                          warn: bool = True, fixed: np.ndarray | None = None):
     """``(result, aliased mask)`` of an unpenalized fit, R-style: the aliased coefficients
     (:func:`aliased_coefficients` of the observed information at ``result``) are held at 0
     and the others refitted, so that they are the estimates of the fit without the aliased
-    columns (their standard errors exist).
+    columns (their standard errors exist). ``fixed`` (mask): coefficients held at their
+    value in ``result`` throughout, never aliased.
 
     An aliased column is redundant, so the refit must reach the log-likelihood of
     ``result``; where it does not (the information was not a reliable guide, e.g. at
     diverging coefficients), or nothing is aliased, or the coefficients are more than
-    :data:`MAX_SE_COEF`, ``result`` is returned with no coefficient aliased. ``warn``: a
-    DataWarning names the aliased coefficients.
+    :data:`MAX_SE_COEF`, ``result`` is returned with no coefficient aliased (settled along
+    the collinear directions, :func:`settle_collinear`). ``warn``: a DataWarning names the
+    aliased coefficients.
     """
     p = datafit.n_coef
-    none = np.zeros(p, bool)
-    if p == 0 or p > MAX_SE_COEF:
-        return result, none
-    columns = np.arange(p)
-    aliased = aliased_coefficients(-datafit.hessian(result.state, columns),
-                                   datafit.information_scale(result.state, columns))
+    held = np.zeros(p, bool) if fixed is None else np.asarray(fixed, bool)
+    aliased = np.zeros(p, bool)
+    columns = np.flatnonzero(~held)
+    if columns.size == 0 or columns.size > MAX_SE_COEF:
+        return result, aliased
+    info = -datafit.hessian(result.state, columns)
+    aliased[columns] = aliased_coefficients(info, datafit.information_scale(result.state, columns))
     if not aliased.any():
-        return result, none
-    refit = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=np.where(aliased, 0.0, result.beta), fixed=aliased,
+        return result, aliased
+    refit = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=np.where(aliased, 0.0, result.beta), fixed=aliased | held,
                     options=options, center=penalty.center)
     if not (refit.converged and refit.loglik >= result.loglik - SAME_LOGLIK * (1.0 + abs(result.loglik))):
         if result.converged:  # not redundant: collinear short of aliased (Cyclops #76)
-            result = settle_collinear(datafit, result, null_directions(-datafit.hessian(result.state, columns),
-                                                                       aliased), penalty, options)
-        return result, none
+            directions = np.zeros((int(aliased.sum()), p))
+            directions[:, columns] = null_directions(info, aliased[columns])
+            result = settle_collinear(datafit, result, directions, penalty, options, held)
+        return result, np.zeros(p, bool)
     if warn:
         _warn_aliased([datafit.coef_label(j) for j in np.flatnonzero(aliased)])
     return refit, aliased
@@ -130,7 +134,8 @@ def null_directions(information: np.ndarray, aliased: np.ndarray) -> np.ndarray:
     return out
 
 
-def settle_collinear(datafit, result, directions: np.ndarray, penalty: Penalty, options: SolverOptions | None):
+def settle_collinear(datafit, result, directions: np.ndarray, penalty: Penalty, options: SolverOptions | None,
+                     fixed: np.ndarray | None = None):
     """``result`` of an unpenalized fit, moved to the optimum along nearly collinear directions.
 
     Along a direction v where two covariates nearly coincide (x2 = x1 + 1e-9 z), the
@@ -140,7 +145,8 @@ def settle_collinear(datafit, result, directions: np.ndarray, penalty: Penalty, 
     it along every v (a doubling bracket, then Brent's method) and refits from there; the
     fit is settled when no direction gains more than the solver's ``tol`` (relative). Not
     settled after :data:`SETTLE_ROUNDS` rounds, the result is marked not converged, naming
-    the covariates, rather than reported at a point that is not the optimum.
+    the covariates, rather than reported at a point that is not the optimum. ``fixed``
+    (mask): coefficients the refits hold at their value (the directions leave them alone).
     """
     names = [datafit.coef_label(int(j)) for j in np.flatnonzero(np.any(directions != 0, axis=0))]
     tol = (options or SolverOptions()).tol
@@ -151,7 +157,8 @@ def settle_collinear(datafit, result, directions: np.ndarray, penalty: Penalty, 
             gained |= gain > tol * (1.0 + abs(result.loglik))
         if not gained:
             return result
-        result = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=beta, options=options, center=penalty.center)
+        result = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=beta, fixed=fixed, options=options,
+                         center=penalty.center)
         if not result.converged:
             return result
     result.converged = False

@@ -1,6 +1,8 @@
 """Profile-likelihood intervals: the 2 x k root searches of k coefficients, advanced together."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -70,11 +72,7 @@ def profile_intervals(datafit, beta_hat, objective_hat, penalty: Penalty, column
     searches = ProfileSearches(beta_hat[coef], side * 2.0 * np.repeat(scale, 2), f_center=-cut)
     diverging = diverging or {}
     searches.unbounded(np.flatnonzero([diverging.get(int(j), 0) == s for j, s in zip(coef, side)]))
-    movable = np.ones(beta_hat.size, bool) if fixed is None else ~np.asarray(fixed, bool)
-    movable[list(diverging)] = False
-    tangent = np.repeat(profile_tangents(datafit, beta_hat, penalty, columns, movable), 2, axis=0)
-    collinear = np.zeros((0, beta_hat.size)) if penalty.is_penalized else collinear_directions(
-        datafit, beta_hat, movable)
+    fitter = HeldFits(datafit, beta_hat, penalty, columns, options, backend, fixed, diverging)
     warm = np.tile(np.asarray(beta_hat, dtype=np.float64), (coef.size, 1))  # each search's last fit
     warm_at = beta_hat[coef].astype(np.float64)                             # ... and its point
     failures = [""] * coef.size
@@ -82,20 +80,7 @@ def profile_intervals(datafit, beta_hat, objective_hat, penalty: Penalty, column
     with backend.threads() as pool:
         while not searches.done.all():
             todo, x = searches.proposals()
-            rows = np.arange(todo.size)
-            beta0 = warm[todo] + (x - warm_at[todo])[:, None] * tangent[todo]
-            beta0[rows, coef[todo]] = x
-            free = np.ones(beta0.shape, bool)
-            if fixed is not None:
-                free[:, fixed] = False
-            free[rows, coef[todo]] = False
-            batch = backend.repeated(datafit, todo.size, pool)
-            fit = fit_replicates(batch, penalty.l1, penalty.l2, beta0=beta0, free=free, options=options,
-                                 center=penalty.center)
-            if collinear.size:
-                settle_replicates(fit, collinear, free, lambda b, f: fit_replicates(
-                    backend.repeated(datafit, len(b), pool), penalty.l1, penalty.l2, beta0=b, free=f,
-                    options=options, center=penalty.center), datafit, options.tol)
+            fit = fitter.fit(pool, todo // 2, x, warm[todo], warm_at[todo])
             warm[todo], warm_at[todo] = fit.beta, x
             failed = np.isnan(fit.objective) | ~(fit.converged | np.array([bool(d) for d in fit.diverging]))
             for i in np.flatnonzero(failed):
@@ -118,6 +103,178 @@ def profile_intervals(datafit, beta_hat, objective_hat, penalty: Penalty, column
     return pd.DataFrame({"name": [names[j] for j in columns], "lower": bounds[:, 0], "upper": bounds[:, 1],
                          "level": level, "evaluations": searches.evaluations.reshape(-1, 2).sum(axis=1),
                          "note": notes})
+
+
+@dataclass(frozen=True)
+class ProfilePoints:
+    """A profile log-likelihood at points: ``points`` ascending, and at each the maximized
+    log-likelihood (``loglik``), penalized log-likelihood (``objective``), derivative
+    d objective / d point (``derivative``; of the log-likelihood where the penalty is not
+    included), whether its fit converged and why not (``notes``)."""
+
+    points: np.ndarray
+    loglik: np.ndarray
+    objective: np.ndarray
+    derivative: np.ndarray
+    converged: np.ndarray
+    notes: list
+
+
+def profile_at(fitter: "HeldFits", beta_hat, points, pool, *, penalized: bool = True) -> ProfilePoints:
+    """The profile of ``fitter``'s first coefficient at ``points``, every point one replicate
+    of one batch, each started from the estimate moved along the profile's tangent;
+    ``derivative`` is that of the penalized log-likelihood (``penalized``) or of the
+    log-likelihood.
+
+    By the envelope theorem the derivative of the maximized (penalized) log-likelihood is
+    its partial derivative along the held coefficient at each point's optimum: one gradient
+    read per point. The log-likelihood alone is not what the others maximize where they are
+    penalized: its derivative adds the penalty's gradient along the profile's tangent at
+    the point, grad_b pen . db/dx (the others' KKT conditions make grad_b l = grad_b pen)."""
+    points = np.sort(np.asarray(points, dtype=np.float64))
+    j = int(fitter.columns[0])
+    which = np.zeros(points.size, np.int64)
+    fit = fitter.fit(pool, which, points, np.tile(beta_hat, (points.size, 1)), np.full(points.size, beta_hat[j]))
+    converged = fit.converged & ~np.isnan(fit.objective)
+    datafit, pen = fitter.datafit, fitter.penalty
+    slope = np.array([datafit.slopes(datafit.new_state(b), np.array([j]))[0] for b in fit.beta])
+    gradient = penalty_gradient(pen, fit.beta)
+    if penalized:
+        derivative = slope - gradient[:, j]
+    else:
+        derivative, gradient[:, j] = slope.copy(), 0.0
+        for r in np.flatnonzero(converged & gradient.any(axis=1)):  # a Hessian of the active set per point
+            derivative[r] += gradient[r] @ profile_tangents(datafit, fit.beta[r], pen, [j], fitter.movable)[0]
+    notes = [("" if ok else f"the fit did not converge ({message or 'its log-likelihood is not a number'})")
+             for ok, message in zip(converged, fit.messages)]
+    return ProfilePoints(points, np.where(converged, fit.loglik, np.nan), np.where(converged, fit.objective, np.nan),
+                         np.where(converged, derivative, np.nan), converged, notes)
+
+
+def penalty_gradient(penalty: Penalty, beta) -> np.ndarray:
+    """d penalty / d beta at ``beta`` (any shape ending in P): l2 (beta - m) + l1 sign(beta - m),
+    0 from the L1 term on its kink."""
+    offset = np.asarray(beta) - penalty.center
+    return penalty.l2 * offset + penalty.l1 * np.sign(offset)
+
+
+#: Most points of an adaptive profile (each round at most doubles them).
+MAX_PROFILE_POINTS = 2000
+
+
+def adaptive_profile(fitter: "HeldFits", beta_hat, bounds, pool, *, tol: float = 1e-3, initial: int = 10,
+                     include_penalty: bool = True) -> tuple[ProfilePoints, str]:
+    """The profile of ``fitter``'s first coefficient over ``bounds`` on a grid refined where
+    a straight line between neighbouring points could be off by more than ``tol``
+    (Cyclops' adaptive profiling): ``(points, problem)``, ``problem`` empty when the grid
+    met the tolerance.
+
+    It starts from ``initial`` evenly spaced points and the estimate (when inside).
+    Between points a and b, the curve (concave: the profile of a concave log-likelihood)
+    lies under the lines extending the neighbouring chords; their crossing bounds the
+    error of the chord a-b (|x_c - a| |s_left - s_ab|, the extended chords at the ends).
+    Each round fits the midpoints of the intervals whose bound exceeds ``tol``, as one
+    batch. It ends unresolved when the largest bound grows (the profile is not concave
+    there: a fit short of its optimum), when a point's fit fails inside the range, or
+    after :data:`MAX_PROFILE_POINTS` points.
+    """
+    lo, hi = bounds
+    grid = np.linspace(lo, hi, initial)
+    j = int(fitter.columns[0])
+    if lo < beta_hat[j] < hi:
+        grid = np.union1d(grid, [beta_hat[j]])
+    parts, worst = [], np.inf
+    while True:
+        parts.append(profile_at(fitter, beta_hat, grid, pool, penalized=include_penalty))
+        profile = _merged(parts)
+        value = profile.objective if include_penalty else profile.loglik
+        if not profile.converged.all():
+            return profile, (f"the fit at {profile.points[~profile.converged][0]:.6g} did not converge: "
+                             f"{next(n for n in profile.notes if n)}")
+        error = chord_errors(profile.points, value)
+        if error.max() > worst:
+            return profile, (f"the largest interpolation error grew ({worst:.3g} -> {error.max():.3g}): the "
+                             f"profile is not concave there")
+        worst = error.max()
+        refine = np.flatnonzero(error > tol)
+        if refine.size == 0:
+            return profile, ""
+        if profile.points.size + refine.size > MAX_PROFILE_POINTS:
+            return profile, f"{MAX_PROFILE_POINTS} points did not reach the tolerance {tol:g}"
+        grid = (profile.points[refine] + profile.points[refine + 1]) / 2
+
+
+def chord_errors(x, y) -> np.ndarray:
+    """For each interval of the points (x, y) (x ascending, at least 3), the largest gap
+    between its chord and a concave curve through the points: at the crossing of the
+    lines extending the neighbouring chords (the end intervals' outer neighbours have the
+    slope extrapolated linearly)."""
+    slope = np.diff(y) / np.diff(x)
+    left = np.r_[slope[0] + (slope[1] - slope[2]), slope[:-1]]   # the chord before each interval
+    right = np.r_[slope[1:], slope[-1] - (slope[-2] - slope[-1])]  # the chord after
+    x0, y0, x1, y1 = x[:-1], y[:-1], x[1:], y[1:]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cross = (y1 - x1 * right - y0 + x0 * left) / (left - right)
+        error = np.abs((cross - x0) * (left - slope))
+    return np.where(np.isfinite(error), error, 0.0)
+
+
+def _merged(parts) -> ProfilePoints:
+    """One ProfilePoints of several, sorted by point."""
+    points = np.concatenate([p.points for p in parts])
+    order = np.argsort(points, kind="stable")
+    arrays = {f: np.concatenate([getattr(p, f) for p in parts])[order]
+              for f in ("points", "loglik", "objective", "derivative", "converged")}
+    notes = [n for p in parts for n in p.notes]
+    return ProfilePoints(**arrays, notes=[notes[i] for i in order])
+
+
+class HeldFits:
+    """Fits of the data with one coefficient of ``columns`` held at a point (the points of a
+    profile likelihood), as replicate batches on ``backend``.
+
+    Each fit starts from a previous fit (``warm``, at the point ``warm_at``) moved along the
+    profile's tangent (:func:`profile_tangents`); where covariates are collinear beyond
+    double precision it is settled along their difference
+    (:func:`riskset.inference.settle_replicates`). ``fixed`` (mask): coefficients every
+    fit holds at their ``beta_hat`` value; ``diverging`` ({index: side}): coefficients whose
+    estimate does not exist, not moved along tangents.
+    """
+
+    def __init__(self, datafit, beta_hat, penalty: Penalty, columns, options: SolverOptions | None = None,
+                 backend: Backend = Backend(), fixed=None, diverging=None):
+        self.datafit, self.penalty, self.backend = datafit, penalty, backend
+        self.options = options or SolverOptions()
+        self.columns = np.asarray(columns, dtype=np.int64)
+        self.fixed = None if fixed is None else np.asarray(fixed, bool)
+        movable = np.ones(beta_hat.size, bool) if fixed is None else ~self.fixed
+        movable[list(diverging or {})] = False
+        self.movable = movable
+        self.tangent = profile_tangents(datafit, beta_hat, penalty, self.columns, movable)
+        self.collinear = np.zeros((0, beta_hat.size)) if penalty.is_penalized else collinear_directions(
+            datafit, beta_hat, movable)
+
+    def fit(self, pool, which, x, warm, warm_at):
+        """:class:`~riskset.solver.replicates.ReplicateResult` of the fits holding coefficient
+        ``columns[which[r]]`` at ``x[r]``, started from ``warm[r]`` (a fit at ``warm_at[r]``)."""
+        held = self.columns[which]
+        rows = np.arange(held.size)
+        beta0 = warm + (x - warm_at)[:, None] * self.tangent[which]
+        beta0[rows, held] = x
+        free = np.ones(beta0.shape, bool)
+        if self.fixed is not None:
+            free[:, self.fixed] = False
+        free[rows, held] = False
+        pen = self.penalty
+
+        def run(b, f):
+            return fit_replicates(self.backend.repeated(self.datafit, len(b), pool), pen.l1, pen.l2, beta0=b,
+                                  free=f, options=self.options, center=pen.center)
+
+        fit = run(beta0, free)
+        if self.collinear.size:
+            settle_replicates(fit, self.collinear, free, run, self.datafit, self.options.tol)
+        return fit
 
 
 def profile_tangents(datafit, beta_hat, penalty: Penalty, columns, movable) -> np.ndarray:

@@ -51,6 +51,8 @@ class FitResult:
     aliased : names of the coefficients not defined because of singularities (their
         column is a linear combination of earlier ones); held at 0 in ``coef`` (so that
         predictions work), NaN in :meth:`coef_table` (R prints NA).
+    fixed : coefficients held at given values (``riskset.fit(..., fixed=)``), name -> value:
+        not estimated, no standard error; :meth:`coef_table` notes them.
     prior : the prior used.
     intervals : DataFrame of confidence intervals (profile likelihood), if computed.
     timings : seconds spent, by step.
@@ -95,6 +97,7 @@ class FitResult:
     diverging: dict = field(default_factory=dict)
     kkt: float = float("nan")
     variance: str = "model-based"
+    fixed: dict = field(default_factory=dict)
 
     @property
     def status(self) -> str:
@@ -165,6 +168,7 @@ class FitResult:
         if self.labels:
             t.insert(1, "covariate_name", self.display_names(t["name"]))
         self._mark_diverging(t)
+        t.loc[t["name"].isin(list(self.fixed)), "note"] = "fixed (held at this value, not estimated)"
         if self.intervals is not None:
             prof = self.intervals.set_index("name")
             hit = t["name"].isin(prof.index)
@@ -212,6 +216,9 @@ class FitResult:
             head += f"\nties: {ties}"
         if self.aliased:
             head += f"\n{len(self.aliased)} coefficient(s) not defined because of singularities (aliased, NaN)"
+        if self.fixed:
+            head += ("\nfixed (held, not estimated): "
+                     + ", ".join(f"{name} = {value:g}" for name, value in self.fixed.items()))
         table = self.coef_table(level)
         profiled = table["name"].isin(self.intervals["name"]) if self.intervals is not None else False
         shown = table[(table["estimate"] != 0) | table["aliased"] | profiled]
@@ -336,6 +343,7 @@ class FitResult:
             "timings": self.timings,
             "roles": self.roles,
             "aliased": list(self.aliased),
+            "fixed": dict(self.fixed),
             "labels": self.labels,
         }
         if self.intervals is not None:
@@ -369,7 +377,7 @@ class FitResult:
                        roles=d.get("roles", {}), aliased=d.get("aliased", []),
                        labels=d.get("labels", {}), diverging=d.get("diverging", {}),
                        kkt=np.nan if d.get("kkt") is None else d["kkt"],
-                       variance=d.get("variance", "model-based"))
+                       variance=d.get("variance", "model-based"), fixed=d.get("fixed", {}))
         except json.JSONDecodeError as e:
             raise InputError(f"{where} is not JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
                              f"give a file written by FitResult.to_json or 'riskset fit --out FILE.json'") from None

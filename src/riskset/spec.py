@@ -16,7 +16,8 @@ The format
       "covariates": ["treatment", "age"],  # default: every column without a role
       "ties": "efron",                     # model options, as top-level fields
       "penalty": {"type": "elastic_net", "gamma": 2.0, "variance": 0.5,
-                  "unpenalized": ["treatment"], "variances": {"age": 10.0}}
+                  "unpenalized": ["treatment"], "variances": {"age": 10.0}},
+      "fixed": {"age": 0.02}               # coefficients held at values (optional)
     }
 
 ``columns``
@@ -31,6 +32,9 @@ Model options
     ``time_effects``, ``horizon``, ``max_person_intervals`` (pooled_logistic);
     ``ties`` (conditional models). Other top-level fields (``title``, ``expected``,
     ...) are notes for people and are ignored.
+``fixed``
+    coefficient name -> value: coefficients held at those values while the others are
+    fitted (:func:`riskset.fit`'s ``fixed``, Cyclops' ``fixedCoefficients``).
 ``penalty``
     ``type`` is one of
 
@@ -67,6 +71,7 @@ from riskset.data.ingest import from_frame
 from riskset.exceptions import InputError
 from riskset.models.base import Model, get_model
 from riskset.solver.prior import Prior
+from riskset.validation import fixed_values
 
 #: case.json column roles -> keyword of :func:`riskset.from_frame`.
 COLUMN_ROLES = ("y", "time", "status", "start", "stop", "strata", "offset", "exposure", "weights", "subject")
@@ -74,7 +79,7 @@ COLUMN_ROLES = ("y", "time", "status", "start", "stop", "strata", "offset", "exp
 
 #: Fields a specification must have, and the JSON type of each field it may have.
 REQUIRED_FIELDS = ("model",)
-FIELD_TYPES = {"model": str, "data": str, "columns": dict, "covariates": list, "penalty": dict}
+FIELD_TYPES = {"model": str, "data": str, "columns": dict, "covariates": list, "penalty": dict, "fixed": dict}
 #: Spellings of model options that specifications written for other tools use (the models'
 #: ``from_spec`` read them).
 OPTION_ALIASES = ("competing_event",)
@@ -231,6 +236,15 @@ def analysis_from_spec(spec: dict, frame: pd.DataFrame, path: str = "specificati
     except InputError as err:
         raise InputError(f"{path}: {err}") from None
     return dataset_from_spec(spec, frame), model, prior
+
+
+def spec_fixed(spec: dict, path: str = "specification") -> dict:
+    """The coefficients specification ``spec`` holds at values (its ``fixed`` field), checked:
+    name -> finite number."""
+    try:
+        return fixed_values("fixed", spec.get("fixed"))
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from None
 
 
 def dataset_from_spec(spec: dict, frame: pd.DataFrame):

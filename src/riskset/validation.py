@@ -122,6 +122,18 @@ def coef_mapping(name: str, mapping) -> dict:
     return {coef_name(name, k): v for k, v in mapping.items()}
 
 
+def fixed_values(name: str, mapping) -> dict:
+    """:func:`coef_mapping` of coefficients held at values: each value a finite number (float)."""
+    out = {}
+    for key, value in coef_mapping(name, mapping).items():
+        number = value if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+            value, bool) else None
+        if number is None or not np.isfinite(number):
+            raise InputError(f"{name}[{key!r}] must be a finite number, got {value!r}")
+        out[key] = float(number)
+    return out
+
+
 def known_names(name: str, values, known) -> list[str]:
     """:func:`coef_names` of ``values``, each of which must be in ``known``."""
     names = coef_names(name, values)

@@ -12,7 +12,8 @@ from riskset.api import check_fit, fit
 from riskset.selection.bootstrap import bootstrap
 from riskset.selection.cv import cross_validate
 from riskset.selection.executors import run_tasks
-from riskset.spec import analysis_from_spec, load_spec
+from riskset.exceptions import InputError
+from riskset.spec import analysis_from_spec, load_spec, spec_fixed
 
 
 @dataclass
@@ -50,7 +51,11 @@ def analyse(data, model, prior, *, cv: dict | None = None, n_boot: int | None = 
     >>> sorted(a.tables())
     ['cross_validation']
     """
-    check_fit(data, model, prior, backend=backend, dtype=dtype, n_jobs=n_jobs, level=level, **fit_options)
+    args = check_fit(data, model, prior, backend=backend, dtype=dtype, n_jobs=n_jobs, level=level, **fit_options)
+    if args.fixed and (cv is not None or n_boot is not None):
+        raise InputError(f"fixed coefficients ({', '.join(map(repr, args.fixed))}) with "
+                         f"{'cross-validation' if cv is not None else 'the bootstrap'}: not supported; fit them "
+                         f"with riskset.fit(..., fixed=...) alone")
     common = dict(seed=seed, executor=executor, n_jobs=n_jobs, progress=replicate_progress, backend=backend,
                   dtype=dtype)
     chosen = boot = None
@@ -65,7 +70,8 @@ def analyse(data, model, prior, *, cv: dict | None = None, n_boot: int | None = 
 
 def _analyse_one(options, path):
     spec, frame = load_spec(path)
-    analysis = analyse(*analysis_from_spec(spec, frame, path), **{"tol": 1e-12} | options)
+    analysis = analyse(*analysis_from_spec(spec, frame, path), **{"tol": 1e-12, "fixed": spec_fixed(spec, path)}
+                       | options)
     name = os.path.basename(os.path.dirname(os.path.abspath(path))) or path
     table = analysis.fit.coef_table(options.get("level", 0.95))
     table["se_variance"] = analysis.fit.variance  # which standard errors (attrs do not survive the concat)
