@@ -48,8 +48,9 @@ LAYERS = (
     ("riskset.api", "riskset.likelihood", "riskset.survival", "riskset.competing_risks"),
     # plots of curves, paths and intervals
     ("riskset.plots",),
-    # cross-validation, regularization paths, the bootstrap, many analyses (they end with riskset.fit)
-    ("riskset.selection",),
+    # cross-validation, regularization paths, the bootstrap, many analyses (they end with riskset.fit);
+    # evidence synthesis (likelihood approximations of profiles, pooled across sites)
+    ("riskset.selection", "riskset.synthesis"),
     # scikit-learn estimators over riskset.fit; simulated data sets
     ("riskset.estimators", "riskset.simulate"),
     # the package namespace

@@ -44,6 +44,7 @@ from riskset.arguments import (COUNT, FOLDS, LEVEL, NON_NEGATIVE, NUMBER, POSITI
                                bounded)
 from riskset.backend import Backend
 from riskset.exceptions import ConvergenceWarning, InputError
+from riskset.synthesis.cli import KIND_CHOICES, add_pool, run_pool
 
 ROLE_OPTIONS = ("y", "time", "status", "start", "strata", "weights", "offset", "exposure", "subject")
 
@@ -68,6 +69,7 @@ def build_parser() -> Parser:
     sub.add_parser("info", help="print versions, CPU threads and GPU devices",
                    description="Print the versions of riskset and its engines, the CPU threads Numba uses, "
                                "and the CUDA devices found (or why none is usable).")
+    add_pool(sub)
     try:
         from riskset.ode.cli import add_parser as add_ode
     except ImportError:
@@ -171,6 +173,13 @@ def _add_fit(sub):
                                                        "tcp://host:port")
     sel.add_argument("--plot-dir", metavar="DIR", help="write the cross-validation curve (--cv) and the forest "
                                                        "plot (--bootstrap) here")
+    es = p.add_argument_group("evidence synthesis (a site's share of a network study; 'riskset pool' combines them)")
+    es.add_argument("--approximate", metavar="COEF", help="write, instead of the fit, an approximation of the "
+                                                          "profile log-likelihood of COEF to --out FILE.json: no "
+                                                          "row of the data, only the curve (riskset.synthesis)")
+    es.add_argument("--approximation", choices=KIND_CHOICES, default=None,
+                    help="its kind (default grid_with_gradients, as EvidenceSynthesis)")
+    es.add_argument("--bounds", metavar="LO,HI", help="the range of COEF profiled (default log(0.1),log(10))")
     s = p.add_argument_group("solver and output")
     s.add_argument("--tol", type=POSITIVE, default=None, help="relative objective change that ends the fit "
                                                             "(default 1e-10; 1e-12 with --spec)")
@@ -297,6 +306,8 @@ def _one_line_warnings(prog: str):
 def _cmd_fit(args) -> int:
     _check_fit_options(args)
     tol = args.tol if args.tol is not None else (1e-12 if args.spec else 1e-10)
+    if args.approximate:
+        return _write_approximation(args, tol)
     if args.spec and len(args.spec) > 1:
         return _fit_many_specs(args, tol)
     with warnings.catch_warnings():
@@ -317,6 +328,36 @@ def _cmd_fit(args) -> int:
               file=sys.stderr)
         return EXIT_NOT_CONVERGED
     return EXIT_OK
+
+
+def _write_approximation(args, tol) -> int:
+    """``fit --approximate COEF``: the likelihood approximation a site shares, written to --out."""
+    from riskset.synthesis import approximate_likelihood
+
+    data, model, prior, fixed = _analysis_inputs(args)
+    _check_known("--approximate", [args.approximate], model.coef_names(data))
+    bounds = _bounds(args.bounds) if args.bounds else None
+    approx = approximate_likelihood(data, model, prior, coef=args.approximate, kind=args.approximation or
+                                    "grid_with_gradients", fixed=fixed, tol=tol, max_iter=args.max_iter,
+                                    **({"bounds": bounds} if bounds else {}))
+    approx.save(args.out)
+    if not args.quiet:
+        print(f"{approx.kind} approximation of the profile log-likelihood of {args.approximate!r} "
+              f"({'its estimate exists' if approx.estimate_exists else 'its estimate does not exist'})")
+        _report_written([args.out])
+    return EXIT_OK
+
+
+def _bounds(text: str) -> tuple[float, float]:
+    parts = text.split(",")
+    try:
+        lo, hi = (NUMBER(v) for v in parts) if len(parts) == 2 else (None, None)
+    except argparse.ArgumentTypeError:
+        lo = hi = None
+    if lo is None or not lo < hi:
+        raise InputError(f"--bounds expects LO,HI with LO < HI (the range of the coefficient, e.g. "
+                         f"-2.3026,2.3026 for hazard ratios 0.1 to 10), got {text!r}")
+    return lo, hi
 
 
 def _analyse(args, tol):
@@ -438,6 +479,7 @@ def _check_fit_options(args) -> None:
     _check_spec_options(args)
     _check_prior_options(args)
     _check_selection_options(args)
+    _check_approximation_options(args)
     _check_backend(Backend.of(args.backend, args.dtype))
     _check_output(args.out, "--out", (".json", ".csv"))
     if args.plot_dir:
@@ -467,6 +509,21 @@ def _check_spec_options(args) -> None:
         one_fit = [o for o in ("--plot-dir", "--progress") if _given(args, o)]
         if one_fit:
             raise InputError(f"{', '.join(one_fit)} show(s) one fit; with several --spec run them one at a time")
+
+
+def _check_approximation_options(args) -> None:
+    """--approximate writes one file: --out FILE.json, and none of the steps of an analysis."""
+    if not args.approximate:
+        given = [o for o in ("--approximation", "--bounds") if _given(args, o)]
+        if given:
+            raise InputError(f"{', '.join(given)} set(s) up a likelihood approximation: give --approximate COEF too")
+        return
+    if not args.out or not args.out.endswith(".json"):
+        raise InputError(f"--approximate writes the approximation to --out FILE.json, got --out {args.out!r}")
+    steps = [o for o in ("--cv", "--bootstrap", "--profile", "--plot-dir", "--dask") if _given(args, o)]
+    if steps or (args.spec and len(args.spec) > 1):
+        raise InputError(f"--approximate profiles one coefficient of one model: "
+                         f"{', '.join(steps) or 'several --spec'} cannot be used with it")
 
 
 def _check_selection_options(args) -> None:
@@ -707,7 +764,8 @@ def _cmd_ode(args) -> int:
     return ode_main(args)
 
 
-_COMMANDS = {"fit": _cmd_fit, "simulate": _cmd_simulate, "demo": _cmd_demo, "info": _cmd_info, "ode": _cmd_ode}
+_COMMANDS = {"fit": _cmd_fit, "simulate": _cmd_simulate, "demo": _cmd_demo, "info": _cmd_info, "ode": _cmd_ode,
+             "pool": run_pool}
 
 if __name__ == "__main__":
     sys.exit(main())

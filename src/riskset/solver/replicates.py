@@ -74,7 +74,7 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
     state = batch.new_state(beta)
     messages = [""] * R
     n_iter = np.zeros(R, np.int64)
-    converged = np.zeros(R, bool)
+    converged = ~free.any(axis=1)  # nothing to fit (a profile point of a one-coefficient model): at the optimum
     kkt = np.full(R, np.nan)
 
     # 1. restricted start: unpenalized coordinates alone, then the gamma_max test
