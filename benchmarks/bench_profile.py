@@ -23,7 +23,7 @@ from scipy import optimize, stats
 
 import riskset
 from _common import cached_simulation, load, print_table
-from riskset import inference
+from riskset import inference, profile_likelihood
 from riskset.backend import Backend
 from riskset.core.penalty import Penalty
 from riskset.solver.ccd import SolverOptions, fit_ccd
@@ -80,7 +80,7 @@ def main():
 
     runs = {("sequential brentq", 1): lambda: sequential(datafit, mle.beta, mle.objective, columns, se, options)}
     for jobs in sorted({1, args.jobs}):
-        runs["batched lockstep", jobs] = lambda jobs=jobs: inference.profile_intervals(
+        runs["batched lockstep", jobs] = lambda jobs=jobs: profile_likelihood.profile_intervals(
             datafit, mle.beta, mle.objective, Penalty(zeros, zeros), columns, names, options=options, se=se,
             backend=Backend.of(n_jobs=jobs))
     best, result = {}, {}

@@ -7,9 +7,11 @@ profile itself; the adaptive grid against its own tolerance.
 """
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import riskset
 from riskset import profile_likelihood
+from riskset.data.dataset import Dataset
 from riskset.profile_likelihood import chord_errors
 
 
@@ -130,3 +132,58 @@ def test_loglik_at_given_coefficients(cox_data):
     assert riskset.loglik_at(cox_data, "cox", {}) == pytest.approx(null.loglik, rel=1e-12)
     with pytest.raises(riskset.InputError, match="unknown coefficient"):
         riskset.loglik_at(cox_data, "cox", {"x9": 1.0})
+
+
+def test_predictive_loglik_of_held_out_rows_is_their_own_loglik(cox_data):
+    """Weights 1 on the held-out rows, 0 elsewhere: the log-likelihood of those rows alone
+    (their own risk sets), as a cross-validation fold is scored."""
+    fitted = riskset.fit(cox_data, "cox")
+    held = np.arange(cox_data.n_rows) % 3 == 0
+    alone = riskset.loglik_at(cox_data.subset(held), "cox", fitted)
+    assert riskset.loglik_at(cox_data, "cox", fitted, weights=held.astype(float)) == pytest.approx(alone, rel=1e-12)
+    with pytest.raises(riskset.InputError, match="one value per row"):
+        riskset.loglik_at(cox_data, "cox", fitted, weights=[1.0, 0.0])
+    with pytest.raises(riskset.InputError, match="negative weight"):
+        riskset.loglik_at(cox_data, "cox", fitted, weights=-held.astype(float))
+
+
+def test_univariable_correlation_is_pearsons_of_each_column_with_y():
+    data = riskset.simulate(n=800, p=12, model="logistic", seed=3, density=0.3)
+    X = data.X.toarray()
+    X[:, 5] = 1.0
+    data = Dataset(X=sp.csc_matrix(X), covariate_names=[f"x{j}" for j in range(12)], row_ids=np.arange(800),
+                   y=data.y)
+    corr = riskset.univariable_correlation(data)
+    expected = [np.corrcoef(X[:, j], data.y)[0, 1] if X[:, j].std() > 0 else np.nan for j in range(12)]
+    np.testing.assert_allclose(corr.to_numpy(), expected, rtol=1e-12, atol=1e-14)
+    assert np.isnan(corr["x5"])  # a constant column: no correlation
+    strong = riskset.univariable_correlation(data, threshold=0.1)
+    assert list(strong.index) == [n for n, c in corr.items() if abs(c) >= 0.1]
+    with pytest.raises(riskset.InputError, match="needs an outcome y"):
+        riskset.univariable_correlation(riskset.simulate(n=50, p=2, model="cox", seed=1))
+    with pytest.raises(riskset.InputError, match="threshold must be a correlation"):
+        riskset.univariable_correlation(data, threshold=2.0)
+
+
+def test_weight_based_search_trains_on_the_weighted_rows_and_scores_the_others():
+    data = riskset.simulate(n=600, p=8, model="logistic", seed=6)
+    held = np.arange(600) >= 450  # the last quarter held out (its weights 0)
+    cv = riskset.cross_validate(data, "logistic", riskset.Laplace(exclude=["intercept"]), n_grid=4, progress=False,
+                                held_out=held, tol=1e-12)
+    assert len(cv.scores) == 4 and (cv.scores["fold"] == 0).all()
+    for row in cv.scores.itertuples():
+        train = riskset.fit(data.subset(~held), "logistic", riskset.Laplace(variance=row.variance,
+                                                                            exclude=["intercept"]), tol=1e-12)
+        assert row.score == pytest.approx(riskset.loglik_at(data.subset(held), "logistic", train), rel=1e-7)
+    with pytest.raises(riskset.InputError, match="holds out 0 of 600 rows"):
+        riskset.cross_validate(data, "logistic", riskset.Laplace(), held_out=np.zeros(600, bool), progress=False)
+
+
+def test_cohort_method_defaults_are_one_call():
+    from riskset.selection.cv import COHORT_METHOD_CV
+
+    assert COHORT_METHOD_CV == {"n_folds": 10, "n_repeats": 10, "auto": True, "tol": 2e-7, "seed": 1}
+    data = riskset.simulate(n=400, p=5, model="logistic", seed=2)
+    cv = riskset.cross_validate(data, "logistic", riskset.Laplace(exclude=["intercept"]), n_grid=3,
+                                progress=False, **COHORT_METHOD_CV)
+    assert set(cv.scores["repeat"]) == set(range(10)) and set(cv.scores["fold"]) == set(range(10))

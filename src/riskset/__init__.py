@@ -14,7 +14,7 @@ from riskset.exceptions import ConvergenceWarning, DataWarning, InputError
 from riskset.likelihood import loglik_at, profile_loglik
 from riskset.models.sccs import incidence_rate_ratios
 from riskset.results import FitResult
-from riskset.separability import separability
+from riskset.separability import separability, univariable_correlation
 from riskset.selection import bootstrap, cross_validate, fit_specs, regularization_path
 from riskset.simulate import simulate
 from riskset.survival import baseline_hazard, kaplan_meier, numbers_at_risk, predict_survival
@@ -38,6 +38,6 @@ def __getattr__(name):
     raise AttributeError(f"module 'riskset' has no attribute {name!r}")
 
 
-__all__ = ["profile_loglik", "loglik_at", "baseline_hazard", "kaplan_meier", "numbers_at_risk", "predict_survival", "aalen_johansen", "predict_cif", "robust_se", "fit", "Dataset", "build_sccs", "eras_dataset", "incidence_rate_ratios", "from_arrays", "from_duckdb", "from_frame", "from_long", "ConvergenceWarning",
+__all__ = ["univariable_correlation", "profile_loglik", "loglik_at", "baseline_hazard", "kaplan_meier", "numbers_at_risk", "predict_survival", "aalen_johansen", "predict_cif", "robust_se", "fit", "Dataset", "build_sccs", "eras_dataset", "incidence_rate_ratios", "from_arrays", "from_duckdb", "from_frame", "from_long", "ConvergenceWarning",
            "DataWarning", "InputError", "FitResult", "simulate", "ElasticNet", "Laplace", "NoPrior", "Normal",
            "Prior", "bootstrap", "cross_validate", "fit_specs", "regularization_path", "separability", "__version__"]

@@ -4,6 +4,7 @@ used by CohortMethod, SelfControlledCaseSeries and EvidenceSynthesis)."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -135,12 +136,15 @@ def _checked_grid(points, bounds, tol, initial_grid) -> np.ndarray | None:
     return None
 
 
-def loglik_at(data: Dataset, model: str | Model, coefficients, **model_options) -> float:
+def loglik_at(data: Dataset, model: str | Model, coefficients, *, weights=None, **model_options) -> float:
     """The log-likelihood of ``model`` on ``data`` at given coefficients, no fit (e.g. the
     null model of a treatment effect: its estimate with the treatment at 0).
 
     ``coefficients``: a mapping name -> value (the coefficients it leaves out are 0) or a
-    :class:`~riskset.results.FitResult`.
+    :class:`~riskset.results.FitResult`. ``weights`` (one per row, >= 0) replace the data's
+    case weights: the predictive log-likelihood of held-out rows (Cyclops'
+    ``getCyclopsPredictiveLogLikelihood``; weight 1 on the held-out rows, 0 elsewhere: a Cox
+    model's risk sets are then those of the held-out rows, as cross-validation scores them).
 
     >>> import riskset
     >>> data = riskset.simulate(n=300, p=2, model="logistic", seed=3)
@@ -150,6 +154,11 @@ def loglik_at(data: Dataset, model: str | Model, coefficients, **model_options) 
     """
     from riskset.results import FitResult
 
+    if weights is not None:
+        check.finite_numbers("weights", weights)
+        if np.shape(weights) != (data.n_rows,):
+            raise InputError(f"weights must have one value per row ({data.n_rows}), got shape {np.shape(weights)}")
+        data = replace(data, weights=np.asarray(weights, dtype=np.float64))  # checked by the Dataset
     args = check_fit(data, model, None, **model_options)
     datafit, names = prepared_datafit(data, args.model, args.backend)
     given = coefficients.coef.to_dict() if isinstance(coefficients, FitResult) else check.fixed_values(

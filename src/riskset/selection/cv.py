@@ -27,10 +27,16 @@ from riskset.results import FitResult
 from riskset.api import fit
 from riskset.selection.common import Context, checked_grid, varied_prior, prior_with_variance, variance_grid
 from riskset.selection.executors import run_tasks
-from riskset.selection.folds import assign_folds
+from riskset.selection.folds import assign_folds, checked_splits
 from riskset.solver.prior import Prior
 
 _GOLDEN = (np.sqrt(5) - 1) / 2
+
+#: CohortMethod's cross-validation of the propensity model (its ``createCreatePsArgs``
+#: control: ``cvType = "auto"``, ``cvRepetitions = 10``, 10 folds, ``tolerance = 2e-7``,
+#: ``seed = 1``); Cyclops' auto search starts at variance 0.01 and walks, riskset's scans
+#: the grid from gamma_max and refines between the best point's neighbours.
+COHORT_METHOD_CV = {"n_folds": 10, "n_repeats": 10, "auto": True, "tol": 2e-7, "seed": 1}
 
 
 @dataclass
@@ -59,7 +65,7 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
                    n_folds: int = 10, n_repeats: int = 1, seed: int = 0, auto: bool = False,
                    n_refine: int = 4, executor=None, n_jobs: int = 1, progress: bool = True,
                    tol: float = 1e-8, refit: bool = True, backend: str = "cpu", dtype: str = "float64",
-                   **model_options) -> CVResult:
+                   held_out=None, **model_options) -> CVResult:
     """Choose the prior variance by k-fold cross-validation, repeated ``n_repeats`` times.
 
     Parameters
@@ -73,6 +79,14 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
         :func:`riskset.selection.executors.run_tasks`.
     backend, dtype : ``"gpu"`` fits every split in one batch on the device (see
         :func:`riskset.fit`); the refit on all data uses the same backend.
+    held_out : boolean mask of the rows held out, one row per split, instead of random folds
+        (``n_folds``, ``n_repeats`` and ``seed`` are then not used). One mask is one split:
+        Cyclops' weight-based search (``createWeightBasedSearchControl``) is
+        ``held_out=(weights == 0)``, training on the rows of positive weight and scoring the
+        others. Subjects and matched sets must stay whole.
+
+    CohortMethod's propensity-model search (auto search, 10 repetitions of 10 folds,
+    tolerance 2e-7, seed 1) is ``**riskset.selection.cv.COHORT_METHOD_CV``.
 
     Examples
     --------
@@ -91,11 +105,15 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     where = Backend.of(backend, dtype, n_jobs)
     where.check_executor(executor)
     prior, grid = varied_prior(prior), checked_grid(variances, n_grid)
-    folds = assign_folds(data, n_folds, n_repeats, seed, m)  # checks n_folds against the units, before any work
+    if held_out is None:
+        folds = assign_folds(data, n_folds, n_repeats, seed, m)  # checks n_folds against the units, before any work
+        splits = [(r, k) for r in range(n_repeats) for k in range(n_folds)]
+        held_out = np.array([folds[r] == k for r, k in splits])
+    else:
+        held_out = checked_splits(data, held_out, m)
+        splits, n_folds = [(0, k) for k in range(held_out.shape[0])], held_out.shape[0]
     ctx = Context(data, m, prior, tol, where)
     grid = variance_grid(ctx, grid, n_grid)
-    splits = [(r, k) for r in range(n_repeats) for k in range(n_folds)]
-    held_out = np.array([folds[r] == k for r, k in splits])
     _require_informative_training(ctx, held_out, splits, n_folds)
     path = ctx.path(grid, progress, desc="full-data path")
     likely = np.array([ctx.likely_entrants(path[g], v) for g, v in enumerate(grid)])

@@ -79,3 +79,38 @@ def bootstrap_weights(data: Dataset, rng: np.random.Generator, model: str | Mode
     n_units = int(units.max()) + 1
     counts = np.bincount(rng.integers(0, n_units, n_units), minlength=n_units)
     return counts[units].astype(np.float64)
+
+
+def checked_splits(data: Dataset, held_out, model: str | Model | None = None) -> np.ndarray:
+    """User-given splits as a (splits, rows) boolean array (a 1-d mask is one split: e.g. the
+    rows of weight 0 held out, Cyclops' weight-based search), checked: each split holds out
+    some rows and trains on others, and keeps the model's resampling units (subjects,
+    matched sets) whole.
+
+    >>> import numpy as np, riskset
+    >>> d = riskset.simulate(n=10, p=2, model="logistic", seed=0)
+    >>> checked_splits(d, np.arange(10) < 3).shape
+    (1, 10)
+    """
+    mask = np.asarray(held_out)
+    if mask.dtype != bool:
+        raise InputError(f"held_out must be a boolean mask of the rows held out (one row per split), got dtype "
+                         f"{mask.dtype}")
+    mask = np.atleast_2d(mask)
+    if mask.ndim != 2 or mask.shape[1] != data.n_rows:
+        raise InputError(f"held_out must have one column per row of the data ({data.n_rows}), got shape "
+                         f"{np.shape(held_out)}")
+    counts = mask.sum(axis=1)
+    empty = np.flatnonzero((counts == 0) | (counts == data.n_rows))
+    if empty.size:
+        raise InputError(f"split {empty[0] + 1} of held_out holds out {counts[empty[0]]} of {data.n_rows} rows: "
+                         f"each split needs rows to hold out and rows to train on")
+    units = resampling_units(data, model)
+    size = np.bincount(units)
+    for k, out in enumerate(mask):
+        split = np.flatnonzero((np.bincount(units, weights=out, minlength=size.size) % size) != 0)
+        if split.size:
+            what = "subject" if data.subject is not None else "matched set (stratum)"
+            raise InputError(f"split {k + 1} of held_out divides a {what} between training and held-out rows "
+                             f"(first: unit {split[0]}): hold out whole {what}s")
+    return mask
