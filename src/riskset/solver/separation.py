@@ -173,16 +173,22 @@ def _loglik_at(datafit, beta) -> float:
         return np.nan
 
 
+#: Diverging coefficients a message names (the others are counted; FitResult.diverging has them all).
+NAMED_AT_MOST = 5
+
+
 def nonexistence_message(datafit, diverging: dict[int, int]) -> str:
     """The message of a fit whose estimate does not exist, naming the diverging
     coefficients and, where the univariable check confirms it, the pattern in the data."""
     columns = np.array(sorted(diverging), dtype=np.int64)
     names = [datafit.coef_label(j) for j in columns]
-    limits = ", ".join(f"{n!r} -> {'+' if diverging[j] > 0 else '-'}inf" for n, j in zip(names, columns))
-    alone = univariable_directions(datafit, columns)
-    reasons = [datafit.separation_pattern(n, diverging[j]) for n, j, s in zip(names, columns, alone)
+    shown = columns[:NAMED_AT_MOST]
+    more = f" and {columns.size - shown.size} more" if columns.size > shown.size else ""
+    limits = ", ".join(f"{n!r} -> {'+' if diverging[j] > 0 else '-'}inf" for n, j in zip(names, shown)) + more
+    alone = univariable_directions(datafit, shown)
+    reasons = [datafit.separation_pattern(n, diverging[j]) for n, j, s in zip(names, shown, alone)
                if s == diverging[j]]
-    why = f": {'; '.join(reasons)}" if reasons else ""
+    why = f": {'; '.join(reasons)}{' ...' if more and reasons else ''}" if reasons else ""
     them = "it" if len(names) == 1 else "them"
     return (f"the estimate does not exist: the likelihood keeps increasing as {limits} "
             f"(monotone likelihood, separation{why}). Put a prior on {them} (e.g. riskset.Normal(variance=1), "
