@@ -34,8 +34,10 @@ def aalen_johansen(time, status, group=None, weights=None, event_of_interest: in
 
     Returns a DataFrame with columns ``group`` (when given), ``time``, ``n_risk``,
     ``n_event`` (event of interest), ``n_competing``, ``n_censor``, ``survival``
-    (all-cause Kaplan-Meier, event-free probability), ``cif`` (event of interest) and
-    ``cif_competing`` (all competing events together); weighted counts with ``weights``.
+    (all-cause Kaplan-Meier, event-free probability), ``cif`` (event of interest),
+    ``cif_competing`` (all competing events together) and ``variance`` (of ``cif``: the
+    delta-method estimate that R's ``cmprsk::cuminc`` reports, :func:`cif_variance`);
+    weighted counts with ``weights`` (the variance then treats them as counts).
 
     Examples
     --------
@@ -61,6 +63,7 @@ def aalen_johansen(time, status, group=None, weights=None, event_of_interest: in
     surv = np.empty_like(n_total)
     cif = np.empty_like(n_total)
     cif2 = np.empty_like(n_total)
+    variance = np.empty_like(n_total)
     for a, b in zip(bounds[:-1], bounds[1:]):  # one iteration per group, vectorized within
         nr = t.n_risk[a:b]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -71,11 +74,39 @@ def aalen_johansen(time, status, group=None, weights=None, event_of_interest: in
         surv[a:b] = s
         cif[a:b] = np.cumsum(s_left * h1)
         cif2[a:b] = np.cumsum(s_left * h2)
+        variance[a:b] = cif_variance(nr, n_event[a:b], n_comp[a:b], s_left, s, cif[a:b])
     res = pd.DataFrame({"time": ut, "n_risk": t.n_risk, "n_event": n_event, "n_competing": n_comp,
-                        "n_censor": n_censor, "survival": surv, "cif": cif, "cif_competing": cif2})
+                        "n_censor": n_censor, "survival": surv, "cif": cif, "cif_competing": cif2,
+                        "variance": variance})
     if group is not None:
         res.insert(0, "group", glabels[ug])
     return res
+
+
+def cif_variance(n_risk, n_event, n_competing, surv_before, surv, cif) -> np.ndarray:
+    """Variance of the Aalen-Johansen cumulative incidence at each distinct time of one group,
+    as R's ``cmprsk::cuminc`` (the delta-method estimate of its C routine ``cinc``).
+
+    With S- and S the all-cause survival before and at t, F the incidence, r the number at
+    risk and d events (of interest or competing), each time adds to three running sums,
+    with w = S-^2 (1 - (d - 1) / (r - 1)) d / r^2 (the tie correction 1 for d = 1):
+    an event of interest a = 1 + F / S, b = 1 / S; a competing event a = F / S, b = 1 / S
+    (both 0 once S = 0); v1 += a^2 w, v2 += a b w, v3 += b^2 w. The variance is
+    v1 + F^2 v3 - 2 F v2.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = np.where(surv > 0, 1.0 / surv, 0.0)
+
+        def weight(d):
+            ties = np.where(d > 1, 1.0 - (d - 1.0) / (n_risk - 1.0), 1.0)
+            return np.where((d > 0) & (n_risk > 0), surv_before ** 2 * ties * d / n_risk ** 2, 0.0)
+
+        w_event, w_competing = weight(n_event), weight(n_competing) * (surv > 0)
+    a_event, a_competing = 1.0 + inv * cif, inv * cif
+    v1 = np.cumsum(a_event ** 2 * w_event + a_competing ** 2 * w_competing)
+    v2 = np.cumsum(inv * (a_event * w_event + a_competing * w_competing))
+    v3 = np.cumsum(inv ** 2 * (w_event + w_competing))
+    return v1 + cif ** 2 * v3 - 2.0 * cif * v2
 
 
 # -- fitted Fine-Gray models ------------------------------------------------------------------

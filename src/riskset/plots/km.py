@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from riskset.plots.layout import fit_to_canvas
+from riskset.plots.risk_table import draw_risk_table, figure_with_table, numbers_at
 from riskset.survival import kaplan_meier
 from riskset.validation import renamed
 
 #: Knots kept per curve: one per 1/STEP_BINS of the time axis, far below a pixel.
 STEP_BINS = 2000
-#: Font size (points) of the numbers-at-risk table.
-FONT_SIZE = 8
 
 
 @renamed(conf_level="level")
@@ -34,7 +34,10 @@ def plot_km(time, status, group=None, weights=None, *, conf_int: bool = True, le
         ``1 / max_censor_marks`` of the time axis per curve, so at most ``max_censor_marks``
         per curve (the legend says when marks were thinned); ``"all"`` marks every
         censoring time; ``"none"`` draws no marks.
-    ax : existing axes to draw into (the table is then placed below it).
+    ax : existing axes to draw into (the table is then placed below it); without it, a
+        new figure laid out so that a plain ``fig.savefig(path)`` keeps every label and the
+        table (:func:`riskset.plots.layout.fit_to_canvas`). The table uses the figure's
+        tick label font.
 
     Returns
     -------
@@ -53,8 +56,9 @@ def plot_km(time, status, group=None, weights=None, *, conf_int: bool = True, le
         raise ValueError(f"censor_marks must be 'thin', 'all' or 'none', got {censor_marks!r}")
     time = np.asarray(time, dtype=np.float64)
     km = kaplan_meier(time, status, group=group, weights=weights, level=level)
-    fig, ax, table_ax = _layout(ax, n_rows=km["group"].nunique() if group is not None else 1,
-                                risk_table=risk_table)
+    owned = ax is None
+    fig, ax, table_ax = figure_with_table(ax, n_rows=km["group"].nunique() if group is not None else 1,
+                                          risk_table=risk_table)
     groups = [None] if group is None else list(km["group"].unique())
     parts = [km if g is None else km[km["group"] == g] for g in groups]
     labels = ["all" if g is None else str(g) for g in groups]
@@ -77,26 +81,10 @@ def plot_km(time, status, group=None, weights=None, *, conf_int: bool = True, le
         ticks = [t for t in ax.get_xticks() if 0 <= t <= span[1]] if risk_times is None else list(risk_times)
         ax.set_xticks(ticks)
         ax.set_xlim(0, span[1] * 1.02)
-        _draw_risk_table(table_ax, ax, labels, [_at_risk(part, ticks) for part in parts], ticks, colors, xlabel)
+        draw_risk_table(table_ax, ax, labels, [numbers_at(part, ticks) for part in parts], ticks, colors, xlabel)
+    if owned:
+        fit_to_canvas(fig)
     return fig
-
-
-def _layout(ax, n_rows: int, risk_table: bool):
-    """(figure, curve axes, table axes or None); a new figure gives the table its own row."""
-    import matplotlib.pyplot as plt
-
-    if not risk_table:
-        if ax is None:
-            fig, ax = plt.subplots(figsize=(7, 4))
-        return ax.figure, ax, None
-    table_height = 0.45 + 0.22 * n_rows  # inches: header line plus one line per group
-    if ax is None:
-        fig, (ax, table_ax) = plt.subplots(2, 1, figsize=(7, 4.5 + table_height), sharex=True,
-                                           gridspec_kw={"height_ratios": [4.5, table_height], "hspace": 0.35})
-        return fig, ax, table_ax
-    fraction = table_height / ax.figure.get_size_inches()[1] / ax.get_position().height
-    table_ax = ax.inset_axes([0.0, -0.25 - fraction, 1.0, fraction], sharex=ax)
-    return ax.figure, ax, table_ax
 
 
 def thin_steps(t, *values, n_bins: int = STEP_BINS, span=None):
@@ -145,31 +133,3 @@ def _legend(ax, by_group: bool, has_marks: bool, thinned: bool):
         labels.append("censored (marks thinned)" if thinned else "censored")
     if handles:
         ax.legend(handles, labels, loc="best", frameon=False)
-
-
-def _at_risk(part, ticks):
-    """Number (weight) at risk at each tick: ``n_risk`` at the first distinct time >= the tick."""
-    first = np.searchsorted(part["time"].to_numpy(), ticks, side="left")
-    n_risk = np.r_[part["n_risk"].to_numpy(), 0.0]
-    return n_risk[first]
-
-
-def _draw_risk_table(table_ax, ax, labels, at_risk, ticks, colors, xlabel):
-    """Numbers at risk as text centred under the time ticks, one coloured row per group."""
-    texts = [[f"{v:,.0f}" if float(v).is_integer() else f"{v:,.1f}" for v in row] for row in at_risk]
-    widest = max((len(x) for row in texts for x in row), default=1)
-    table_ax.set_ylim(len(labels) - 0.5, -0.5)
-    table_ax.tick_params(axis="x", labelbottom=False, bottom=False)
-    # group names sit left of the first column, which is centred on t = 0: pad by half its width
-    table_ax.set_yticks(range(len(labels)), labels)
-    table_ax.tick_params(axis="y", length=0, pad=4 + 0.3 * FONT_SIZE * widest)
-    for tick_label, color in zip(table_ax.get_yticklabels(), colors):
-        tick_label.set_color(color)
-    for side in table_ax.spines.values():
-        side.set_visible(False)
-    table_ax.set_title("Number at risk", fontsize=9, loc="left")
-    for r, row in enumerate(texts):
-        for t, text in zip(ticks, row):
-            table_ax.text(t, r, text, ha="center", va="center", fontsize=FONT_SIZE)
-    ax.tick_params(axis="x", labelbottom=True)
-    ax.set_xlabel(xlabel)

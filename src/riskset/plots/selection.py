@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from riskset.plots.layout import fit_to_canvas
+
 #: Forest plot: inches per row, inches for title and axis, and the height cap (inches).
 ROW_HEIGHT, FRAME_HEIGHT, MAX_HEIGHT = 0.25, 1.3, 16.0
 #: Smallest label font (points) when a capped forest plot shrinks its rows.
@@ -28,10 +30,13 @@ def _axes(ax, figsize=(6.4, 4.2)):
     return plt.subplots(figsize=figsize)
 
 
-def _finish(fig, path):
+def _finish(fig, path, owned: bool):
+    """Lay out a figure the plot made (:func:`riskset.plots.layout.fit_to_canvas`: a plain
+    ``savefig`` keeps every label and value column) and save it to ``path`` if given."""
+    if owned:
+        fit_to_canvas(fig)
     if path is not None:
-        fig.tight_layout()
-        fig.savefig(path, dpi=120, bbox_inches="tight")  # "tight": labels outside the axes are kept
+        fig.savefig(path, dpi=120, bbox_inches=None if owned else "tight")
     return fig
 
 
@@ -55,6 +60,7 @@ def plot_cv(cv, path=None, ax=None):
     >>> cv.plot().axes[0].get_xscale()
     'log'
     """
+    owned = ax is None
     fig, ax = _axes(ax)
     s = cv.summary.sort_values("variance")
     ax.errorbar(s["variance"], s["mean"], yerr=s["se"].fillna(0), marker="o", ms=3, capsize=2)
@@ -65,7 +71,7 @@ def plot_cv(cv, path=None, ax=None):
     n_splits = len(cv.scores[["repeat", "fold"]].drop_duplicates())
     ax.set_title(f"Cross-validation over {n_splits} held-out folds: "
                  f"selected variance {cv.selected_variance:.3g} (dashed)", fontsize=10)
-    return _finish(fig, path)
+    return _finish(fig, path, owned)
 
 
 def plot_path(path_table, path=None, ax=None, top: int | None = 10, labels=None):
@@ -86,6 +92,7 @@ def plot_path(path_table, path=None, ax=None, top: int | None = 10, labels=None)
     ['a']
     """
     labels = path_table.attrs.get("labels") if labels is None else labels
+    owned = ax is None
     fig, ax = _axes(ax)
     table = path_table.drop(columns=[c for c in ("intercept",) if c in path_table.columns])
     v = table.index.to_numpy()
@@ -101,7 +108,7 @@ def plot_path(path_table, path=None, ax=None, top: int | None = 10, labels=None)
     shown = f"the {len(named)} largest named" if len(named) < table.shape[1] else "all named"
     ax.set_title(f"Regularization path: {table.shape[1]} coefficients, {shown}")
     _name_curve_ends(ax, v[-1], table[named].iloc[-1].to_numpy(), _display_names(named, labels), colors)
-    return _finish(fig, path)
+    return _finish(fig, path, owned)
 
 
 def _name_curve_ends(ax, x_end, y_ends, names, colors, fontsize=7):
@@ -178,6 +185,7 @@ def plot_forest(table, path=None, ax=None, title="Intervals", exponentiate: bool
         labels = dict(zip(table["name"], table["covariate_name"]))
     shown = select_rows(table, top)
     n = len(shown)
+    owned = ax is None
     fig, ax = _axes(ax, figsize=(6.4, min(FRAME_HEIGHT + ROW_HEIGHT * max(n, 1), MAX_HEIGHT)))
     y = np.arange(n)[::-1]
     est, lo, hi = (shown[c].to_numpy(dtype=float) for c in ("estimate", "lower", "upper"))
@@ -197,7 +205,7 @@ def plot_forest(table, path=None, ax=None, title="Intervals", exponentiate: bool
     ax.set_title(title if n == len(table) else
                  f"{title}\nthe {n} largest of {len(table)} coefficients ({(table['estimate'] == 0).sum()} are zero)",
                  fontsize=10)
-    return _finish(fig, path)
+    return _finish(fig, path, owned)
 
 
 def _ratio_axis(ax):
