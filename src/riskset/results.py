@@ -147,7 +147,8 @@ class FitResult:
         """Tidy table: name, estimate, se, z, p, Wald interval, exp(estimate) and interval.
 
         Profile-likelihood intervals, when computed, replace the Wald ones (column
-        ``interval`` says which). ``table.attrs['roles']`` says which columns were
+        ``interval`` says which; the Wald ones stay beside them as ``wald_lower`` and
+        ``wald_upper``). ``table.attrs['roles']`` says which columns were
         used as weights, strata and offset (:attr:`roles`), ``table.attrs['variance']``
         which standard errors ``se`` are (:attr:`variance`). Aliased coefficients (column
         ``aliased``) have NaN estimates, as R's NA. When the data came with a covariate
@@ -172,6 +173,7 @@ class FitResult:
         if self.intervals is not None:
             prof = self.intervals.set_index("name")
             hit = t["name"].isin(prof.index)
+            t["wald_lower"], t["wald_upper"] = t["lower"], t["upper"]  # kept beside the profile interval
             t.loc[hit, "lower"] = prof.loc[t.loc[hit, "name"], "lower"].to_numpy()
             t.loc[hit, "upper"] = prof.loc[t.loc[hit, "name"], "upper"].to_numpy()
             t.loc[hit, "interval"] = "profile"
