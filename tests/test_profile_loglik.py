@@ -187,3 +187,29 @@ def test_cohort_method_defaults_are_one_call():
     cv = riskset.cross_validate(data, "logistic", riskset.Laplace(exclude=["intercept"]), n_grid=3,
                                 progress=False, **COHORT_METHOD_CV)
     assert set(cv.scores["repeat"]) == set(range(10)) and set(cv.scores["fold"]) == set(range(10))
+
+
+def test_profile_loglik_on_the_command_line(tmp_path, capsys):
+    import pandas as pd
+
+    from riskset import cli
+
+    data = riskset.simulate(n=400, p=3, model="cox", seed=8)
+    frame = pd.DataFrame(data.X.toarray(), columns=data.covariate_names).assign(t=data.time, s=data.status)
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    base = ["fit", "--data", str(tmp_path / "d.csv"), "--model", "cox", "--time", "t", "--status", "s"]
+    out = tmp_path / "profile.csv"
+    assert cli.main(base + ["--profile-loglik", "x0", "--points=-0.5,0,0.5", "--out", str(out), "--quiet"]) == 0
+    by_cli = pd.read_csv(out)
+    direct = riskset.profile_loglik(data, "cox", coef="x0", points=[-0.5, 0.0, 0.5])
+    np.testing.assert_allclose(by_cli["value"], direct["value"], rtol=1e-10)
+    assert cli.main(base + ["--profile-loglik", "x0", "--bounds=-1,1", "--out", str(out), "--quiet"]) == 0
+    assert len(pd.read_csv(out)) > 10
+    for extra, message in ((["--profile-loglik", "x0", "--out", str(out)], "needs --points A,B,... or --bounds"),
+                           (["--profile-loglik", "x0", "--points", "0", "--out", str(tmp_path / "p.json")],
+                            "--out FILE.csv"),
+                           (["--points", "0,1"], "--points sets up --profile-loglik COEF"),
+                           (["--profile-loglik", "x0", "--points", "0,a", "--out", str(out)], "--points 'a'"),
+                           (["--profile-loglik", "x9", "--points", "0", "--out", str(out)], "x9")):
+        assert cli.main(base + extra) == 2
+        assert message in capsys.readouterr().err

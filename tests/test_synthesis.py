@@ -159,7 +159,7 @@ def test_a_site_writes_its_approximation_from_the_command_line(sites, tmp_path, 
         assert message in capsys.readouterr().err
     assert cli.main(["fit", "--data", str(tmp_path / "site.csv"), "--model", "cox", "--time", "days",
                      "--status", "event", "--bounds", "0,1"]) == 2
-    assert "give --approximate COEF too" in capsys.readouterr().err
+    assert "COEF: give it too" in capsys.readouterr().err
 
 
 def test_sites_of_other_models_or_coefficients_are_refused_naming_them(tmp_path, capsys):

@@ -179,7 +179,15 @@ def _add_fit(sub):
                                                           "row of the data, only the curve (riskset.synthesis)")
     es.add_argument("--approximation", choices=KIND_CHOICES, default=None,
                     help="its kind (default grid_with_gradients, as EvidenceSynthesis)")
-    es.add_argument("--bounds", metavar="LO,HI", help="the range of COEF profiled (default log(0.1),log(10))")
+    es.add_argument("--bounds", metavar="LO,HI", help="the range of COEF profiled (default log(0.1),log(10)); "
+                                                     "with --profile-loglik an adaptive grid over it; a lower "
+                                                     "bound below 0: --bounds=-1,1")
+    es.add_argument("--profile-loglik", metavar="COEF", help="write, instead of the fit, the profile "
+                                                             "log-likelihood of COEF (point, value, derivative, "
+                                                             "converged) to --out FILE.csv, at --points or on an "
+                                                             "adaptive grid over --bounds")
+    es.add_argument("--points", metavar="A,B,...", help="the values of COEF profiled (with --profile-loglik); "
+                                                        "a list starting with a minus: --points=-0.5,0,0.5")
     s = p.add_argument_group("solver and output")
     s.add_argument("--tol", type=POSITIVE, default=None, help="relative objective change that ends the fit "
                                                             "(default 1e-10; 1e-12 with --spec)")
@@ -308,6 +316,8 @@ def _cmd_fit(args) -> int:
     tol = args.tol if args.tol is not None else (1e-12 if args.spec else 1e-10)
     if args.approximate:
         return _write_approximation(args, tol)
+    if args.profile_loglik:
+        return _write_profile(args, tol)
     if args.spec and len(args.spec) > 1:
         return _fit_many_specs(args, tol)
     with warnings.catch_warnings():
@@ -346,6 +356,30 @@ def _write_approximation(args, tol) -> int:
               f"({'its estimate exists' if approx.estimate_exists else 'its estimate does not exist'})")
         _report_written([args.out])
     return EXIT_OK
+
+
+def _write_profile(args, tol) -> int:
+    """``fit --profile-loglik COEF``: the profile log-likelihood table, written to --out."""
+    import riskset
+
+    data, model, prior, fixed = _analysis_inputs(args)
+    _check_known("--profile-loglik", [args.profile_loglik], model.coef_names(data))
+    where = ({"points": [_number("--points", v) for v in _names(args.points)]} if args.points
+             else {"bounds": _bounds(args.bounds)})
+    table = riskset.profile_loglik(data, model, prior, coef=args.profile_loglik, fixed=fixed, fit_tol=tol,
+                                   max_iter=args.max_iter, n_jobs=args.jobs or 1, **where)
+    table.to_csv(args.out, index=False)
+    if not args.quiet:
+        print(table.to_string(index=False))
+        _report_written([args.out])
+    return EXIT_OK if table["converged"].all() else EXIT_NOT_CONVERGED
+
+
+def _number(option: str, text: str) -> float:
+    try:
+        return NUMBER(text)
+    except argparse.ArgumentTypeError as err:
+        raise InputError(f"{option} {text!r}: {err}") from None
 
 
 def _bounds(text: str) -> tuple[float, float]:
@@ -512,17 +546,26 @@ def _check_spec_options(args) -> None:
 
 
 def _check_approximation_options(args) -> None:
-    """--approximate writes one file: --out FILE.json, and none of the steps of an analysis."""
-    if not args.approximate:
-        given = [o for o in ("--approximation", "--bounds") if _given(args, o)]
-        if given:
-            raise InputError(f"{', '.join(given)} set(s) up a likelihood approximation: give --approximate COEF too")
+    """--approximate and --profile-loglik write one curve to --out (.json, .csv), and take
+    none of the steps of an analysis."""
+    curve = "--approximate" if args.approximate else "--profile-loglik" if args.profile_loglik else None
+    if args.approximate and args.profile_loglik:
+        raise InputError("give --approximate or --profile-loglik, not both")
+    needs = {"--approximation": "--approximate", "--points": "--profile-loglik",
+             "--bounds": curve or "--approximate or --profile-loglik"}
+    for option, owner in needs.items():
+        if _given(args, option) and (curve is None or (owner != curve and option != "--bounds")):
+            raise InputError(f"{option} sets up {owner} COEF: give it too")
+    if curve is None:
         return
-    if not args.out or not args.out.endswith(".json"):
-        raise InputError(f"--approximate writes the approximation to --out FILE.json, got --out {args.out!r}")
+    suffix = ".json" if args.approximate else ".csv"
+    if not args.out or not args.out.endswith(suffix):
+        raise InputError(f"{curve} writes to --out FILE{suffix}, got --out {args.out!r}")
+    if args.profile_loglik and bool(args.points) == bool(args.bounds):
+        raise InputError("--profile-loglik needs --points A,B,... or --bounds LO,HI (an adaptive grid), one of them")
     steps = [o for o in ("--cv", "--bootstrap", "--profile", "--plot-dir", "--dask") if _given(args, o)]
     if steps or (args.spec and len(args.spec) > 1):
-        raise InputError(f"--approximate profiles one coefficient of one model: "
+        raise InputError(f"{curve} profiles one coefficient of one model: "
                          f"{', '.join(steps) or 'several --spec'} cannot be used with it")
 
 
@@ -538,7 +581,7 @@ def _check_selection_options(args) -> None:
              "--plot-dir": ("plots the cross-validation curve and the bootstrap estimates", replicates),
              "--dask": ("runs replicate fits or several --spec analyses", replicates or several),
              "--jobs": ("runs replicate fits, profile-likelihood points or several --spec analyses in parallel",
-                        replicates or several or bool(args.profile))}
+                        replicates or several or bool(args.profile or args.profile_loglik or args.approximate))}
     for option, (role, used) in needs.items():
         if _given(args, option) and not used:
             raise InputError(f"{option} {role}, and there is none to run: give --cv K or --bootstrap B"
