@@ -115,7 +115,11 @@ def test_breast_cancer_logistic_is_diagnosed_as_separated_by_the_covariates_it_n
     assert fit.status == "estimate_does_not_exist" and not fit.converged
     assert "monotone likelihood, separation" in fit.message and "prior" in fit.message
     named = [c for c in fit.diverging if c != "intercept"]
-    assert named and all(f"{c!r} -> " in fit.message for c in named)
+    # the message names the first few diverging coefficients and counts the others
+    shown = [c for c in fit.diverging if f"{c!r} -> " in fit.message]
+    assert named and len(shown) == min(len(fit.diverging), 5)
+    if len(fit.diverging) > 5:
+        assert f"and {len(fit.diverging) - 5} more" in fit.message
     # what it names diverges: those covariates alone separate the classes (before, 22 single
     # covariates were named, which do not), and the coefficients it ended at do too
     assert _separates(frame[named].to_numpy(), y)

@@ -47,9 +47,13 @@ def profile_loglik(data: Dataset, model: str | Model = "logistic", prior: Prior 
         The coefficient profiled (a covariate name or OHDSI covariate id).
     include_penalty : bool
         ``value`` is the penalized log-likelihood (the log-likelihood minus the prior's
-        penalty terms, every coefficient's, the held one at the point included), as
-        Cyclops' ``includePenalty = TRUE``; False: the log-likelihood alone. Without a
-        prior both are the log-likelihood.
+        penalty terms, every coefficient's, the held one at the point included: ``fit``'s
+        objective), as Cyclops' ``includePenalty = TRUE`` up to a constant (Cyclops adds the
+        prior's log normalizing constants, log(gamma / 2) per Laplace coefficient); False:
+        the log-likelihood alone, at the points' penalized optima. Without a prior both are
+        the log-likelihood. ``derivative`` is always that of ``value`` along the profile;
+        without the penalty and with other coefficients penalized, Cyclops returns the
+        partial derivative instead (tests/test_cyclops_engine.py).
     fixed : mapping name -> value
         Other coefficients held at values in every fit (:func:`riskset.fit`).
     fit_tol, max_iter : each fit's stopping rule (:func:`riskset.fit`'s ``tol``, ``max_iter``).
