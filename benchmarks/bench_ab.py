@@ -19,9 +19,7 @@ import json
 import os
 import subprocess
 import sys
-import time
 
-import numpy as np
 
 #: name -> (model, model options, prior (kind, variance), data recipe)
 CASES = {

@@ -9,7 +9,8 @@ Later (one session, 7946dbe -> a631bc8, interleaved runs): 77.3 s -> 61.0 s with
 products by row tiles and unsigned row indices; 41.5 s with the parabolic refinement (2 new
 variances instead of 5, each fitted on all data first, every split starting there); 39.7 s
 with the views' lazy event sums. ``--repeats 10`` (10 x 10, 700 fold fits): 714.6 s at
-bc4029a, 327 s after the first two changes, 337 s at the end (peak RSS 3.1 GB). A fold fit at N = 1M now costs ~0.5 s on one
+bc4029a, 327 s after the first two changes, 337 s at the end (peak RSS 3.1 GB). A fold fit at N = 1M now costs
+~0.5 s on one
 thread: ~3 gradients (~44 ms each), ~2-3 Newton steps (a local quadratic ~20 ms, ~3
 Hessian-vector products ~25 ms, a new state ~35 ms).
 Next session (0588981 -> 07121a8): 10 x 1 38.9 / 40.7 -> 34.7 s, 10 x 10 337 -> 271 s (peak RSS
@@ -133,7 +134,8 @@ def main():
     batched = time.perf_counter() - t
     points = cv.summary.shape[0]
     fits = args.folds * args.repeats * points
-    task = f"CV {args.folds}x{args.repeats}, {args.grid} {'default ' if args.default_grid else ''}variances" + (f" + {points - args.grid} refined" if args.refine else "")
+    task = (f"CV {args.folds}x{args.repeats}, {args.grid} {'default ' if args.default_grid else ''}variances"
+            + (f" + {points - args.grid} refined" if args.refine else ""))
     row = {"task": task, "fits": fits, "batched s": batched, "selected variance": cv.selected_variance,
            "10x10 CV est. s": batched / (args.folds * args.repeats) * 100}
     if not args.no_baseline:
@@ -171,7 +173,8 @@ def _report(args, rows):
     print(f"{args.model}, N={args.n}, P={args.p}, density {args.density}, L1, {args.jobs} threads, "
           f"batched on {args.backend}, "
           f"tol {args.tol:g}\n")
-    print_table(rows, ["task", "fits", "batched s", "selected variance", "one-by-one s", "speed-up", "max |diff|", "classic s",
+    print_table(rows, ["task", "fits", "batched s", "selected variance", "one-by-one s", "speed-up", "max |diff|",
+                       "classic s",
                        "vs classic", "classic |diff|", "10x10 CV est. s"])
 
 

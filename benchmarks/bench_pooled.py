@@ -136,7 +136,8 @@ def run(args):
         print(table.to_string(index=False, float_format=lambda v: f"{v:.6g}"))
     v, m = small
     print(f"N = {v['N']}: materialized / virtual peak memory = {m['peak MiB'] / v['peak MiB']:.1f}x, "
-          f"fit time {m['fit s'] / v['fit s']:.2f}x, |objective difference| = {abs(v['objective'] - m['objective']):.2e}")
+          f"fit time {m['fit s'] / v['fit s']:.2f}x, "
+          f"|objective difference| = {abs(v['objective'] - m['objective']):.2e}")
     full = rows[-1]
     extrap = m["peak MiB"] * full["person-periods"] / m["person-periods"]
     print(f"N = {full['N']}: virtual peak {full['peak MiB']:.0f} MiB; materialized extrapolated by person-periods "

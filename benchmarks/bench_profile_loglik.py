@@ -11,7 +11,8 @@ scratch. Both run after the estimate (the batched call fits it; its time is incl
 shown apart). The table prints wall seconds, the ratio, and the largest difference of the
 profile values between the two (both fits stop at a relative change of 1e-10). With
 --cyclops, Cyclops' getCyclopsProfileLogLikelihood of the Cox case (its time excludes its fit;
-'ratio' is then Cyclops over riskset's batched time, which includes riskset's fit). The SCCS model has a Normal prior (variance
+'ratio' is then Cyclops over riskset's batched time, which includes riskset's fit). The SCCS model has a
+Normal prior (variance
 1) on every drug but the profiled one, as SelfControlledCaseSeries' default.
 """
 from __future__ import annotations

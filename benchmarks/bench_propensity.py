@@ -400,7 +400,8 @@ def main():
                                                         args.true_nonzero, args.seed))
     X, y, _ = load(folder)
     print(f"data {folder} ({time.perf_counter() - t0:.1f} s): N={args.n} P={args.p} nnz={X.nnz} "
-          f"(density {X.nnz / args.n / args.p:.4f}, column prevalence median {np.median(np.diff(X.indptr)) / args.n:.2g}"
+          f"(density {X.nnz / args.n / args.p:.4f}, "
+          f"column prevalence median {np.median(np.diff(X.indptr)) / args.n:.2g}"
           f" max {np.diff(X.indptr).max() / args.n:.2g}), treated {y.mean():.3f}")
     grid = variance_grid(X, y, args.grid, args.decades)
     print(f"variance grid {grid[0]:.3g} .. {grid[-1]:.3g} ({args.grid} points), lambda {np.sqrt(2 / grid[-1]):.3g} .. "

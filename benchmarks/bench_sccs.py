@@ -155,7 +155,8 @@ def simulate(n_cases, n_drugs, exposures_per_case, n_effects, seed):
                         "start": st, "end": st + rng.integers(7, 120, m)})
     out = pd.DataFrame({"person_id": np.arange(n_cases), "date": 0})  # every person a case (events re-drawn)
     beta = np.zeros(n_drugs)
-    beta[rng.choice(n_drugs, n_effects, replace=False)] = rng.choice([-1, 1], n_effects) * rng.uniform(0.4, 1.0, n_effects)
+    chosen = rng.choice(n_drugs, n_effects, replace=False)  # drawn first: the data of earlier runs
+    beta[chosen] = rng.choice([-1, 1], n_effects) * rng.uniform(0.4, 1.0, n_effects)
     return obs, exp, out, beta
 
 
@@ -176,7 +177,8 @@ def run(args):
     rng = np.random.default_rng(args.seed + 1)
     rate = 2.5 * np.exp(data.offset - np.log(730.0) + data.X @ b)
     data = dataclasses.replace(data, y=rng.poisson(rate).astype(float), meta={})
-    print(f"SCCS data: {len(np.unique(data.strata[data.y > 0]))} cases with events, {data.n_rows} eras, {data.n_covariates} drugs, "
+    print(f"SCCS data: {len(np.unique(data.strata[data.y > 0]))} cases with events, {data.n_rows} eras, "
+          f"{data.n_covariates} drugs, "
           f"{data.X.nnz} non-zeros, {int(data.y.sum())} events; era builder {t_build:.2f} s, "
           f"peak {build_peak / 2**20:.0f} MiB")
 

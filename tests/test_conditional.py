@@ -51,7 +51,8 @@ def check_derivatives(df, beta, eps=1e-5):
     the sweep's screen (the compiled ``gradient`` kernel) gives exactly coordinate()'s g."""
     p = df.n_coef
     st = df.new_state(beta)
-    ll = lambda b: df.loglik(df.new_state(b))
+    def ll(b):
+        return df.loglik(df.new_state(b))
     grad = df.gradient(st)
     H = df.hessian(st, np.arange(p))
     for j in range(p):

@@ -220,7 +220,7 @@ def test_efron_loglik_by_brute_force():
         m = dead.sum()
         D, E = w[at_risk].sum(), w[dead].sum()
         wbar = d["weights"][dead].sum() / m
-        ll += (d["weights"][dead] * eta[dead]).sum() - wbar * sum(np.log(D - l / m * E) for l in range(m))
+        ll += (d["weights"][dead] * eta[dead]).sum() - wbar * sum(np.log(D - k / m * E) for k in range(m))
     assert loglik_at(datafit(d, ties="efron"), beta) == pytest.approx(ll, rel=1e-12)
 
 

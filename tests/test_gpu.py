@@ -166,7 +166,8 @@ def test_no_device_error():
             "    print('fit RuntimeError:', e)\n"
             "from riskset.kernels.devices import describe_devices\n"
             "print('devices:', describe_devices())\n")
-    r = subprocess.run([sys.executable, "-c", code], env=NO_SIM_ENV, capture_output=True, text=True, timeout=HANG_SECONDS)
+    r = subprocess.run([sys.executable, "-c", code], env=NO_SIM_ENV, capture_output=True, text=True,
+                       timeout=HANG_SECONDS)
     assert r.returncode == 0, r.stderr
     if "has a GPU" in r.stdout:
         pytest.skip("a CUDA device is present")
@@ -198,7 +199,8 @@ def test_cli_fit_backend_gpu(tmp_path):
     code = ("import sys; sys.setswitchinterval(1e-4)\n"
             "from riskset.cli import main\n"
             f"sys.exit(main({args + ['--backend', 'gpu', '--out', str(gpu_out)]!r}))\n")
-    r = subprocess.run([sys.executable, "-c", code], env=CHECK_ENV, capture_output=True, text=True, timeout=HANG_SECONDS)
+    r = subprocess.run([sys.executable, "-c", code], env=CHECK_ENV, capture_output=True, text=True,
+                       timeout=HANG_SECONDS)
     assert r.returncode == 0, r.stderr[-3000:]
     cpu, gpu = json.loads(cpu_out.read_text()), json.loads(gpu_out.read_text())
     assert gpu["converged"]
@@ -265,7 +267,8 @@ def test_kernels_compile_to_ptx(ptx_compiler):
             glm.refresh_kernel: (int64, f8[:, ::1], F[::1], F[:, ::1], F[:, ::1], F[:, ::1], F[:, ::1]),
             glm.loglik_kernel: (int64, f8[:, ::1], F[::1], F[:, ::1], f8[:, ::1]),
             cox.sync_kernel: (int64, int64, f8[:, ::1], F[:, ::1], F[:, ::1], int64[::1], int64[::1], uint8[::1],
-                              int32[::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], uint8[::1], uint8[::1],
+                              int32[::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1],
+                              uint8[::1], uint8[::1],
                               f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1],
                               f8[:, ::1], int32[::1], f8[::1]),
             fine_gray.sync_kernel: (f8[:, ::1], F[:, ::1], F[:, ::1], F[:, ::1], int32[::1], uint8[::1], uint8[::1],

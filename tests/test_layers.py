@@ -164,7 +164,8 @@ def test_the_solver_sees_only_the_bottom_layer():
 
 def test_only_the_backend_imports_the_gpu_kernels():
     none_of(breaking(lambda a, b: in_scope(b, "riskset.kernels.gpu") and not in_scope(a, "riskset.kernels")
-                     and not any(in_scope(a, p) for p in GPU_CHOOSERS)), "imports of the GPU kernels outside the backend")
+                     and not any(in_scope(a, p) for p in GPU_CHOOSERS)),
+            "imports of the GPU kernels outside the backend")
 
 
 def test_allowed_exceptions_still_exist():

@@ -33,8 +33,8 @@ def test_summary_leaves_out_zero_coefficients_and_says_where_they_are(logistic_d
     assert zero > 10  # the data make most coefficients zero at this rate
     summary = fit.summary(full_table="fit.csv")
     assert f"{zero:,} of {len(table):,} coefficients are zero and not shown; every row: fit.csv" in summary
-    rows = summary.splitlines()[summary.splitlines().index(next(l for l in summary.splitlines()
-                                                                  if l.lstrip().startswith("name"))) + 1:]
+    lines = summary.splitlines()
+    rows = lines[lines.index(next(line for line in lines if line.lstrip().startswith("name"))) + 1:]
     assert len(rows) == len(table) - zero
     assert any(r.split()[0] == "x39" for r in rows)  # profiled: shown even at zero
     assert "standard errors: none (penalized" in summary

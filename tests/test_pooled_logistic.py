@@ -79,7 +79,8 @@ def test_derivatives_match_finite_differences(rng):
     data = subjects(rng, n=60)
     df = PooledLogistic(15.0, EFFECTS).datafit(data)
     beta = rng.normal(scale=0.05, size=df.n_coef)
-    ll = lambda b: df.loglik(df.new_state(b))
+    def ll(b):
+        return df.loglik(df.new_state(b))
     st = df.new_state(beta)
     H = df.hessian(st, np.arange(df.n_coef))
     eps = 1e-6

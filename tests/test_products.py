@@ -337,7 +337,7 @@ def test_the_row_major_copy_keeps_the_narrowest_column_indices(n_cols, itype):
     cp = ColumnProducts(X.indptr.astype(np.int64), X.indices.astype(np.uint32), X.data, X.shape[0])
     rptr, rcol, rval = cp.row_major()
     assert rcol.dtype == itype and rcol.max() == n_cols - 1
-    cols, z = np.arange(n_cols), rng.normal(size=X.shape[0])
+    z = rng.normal(size=X.shape[0])
     partial, partial2 = np.zeros((cp.bounds.size - 1, n_cols + 1)), np.zeros((0, 0))
     columns.csr_dot(rptr, rcol, rval, np.arange(n_cols), True, -1, z, cp.bounds, False, partial, partial2)
     assert np.allclose(partial[:, :n_cols].sum(axis=0), X.T @ z, rtol=1e-12, atol=1e-12)

@@ -38,7 +38,8 @@ def tables(draw):
         "status": col(st.sampled_from([0, 1, 1, 2])),
         # floats below 1e-6 are 0: a covariate value of 1e-129 at one event puts a finite optimum at
         # |beta| ~ 1e128, which no double-precision fit can tell from divergence (1e-300 stays a special)
-        "x1": col(st.one_of(st.sampled_from([0.0, 1.0]), st.floats(-3.0, 3.0).map(lambda v: v if abs(v) >= 1e-6 else 0.0))),
+        "x1": col(st.one_of(st.sampled_from([0.0, 1.0]),
+                            st.floats(-3.0, 3.0).map(lambda v: v if abs(v) >= 1e-6 else 0.0))),
         "x2": col(st.sampled_from([0.0, 1.0])),
         "w": col(st.sampled_from([1.0, 1.0, 1.0, 2.0, 0.0])),
         "s": col(st.integers(0, draw(st.integers(0, n)))),

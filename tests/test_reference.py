@@ -19,7 +19,8 @@ def _cases():
     cases = []
     for path in sorted(reference_dir().glob("*/case.json")):
         spec = json.loads(path.read_text())
-        marks = [] if is_supported(spec) else [pytest.mark.skip(reason=f"model {spec['model']!r} is not implemented in riskset yet")]
+        skip = pytest.mark.skip(reason=f"model {spec['model']!r} is not implemented in riskset yet")
+        marks = [] if is_supported(spec) else [skip]
         cases.append(pytest.param(path, id=path.parent.name, marks=marks))
     return cases
 

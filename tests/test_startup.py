@@ -29,7 +29,8 @@ def run_python(code: str, cache_dir: Path, terminal: bool = True) -> str:
     written to a pseudo-terminal or, if not ``terminal``, to a pipe."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=str(SRC))
     if not terminal:
-        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=HANG_SECONDS)
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                              timeout=HANG_SECONDS)
         assert done.returncode == 0, done.stderr
         return done.stderr
     reader, writer = pty.openpty()

@@ -39,6 +39,9 @@ def __getattr__(name):
     raise AttributeError(f"module 'riskset' has no attribute {name!r}")
 
 
-__all__ = ["cox_zph", "schoenfeld_residuals", "covariance", "univariable_correlation", "profile_loglik", "loglik_at", "baseline_hazard", "kaplan_meier", "numbers_at_risk", "predict_survival", "aalen_johansen", "predict_cif", "robust_se", "fit", "Dataset", "build_sccs", "eras_dataset", "incidence_rate_ratios", "from_arrays", "from_duckdb", "from_frame", "from_long", "ConvergenceWarning",
-           "DataWarning", "InputError", "FitResult", "simulate", "ElasticNet", "Laplace", "NoPrior", "Normal",
-           "Prior", "bootstrap", "cross_validate", "fit_specs", "regularization_path", "separability", "__version__"]
+__all__ = ["cox_zph", "schoenfeld_residuals", "covariance", "univariable_correlation", "profile_loglik", "loglik_at",
+           "baseline_hazard", "kaplan_meier", "numbers_at_risk", "predict_survival", "aalen_johansen", "predict_cif",
+           "robust_se", "fit", "Dataset", "build_sccs", "eras_dataset", "incidence_rate_ratios", "from_arrays",
+           "from_duckdb", "from_frame", "from_long", "ConvergenceWarning", "DataWarning", "InputError", "FitResult",
+           "simulate", "ElasticNet", "Laplace", "NoPrior", "Normal", "Prior", "bootstrap", "cross_validate",
+           "fit_specs", "regularization_path", "separability", "__version__"]

@@ -108,9 +108,11 @@ def _add_fit(sub):
                "  riskset fit --data cohort.parquet --model cox --time days --status died \\\n"
                "              --prior laplace --gamma 2 --exclude treatment --out fit.json\n"
                "  riskset fit --duckdb cohort.duckdb --outcomes-sql 'SELECT * FROM outcomes' \\\n"
-               "              --covariates-sql 'SELECT * FROM covariates' --model logistic --prior normal --variance 1\n"
+               "              --covariates-sql 'SELECT * FROM covariates' \\\n"
+               "              --model logistic --prior normal --variance 1\n"
                "  riskset fit --spec case.json --cv 10 --bootstrap 200 --out result.csv\n"
-               "              (writes result.csv, result_cross_validation.csv, result_bootstrap.csv)\n\n" + EXIT_STATUS_HELP)
+               "              (writes result.csv, result_cross_validation.csv, result_bootstrap.csv)\n\n"
+               + EXIT_STATUS_HELP)
     src = p.add_argument_group("data")
     src.add_argument("--spec", metavar="FILE", action="append", help="JSON analysis specification (case.json "
                      "format); repeat it to fit many analyses (with --jobs or --dask) into one table")
@@ -161,7 +163,8 @@ def _add_fit(sub):
                                                          "(needs --prior laplace or normal, not a variance)")
     sel.add_argument("--cv-repeats", type=COUNT, metavar="R", help="repetitions of the K folds (default 1)")
     sel.add_argument("--cv-grid", type=FOLDS, metavar="G", help="variances on the grid (default 10)")
-    sel.add_argument("--cv-auto", action="store_true", help="refine the best grid variance by a parabolic search in log-variance")
+    sel.add_argument("--cv-auto", action="store_true",
+                     help="refine the best grid variance by a parabolic search in log-variance")
     sel.add_argument("--bootstrap", type=COUNT, metavar="B", help="B bootstrap replicates by subject: percentile "
                                                                 "intervals and non-zero proportions")
     sel.add_argument("--seed", type=SEED, help="seed of folds and bootstrap samples (default 0)")

@@ -160,7 +160,7 @@ def prior_from_penalty(penalty: dict | None) -> Prior:
     {'kind': 'elastic_net', 'gamma': 1.0, 'variance': 2.0}
     >>> prior_from_penalty({"type": "l2", "varaince": 2.0})
     Traceback (most recent call last):
-    riskset.exceptions.InputError: penalty: unknown key(s) 'varaince'; a penalty has type, gamma, variance, unpenalized, variances, means
+    riskset.exceptions.InputError: penalty: unknown key(s) 'varaince'; a penalty has type, gamma, ...
     """
     penalty = dict(penalty or {})
     unknown = [k for k in penalty if k not in PENALTY_KEYS]

@@ -11,8 +11,8 @@ Every person with at least one outcome inside their observation period is a *cas
 the others drop out (they carry no information in SCCS). Each case's observation
 period is cut at every change of exposure status (risk-window starts and ends of
 every drug) and, optionally, at age and calendar cut-points, giving eras of
-constant covariates (neighbouring eras with equal covariates are merged). Era r gets its length, its event count and indicator
-covariates (1 if the era lies in a risk window of the drug; age / calendar group
+constant covariates (neighbouring eras with equal covariates are merged). Era r gets its length, its event
+count and indicator covariates (1 if the era lies in a risk window of the drug; age / calendar group
 indicators, first group the reference).
 
 Time convention: intervals are half-open ``[start, end)`` on any numeric time axis

@@ -46,7 +46,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError

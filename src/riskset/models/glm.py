@@ -149,7 +149,9 @@ class GLMDatafit(Datafit):
         or None. exp(eta) is not checked: a logistic row's overflows at eta > 709 where its mean
         is 1 and its log-likelihood term finite (Poisson's overflow is its mean's, caught here)."""
         fields = [glm_kernels.ETA, glm_kernels.RESID, glm_kernels.CURV]
-        return None if np.all(np.isfinite(state.rows[:, fields])) else "the linear predictor or a fitted mean is not finite"
+        if np.all(np.isfinite(state.rows[:, fields])):
+            return None
+        return "the linear predictor or a fitted mean is not finite"
 
     exact_separability = True
 

@@ -5,5 +5,5 @@ from riskset.selection.cv import CVResult, cross_validate
 from riskset.selection.folds import assign_folds, resampling_units
 from riskset.selection.path import regularization_path
 
-__all__ = ["fit_specs", "BootstrapResult", "bootstrap", "CVResult", "cross_validate", "assign_folds", "resampling_units",
-           "regularization_path"]
+__all__ = ["fit_specs", "BootstrapResult", "bootstrap", "CVResult", "cross_validate", "assign_folds",
+           "resampling_units", "regularization_path"]
