@@ -45,13 +45,13 @@ LAYERS = (
     ("riskset.backend", "riskset.inference", "riskset.profile_likelihood", "riskset.separability", "riskset.results",
      "riskset.spec"),
     # one fit (riskset.fit), survival and cumulative incidence curves from fits
-    ("riskset.api", "riskset.likelihood", "riskset.survival", "riskset.competing_risks",
-     "riskset.diagnostics"),
+    ("riskset.api", "riskset.likelihood", "riskset.survival", "riskset.competing_risks"),
     # plots of curves, paths and intervals
     ("riskset.plots",),
     # cross-validation, regularization paths, the bootstrap, many analyses (they end with riskset.fit);
-    # evidence synthesis (likelihood approximations of profiles, pooled across sites)
-    ("riskset.selection", "riskset.synthesis"),
+    # evidence synthesis (likelihood approximations of profiles, pooled across sites); Cox
+    # diagnostics (the proportional-hazards test, with its plot)
+    ("riskset.selection", "riskset.synthesis", "riskset.diagnostics"),
     # scikit-learn estimators over riskset.fit; simulated data sets
     ("riskset.estimators", "riskset.simulate"),
     # the package namespace

@@ -177,7 +177,13 @@ def every_plot():
     path = pd.DataFrame(np.cumsum(np.random.default_rng(2).normal(size=(6, 30)), axis=0),
                         index=pd.Index(np.logspace(-3, 1, 6), name="variance"),
                         columns=[f"a rather long covariate name {j}" for j in range(30)])
-    return {"km": plot_km(d["time"], (d["status"] > 0).astype(int), group=sex, title="mgus2"),
+    import riskset
+
+    cox = riskset.from_frame(d.assign(event=(d["status"] > 0).astype(int)), time="time", status="event",
+                             covariates=["age", "sex01", "hgb"])
+    zph = riskset.cox_zph(riskset.fit(cox, "cox"), cox)
+    return {"zph": zph.plot(),
+            "km": plot_km(d["time"], (d["status"] > 0).astype(int), group=sex, title="mgus2"),
             "cif": plot_cif(d["time"], d["status"], group=sex, show_competing=True),
             "forest": plot_forest(table, exponentiate=True, top=20),
             "cv": plot_cv(cv), "path": plot_path(path)}
@@ -206,11 +212,22 @@ def texts_outside(fig, tolerance_px=1.0):
     return outside
 
 
-@pytest.mark.parametrize("name", ["km", "cif", "forest", "cv", "path"])
+@pytest.mark.parametrize("name", ["km", "cif", "forest", "cv", "path", "zph"])
 def test_a_plain_savefig_keeps_every_label_and_value_column(name):
     fig = every_plot()[name]
     assert texts_outside(fig) == []
     assert len([t for t in fig.findobj(Text) if t.get_text().strip()]) > 5
+
+
+def test_the_zph_plot_has_a_panel_per_coefficient_with_residuals_smooth_and_estimate():
+    fig = every_plot()["zph"]
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title().split(":")[0] for ax in panels] == ["age", "sex01", "hgb"]
+    for ax in panels:
+        residuals, smooth = ax.lines[0], ax.lines[1]
+        assert residuals.get_linestyle() == "None" and len(residuals.get_xdata()) > 100
+        assert 0 < len(smooth.get_xdata()) < len(residuals.get_xdata())
+        assert "PH test p = " in ax.get_title()
 
 
 @pytest.mark.parametrize("plot", ["km", "cif"])

@@ -156,14 +156,23 @@ def _event_time_index(m: RiskSetMoments, time, stratum) -> np.ndarray:
 @dataclass(frozen=True)
 class ZphResult:
     """:func:`cox_zph`: the ``table`` (chisq, df, p per coefficient and GLOBAL), and for
-    plots the transformed event times ``x``, their ``time`` and the scaled residuals ``y``
-    (R's ``cox.zph`` object: y = r V^-1 d + beta, one column per coefficient)."""
+    plots the transformed event times ``x``, their ``time``, the scaled residuals ``y``
+    (R's ``cox.zph`` object: y = r V^-1 d + beta, one column per coefficient) and the fit's
+    ``estimate`` (beta, around which y scatters under proportional hazards)."""
 
     table: pd.DataFrame
     x: np.ndarray
     time: np.ndarray
     y: pd.DataFrame
     transform: str
+    estimate: pd.Series
+
+    def plot(self, columns=None):
+        """The scaled residuals against transformed time, one panel per coefficient
+        (:func:`riskset.plots.plot_zph`)."""
+        from riskset.plots.zph import plot_zph
+
+        return plot_zph(self, columns)
 
 
 def cox_zph(fit: FitResult, data, transform="km", *, global_test: bool = True) -> ZphResult:
@@ -212,7 +221,8 @@ def cox_zph(fit: FitResult, data, transform="km", *, global_test: bool = True) -
     vmean = info[:p, :p] / dead.size
     y = resid[cox.names].to_numpy() @ np.linalg.inv(vmean) + cox.beta
     name = transform if isinstance(transform, str) else getattr(transform, "__name__", "user")
-    return ZphResult(table, g_all[dead], cox.time[dead], pd.DataFrame(y, columns=cox.names), name)
+    return ZphResult(table, g_all[dead], cox.time[dead], pd.DataFrame(y, columns=cox.names), name,
+                     pd.Series(cox.beta, index=cox.names))
 
 
 def _transformed(transform, time, status) -> np.ndarray:

@@ -3,5 +3,6 @@ coefficient paths, forest plots. Each function returns a matplotlib Figure."""
 from riskset.plots.cif import plot_cif
 from riskset.plots.km import plot_km
 from riskset.plots.selection import plot_cv, plot_forest, plot_path
+from riskset.plots.zph import plot_zph
 
-__all__ = ["plot_cif", "plot_km", "plot_cv", "plot_forest", "plot_path"]
+__all__ = ["plot_cif", "plot_km", "plot_cv", "plot_forest", "plot_path", "plot_zph"]
