@@ -8,7 +8,7 @@ from scipy import stats
 from riskset.competing_risks import aalen_johansen
 from riskset.plots.km import thin_steps
 from riskset.plots.layout import fit_to_canvas
-from riskset.plots.risk_table import draw_risk_table, figure_with_table, numbers_at
+from riskset.plots.risk_table import add_risk_table, figure_with_table
 
 
 def plot_cif(time, status, group=None, weights=None, *, event_of_interest: int = 1, censor_code: int = 0,
@@ -79,10 +79,7 @@ def plot_cif(time, status, group=None, weights=None, *, event_of_interest: int =
     if group is not None or show_competing:
         ax.legend(loc="best", frameon=False)
     if risk_table:
-        ticks = [t for t in ax.get_xticks() if 0 <= t <= span[1]] if risk_times is None else list(risk_times)
-        ax.set_xticks(ticks)
-        ax.set_xlim(0, span[1] * 1.02)
-        draw_risk_table(table_ax, ax, labels, [numbers_at(part, ticks) for part in parts], ticks, colors, xlabel)
+        add_risk_table(table_ax, ax, parts, labels, colors, span, risk_times, xlabel)
     if owned:
         fit_to_canvas(fig)
     return fig

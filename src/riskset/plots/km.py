@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from riskset.plots.layout import fit_to_canvas
-from riskset.plots.risk_table import draw_risk_table, figure_with_table, numbers_at
+from riskset.plots.risk_table import add_risk_table, figure_with_table
 from riskset.survival import kaplan_meier
 from riskset.validation import renamed
 
@@ -78,10 +78,7 @@ def plot_km(time, status, group=None, weights=None, *, conf_int: bool = True, le
         ax.set_title(title)
     _legend(ax, group is not None, censor_marks != "none" and (km["n_censor"] > 0).any(), thinned)
     if risk_table:
-        ticks = [t for t in ax.get_xticks() if 0 <= t <= span[1]] if risk_times is None else list(risk_times)
-        ax.set_xticks(ticks)
-        ax.set_xlim(0, span[1] * 1.02)
-        draw_risk_table(table_ax, ax, labels, [numbers_at(part, ticks) for part in parts], ticks, colors, xlabel)
+        add_risk_table(table_ax, ax, parts, labels, colors, span, risk_times, xlabel)
     if owned:
         fit_to_canvas(fig)
     return fig

@@ -41,6 +41,15 @@ def table_fonts():
             FontProperties(size=plt.rcParams["axes.labelsize"]).get_size_in_points())
 
 
+def add_risk_table(table_ax, ax, parts, labels, colors, span, risk_times, xlabel) -> None:
+    """The numbers at risk of each group's table of distinct times (``parts``) under ``ax``, at
+    ``risk_times`` (default: the x ticks within ``span``), which become the x ticks."""
+    ticks = [t for t in ax.get_xticks() if 0 <= t <= span[1]] if risk_times is None else list(risk_times)
+    ax.set_xticks(ticks)
+    ax.set_xlim(0, span[1] * 1.02)
+    draw_risk_table(table_ax, ax, labels, [numbers_at(part, ticks) for part in parts], ticks, colors, xlabel)
+
+
 def draw_risk_table(table_ax, ax, labels, at_risk, ticks, colors, xlabel) -> None:
     """Numbers at risk as text centred under the time ticks of ``ax``, one coloured row per
     group, in the figure's tick label font."""
