@@ -53,13 +53,7 @@ def separability(data, model: str | Model = "logistic", covariates=None, **model
     datafit = m.datafit(data)
     names = m.coef_names(data)
     datafit.names = names
-    if covariates is None:
-        columns = np.arange(len(names))
-    else:
-        unknown = [c for c in covariates if c not in names]
-        if unknown:
-            raise ValueError(f"separability: unknown covariate(s) {', '.join(map(repr, unknown))}")
-        columns = np.array([names.index(c) for c in covariates], dtype=np.int64)
+    columns = _columns(names, covariates, "separability: unknown covariate(s)")
     direction = univariable_directions(datafit, columns)
     return pd.DataFrame({"name": [names[j] for j in columns], "separable": direction != 0, "direction": direction,
                          "pattern": [datafit.separation_pattern(names[j], d) if d else ""
@@ -84,13 +78,7 @@ def univariable_correlation(data, covariates=None, threshold: float = 0.0) -> pd
         raise InputError("univariable_correlation needs an outcome y (a treatment or outcome indicator, a count); "
                          "the data have none (time-to-event data: not implemented, as in Cyclops)")
     names = list(data.covariate_names)
-    if covariates is None:
-        columns = np.arange(len(names))
-    else:
-        unknown = [c for c in covariates if c not in names]
-        if unknown:
-            raise InputError(f"covariates names unknown covariate(s): {', '.join(map(repr, unknown))}")
-        columns = np.array([names.index(c) for c in covariates], dtype=np.int64)
+    columns = _columns(names, covariates, "covariates names unknown covariate(s):")
     if not (np.isfinite(threshold) and 0 <= threshold <= 1):
         raise InputError(f"threshold must be a correlation between 0 and 1, got {threshold!r}")
     X = data.X[:, columns].tocsc()
@@ -104,3 +92,14 @@ def univariable_correlation(data, covariates=None, threshold: float = 0.0) -> pd
     corr = np.where(var_x > 0, np.clip(corr, -1.0, 1.0), np.nan)
     out = pd.Series(corr, index=pd.Index([names[j] for j in columns], name="covariate"), name="correlation")
     return out[np.abs(out) >= threshold] if threshold > 0 else out
+
+
+def _columns(names: list, covariates, unknown_message: str) -> np.ndarray:
+    """Positions in ``names`` of ``covariates`` (all of them for None); an InputError (a
+    ValueError) starting with ``unknown_message`` names those not in ``names``."""
+    if covariates is None:
+        return np.arange(len(names))
+    unknown = [c for c in covariates if c not in names]
+    if unknown:
+        raise InputError(f"{unknown_message} {', '.join(map(repr, unknown))}")
+    return np.array([names.index(c) for c in covariates], dtype=np.int64)
