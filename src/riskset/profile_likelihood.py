@@ -138,7 +138,7 @@ def profile_at(fitter: "HeldFits", beta_hat, points, pool, *, penalized: bool = 
     converged = fit.converged & ~np.isnan(fit.objective)
     datafit, pen = fitter.datafit, fitter.penalty
     slope = np.array([datafit.slopes(datafit.new_state(b), np.array([j]))[0] for b in fit.beta])
-    gradient = penalty_gradient(pen, fit.beta)
+    gradient = pen.gradient(fit.beta, np.sign(fit.beta - pen.center))  # 0 from the L1 term on its kink
     if penalized:
         derivative = slope - gradient[:, j]
     else:
@@ -149,13 +149,6 @@ def profile_at(fitter: "HeldFits", beta_hat, points, pool, *, penalized: bool = 
              for ok, message in zip(converged, fit.messages)]
     return ProfilePoints(points, np.where(converged, fit.loglik, np.nan), np.where(converged, fit.objective, np.nan),
                          np.where(converged, derivative, np.nan), converged, notes)
-
-
-def penalty_gradient(penalty: Penalty, beta) -> np.ndarray:
-    """d penalty / d beta at ``beta`` (any shape ending in P): l2 (beta - m) + l1 sign(beta - m),
-    0 from the L1 term on its kink."""
-    offset = np.asarray(beta) - penalty.center
-    return penalty.l2 * offset + penalty.l1 * np.sign(offset)
 
 
 #: Most points of an adaptive profile (each round at most doubles them).
