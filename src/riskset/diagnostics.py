@@ -134,17 +134,25 @@ def schoenfeld_residuals(fit: FitResult, data, *, scaled: bool = False) -> pd.Da
     """
     cox = _cox_data(fit, data)
     m = risk_set_moments(cox.X, cox.time, cox.status, cox.strata, cox.weights, cox.eta, cox.efron)
-    order = np.lexsort((cox.time, cox.strata))
-    dead = order[cox.status[order] == 1]
-    at = _event_time_index(m, cox.time[dead], cox.strata[dead])
-    resid = cox.X[dead] - m.mean[at]
+    dead, resid = _event_residuals(cox, m)
     if scaled:
-        information = m.covariance.sum(axis=0)
-        resid = dead.size * resid @ np.linalg.inv(information) + cox.beta
+        resid = _scaled(resid, m.covariance.sum(axis=0), cox.beta)
     out = pd.DataFrame(resid, columns=cox.names)
     out.insert(0, "stratum", cox.strata[dead])
     out.insert(0, "time", cox.time[dead])
     return out
+
+
+def _event_residuals(cox: CoxData, m: RiskSetMoments) -> tuple[np.ndarray, np.ndarray]:
+    """(the event rows in stratum, then time order; x_i - the risk-set mean at each one's time)."""
+    order = np.lexsort((cox.time, cox.strata))
+    dead = order[cox.status[order] == 1]
+    return dead, cox.X[dead] - m.mean[_event_time_index(m, cox.time[dead], cox.strata[dead])]
+
+
+def _scaled(resid, information, beta) -> np.ndarray:
+    """Scaled Schoenfeld residuals d I^-1 r + beta (d events), R's ``scaledsch`` and cox.zph's y."""
+    return resid.shape[0] * resid @ np.linalg.inv(information) + beta
 
 
 def _event_time_index(m: RiskSetMoments, time, stratum) -> np.ndarray:
@@ -215,11 +223,8 @@ def cox_zph(fit: FitResult, data, transform="km", *, global_test: bool = True) -
         names.append("GLOBAL")
         df.append(p)
     table = pd.DataFrame({"chisq": rows, "df": df, "p": stats.chi2.sf(rows, df)}, index=pd.Index(names))
-    resid = schoenfeld_residuals(fit, data)
-    order = np.lexsort((cox.time, cox.strata))
-    dead = order[cox.status[order] == 1]
-    vmean = info[:p, :p] / dead.size
-    y = resid[cox.names].to_numpy() @ np.linalg.inv(vmean) + cox.beta
+    dead, resid = _event_residuals(cox, m)
+    y = _scaled(resid, info[:p, :p], cox.beta)
     name = transform if isinstance(transform, str) else getattr(transform, "__name__", "user")
     return ZphResult(table, g_all[dead], cox.time[dead], pd.DataFrame(y, columns=cox.names), name,
                      pd.Series(cox.beta, index=cox.names))
