@@ -21,7 +21,8 @@ from riskset.solver.prior import Prior
 
 def profile_loglik(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, coef,
                    points=None, bounds=None, tol: float = 1e-3, initial_grid: int = 10,
-                   include_penalty: bool = True, fixed=None, fit_tol: float = 1e-10, max_iter: int = 1000,
+                   include_estimate: bool = False, include_penalty: bool = True, fixed=None,
+                   fit_tol: float = 1e-10, max_iter: int = 1000,
                    backend: str = "cpu", dtype: str = "float64", n_jobs: int = 1,
                    **model_options) -> pd.DataFrame:
     """The profile log-likelihood of one coefficient: at each point, the log-likelihood
@@ -45,6 +46,10 @@ def profile_loglik(data: Dataset, model: str | Model = "logistic", prior: Prior 
     ----------
     coef : str or int
         The coefficient profiled (a covariate name or OHDSI covariate id).
+    include_estimate : bool
+        With ``points``, also profile at the estimate when its fit converged and it lies
+        strictly between the smallest and largest point (EvidenceSynthesis' grid with
+        gradients; the adaptive grid always includes it).
     include_penalty : bool
         ``value`` is the penalized log-likelihood (the log-likelihood minus the prior's
         penalty terms, every coefficient's, the held one at the point included: ``fit``'s
@@ -94,6 +99,8 @@ def profile_loglik(data: Dataset, model: str | Model = "logistic", prior: Prior 
     j = names.index(name)
     held = np.isin(names, list(args.fixed) + list(estimate.aliased))
     beta_hat = estimate.coef.to_numpy(dtype=np.float64)
+    if grid is not None and include_estimate and estimate.converged and grid.min() < beta_hat[j] < grid.max():
+        grid = np.union1d(grid, [beta_hat[j]])
     with args.backend.fit_threads():
         datafit, _ = prepared_datafit(data, args.model, args.backend)
     penalty = args.prior.penalty(names, args.model.unpenalized_names())
@@ -121,6 +128,14 @@ def profile_loglik(data: Dataset, model: str | Model = "logistic", prior: Prior 
     return table
 
 
+def checked_bounds(bounds) -> tuple[float, float]:
+    """(lower, upper) of a profile's range: two finite values, lower < upper."""
+    pair = check.finite_numbers("bounds", bounds)
+    if pair.size != 2 or not pair[0] < pair[1]:
+        raise InputError(f"bounds must be two finite values (lower, upper) with lower < upper, got {bounds!r}")
+    return float(pair[0]), float(pair[1])
+
+
 def _checked_grid(points, bounds, tol, initial_grid) -> np.ndarray | None:
     """The ``points`` (finite, at least one), or None for an adaptive grid over ``bounds``
     (two finite values, lower < upper; ``tol`` > 0; ``initial_grid`` >= 4)."""
@@ -132,9 +147,7 @@ def _checked_grid(points, bounds, tol, initial_grid) -> np.ndarray | None:
         if grid.size == 0:
             raise InputError("points is empty: give at least one value to profile at")
         return grid
-    pair = check.finite_numbers("bounds", bounds)
-    if pair.size != 2 or not pair[0] < pair[1]:
-        raise InputError(f"bounds must be two finite values (lower, upper) with lower < upper, got {bounds!r}")
+    checked_bounds(bounds)
     check.positive_number("tol", tol)
     check.positive_int("initial_grid", initial_grid, minimum=4)
     return None

@@ -28,7 +28,7 @@ from scipy import optimize, stats
 
 from riskset.api import fit
 from riskset.exceptions import InputError
-from riskset.likelihood import profile_loglik
+from riskset.likelihood import checked_bounds, profile_loglik
 
 KINDS = ("normal", "skew_normal", "grid", "adaptive_grid", "grid_with_gradients")
 
@@ -157,7 +157,7 @@ def approximate_likelihood(data, model="cox", prior=None, *, coef, kind: str = "
     """
     if kind not in KINDS:
         raise InputError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    lo, hi = _checked_bounds(bounds)
+    lo, hi = checked_bounds(bounds)
     options = dict(max_iter=max_iter, fixed=fixed, n_jobs=n_jobs, backend=backend, **model_options)
     common = dict(model=getattr(model, "name", model), coef=str(coef), site=str(site), bounds=(lo, hi))
     if kind == "normal":
@@ -174,13 +174,8 @@ def approximate_likelihood(data, model="cox", prior=None, *, coef, kind: str = "
         profile = profile_loglik(data, model, prior, coef=coef, bounds=(lo, hi), tol=1e-3, fit_tol=tol, **options)
     else:
         points = {"grid": 1000, "skew_normal": 100, "grid_with_gradients": 8}[kind]
-        grid = np.linspace(lo, hi, points)
-        if kind == "grid_with_gradients":
-            estimate = fit(data, model, prior, tol=tol, **options)
-            b = estimate.coef.get(str(coef), np.nan)
-            if estimate.converged and lo < b < hi:
-                grid = np.union1d(grid, [b])
-        profile = profile_loglik(data, model, prior, coef=coef, points=grid, fit_tol=tol, **options)
+        profile = profile_loglik(data, model, prior, coef=coef, points=np.linspace(lo, hi, points), fit_tol=tol,
+                                 include_estimate=kind == "grid_with_gradients", **options)
     profile = _usable(profile, str(coef))
     exists = bool(np.isfinite(profile.attrs["estimate"]))
     values = profile["value"].to_numpy()
@@ -207,16 +202,6 @@ def _usable(profile: pd.DataFrame, coef: str) -> pd.DataFrame:
     kept = profile.iloc[first:last + 1].reset_index(drop=True)
     kept.attrs = profile.attrs
     return kept
-
-
-def _checked_bounds(bounds) -> tuple[float, float]:
-    try:
-        lo, hi = (float(v) for v in bounds)
-    except (TypeError, ValueError):
-        raise InputError(f"bounds must be two numbers (lower, upper), got {bounds!r}") from None
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise InputError(f"bounds must be finite with lower < upper, got {bounds!r}")
-    return lo, hi
 
 
 def skew_normal(b, mu, sigma, alpha) -> np.ndarray:
