@@ -21,7 +21,7 @@ otherwise). crr_s times the whole ``crr`` call (Newton iterations plus its O(N^2
 or worse variance step, ``variance=FALSE`` where the installed crr supports it is
 timed too: crr_fit_s; the full call only up to ``--r-full-max-n``); riskset_s the whole
 ``riskset.fit`` (preparation, solver, model-based standard errors), riskset_robust_s
-adds :func:`riskset.competing_risks.robust_se` (crr's sandwich). ratio =
+adds :func:`riskset.robust_se` (crr's sandwich). ratio =
 crr_s / riskset_robust_s, fit_ratio = crr_fit_s / riskset_s; growth = time ratio to
 the previous N; coef_maxdiff = max |crr - riskset| coefficient difference.
 
@@ -45,7 +45,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 import riskset
-from riskset.competing_risks import robust_se
+from riskset.robust import robust_se
 from riskset.core.penalty import Penalty
 from riskset.data import from_arrays
 from riskset.models.cox import CoxModel

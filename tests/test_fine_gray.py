@@ -222,7 +222,7 @@ def mgus2():
 
 
 def test_robust_se_matches_crr():
-    from riskset.competing_risks import robust_se
+    from riskset.robust import robust_se
 
     spec, data = mgus2()
     fit = riskset.fit(data, "fine_gray", tol=1e-13)
@@ -288,7 +288,7 @@ def test_aalen_johansen_matches_cuminc():
 
 
 def test_robust_se_weights_equal_duplicated_rows(rng):
-    from riskset.competing_risks import robust_se
+    from riskset.robust import robust_se
 
     X, time, status, _ = tied_data(rng, n=80, p=3, weights=False)
     counts = rng.integers(1, 4, len(time))

@@ -8,7 +8,8 @@ Quick start::
     print(fit.summary())
 """
 from riskset.api import fit
-from riskset.competing_risks import aalen_johansen, predict_cif, robust_se
+from riskset.competing_risks import aalen_johansen, predict_cif
+from riskset.robust import robust_covariance, robust_se
 from riskset.diagnostics import covariance, cox_zph, schoenfeld_residuals
 from riskset.data import Dataset, build_sccs, eras_dataset, from_arrays, from_duckdb, from_frame, from_long
 from riskset.exceptions import ConvergenceWarning, DataWarning, InputError
@@ -41,7 +42,7 @@ def __getattr__(name):
 
 __all__ = ["cox_zph", "schoenfeld_residuals", "covariance", "univariable_correlation", "profile_loglik", "loglik_at",
            "baseline_hazard", "kaplan_meier", "numbers_at_risk", "predict_survival", "aalen_johansen", "predict_cif",
-           "robust_se", "fit", "Dataset", "build_sccs", "eras_dataset", "incidence_rate_ratios", "from_arrays",
-           "from_duckdb", "from_frame", "from_long", "ConvergenceWarning", "DataWarning", "InputError", "FitResult",
-           "simulate", "ElasticNet", "Laplace", "NoPrior", "Normal", "Prior", "bootstrap", "cross_validate",
-           "fit_specs", "regularization_path", "separability", "__version__"]
+           "robust_se", "robust_covariance", "fit", "Dataset", "build_sccs", "eras_dataset", "incidence_rate_ratios",
+           "from_arrays", "from_duckdb", "from_frame", "from_long", "ConvergenceWarning", "DataWarning", "InputError",
+           "FitResult", "simulate", "ElasticNet", "Laplace", "NoPrior", "Normal", "Prior", "bootstrap",
+           "cross_validate", "fit_specs", "regularization_path", "separability", "__version__"]

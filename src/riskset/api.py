@@ -11,7 +11,7 @@ import pandas as pd
 from riskset.backend import Backend
 from riskset.data.dataset import Dataset, check_dataset, first_names
 from riskset.exceptions import ConvergenceWarning, DataWarning, InputError
-from riskset.competing_risks import robust_se
+from riskset.robust import robust_se
 from riskset.inference import refit_without_aliased, standard_errors
 from riskset.profile_likelihood import profile_intervals
 from riskset import validation as check
@@ -130,7 +130,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
                        aliased=[n for n, a in zip(names, aliased) if a],
                        diverging={names[j]: s for j, s in res.diverging.items()},
                        labels=coef_labels(data, m, names), kkt=res.kkt, fixed=dict(args.fixed))
-    if m.variance == "robust" and np.isfinite(se).any():  # Fine-Gray: cmprsk::crr's sandwich
+    if m.variance == "robust" and np.isfinite(se).any():  # Fine-Gray (cmprsk::crr), Cox (coxph robust=TRUE)
         _show_robust_se(result, data, m, np.flatnonzero(np.isfinite(se)))
     if profile:
         cols = np.array([names.index(n) for n in profile])
@@ -274,7 +274,7 @@ def _show_robust_se(result, data, model, kept) -> None:
     if size > ROBUST_DENSE_LIMIT:
         warnings.warn(f"standard errors: model-based, not robust: the robust sandwich holds dense "
                       f"rows x coefficients arrays ({data.n_rows} x {kept.shape[0]}, "
-                      f"{8 * size / 2**30:.1f} GB each); riskset.competing_risks.robust_se(fit, data) "
+                      f"{8 * size / 2**30:.1f} GB each); riskset.robust_se(fit, data, columns=...) "
                       f"computes it for chosen coefficients (columns=)", DataWarning, stacklevel=3)
         return
     names = list(result.se.index)

@@ -9,7 +9,7 @@
   ``bfitj``), not centred.
 * :func:`predict_cif` -- ``F_1(t | x) = 1 - exp(-exp(x beta + offset) L(t))`` (crr's
   ``predict.crr``).
-* :func:`robust_se` / :func:`robust_covariance` -- the Fine & Gray (1999) sandwich
+* :func:`robust_covariance` -- the Fine & Gray (1999) sandwich
   ``I^{-1} Sigma I^{-1}`` exactly as ``cmprsk::crr`` computes ``var``: ``Sigma`` sums over
   subjects the outer products of ``eta_i + psi_i`` (score residual plus the term for
   the estimated censoring distribution). Computed in O((N + K) P) time, O(N P) memory:
@@ -204,12 +204,3 @@ def robust_covariance(fit, data, model=None, columns=None) -> pd.DataFrame:
     hinv = np.linalg.inv(info)
     cov = hinv @ sigma @ hinv
     return pd.DataFrame(cov, index=names, columns=names)
-
-
-def robust_se(fit, data, model=None, columns=None) -> pd.Series:
-    """Robust (sandwich) standard errors of a Fine-Gray fit, as ``cmprsk::crr`` reports them.
-
-    ``riskset.fit`` shows them for a Fine-Gray fit by default (``fit.variance == 'robust'``).
-    """
-    cov = robust_covariance(fit, data, model, columns)
-    return pd.Series(np.sqrt(np.diag(cov.to_numpy())), index=cov.index)

@@ -10,8 +10,9 @@ test uses the added term of that covariate alone (1 df), GLOBAL all of them.
 
 Breslow and Efron ties as the fit (Efron: the d tied deaths of a time see the risk set
 with k/d of their own weight removed, k = 0..d-1; their residuals use the mean of those
-d risk-set means), strata, case weights. Right-censored data only (``(start, stop]`` rows
-are refused), unpenalized fits only (as cox.zph's score test assumes the MLE).
+d risk-set means), strata, case weights, right-censored or ``(start, stop]`` rows (at risk
+at t: start < t <= stop; the times are the stops, as cox.zph's). Unpenalized fits only (the
+score test is at the maximum likelihood estimate).
 """
 from __future__ import annotations
 
@@ -19,12 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
-from riskset.competing_risks import robust_covariance
 from riskset.exceptions import InputError
 from riskset.models.base import get_model
 from riskset.results import FitResult
+from riskset.robust import robust_covariance
 
 TRANSFORMS = ("km", "rank", "identity", "log")
 
@@ -43,26 +44,36 @@ class RiskSetMoments:
     covariance: np.ndarray     # (T, P, P): sum over the deaths' steps of weight x covariance
 
 
-def risk_set_moments(X, time, status, strata, weights, eta, efron: bool) -> RiskSetMoments:
-    """:class:`RiskSetMoments` of right-censored data at linear predictor ``eta`` (dense X).
+def risk_set_moments(X, time, status, strata, weights, eta, efron: bool, start=None) -> RiskSetMoments:
+    """:class:`RiskSetMoments` of right-censored data, or of ``(start, time]`` rows, at linear
+    predictor ``eta`` (dense X).
 
     Within each stratum the event times are visited from the last, the risk-set sums
     S0, S1, S2 growing by the rows between consecutive event times (one matrix product per
-    event time): O(N P^2) time, O(P^2) memory beyond the data.
+    event time) and, with ``start``, shrinking by the rows that enter at or after the time:
+    O(N P^2) time, O(P^2) memory beyond the data.
     """
     p = X.shape[1]
     order = np.lexsort((time, strata))
     X, time, status, strata, w = X[order], time[order], status[order], strata[order], weights[order]
+    start = None if start is None else start[order]
     risk = w * np.exp(eta[order] - np.max(eta))
     rows_out = []
     for s in np.unique(strata):
         rows = np.flatnonzero(strata == s)
         t, xs, r, ws, dead = time[rows], X[rows], risk[rows], w[rows], status[rows] == 1
-        s0, s1, s2, end = 0.0, np.zeros(p), np.zeros((p, p)), t.size
+        sums = _RiskSums(xs, r)
+        entering = None if start is None else np.argsort(start[rows], kind="stable")
+        entry = None if start is None else start[rows][entering]
+        end, gone = t.size, t.size
         for u in np.unique(t[dead])[::-1]:
-            at = int(np.searchsorted(t, u, side="left"))  # the first row at risk at u (time >= u)
-            block, rb = xs[at:end], r[at:end]
-            s0, s1, s2, end = s0 + rb.sum(), s1 + rb @ block, s2 + block.T @ (rb[:, None] * block), at
+            at = int(np.searchsorted(t, u, side="left"))  # the first row with time >= u
+            sums.add(np.arange(at, end), 1.0)
+            end = at
+            if entry is not None:                         # rows with start >= u are not at risk at u
+                first_gone = int(np.searchsorted(entry, u, side="left"))
+                sums.add(entering[first_gone:gone], -1.0)
+                gone = first_gone
             deaths = dead & (t == u)
             d, dw = int(deaths.sum()), float(ws[deaths].sum())
             xd, rd = xs[deaths], r[deaths]
@@ -70,7 +81,7 @@ def risk_set_moments(X, time, status, strata, weights, eta, efron: bool) -> Risk
             steps = np.arange(d) / d if efron and d > 1 else np.zeros(1)
             means, cov = np.zeros(p), np.zeros((p, p))
             for f in steps:
-                z0, z1, z2 = s0 - f * e0, s1 - f * e1, s2 - f * e2
+                z0, z1, z2 = sums.s0 - f * e0, sums.s1 - f * e1, sums.s2 - f * e2
                 mean = z1 / z0
                 means += mean / steps.size
                 cov += (dw / steps.size) * (z2 / z0 - np.outer(mean, mean))
@@ -83,12 +94,28 @@ def risk_set_moments(X, time, status, strata, weights, eta, efron: bool) -> Risk
     return RiskSetMoments(u, s, dw, dx, mean, cov)
 
 
+class _RiskSums:
+    """The running risk-set sums S0 = sum r, S1 = sum r x, S2 = sum r x x' of a stratum."""
+
+    def __init__(self, X, risk):
+        self.X, self.risk = X, risk
+        p = X.shape[1]
+        self.s0, self.s1, self.s2 = 0.0, np.zeros(p), np.zeros((p, p))
+
+    def add(self, rows, sign: float):
+        block, r = self.X[rows], sign * self.risk[rows]
+        self.s0 += r.sum()
+        self.s1 = self.s1 + r @ block
+        self.s2 = self.s2 + block.T @ (r[:, None] * block)
+
+
 @dataclass(frozen=True)
 class CoxData:
     """The dense covariates, outcome and fitted linear predictor of an unpenalized Cox fit."""
 
     X: np.ndarray
     time: np.ndarray
+    start: np.ndarray | None
     status: np.ndarray
     strata: np.ndarray
     weights: np.ndarray
@@ -97,6 +124,10 @@ class CoxData:
     beta: np.ndarray
     efron: bool
 
+    def moments(self) -> RiskSetMoments:
+        return risk_set_moments(self.X, self.time, self.status, self.strata, self.weights, self.eta, self.efron,
+                                self.start)
+
 
 def _cox_data(fit: FitResult, data) -> CoxData:
     if fit.model_name != "cox":
@@ -104,8 +135,9 @@ def _cox_data(fit: FitResult, data) -> CoxData:
     if fit.prior.kind != "none":
         raise InputError(f"the proportional-hazards test is a score test at the maximum likelihood estimate: the "
                          f"fit has a {fit.prior!r} prior; refit without it")
-    if data.start is not None or fit.model_options.get("time_varying"):
-        raise InputError("Cox diagnostics of (start, stop] rows or time-varying coefficients are not implemented")
+    if fit.model_options.get("time_varying"):
+        raise InputError("Cox diagnostics of time-varying coefficients are not implemented (their covariates are "
+                         "interactions with time already)")
     names = [n for n in fit.coef.index if n not in fit.aliased]
     missing = [n for n in names if n not in data.covariate_names]
     if missing:
@@ -114,7 +146,8 @@ def _cox_data(fit: FitResult, data) -> CoxData:
     X = data.X[:, cols].toarray()
     beta = fit.coef[names].to_numpy(dtype=np.float64)
     offset = 0.0 if data.offset is None else data.offset
-    return CoxData(X, np.asarray(data.time, np.float64), np.asarray(data.status), np.zeros(data.n_rows, np.int64)
+    start = None if data.start is None else np.asarray(data.start, np.float64)
+    return CoxData(X, np.asarray(data.time, np.float64), start, np.asarray(data.status), np.zeros(data.n_rows, np.int64)
                    if data.strata is None else np.asarray(data.strata), np.ones(data.n_rows) if data.weights is None
                    else np.asarray(data.weights, np.float64), X @ beta + offset, names, beta,
                    fit.model_options.get("ties", "breslow") == "efron")
@@ -133,7 +166,7 @@ def schoenfeld_residuals(fit: FitResult, data, *, scaled: bool = False) -> pd.Da
     (['time', 'stratum', 'x0', 'x1'], True)
     """
     cox = _cox_data(fit, data)
-    m = risk_set_moments(cox.X, cox.time, cox.status, cox.strata, cox.weights, cox.eta, cox.efron)
+    m = cox.moments()
     dead, resid = _event_residuals(cox, m)
     if scaled:
         resid = _scaled(resid, m.covariance.sum(axis=0), cox.beta)
@@ -197,10 +230,10 @@ def cox_zph(fit: FitResult, data, transform="km", *, global_test: bool = True) -
     ['x0', 'x1', 'GLOBAL']
     """
     cox = _cox_data(fit, data)
-    g_all = _transformed(transform, cox.time, cox.status)
+    g_all = _transformed(transform, cox.time, cox.status, cox.start)
     event = cox.status == 1
     centred = g_all - g_all[event].mean()
-    m = risk_set_moments(cox.X, cox.time, cox.status, cox.strata, cox.weights, cox.eta, cox.efron)
+    m = cox.moments()
     first = {(s, t): g for s, t, g in zip(cox.strata[event], cox.time[event], centred[event])}
     g = np.array([first[(s, t)] for s, t in zip(m.stratum, m.time)])
     score = m.death_x - m.death_weight[:, None] * m.mean             # (T, P): summed residuals per time
@@ -222,7 +255,7 @@ def cox_zph(fit: FitResult, data, transform="km", *, global_test: bool = True) -
         rows.append(float(full @ np.linalg.solve(info, full)))
         names.append("GLOBAL")
         df.append(p)
-    table = pd.DataFrame({"chisq": rows, "df": df, "p": stats.chi2.sf(rows, df)}, index=pd.Index(names))
+    table = pd.DataFrame({"chisq": rows, "df": df, "p": special.chdtrc(df, rows)}, index=pd.Index(names))
     dead, resid = _event_residuals(cox, m)
     y = _scaled(resid, info[:p, :p], cox.beta)
     name = transform if isinstance(transform, str) else getattr(transform, "__name__", "user")
@@ -230,8 +263,9 @@ def cox_zph(fit: FitResult, data, transform="km", *, global_test: bool = True) -
                      pd.Series(cox.beta, index=cox.names))
 
 
-def _transformed(transform, time, status) -> np.ndarray:
-    """The transform of every row's time, as cox.zph's ``ttimes``."""
+def _transformed(transform, time, status, start=None) -> np.ndarray:
+    """The transform of every row's time, as cox.zph's ``ttimes`` (``km``: at risk at t the
+    rows with start < t <= time)."""
     if callable(transform):
         return np.asarray(transform(time), dtype=np.float64)
     if transform == "identity":
@@ -239,11 +273,13 @@ def _transformed(transform, time, status) -> np.ndarray:
     if transform == "log":
         return np.log(time)
     if transform == "rank":
-        return stats.rankdata(time)
+        return pd.Series(time).rank().to_numpy()  # average ranks of ties, as R's rank
     if transform == "km":  # 1 - S(t-), the unweighted Kaplan-Meier over every row
         times, inverse = np.unique(time, return_inverse=True)
         deaths = np.bincount(inverse, weights=(status == 1).astype(float))
         at_risk = np.cumsum(np.bincount(inverse)[::-1])[::-1]
+        if start is not None:  # less the rows that enter at or after each time
+            at_risk = at_risk - (start.size - np.searchsorted(np.sort(start), times, side="left"))
         surv = np.cumprod(1.0 - deaths / at_risk)
         return 1.0 - np.r_[1.0, surv[:-1]][inverse]
     raise InputError(f"transform must be one of {', '.join(TRANSFORMS)} or a function of the times, got "
@@ -253,7 +289,9 @@ def _transformed(transform, time, status) -> np.ndarray:
 def covariance(fit: FitResult, data, kind: str = "model-based") -> pd.DataFrame:
     """The coefficients' covariance matrix: ``"model-based"`` (the inverse observed
     information at the estimate, R's ``vcov``) for any unpenalized fit, or ``"robust"``
-    (the sandwich of ``cmprsk::crr``) for Fine-Gray fits. Aliased coefficients are left out.
+    (the sandwich of ``cmprsk::crr`` for Fine-Gray fits, of ``coxph(robust = TRUE)`` for Cox
+    fits, clustered by the data's ``subject``: :mod:`riskset.robust`). Aliased and fixed
+    coefficients are left out.
 
     >>> import riskset
     >>> data = riskset.simulate(n=300, p=2, model="logistic", seed=2)
@@ -272,9 +310,7 @@ def covariance(fit: FitResult, data, kind: str = "model-based") -> pd.DataFrame:
     keep = [j for j, n in enumerate(names) if n not in fit.aliased and n not in fit.fixed]
     kept = [names[j] for j in keep]
     if kind == "robust":
-        if fit.model_name != "fine_gray":
-            raise InputError(f"a robust (sandwich) covariance is implemented for Fine-Gray fits, not {fit.model_name}")
-        return robust_covariance(fit, data, model, columns=np.array(keep)).loc[kept, kept]
+        return robust_covariance(fit, data, model, columns=np.array(keep))
     datafit = model.datafit(data)
     datafit.names = names
     beta = fit.coef.reindex(names).fillna(0.0).to_numpy(dtype=np.float64)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy import optimize
 
 from riskset.core.penalty import Penalty
 from riskset.data.dataset import first_names
@@ -232,6 +231,8 @@ def _maximize_along(datafit, beta, v) -> tuple[np.ndarray, float]:
             t_prev, t, f_t = t, 2.0 * t, f_next
         else:
             return beta, 0.0  # still rising: the separation test's ground, not this one's
+        from scipy import optimize  # here: scipy.optimize costs a second at import, and few fits come here
+
         best = optimize.minimize_scalar(loss, bracket=(t_prev, t, 2.0 * t), tol=1e-10)
         t_best = best.x if best.fun <= f_t else t
         return beta + t_best * v, -min(best.fun, f_t) - f0

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 from riskset.backend import Backend
 from riskset.core.penalty import Penalty
@@ -63,7 +63,7 @@ def profile_intervals(datafit, beta_hat, objective_hat, penalty: Penalty, column
     ``note`` says where, rather than a bound found from fits that are not at their optimum.
     """
     options = options or SolverOptions()
-    cut = np.sqrt(stats.chi2.ppf(level, 1))  # r at the bounds: 2 (f_hat - f_b) = chi2_1(level)
+    cut = np.sqrt(special.chdtri(1, 1 - level))  # r at the bounds: 2 (f_hat - f_b) = chi2_1(level)
     columns = np.asarray(columns, dtype=np.int64)
     coef = np.repeat(columns, 2)                       # search 2k: lower bound of columns[k], 2k + 1: upper
     side = np.tile([-1.0, 1.0], columns.size)

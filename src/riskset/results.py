@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 from riskset import validation as check
 from riskset.data.dataset import check_dataset, describe_roles
@@ -18,7 +18,8 @@ from riskset.solver.prior import Prior
 
 #: How ``FitResult.variance`` reads in a summary.
 _VARIANCE_TEXT = {"model-based": "model-based (inverse observed information)",
-                  "robust": "robust (sandwich, as cmprsk::crr)"}
+                  "robust": "robust (sandwich, as cmprsk::crr)",
+                  "robust cox": "robust (sandwich, as coxph(robust = TRUE))"}
 
 #: How ``FitResult.status`` reads in a summary.
 _STATUS_TEXT = {CONVERGED: "converged", NOT_CONVERGED: "NOT CONVERGED", DOES_NOT_EXIST: "ESTIMATE DOES NOT EXIST"}
@@ -157,12 +158,12 @@ class FitResult:
         A coefficient whose estimate does not exist shows estimate +-inf, no standard error,
         its bound on that side +-inf, and ``note`` says so.
         """
-        z = stats.norm.ppf(0.5 + check.probability("level", level) / 2)
+        z = special.ndtri(0.5 + check.probability("level", level) / 2)
         aliased = self.coef.index.isin(self.aliased)
         t = pd.DataFrame({"name": self.coef.index, "estimate": np.where(aliased, np.nan, self.coef.to_numpy()),
                           "se": self.se.to_numpy()})
         t["z"] = t["estimate"] / t["se"]
-        t["p"] = 2 * stats.norm.sf(np.abs(t["z"]))
+        t["p"] = 2 * special.ndtr(-np.abs(t["z"]))
         t["lower"] = t["estimate"] - z * t["se"]
         t["upper"] = t["estimate"] + z * t["se"]
         t["interval"] = np.where(t["se"].notna(), "wald", "")
@@ -236,7 +237,8 @@ class FitResult:
         """Which standard errors the table shows, for the summary."""
         if self.se.isna().all():
             return "none (penalized coefficients have none: profile= intervals or riskset.bootstrap)"
-        text = _VARIANCE_TEXT.get(self.variance, self.variance)
+        text = _VARIANCE_TEXT.get(f"{self.variance} {self.model_name}",
+                                  _VARIANCE_TEXT.get(self.variance, self.variance))
         if self.model_name == "least_squares":  # l = -RSS/2: the residual variance is taken as 1 (Cyclops)
             df_resid = self.n_rows - int(np.isfinite(self.se).sum())
             sigma = np.sqrt(-2.0 * self.loglik / df_resid) if df_resid > 0 else np.nan

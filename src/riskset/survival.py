@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 import warnings
 
@@ -109,7 +109,7 @@ def kaplan_meier(time, status, group=None, weights=None, level: float = 0.95) ->
     dead = cumsum_by_group(all_dead.astype(np.float64)) > 0
     surv = np.where(dead, 0.0, np.exp(cumsum_by_group(logs)))
     se_log = np.sqrt(np.maximum(cumsum_by_group(green), 0.0))
-    z = stats.norm.ppf(0.5 + check.probability("level", level) / 2)
+    z = special.ndtri(0.5 + check.probability("level", level) / 2)
     lower = np.clip(surv * np.exp(-z * se_log), 0, 1)
     upper = np.clip(surv * np.exp(z * se_log), 0, 1)
     std_err = np.where(dead, np.nan, surv * se_log)

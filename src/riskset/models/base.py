@@ -86,6 +86,10 @@ def drop_constant_covariates(X: sp.csc_matrix, names: list, warn: bool) -> tuple
     return X[:, keep], [names[j] for j in keep]
 
 
+#: The standard errors a fit may show (:attr:`Model.variance`).
+VARIANCES = ("model-based", "robust")
+
+
 class Model(ABC):
     """User-facing model specification; subclasses register themselves by ``name``.
 
@@ -135,7 +139,7 @@ class Model(ABC):
     r_ties: ClassVar[str | None] = None
 
     #: The standard errors a fit shows: ``"model-based"`` (inverse observed information) or
-    #: ``"robust"`` (a sandwich; Fine-Gray's default, as cmprsk::crr).
+    #: ``"robust"`` (a sandwich: Fine-Gray's default, as cmprsk::crr; a Cox option).
     variance: ClassVar[str] = "model-based"
 
     #: Name of exp(coefficient) in the coefficient table and its interval columns

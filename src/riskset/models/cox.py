@@ -42,7 +42,7 @@ from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
                                  drop_constant_covariates, refuse_kind, require_information, risk_set_block_work,
-                                 weight_overflow, HAZARD_KINDS, NO_RESPONSE)
+                                 weight_overflow, HAZARD_KINDS, NO_RESPONSE, VARIANCES)
 from riskset.validation import coef_mapping, finite_numbers, one_of
 
 TIES = ("breslow", "efron")
@@ -357,6 +357,10 @@ class CoxModel(Model):
         there (at time 10: ``cov(0,10]``), and so does the prediction of a row whose
         ``time`` is 10.
     formulation : 'sparse' (O(nnz_j) per coordinate, default) or 'scan' (O(N)).
+    variance : the standard errors a fit shows: 'model-based' (default: the inverse
+        information, R's ``coxph``) or 'robust' (the sandwich of ``coxph(robust = TRUE)``,
+        clustered by the data's ``subject`` where it has one, as ``cluster(id)``:
+        :mod:`riskset.cox_scores`).
 
     Reads ``time`` (stop), ``status`` (0/1), optional ``start`` (counting process,
     risk set start < t <= stop), ``strata``, ``subject`` (checked for overlapping
@@ -376,16 +380,18 @@ class CoxModel(Model):
     ratio_name = "hazard_ratio"
     r_ties = "efron"
 
-    def __init__(self, ties: str = "breslow", time_varying: dict | None = None, formulation: str = "sparse"):
+    def __init__(self, ties: str = "breslow", time_varying: dict | None = None, formulation: str = "sparse",
+                 variance: str = "model-based"):
         self.ties = one_of("ties", str(ties).lower(), TIES)
         self.formulation = one_of("formulation", formulation, FORMULATIONS)
+        self.variance = one_of("variance", variance, VARIANCES)
         self.time_varying = {name: _cut_points(name, cuts)
                              for name, cuts in coef_mapping("time_varying", time_varying).items()}
 
     @classmethod
     def from_spec(cls, spec):
         return cls(ties=spec.get("ties", "breslow"), time_varying=spec.get("time_varying"),
-                   formulation=spec.get("formulation", "sparse"))
+                   formulation=spec.get("formulation", "sparse"), variance=spec.get("variance", "model-based"))
 
     def options(self):
         opts = {"ties": self.ties}
@@ -393,6 +399,8 @@ class CoxModel(Model):
             opts["time_varying"] = {k: list(v) for k, v in self.time_varying.items()}
         if self.formulation != "sparse":
             opts["formulation"] = self.formulation
+        if self.variance != "model-based":
+            opts["variance"] = self.variance
         return opts
 
     # -- preparation ----------------------------------------------------------------------

@@ -43,10 +43,9 @@ from riskset.kernels.cpu import fine_gray as K
 from riskset.kernels.cpu.cox import row_pieces
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
                                  drop_constant_covariates, refuse_kind, require_information, risk_set_block_work,
-                                 weight_overflow, HAZARD_KINDS, NO_RESPONSE)
+                                 weight_overflow, HAZARD_KINDS, NO_RESPONSE, VARIANCES)
 
 FORMULATIONS = ("sparse", "scan")
-VARIANCES = ("robust", "model-based")
 
 
 def censoring_survival(time, censored, weights=None):

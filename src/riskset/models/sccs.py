@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 from riskset.data.dataset import Dataset
 from riskset.exceptions import InputError
@@ -52,7 +52,7 @@ def incidence_rate_ratios(fit, level: float = 0.95) -> pd.DataFrame:
     """
     coef = pd.Series(fit.coef, dtype=float)
     se = pd.Series(getattr(fit, "se", pd.Series(np.nan, index=coef.index)), dtype=float).reindex(coef.index)
-    z = stats.norm.ppf(0.5 + level / 2)
+    z = special.ndtri(0.5 + level / 2)
     return pd.DataFrame({
         "name": coef.index,
         "coef": coef.to_numpy(),

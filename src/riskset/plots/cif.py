@@ -3,7 +3,7 @@ numbers-at-risk table below, as the Kaplan-Meier plot (matplotlib)."""
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from riskset.competing_risks import aalen_johansen
 from riskset.plots.km import thin_steps
@@ -53,7 +53,7 @@ def plot_cif(time, status, group=None, weights=None, *, event_of_interest: int =
     labels = ["all" if g is None else str(g) for g in groups]
     colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
     colors = [colors[i % len(colors)] for i in range(len(groups))]
-    z = stats.norm.ppf(0.5 + level / 2)
+    z = special.ndtri(0.5 + level / 2)
     span = (0.0, float(np.max(time)) or 1.0)
     top = 0.0
     for part, label, color in zip(parts, labels, colors):

@@ -24,13 +24,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, stats
+from scipy import special
 
 from riskset.api import fit
 from riskset.exceptions import InputError
 from riskset.likelihood import checked_bounds, profile_loglik
 
 KINDS = ("normal", "skew_normal", "grid", "adaptive_grid", "grid_with_gradients")
+
+LOG_2PI = float(np.log(2.0 * np.pi))  # of the normal density
 
 #: The bounds of the effect (log hazard / odds / rate ratio) that EvidenceSynthesis profiles over.
 DEFAULT_BOUNDS = (float(np.log(0.1)), float(np.log(10.0)))
@@ -167,7 +169,7 @@ def approximate_likelihood(data, model="cox", prior=None, *, coef, kind: str = "
             raise InputError(f"a normal approximation of {coef!r} does not exist at this site: its estimate or a "
                              f"profile bound is infinite ({row['lower']:.4g}, {row['upper']:.4g}); use "
                              f"kind='grid_with_gradients'")
-        sigma = (row["upper"] - row["lower"]) / (2 * stats.norm.ppf(0.975))
+        sigma = (row["upper"] - row["lower"]) / (2 * special.ndtri(0.975))
         return LikelihoodApproximation("normal", params={"mu": float(result.coef[str(coef)]), "sigma": sigma},
                                        **common)
     if kind == "adaptive_grid":
@@ -208,7 +210,7 @@ def skew_normal(b, mu, sigma, alpha) -> np.ndarray:
     """log of Azzalini's skew-normal density with location mu, scale sigma and shape alpha
     (EvidenceSynthesis' ``skewNormal``): log 2 + log phi(z) - log sigma + log Phi(alpha z), z = (b - mu) / sigma."""
     z = (np.asarray(b, dtype=np.float64) - mu) / sigma
-    return np.log(2.0) + stats.norm.logpdf(z) - np.log(sigma) + stats.norm.logcdf(alpha * z)
+    return np.log(2.0) - 0.5 * (z * z + LOG_2PI) - np.log(sigma) + special.log_ndtr(alpha * z)
 
 
 def fit_skew_normal(points, values) -> dict:
@@ -228,6 +230,8 @@ def fit_skew_normal(points, values) -> dict:
         return float(np.sum(weights * (approx - approx.max() - values) ** 2))
 
     start = np.array([mode, 0.0, 0.0])
+    from scipy import optimize  # here, not at import: scipy.optimize costs a second to import
+
     fits = [optimize.minimize(loss, start, method=m) for m in ("Nelder-Mead", "BFGS")]
     best = min(fits, key=lambda r: r.fun if np.isfinite(r.fun) else np.inf)
     mu, log_sigma, alpha = best.x

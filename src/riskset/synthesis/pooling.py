@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, stats
+from scipy import special
 
 from riskset.exceptions import InputError
-from riskset.synthesis.approximation import LikelihoodApproximation
+from riskset.synthesis.approximation import LOG_2PI, LikelihoodApproximation
 
 #: Points of the grid over the bounds on which the pooled log-likelihood is first scanned.
 SCAN_POINTS = 4001
@@ -55,7 +55,7 @@ def pool(approximations, *, method: str = "fixed", level: float = 0.95) -> pd.Da
     lo, hi = max(s.bounds[0] for s in sites), min(s.bounds[1] for s in sites)
     if not lo < hi:
         raise InputError(f"the sites' bounds do not overlap: {[s.bounds for s in sites]}")
-    drop = stats.chi2.ppf(level, 1) / 2
+    drop = special.chdtri(1, 1 - level) / 2
     if method == "fixed":
         def pooled(b):
             return sum(s.loglik(b) for s in sites)
@@ -68,7 +68,7 @@ def pool(approximations, *, method: str = "fixed", level: float = 0.95) -> pd.Da
         tau = marginal.best_tau(estimate)
     lower, note_lo = _bound(pooled, top - drop, estimate, lo)
     upper, note_hi = _bound(pooled, top - drop, estimate, hi)
-    se = (upper - lower) / (2 * stats.norm.ppf(0.5 + level / 2)) if np.isfinite([lower, upper]).all() else np.nan
+    se = (upper - lower) / (2 * special.ndtri(0.5 + level / 2)) if np.isfinite([lower, upper]).all() else np.nan
     notes = "; ".join(n for n in (note, note_lo, note_hi) if n)
     with np.errstate(over="ignore"):
         ratios = np.exp([estimate, lower, upper])
@@ -107,6 +107,8 @@ def _maximize(f, lo, hi, points: int) -> tuple[float, float, str]:
         side = "lower" if k == 0 else "upper"
         return float(grid[k]), float(values[k]), (f"the pooled likelihood is largest at the {side} bound "
                                                   f"({grid[k]:.4g}): the estimate lies beyond the bounds")
+    from scipy import optimize  # in the functions: scipy.optimize costs a second at import (every CLI call)
+
     best = optimize.minimize_scalar(lambda x: -f(x), bounds=(grid[k - 1], grid[k + 1]), method="bounded",
                                     options={"xatol": 1e-10 * max(1.0, abs(grid[k]))})
     return (float(best.x), float(-best.fun), "") if -best.fun >= values[k] else (float(grid[k]), float(values[k]), "")
@@ -118,6 +120,8 @@ def _bound(f, level, estimate, end) -> tuple[float, str]:
     if f(end) > level:
         side = np.inf if end > estimate else -np.inf
         return float(side), f"the interval reaches past the {'upper' if side > 0 else 'lower'} bound ({end:.4g})"
+    from scipy import optimize
+
     return float(optimize.brentq(lambda x: f(x) - level, min(estimate, end), max(estimate, end), xtol=1e-10)), ""
 
 
@@ -141,12 +145,14 @@ class RandomEffects:
             log_w = np.log(self.weights / np.sqrt(np.pi))
         else:  # wide: the trapezoid rule on the grid
             values = self.logliks
-            log_w = stats.norm.logpdf(self.grid, mu, tau) + np.log(self.spacing)
+            log_w = -0.5 * (((self.grid - mu) / tau) ** 2 + LOG_2PI) - np.log(tau) + np.log(self.spacing)
         top = values.max(axis=1, keepdims=True)
         return float(np.sum(top[:, 0] + np.log(np.sum(np.exp(values - top + log_w), axis=1))))
 
     def best_tau(self, mu: float) -> float:
         """The tau that maximizes the marginal log-likelihood at ``mu`` (0 included)."""
+        from scipy import optimize
+
         found = optimize.minimize_scalar(lambda s: -self.loglik(mu, np.exp(s)), bounds=(np.log(1e-4), np.log(TAU_MAX)),
                                          method="bounded", options={"xatol": 1e-6})
         return float(np.exp(found.x)) if -found.fun > self.loglik(mu, 0.0) else 0.0

@@ -84,6 +84,13 @@ class DeviceDatafit(Datafit):
     #: whether the family computes ``local_quadratic`` on the device (:meth:`_polish_on_device`)
     device_quadratic = False
 
+    @property
+    def helper_threads(self) -> int:
+        """Threads per block of the helper kernels (per-column dots and scatters, per-row
+        scalings): the sweep's, at most 256 (4 in the simulator, where every thread is a
+        Python thread)."""
+        return min(self.nt, 256)
+
     def __init__(self, cpu: Datafit, dtype="float64", weights: np.ndarray | None = None):
         # Datafit.__init__ is not called: X and the static arrays are the CPU datafit's.
         self.cpu = cpu
@@ -173,8 +180,8 @@ class DeviceDatafit(Datafit):
         eta.copy_to_device(s["offset"])
         nz = np.flatnonzero(beta)
         if nz.size:
-            scatter_columns[max(1, min(nz.size, 4096)), 256](s["indptr"], s["indices"], s["values"], device_copy(nz),
-                                                             device_copy(beta[nz], np.float64), eta)
+            scatter_columns[max(1, min(nz.size, 4096)), self.helper_threads](
+                s["indptr"], s["indices"], s["values"], device_copy(nz), device_copy(beta[nz], np.float64), eta)
         return eta
 
     def loglik(self, state):
@@ -284,7 +291,7 @@ class DeviceDatafit(Datafit):
 
         self._refresh(state)
         out = cuda.device_array((self.n_rep, self.n_coef), dtype=np.float64)
-        self.gradient_kernel[(self.n_coef, self.n_rep), min(self.nt, 256)](self._kernel_data(), state.kernel, out)
+        self.gradient_kernel[(self.n_coef, self.n_rep), self.helper_threads](self._kernel_data(), state.kernel, out)
         return out.copy_to_host()[rows]
 
     def hessian(self, state, columns):
@@ -306,7 +313,8 @@ class DeviceDatafit(Datafit):
         from .columns import column_dots
 
         s = self._dev_static()
-        column_dots[max(1, min(cols.shape[0], 4096)), 256](s["indptr"], s["indices"], s["values"], cols, v, out)
+        column_dots[max(1, min(cols.shape[0], 4096)), self.helper_threads](s["indptr"], s["indices"], s["values"], cols,
+                                                                           v, out)
         return out.copy_to_host()
 
     def information_scale(self, state, columns):

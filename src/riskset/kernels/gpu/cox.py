@@ -57,7 +57,7 @@ from riskset.data.risksets import column_breakpoints
 from .base import DeviceDatafit
 from .blocks import block_sum2, carried_segscan, segscan2_slots, segscan_slots
 from .columns import scatter_block
-from .device import MAX_THREADS, device_copy, grid_blocks, simulator_enabled
+from .device import MAX_THREADS, device_copy, grid_blocks, row_blocks, simulator_enabled
 from .gridscan import grid_place, grid_segscan2, grid_sum2, grid_sync, thread_run
 from .sweep import compile_gradient, compile_sweep
 
@@ -722,7 +722,8 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         s = self._dev_static()
         if "nzf" not in s:
             s["nzf"] = cuda.device_array(max(len(self.cpu.indices), 1), dtype=np.uint8)
-            nz_flags_kernel[max(1, min(self.n_coef, 4096)), 256](s["indptr"], s["ksn"], s["ken"], s["nzf"])
+            nz_flags_kernel[max(1, min(self.n_coef, 4096)), self.helper_threads](s["indptr"], s["ksn"], s["ken"],
+                                                                                 s["nzf"])
         return s["nzf"]
 
     def _breakpoints(self, stype):
@@ -809,8 +810,9 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         cols_h = np.ascontiguousarray(columns, dtype=np.int64)
         cols, m, n, ns = device_copy(cols_h), cols_h.shape[0], self.n_rows, self.cpu.rs.n_slots
         rows = cuda.device_array((1, n), dtype=np.float64)
-        row_hazards_kernel[max(1, min(4096, n // 256)), 256](int(self.efron), d["w"], s["ks"], s["ke"], s["event"],
-                                                             d["A1c"], d["R1"], rows)
+        threads = self.helper_threads
+        row_hazards_kernel[row_blocks(n, threads, 4096), threads](int(self.efron), d["w"], s["ks"], s["ke"], s["event"],
+                                                                  d["A1c"], d["R1"], rows)
         dots = cuda.device_array((m, 2), dtype=np.float64)
         xv, x2v = self._column_dots(cols, rows, dots).T
         u, z = cuda.device_array((1, n), dtype=np.float64), rows  # the hazards are not read again

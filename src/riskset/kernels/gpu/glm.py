@@ -222,9 +222,9 @@ class GLMDeviceDatafit(DeviceDatafit):
 
         def hessian_times(b):
             u.copy_to_device(zeros)
-            scatter_columns[max(1, min(m, 4096)), 256](s["indptr"], s["indices"], s["values"], cols,
-                                                       device_copy(b, np.float64), u)
-            scale_rows[max(1, min(4096, n // 256)), 256](u, d["curv"])
+            scatter_columns[max(1, min(m, 4096)), self.helper_threads](s["indptr"], s["indices"], s["values"],
+                                                                       cols, device_copy(b, np.float64), u)
+            scale_rows[row_blocks(n, self.helper_threads, 4096), self.helper_threads](u, d["curv"])
             return -self._column_dots(cols, u, dots)[:, 0]
 
         ones = np.flatnonzero(cols_h == 0) if self.cpu.first else ()  # device column 0: the intercept's ones
