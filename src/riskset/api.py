@@ -17,8 +17,10 @@ from riskset.profile_likelihood import profile_intervals
 from riskset import validation as check
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult, coef_labels, fit_roles
-from riskset.solver.ccd import SolverOptions, fit_ccd
-from riskset.solver.prior import Prior, as_prior
+from riskset.core.penalty import Penalty
+from riskset.solver.adaptive_ridge import fit_adaptive_ridge
+from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd
+from riskset.solver.prior import AdaptiveRidge, Prior, as_prior
 from riskset.spec import analysis_from_spec, load_spec, spec_fixed
 
 
@@ -110,8 +112,11 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
             beta0[held] = [args.fixed[n] for n in np.asarray(names)[held]]
         options = SolverOptions(tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, progress=progress)
         t_prepare = time.perf_counter()
-        res = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=beta0, fixed=held if held.any() else None,
-                      options=options, center=penalty.center)
+        if isinstance(prior, AdaptiveRidge):
+            res, penalty, held = _fit_adaptive_ridge(datafit, prior, penalty, data.n_rows, options, held, beta0)
+        else:
+            res = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=beta0, fixed=held if held.any() else None,
+                          options=options, center=penalty.center)
         t_solve = time.perf_counter()
         if not res.converged:
             what = "fit" if res.diverging else "fit did not converge"
@@ -145,6 +150,30 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     result.timings = {"prepare": t_prepare - t0, "solve": t_solve - t_prepare,
                       "total": time.perf_counter() - t0}
     return result
+
+
+def _fit_adaptive_ridge(datafit, prior: AdaptiveRidge, start: Penalty, n_rows: int, options: SolverOptions, held,
+                        beta0) -> tuple[SolverResult, Penalty, np.ndarray]:
+    """A BAR / IHT fit (:mod:`riskset.solver.adaptive_ridge`) as one solver result (its
+    message says how many ridge fits it took), the penalty of its last fit and the mask of
+    the coefficients it held. Where the selected coefficients were refitted without a prior
+    (``fit_best_subset``) that penalty is none and the coefficients set to 0 are held: the
+    others get standard errors, conditional on the selection."""
+    result = fit_adaptive_ridge(datafit, prior.settings(n_rows), start.l2 > 0, options,
+                                fixed=held if held.any() else None, beta0=beta0)
+    res = result.fit
+    what = f"{prior.kind.upper()}: {result.iterations} ridge fit(s) after the starting one"
+    if res.converged and not result.converged:
+        res.converged = False
+        res.message = (f"{what}; no fixed point: a coefficient still moved by {prior.tolerance:g} or more after "
+                       f"max_iterations={prior.max_iterations}")
+    else:
+        res.message = f"{what}; {res.message}" if res.message else what
+    zeros = np.zeros_like(start.l2)
+    if prior.fit_best_subset and result.converged:
+        return res, Penalty(zeros, zeros, zeros), held | ((start.l2 > 0) & (res.beta == 0.0))
+    with np.errstate(divide="ignore"):
+        return res, Penalty(zeros, np.where(result.variances > 0, 1.0 / result.variances, 0.0), zeros), held
 
 
 def prepared_datafit(data: Dataset, model: Model, backend: Backend):
@@ -204,6 +233,10 @@ def check_fit(data: Dataset, model: str | Model = "logistic", prior: Prior | Non
         _check_known("profile", profile, names, m, data)
         _check_known("warm_start", start, names, m, data)
         _check_known("fixed", list(held), names, m, data)
+    if profile and isinstance(prior, AdaptiveRidge):
+        raise InputError(f"profile: a {prior.kind.upper()} fit selects its coefficients by iterated ridge fits, so it "
+                         f"has no likelihood to profile; refit the selected coefficients without a prior "
+                         f"(fit_best_subset=True) and profile that fit")
     both = [n for n in profile if n in held]
     if both:
         raise InputError(f"profile names fixed coefficient(s) {', '.join(map(repr, both))}: a coefficient held at "

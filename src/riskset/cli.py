@@ -141,9 +141,11 @@ def _add_fit(sub):
                    help="model option, value as JSON (e.g. ties=\"efron\", intercept=false); repeatable. "
                         "ties: \"breslow\" (cox default) or \"efron\" (R's coxph default)")
     pr = p.add_argument_group("prior")
-    pr.add_argument("--prior", choices=["none", "laplace", "normal", "elastic_net"],
-                    help="none (maximum likelihood, the default), laplace (L1), normal (L2) or elastic_net "
-                         "(both: --gamma and --variance)")
+    pr.add_argument("--prior", choices=["none", "laplace", "normal", "elastic_net", "bar", "iht"],
+                    help="none (maximum likelihood, the default), laplace (L1), normal (L2), elastic_net "
+                         "(both: --gamma and --variance), bar (broken adaptive ridge) or iht (iterative hard "
+                         "thresholding, with --max-nonzero): the sparse selection of OHDSI's BrokenAdaptiveRidge "
+                         "and IterativeHardThresholding")
     pr.add_argument("--gamma", type=NON_NEGATIVE,
                     help="L1 rate: penalty gamma*|beta| (with --prior laplace or elastic_net)")
     pr.add_argument("--variance", type=POSITIVE,
@@ -155,6 +157,12 @@ def _add_fit(sub):
                     help="prior means of the coefficients named (a location prior: shrink towards M instead of "
                          "0, e.g. the estimates of a previous database); the others have mean 0")
     pr.add_argument("--exclude", metavar="A,B", default="", help="coefficients left unpenalized (e.g. treatment)")
+    pr.add_argument("--penalty", metavar="bic|X", help="bar, iht: the selection penalty, 'bic' (log(N)/2, the "
+                                                        "default) or a positive number")
+    pr.add_argument("--max-nonzero", type=COUNT, metavar="K", help="iht: the most non-zero coefficients")
+    pr.add_argument("--best-subset", action="store_true",
+                    help="bar, iht: refit the selected coefficients without a prior (standard errors follow, "
+                         "conditional on the selection)")
     pr.add_argument("--fixed", metavar="A=V,B=W", default="",
                     help="coefficients held at the values given while the others are fitted (Cyclops' "
                          "fixedCoefficients; a specification's \"fixed\" field)")
@@ -507,7 +515,8 @@ def _report_written(written: list[str]) -> None:
 
 #: Options that say what a specification says (model, columns, prior): refused with --spec.
 SPEC_GIVES = ("--model", "--option", "--prior", "--gamma", "--variance", "--variances", "--means", "--exclude",
-              "--fixed", "--covariates") + tuple(f"--{role}" for role in ROLE_OPTIONS)
+              "--penalty", "--max-nonzero", "--best-subset", "--fixed",
+              "--covariates") + tuple(f"--{role}" for role in ROLE_OPTIONS)
 
 
 def _check_fit_options(args) -> None:
@@ -629,6 +638,16 @@ def _check_prior_options(args) -> None:
     if prior == "elastic_net" and args.cv:
         raise InputError("--cv chooses the variance of a laplace or normal prior; an elastic_net prior has two "
                          "strengths: give --gamma and --variance")
+    selection = prior in ("bar", "iht")
+    given = [o for o in ("--penalty", "--best-subset") if _given(args, o)]
+    if given and not selection:
+        raise InputError(f"{', '.join(given)} are options of --prior bar or iht, not --prior {prior}")
+    if (args.max_nonzero is not None) != (prior == "iht"):
+        raise InputError("--prior iht needs --max-nonzero K" if prior == "iht"
+                         else f"--max-nonzero is the K of --prior iht, not of --prior {prior}")
+    strengths = [o for o in ("--gamma", "--variance", "--variances", "--means") if _given(args, o)]
+    if selection and strengths:
+        raise InputError(f"--prior {prior} sets its own variances: {', '.join(strengths)} do(es) not apply")
     if prior == "none" and not args.spec:
         penalty_options = [o for o in ("--variance", "--variances", "--means", "--exclude", "--cv")
                            if _given(args, o)]
@@ -745,7 +764,19 @@ def _prior(args):
     if args.prior == "elastic_net":
         return riskset.Prior("elastic_net", gamma=args.gamma, variance=variance, exclude=exclude,
                              variances=variances, means=means)
+    if args.prior in ("bar", "iht"):
+        penalty = "bic" if args.penalty in (None, "bic") else _number("--penalty", args.penalty, POSITIVE)
+        if args.prior == "iht":
+            return riskset.IHT(args.max_nonzero, penalty, exclude=exclude, fit_best_subset=args.best_subset)
+        return riskset.BAR(penalty, exclude=exclude, fit_best_subset=args.best_subset)
     return riskset.NoPrior()
+
+
+def _number(option, text, convert):
+    try:
+        return convert(text)
+    except (argparse.ArgumentTypeError, ValueError) as err:
+        raise InputError(f"{option}: {err}") from None
 
 
 def _parse_assignment(option, what, text, convert):

@@ -14,7 +14,7 @@ from riskset.data.dataset import check_dataset, describe_roles
 from riskset.exceptions import DataWarning, InputError
 from riskset.models.base import get_model, model_class
 from riskset.solver.ccd import AT_GAMMA_MAX, CONVERGED, DOES_NOT_EXIST, NOT_CONVERGED, fit_status
-from riskset.solver.prior import Prior
+from riskset.solver.prior import AdaptiveRidge, Prior, prior_from_dict
 
 #: How ``FitResult.variance`` reads in a summary.
 _VARIANCE_TEXT = {"model-based": "model-based (inverse observed information)",
@@ -87,7 +87,7 @@ class FitResult:
     converged: bool
     message: str
     n_iter: int
-    prior: Prior
+    prior: Prior | AdaptiveRidge
     n_rows: int
     gamma_max: float | None = None
     intervals: pd.DataFrame | None = None
@@ -376,7 +376,7 @@ class FitResult:
             return cls(model_name=d["model"], model_options=d["model_options"],
                        coef=pd.Series(d["coef"], dtype=float), se=pd.Series(se, dtype=float), loglik=d["loglik"],
                        objective=d["penalized_loglik"], converged=d["converged"], message=d["message"],
-                       n_iter=d["n_iter"], prior=Prior.from_dict(d["prior"]), n_rows=d["n_rows"],
+                       n_iter=d["n_iter"], prior=prior_from_dict(d["prior"]), n_rows=d["n_rows"],
                        gamma_max=d["gamma_max"], intervals=intervals, timings=d.get("timings", {}),
                        roles=d.get("roles", {}), aliased=d.get("aliased", []),
                        labels=d.get("labels", {}), diverging=d.get("diverging", {}),
@@ -453,8 +453,10 @@ def _some(names, k: int = 10) -> str:
     return ", ".join(map(repr, names[:k])) + (f" ... ({len(names)} in all)" if len(names) > k else "")
 
 
-def _describe_prior(prior: Prior) -> str:
-    """'laplace, gamma=20' from the prior's dictionary."""
+def _describe_prior(prior: Prior | AdaptiveRidge) -> str:
+    """'laplace, gamma=20' from the prior's dictionary; a BAR / IHT prior as its call."""
+    if isinstance(prior, AdaptiveRidge):
+        return repr(prior)
     d = prior.to_dict()
     return ", ".join([str(d.pop("kind"))] + [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                                              for k, v in d.items()])

@@ -42,7 +42,11 @@ Model options
     - ``l1`` (Laplace, lasso): ``gamma`` (penalty ``gamma |beta|``) or ``variance``
       (Cyclops' parametrization, ``gamma = sqrt(2 / variance)``), not both;
     - ``l2`` (normal, ridge): ``variance`` (penalty ``beta^2 / (2 variance)``);
-    - ``elastic_net``: both ``gamma`` and ``variance``.
+    - ``elastic_net``: both ``gamma`` and ``variance``;
+    - ``bar`` (broken adaptive ridge) and ``iht`` (iterative hard thresholding, with
+      ``max_nonzero``, its K): ``penalty`` ("bic", the default, or a number) and the
+      settings of :func:`riskset.BAR` by name (``initial_variance``, ``tolerance``,
+      ``max_iterations``, ``threshold``, ``delta``, ``fit_best_subset``), no strength.
 
     ``unpenalized`` lists coefficients left unpenalized (the API's ``exclude``);
     ``variances`` maps coefficient names to their own variance (the API's
@@ -70,7 +74,7 @@ import pandas as pd
 from riskset.data.ingest import from_frame
 from riskset.exceptions import InputError
 from riskset.models.base import Model, get_model
-from riskset.solver.prior import Prior
+from riskset.solver.prior import BAR, IHT, SETTINGS, AdaptiveRidge, Prior
 from riskset.validation import fixed_values
 
 #: case.json column roles -> keyword of :func:`riskset.from_frame`.
@@ -88,6 +92,10 @@ OPTION_ALIASES = ("competing_event",)
 PENALTY_TYPES = {"none": ("none", (), ()), "l1": ("laplace", (), ("gamma", "variance")),
                  "l2": ("normal", ("variance",), ()), "elastic_net": ("elastic_net", ("gamma", "variance"), ())}
 PENALTY_KEYS = ("type", "gamma", "variance", "unpenalized", "variances", "means")
+#: The types of the sparse-selection priors (BrokenAdaptiveRidge, IterativeHardThresholding) and
+#: their keys: the packages' argument names (``penalty``: 'bic' or a number; ``max_nonzero``: K).
+SELECTION_TYPES = ("bar", "iht")
+SELECTION_KEYS = ("type", "penalty", "max_nonzero", "unpenalized", *SETTINGS)
 
 
 def load_spec(path: str) -> tuple[dict, pd.DataFrame]:
@@ -153,23 +161,27 @@ def is_supported(spec: dict) -> bool:
     return spec.get("model") in Model.registry
 
 
-def prior_from_penalty(penalty: dict | None) -> Prior:
+def prior_from_penalty(penalty: dict | None) -> Prior | AdaptiveRidge:
     """The prior of a spec's ``penalty`` entry (see the module docstring).
 
     >>> prior_from_penalty({"type": "elastic_net", "gamma": 1.0, "variance": 2.0}).to_dict()
     {'kind': 'elastic_net', 'gamma': 1.0, 'variance': 2.0}
     >>> prior_from_penalty({"type": "l2", "varaince": 2.0})
     Traceback (most recent call last):
-    riskset.exceptions.InputError: penalty: unknown key(s) 'varaince'; a penalty has type, gamma, ...
+    riskset.exceptions.InputError: penalty: unknown key(s) 'varaince'; a penalty of type 'l2' has type, gamma, ...
     """
     penalty = dict(penalty or {})
-    unknown = [k for k in penalty if k not in PENALTY_KEYS]
+    keys = SELECTION_KEYS if penalty.get("type") in SELECTION_TYPES else PENALTY_KEYS
+    unknown = [k for k in penalty if k not in keys]
     if unknown:
-        raise InputError(f"penalty: unknown key(s) {', '.join(map(repr, unknown))}; a penalty has "
-                         f"{', '.join(PENALTY_KEYS)}")
+        raise InputError(f"penalty: unknown key(s) {', '.join(map(repr, unknown))}; a penalty of type "
+                         f"{penalty.get('type', 'none')!r} has {', '.join(keys)}")
     kind = penalty.get("type", "none")
+    if kind in SELECTION_TYPES:
+        return _selection_prior(penalty)
     if kind not in PENALTY_TYPES:
-        raise InputError(f"penalty: unknown type {kind!r}; the types are {', '.join(PENALTY_TYPES)}")
+        raise InputError(f"penalty: unknown type {kind!r}; the types are "
+                         f"{', '.join([*PENALTY_TYPES, *SELECTION_TYPES])}")
     prior_kind, needed, either = PENALTY_TYPES[kind]
     _check_strength(penalty, kind, needed, either)
     if kind == "none":
@@ -179,6 +191,20 @@ def prior_from_penalty(penalty: dict | None) -> Prior:
         strength = {"gamma": float(np.sqrt(2.0 / _positive("penalty variance", strength["variance"])))}
     return Prior(prior_kind, **strength, exclude=tuple(penalty.get("unpenalized", ())),
                  variances=penalty.get("variances") or {}, means=penalty.get("means") or {})
+
+
+def _selection_prior(penalty: dict) -> AdaptiveRidge:
+    """The BAR / IHT prior of a ``penalty`` entry (keys: :data:`SELECTION_KEYS`)."""
+    kind = penalty["type"]
+    if kind == "iht" and "max_nonzero" not in penalty:
+        raise InputError("penalty: type 'iht' lacks the field 'max_nonzero' (K, the most non-zero coefficients)")
+    if kind == "bar" and "max_nonzero" in penalty:
+        raise InputError("penalty: type 'bar' has no 'max_nonzero' (that is type 'iht')")
+    settings = {k: penalty[k] for k in SETTINGS if k in penalty}
+    exclude = tuple(penalty.get("unpenalized", ()))
+    if kind == "iht":
+        return IHT(penalty["max_nonzero"], penalty.get("penalty", "bic"), exclude=exclude, **settings)
+    return BAR(penalty.get("penalty", "bic"), exclude=exclude, **settings)
 
 
 def _check_strength(penalty: dict, kind: str, needed: tuple, either: tuple) -> None:
@@ -203,12 +229,16 @@ def _positive(what: str, value) -> float:
     return float(value)
 
 
-def penalty_from_prior(prior: Prior) -> dict:
+def penalty_from_prior(prior: Prior | AdaptiveRidge) -> dict:
     """The spec ``penalty`` entry of a prior (inverse of :func:`prior_from_penalty`).
 
     >>> penalty_from_prior(Prior("laplace", gamma=2.0, exclude=["treatment"]))
     {'type': 'l1', 'gamma': 2.0, 'unpenalized': ['treatment']}
     """
+    if isinstance(prior, AdaptiveRidge):
+        d = prior.to_dict()
+        d = {"type": d.pop("kind"), **d, "unpenalized": d.pop("exclude")}
+        return {k: v for k, v in d.items() if k != "unpenalized" or v}
     kind = {prior_kind: kind for kind, (prior_kind, _, _) in PENALTY_TYPES.items()}[prior.kind]
     penalty = {"type": kind}
     if prior.kind in ("laplace", "elastic_net"):

@@ -31,7 +31,7 @@ from riskset.exceptions import InputError
 from riskset.models.base import Datafit, Model
 from riskset.selection.folds import has_event, resampling_units
 from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd, likely_entrants
-from riskset.solver.prior import Prior, as_prior
+from riskset.solver.prior import AdaptiveRidge, Prior, as_prior
 from riskset.solver.replicates import ReplicateResult, fit_replicates
 
 
@@ -47,6 +47,9 @@ class Context:
     backend: Backend = Backend()
 
     def __post_init__(self):
+        if isinstance(self.prior, AdaptiveRidge):
+            raise InputError(f"a {self.prior.kind.upper()} prior is fitted by riskset.fit only: its replicates "
+                             f"(cross-validation, the bootstrap, paths) are not implemented")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.datafit = self.model.datafit(self.data)

@@ -12,6 +12,9 @@ Normal (L2) with variance ``v``: l2 = 1 / v.
 Elastic net: both. Excluded coefficients (the treatment, the intercept) get 0, 0.
 A location prior (``means={"drug": 0.4}``) shrinks towards the mean instead of zero:
 knowledge carried from one database to the next.
+
+:class:`AdaptiveRidge` (``BAR``, ``IHT``) is a prior of another kind: a sequence of normal
+priors, each fitted from the last estimate (:mod:`riskset.solver.adaptive_ridge`).
 """
 from __future__ import annotations
 
@@ -21,7 +24,9 @@ import numpy as np
 
 from riskset.core.penalty import Penalty
 from riskset.exceptions import InputError
-from riskset.validation import coef_mapping, coef_names, finite_numbers, known_names, one_of, positive_number
+from riskset.solver.adaptive_ridge import AdaptiveRidgeSettings
+from riskset.validation import (coef_mapping, coef_names, finite_numbers, flag, known_names, one_of, positive_int,
+                                positive_number)
 
 
 @dataclass(frozen=True)
@@ -230,12 +235,153 @@ def ElasticNet(gamma: float, variance: float, *, exclude=(), means=None) -> Prio
 _CONSTRUCTORS = {"none": "NoPrior", "laplace": "Laplace", "normal": "Normal", "elastic_net": "ElasticNet"}
 
 
-def as_prior(value) -> Prior:
-    """``value`` if it is a Prior, the unpenalized prior if None (the ``prior`` argument of
+@dataclass(frozen=True)
+class AdaptiveRidge:
+    """Broken adaptive ridge (``max_nonzero`` None) or iterative hard thresholding (at most
+    ``max_nonzero`` non-zero coefficients): sparse selection by iterated ridge fits, as the
+    OHDSI packages BrokenAdaptiveRidge (``createBarPrior``) and IterativeHardThresholding
+    (``createIhtPrior``) compute it (:mod:`riskset.solver.adaptive_ridge`). Made by
+    :func:`BAR` and :func:`IHT`, whose docstrings give the parameters.
+    """
+
+    weight: float | str = "bic"   # the packages' ``penalty``
+    max_nonzero: int | None = None
+    exclude: tuple[str, ...] = ()
+    initial_variance: float = 1e4
+    tolerance: float = 1e-8
+    max_iterations: int = 10_000
+    threshold: float = 1e-6
+    delta: float = 0.0
+    fit_best_subset: bool = False
+
+    def __post_init__(self):
+        if not (isinstance(self.weight, str) and self.weight.lower() == "bic"):
+            if isinstance(self.weight, str):
+                raise InputError(f"penalty must be 'bic' or a positive number, got {self.weight!r}")
+            object.__setattr__(self, "weight", positive_number("penalty", self.weight))
+        else:
+            object.__setattr__(self, "weight", "bic")
+        if self.max_nonzero is not None:
+            object.__setattr__(self, "max_nonzero", positive_int("max_nonzero", self.max_nonzero))
+        object.__setattr__(self, "exclude", tuple(coef_names("exclude", self.exclude)))
+        object.__setattr__(self, "initial_variance", positive_number("initial_variance", self.initial_variance))
+        object.__setattr__(self, "tolerance", positive_number("tolerance", self.tolerance))
+        object.__setattr__(self, "max_iterations", positive_int("max_iterations", self.max_iterations))
+        object.__setattr__(self, "threshold", positive_number("threshold", self.threshold, allow_zero=True))
+        delta = positive_number("delta", self.delta, allow_zero=True)
+        if delta >= 2:
+            raise InputError(f"delta must be below 2 (the prior variance is |b|^(2 - delta) / penalty), got {delta!r}")
+        object.__setattr__(self, "delta", delta)
+        object.__setattr__(self, "fit_best_subset", flag("fit_best_subset", self.fit_best_subset))
+
+    @property
+    def kind(self) -> str:
+        return "bar" if self.max_nonzero is None else "iht"
+
+    is_penalized = True
+    strength_is_set = True
+    means: dict = field(default_factory=dict, init=False, repr=False)
+
+    def penalty(self, names, always_unpenalized=()) -> Penalty:
+        """The starting ridge's penalty on coefficients ``names`` (the coefficients it
+        selects among: those with l2 > 0)."""
+        names = list(names)
+        known_names("the prior's exclude", self.exclude, names)
+        free = set(self.exclude) | set(always_unpenalized)
+        l2 = np.array([0.0 if n in free else 1.0 / self.initial_variance for n in names])
+        return Penalty(np.zeros(len(names)), l2, np.zeros(len(names)))
+
+    def settings(self, n_rows: int) -> AdaptiveRidgeSettings:
+        """The iteration's settings for data of ``n_rows`` rows ('bic': penalty log(N) / 2)."""
+        weight = np.log(n_rows) / 2.0 if self.weight == "bic" else float(self.weight)
+        if not weight > 0:
+            raise InputError(f"the 'bic' penalty log(N) / 2 needs more than one row, got N = {n_rows}")
+        return AdaptiveRidgeSettings(penalty=weight, initial_variance=self.initial_variance,
+                                     threshold=self.threshold, tolerance=self.tolerance,
+                                     max_iterations=self.max_iterations, delta=self.delta,
+                                     max_nonzero=self.max_nonzero, fit_best_subset=self.fit_best_subset)
+
+    def to_dict(self) -> dict:
+        """Every setting, by the packages' names (``penalty``)."""
+        d = {"kind": self.kind, "penalty": self.weight}
+        if self.max_nonzero is not None:
+            d["max_nonzero"] = self.max_nonzero
+        d.update({name: getattr(self, name) for name in SETTINGS})
+        d["exclude"] = list(self.exclude)
+        return d
+
+    def __repr__(self) -> str:
+        """The call that makes this prior, with the settings that differ from its defaults.
+
+        >>> BAR(exclude=["x0"]), IHT(5, fit_best_subset=True)
+        (BAR(penalty='bic', exclude=['x0']), IHT(max_nonzero=5, penalty='bic', fit_best_subset=True))
+        """
+        defaults = BAR() if self.max_nonzero is None else IHT(self.max_nonzero)
+        shown = {"max_nonzero": self.max_nonzero} if self.max_nonzero is not None else {}
+        shown["penalty"] = self.weight
+        shown.update({n: getattr(self, n) for n in SETTINGS if getattr(self, n) != getattr(defaults, n)})
+        if self.exclude:
+            shown["exclude"] = list(self.exclude)
+        args = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in shown.items())
+        return f"{self.kind.upper()}({args})"
+
+
+#: The settings of an :class:`AdaptiveRidge` besides its penalty, K and exclusions.
+SETTINGS = ("initial_variance", "tolerance", "max_iterations", "threshold", "delta", "fit_best_subset")
+
+
+def BAR(penalty: float | str = "bic", *, exclude=(), initial_variance: float = 1e4, tolerance: float = 1e-8,
+        max_iterations: int = 10_000, threshold: float = 1e-6, delta: float = 0.0,
+        fit_best_subset: bool = False) -> AdaptiveRidge:
+    """Broken adaptive ridge: iterated ridge fits whose variances |b_j|^(2 - delta) / penalty
+    follow the last estimate, coefficients below ``threshold`` held at 0, until no coefficient
+    moves by ``tolerance`` (BrokenAdaptiveRidge's ``createBarPrior``, same defaults).
+
+    penalty : 'bic' (log(N) / 2, N the data's rows) or a positive number.
+    exclude : coefficients left unpenalized and never set to 0 (the intercept always is).
+    initial_variance : variance of the starting ridge fit.
+    fit_best_subset : refit the selected coefficients without a prior (the others at 0).
+
+    >>> import riskset
+    >>> data = riskset.simulate(n=1000, p=10, model="logistic", seed=4)
+    >>> fit = riskset.fit(data, "logistic", BAR())
+    >>> fit.converged, int((fit.coef != 0).sum()) < 11
+    (True, True)
+    """
+    return AdaptiveRidge(penalty, None, exclude, initial_variance, tolerance, max_iterations, threshold, delta,
+                         fit_best_subset)
+
+
+def IHT(max_nonzero: int, penalty: float | str = "bic", *, exclude=(), initial_variance: float = 0.1,
+        tolerance: float = 1e-8, max_iterations: int = 10_000, threshold: float = 1e-6, delta: float = 0.0,
+        fit_best_subset: bool = False) -> AdaptiveRidge:
+    """Iterative hard thresholding: :func:`BAR`'s iteration, each estimate cut to its
+    ``max_nonzero`` largest coefficients (IterativeHardThresholding's ``createIhtPrior``, same
+    defaults and rule: the K largest are counted over all coefficients, so an intercept among
+    them takes one of the K places; unpenalized coefficients are always kept)."""
+    if max_nonzero is None:
+        raise InputError("IHT needs max_nonzero, the most non-zero coefficients (K)")
+    return AdaptiveRidge(penalty, max_nonzero, exclude, initial_variance, tolerance, max_iterations, threshold,
+                         delta, fit_best_subset)
+
+
+def prior_from_dict(d: dict) -> Prior | AdaptiveRidge:
+    """The prior of a ``to_dict()`` (a saved fit's)."""
+    d = dict(d)
+    kind = d.pop("kind")
+    if kind in ("bar", "iht"):
+        d["weight"] = d.pop("penalty", "bic")
+        d["exclude"] = tuple(d.get("exclude", ()))
+        return AdaptiveRidge(**d)
+    return Prior(kind, **d)
+
+
+def as_prior(value) -> Prior | AdaptiveRidge:
+    """``value`` if it is a prior, the unpenalized prior if None (the ``prior`` argument of
     ``riskset.fit`` and the selection tools); InputError otherwise."""
     if value is None:
         return NoPrior()
-    if not isinstance(value, Prior):
-        raise InputError(f"prior must be a riskset prior such as riskset.Laplace(gamma=1.0) or "
-                         f"riskset.Normal(variance=1.0), got {value!r}")
+    if not isinstance(value, (Prior, AdaptiveRidge)):
+        raise InputError(f"prior must be a riskset prior such as riskset.Laplace(gamma=1.0), "
+                         f"riskset.Normal(variance=1.0) or riskset.BAR(), got {value!r}")
     return value
