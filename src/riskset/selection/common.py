@@ -30,6 +30,7 @@ from riskset.core.replicates import ReplicateBatch
 from riskset.exceptions import InputError
 from riskset.models.base import Datafit, Model
 from riskset.selection.folds import has_event, resampling_units
+from riskset.solver.adaptive_ridge import fit_adaptive_ridge
 from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd, likely_entrants
 from riskset.solver.prior import AdaptiveRidge, Prior, as_prior
 from riskset.solver.replicates import ReplicateResult, fit_replicates
@@ -47,9 +48,6 @@ class Context:
     backend: Backend = Backend()
 
     def __post_init__(self):
-        if isinstance(self.prior, AdaptiveRidge):
-            raise InputError(f"a {self.prior.kind.upper()} prior is fitted by riskset.fit only: its replicates "
-                             f"(cross-validation, the bootstrap, paths) are not implemented")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.datafit = self.model.datafit(self.data)
@@ -96,6 +94,28 @@ class Context:
         pen = Penalty.stack([p.penalty(self.names, unpenalized) for p in priors])
         return fit_replicates(batch, pen.l1, pen.l2, beta0=warm, options=SolverOptions(tol=self.tol), center=pen.center,
                               likely=likely)
+
+    def fit_selections(self, weights: np.ndarray, warm: np.ndarray) -> ReplicateResult:
+        """BAR / IHT fits (the context's prior: :class:`~riskset.solver.prior.AdaptiveRidge`)
+        of the replicates with row weights ``weights`` (R, n_rows), each started at ``warm[r]``:
+        one after another, on the CPU (each is a sequence of fits whose penalties follow the
+        last; they share no batch)."""
+        prior: AdaptiveRidge = self.prior
+        selecting = prior.penalty(self.names, self.model.unpenalized_names()).l2 > 0
+        options, settings = SolverOptions(tol=self.tol), prior.settings(self.data.n_rows)
+        fits = []
+        for w, start in zip(weights, warm):
+            result = fit_adaptive_ridge(self.view(w), settings, selecting, options, beta0=start)
+            fit = result.fit
+            converged = fit.converged and result.converged
+            message = fit.message if not fit.converged else "" if result.converged else (
+                f"{prior.kind.upper()}: no fixed point after max_iterations={prior.max_iterations}")
+            fits.append((fit, converged, message))
+        nan = np.full(len(fits), np.nan)
+        return ReplicateResult(np.array([f.beta for f, _, _ in fits]), np.array([f.loglik for f, _, _ in fits]),
+                               np.array([f.objective for f, _, _ in fits]), np.array([c for _, c, _ in fits]),
+                               np.array([f.n_iter for f, _, _ in fits]), [m for _, _, m in fits], nan,
+                               [f.diverging for f, _, _ in fits], nan)
 
     def likely_entrants(self, beta: np.ndarray, variance: float) -> np.ndarray:
         """The coordinates that may enter the active set of a replicate warm-started at the
