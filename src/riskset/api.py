@@ -19,8 +19,9 @@ from riskset.models.base import Model, as_model
 from riskset.results import FitResult, coef_labels, fit_roles
 from riskset.core.penalty import Penalty
 from riskset.solver.adaptive_ridge import fit_adaptive_ridge
+from riskset.solver.jeffreys import MAX_COEF as JEFFREYS_MAX_COEF, fit_jeffreys
 from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd
-from riskset.solver.prior import AdaptiveRidge, Prior, as_prior
+from riskset.solver.prior import AdaptiveRidge, JeffreysPrior, Prior, as_prior
 from riskset.spec import analysis_from_spec, load_spec, spec_fixed
 
 
@@ -114,6 +115,8 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
         t_prepare = time.perf_counter()
         if isinstance(prior, AdaptiveRidge):
             res, penalty, held = _fit_adaptive_ridge(datafit, prior, penalty, data.n_rows, options, held, beta0)
+        elif isinstance(prior, JeffreysPrior):
+            res = _fit_jeffreys(datafit, prior, names, options, held, beta0)
         else:
             res = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=beta0, fixed=held if held.any() else None,
                           options=options, center=penalty.center)
@@ -123,7 +126,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
             warnings.warn(f"{m.name} {what}: {res.message}", ConvergenceWarning, stacklevel=2)
         se, aliased = np.full(len(names), np.nan), np.zeros(len(names), bool)
         if (res.converged or res.diverging) and not penalty.is_penalized:
-            if res.converged:
+            if res.converged and not isinstance(prior, JeffreysPrior):  # (an aliased column: I_S singular, no fit)
                 res, aliased = refit_without_aliased(datafit, res, penalty, options, fixed=held)
             # the information vanishes along diverging coefficients: the others' SEs are those at the limit
             kept = np.flatnonzero(~aliased & ~held & ~np.isin(np.arange(len(names)), list(res.diverging)))
@@ -174,6 +177,18 @@ def _fit_adaptive_ridge(datafit, prior: AdaptiveRidge, start: Penalty, n_rows: i
         return res, Penalty(zeros, zeros, zeros), held | ((start.l2 > 0) & (res.beta == 0.0))
     with np.errstate(divide="ignore"):
         return res, Penalty(zeros, np.where(result.variances > 0, 1.0 / result.variances, 0.0), zeros), held
+
+
+def _fit_jeffreys(datafit, prior: JeffreysPrior, names, options: SolverOptions, held, beta0) -> SolverResult:
+    """A Jeffreys-prior fit (:mod:`riskset.solver.jeffreys`): dense, so at most
+    :data:`~riskset.solver.jeffreys.MAX_COEF` free coefficients."""
+    free = int((~held).sum())
+    if free > JEFFREYS_MAX_COEF:
+        raise InputError(f"a Jeffreys prior works with the dense information of the free coefficients: at most "
+                         f"{JEFFREYS_MAX_COEF}, got {free}; hold the others (fixed=) or select first")
+    return fit_jeffreys(datafit, prior.selected(names),
+                        SolverOptions(tol=options.tol, kkt_tol=options.kkt_tol, max_iter=prior.max_iter),
+                        fixed=held if held.any() else None, beta0=beta0)
 
 
 def prepared_datafit(data: Dataset, model: Model, backend: Backend):
@@ -237,6 +252,9 @@ def check_fit(data: Dataset, model: str | Model = "logistic", prior: Prior | Non
         raise InputError(f"profile: a {prior.kind.upper()} fit selects its coefficients by iterated ridge fits, so it "
                          f"has no likelihood to profile; refit the selected coefficients without a prior "
                          f"(fit_best_subset=True) and profile that fit")
+    if profile and isinstance(prior, JeffreysPrior):
+        raise InputError("profile: profile-likelihood intervals of a Jeffreys-penalized fit are not implemented "
+                         "(its standard errors give Wald intervals)")
     both = [n for n in profile if n in held]
     if both:
         raise InputError(f"profile names fixed coefficient(s) {', '.join(map(repr, both))}: a coefficient held at "

@@ -141,11 +141,12 @@ def _add_fit(sub):
                    help="model option, value as JSON (e.g. ties=\"efron\", intercept=false); repeatable. "
                         "ties: \"breslow\" (cox default) or \"efron\" (R's coxph default)")
     pr = p.add_argument_group("prior")
-    pr.add_argument("--prior", choices=["none", "laplace", "normal", "elastic_net", "bar", "iht"],
+    pr.add_argument("--prior", choices=["none", "laplace", "normal", "elastic_net", "bar", "iht", "jeffreys"],
                     help="none (maximum likelihood, the default), laplace (L1), normal (L2), elastic_net "
                          "(both: --gamma and --variance), bar (broken adaptive ridge) or iht (iterative hard "
                          "thresholding, with --max-nonzero): the sparse selection of OHDSI's BrokenAdaptiveRidge "
-                         "and IterativeHardThresholding")
+                         "and IterativeHardThresholding; jeffreys (Firth's penalized likelihood: finite estimates "
+                         "where events are rare or separated)")
     pr.add_argument("--gamma", type=NON_NEGATIVE,
                     help="L1 rate: penalty gamma*|beta| (with --prior laplace or elastic_net)")
     pr.add_argument("--variance", type=POSITIVE,
@@ -160,6 +161,8 @@ def _add_fit(sub):
     pr.add_argument("--penalty", metavar="bic|X", help="bar, iht: the selection penalty, 'bic' (log(N)/2, the "
                                                         "default) or a positive number")
     pr.add_argument("--max-nonzero", type=COUNT, metavar="K", help="iht: the most non-zero coefficients")
+    pr.add_argument("--jeffreys-coefs", metavar="A,B", default="",
+                    help="jeffreys: the coefficients in the prior's determinant (default all: Firth)")
     pr.add_argument("--best-subset", action="store_true",
                     help="bar, iht: refit the selected coefficients without a prior (standard errors follow, "
                          "conditional on the selection)")
@@ -515,7 +518,7 @@ def _report_written(written: list[str]) -> None:
 
 #: Options that say what a specification says (model, columns, prior): refused with --spec.
 SPEC_GIVES = ("--model", "--option", "--prior", "--gamma", "--variance", "--variances", "--means", "--exclude",
-              "--penalty", "--max-nonzero", "--best-subset", "--fixed",
+              "--penalty", "--max-nonzero", "--best-subset", "--jeffreys-coefs", "--fixed",
               "--covariates") + tuple(f"--{role}" for role in ROLE_OPTIONS)
 
 
@@ -638,6 +641,13 @@ def _check_prior_options(args) -> None:
     if prior == "elastic_net" and args.cv:
         raise InputError("--cv chooses the variance of a laplace or normal prior; an elastic_net prior has two "
                          "strengths: give --gamma and --variance")
+    if _given(args, "--jeffreys-coefs") and prior != "jeffreys":
+        raise InputError(f"--jeffreys-coefs is an option of --prior jeffreys, not --prior {prior}")
+    if prior == "jeffreys":
+        given = [o for o in ("--gamma", "--variance", "--variances", "--means", "--exclude") if _given(args, o)]
+        if given:
+            raise InputError(f"--prior jeffreys has no strength and penalizes no coefficient towards 0: "
+                             f"{', '.join(given)} do(es) not apply (--jeffreys-coefs names its coefficients)")
     selection = prior in ("bar", "iht")
     given = [o for o in ("--penalty", "--best-subset") if _given(args, o)]
     if given and not selection:
@@ -764,6 +774,8 @@ def _prior(args):
     if args.prior == "elastic_net":
         return riskset.Prior("elastic_net", gamma=args.gamma, variance=variance, exclude=exclude,
                              variances=variances, means=means)
+    if args.prior == "jeffreys":
+        return riskset.Jeffreys(_names(args.jeffreys_coefs))
     if args.prior in ("bar", "iht"):
         penalty = "bic" if args.penalty in (None, "bic") else _number("--penalty", args.penalty, POSITIVE)
         if args.prior == "iht":

@@ -16,7 +16,7 @@ from riskset.exceptions import ConvergenceWarning, InputError
 from riskset.models.base import Model
 from riskset.profile_likelihood import HeldFits, adaptive_profile, profile_at
 from riskset.solver.ccd import SolverOptions
-from riskset.solver.prior import AdaptiveRidge, Prior
+from riskset.solver.prior import AdaptiveRidge, JeffreysPrior, Prior
 
 
 def profile_loglik(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, coef,
@@ -84,6 +84,8 @@ def profile_loglik(data: Dataset, model: str | Model = "logistic", prior: Prior 
     args = check_fit(data, model, prior, tol=fit_tol, max_iter=max_iter, fixed=fixed, backend=backend,
                      dtype=dtype, n_jobs=n_jobs, **model_options)
     name = check.coef_name("coef", coef)
+    if isinstance(args.prior, JeffreysPrior):
+        raise InputError("the profile of a Jeffreys-penalized fit is not implemented")
     if isinstance(args.prior, AdaptiveRidge):
         raise InputError(f"a {args.prior.kind.upper()} fit selects its coefficients by iterated ridge fits: it has "
                          f"no likelihood to profile; profile the refit of the selected coefficients without a prior")

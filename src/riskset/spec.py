@@ -46,7 +46,9 @@ Model options
     - ``bar`` (broken adaptive ridge) and ``iht`` (iterative hard thresholding, with
       ``max_nonzero``, its K): ``penalty`` ("bic", the default, or a number) and the
       settings of :func:`riskset.BAR` by name (``initial_variance``, ``tolerance``,
-      ``max_iterations``, ``threshold``, ``delta``, ``fit_best_subset``), no strength.
+      ``max_iterations``, ``threshold``, ``delta``, ``fit_best_subset``), no strength;
+    - ``jeffreys`` (Firth): ``coefs``, the coefficients in the determinant (default all),
+      and ``max_iter``.
 
     ``unpenalized`` lists coefficients left unpenalized (the API's ``exclude``);
     ``variances`` maps coefficient names to their own variance (the API's
@@ -74,7 +76,7 @@ import pandas as pd
 from riskset.data.ingest import from_frame
 from riskset.exceptions import InputError
 from riskset.models.base import Model, get_model
-from riskset.solver.prior import BAR, IHT, SETTINGS, AdaptiveRidge, Prior
+from riskset.solver.prior import BAR, IHT, SETTINGS, AdaptiveRidge, Jeffreys, JeffreysPrior, Prior
 from riskset.validation import fixed_values
 
 #: case.json column roles -> keyword of :func:`riskset.from_frame`.
@@ -96,6 +98,8 @@ PENALTY_KEYS = ("type", "gamma", "variance", "unpenalized", "variances", "means"
 #: their keys: the packages' argument names (``penalty``: 'bic' or a number; ``max_nonzero``: K).
 SELECTION_TYPES = ("bar", "iht")
 SELECTION_KEYS = ("type", "penalty", "max_nonzero", "unpenalized", *SETTINGS)
+#: The keys of a Jeffreys (Firth) penalty: the coefficients in its determinant (default all).
+JEFFREYS_KEYS = ("type", "coefs", "max_iter")
 
 
 def load_spec(path: str) -> tuple[dict, pd.DataFrame]:
@@ -171,7 +175,8 @@ def prior_from_penalty(penalty: dict | None) -> Prior | AdaptiveRidge:
     riskset.exceptions.InputError: penalty: unknown key(s) 'varaince'; a penalty of type 'l2' has type, gamma, ...
     """
     penalty = dict(penalty or {})
-    keys = SELECTION_KEYS if penalty.get("type") in SELECTION_TYPES else PENALTY_KEYS
+    keys = (SELECTION_KEYS if penalty.get("type") in SELECTION_TYPES else JEFFREYS_KEYS
+            if penalty.get("type") == "jeffreys" else PENALTY_KEYS)
     unknown = [k for k in penalty if k not in keys]
     if unknown:
         raise InputError(f"penalty: unknown key(s) {', '.join(map(repr, unknown))}; a penalty of type "
@@ -179,9 +184,11 @@ def prior_from_penalty(penalty: dict | None) -> Prior | AdaptiveRidge:
     kind = penalty.get("type", "none")
     if kind in SELECTION_TYPES:
         return _selection_prior(penalty)
+    if kind == "jeffreys":
+        return Jeffreys(penalty.get("coefs", ()), max_iter=penalty.get("max_iter", 100))
     if kind not in PENALTY_TYPES:
         raise InputError(f"penalty: unknown type {kind!r}; the types are "
-                         f"{', '.join([*PENALTY_TYPES, *SELECTION_TYPES])}")
+                         f"{', '.join([*PENALTY_TYPES, *SELECTION_TYPES, 'jeffreys'])}")
     prior_kind, needed, either = PENALTY_TYPES[kind]
     _check_strength(penalty, kind, needed, either)
     if kind == "none":
@@ -235,6 +242,9 @@ def penalty_from_prior(prior: Prior | AdaptiveRidge) -> dict:
     >>> penalty_from_prior(Prior("laplace", gamma=2.0, exclude=["treatment"]))
     {'type': 'l1', 'gamma': 2.0, 'unpenalized': ['treatment']}
     """
+    if isinstance(prior, JeffreysPrior):
+        d = prior.to_dict()
+        return {"type": d.pop("kind"), **d}
     if isinstance(prior, AdaptiveRidge):
         d = prior.to_dict()
         d = {"type": d.pop("kind"), **d, "unpenalized": d.pop("exclude")}

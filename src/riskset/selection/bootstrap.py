@@ -22,7 +22,7 @@ from riskset.results import FitResult
 from riskset.selection.common import Context
 from riskset.selection.executors import run_tasks
 from riskset.selection.folds import bootstrap_weights
-from riskset.solver.prior import AdaptiveRidge, Prior, as_prior
+from riskset.solver.prior import Prior, as_prior
 
 
 @dataclass
@@ -67,7 +67,8 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     so results do not depend on the executor or on the order replicates finish in.
     ``backend="gpu"`` fits all replicates in one device batch. With a :func:`riskset.BAR` or
     :func:`riskset.IHT` prior each draw repeats the selection (on the CPU), and
-    ``nonzero_proportion`` is how often each coefficient was selected.
+    ``nonzero_proportion`` is how often each coefficient was selected; with
+    :func:`riskset.Jeffreys` each draw is a Jeffreys fit (finite where a draw separates).
 
     Examples
     --------
@@ -85,9 +86,9 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     where = Backend.of(backend, dtype, n_jobs)
     where.check_executor(executor)
     ctx = Context(data, m, as_prior(prior), tol, where)
-    if isinstance(ctx.prior, AdaptiveRidge) and where.on_device:
-        raise InputError(f"the bootstrap of a {ctx.prior.kind.upper()} prior runs on the CPU (each draw a sequence "
-                         f"of fits): use backend='cpu'")
+    if not isinstance(ctx.prior, Prior) and where.on_device:
+        raise InputError(f"the bootstrap of a {ctx.prior.kind} prior runs on the CPU (each draw a fit of its own): "
+                         f"use backend='cpu'")
     full = fit(data, m, ctx.prior, tol=tol, backend=backend, dtype=dtype)
     seeds = np.random.SeedSequence(seed).spawn(n_boot)
     size = ctx.backend.batch_size or n_boot
@@ -155,8 +156,8 @@ def _replicates(ctx: Context, task):
     failed = [None] * len(seeds)
     if ok.any():
         start = np.tile(warm.reindex(ctx.names).fillna(0.0).to_numpy(), (int(ok.sum()), 1))
-        if isinstance(ctx.prior, AdaptiveRidge):
-            res = ctx.fit_selections(weights[ok], start)
+        if not isinstance(ctx.prior, Prior):  # BAR, IHT, Jeffreys: fits of their own, one by one
+            res = ctx.fit_one_by_one(weights[ok], start)
         else:
             batch = ctx.batch(weights[ok])
             res = ctx.fit_batch(batch, [ctx.prior] * int(ok.sum()), start)

@@ -32,7 +32,8 @@ from riskset.models.base import Datafit, Model
 from riskset.selection.folds import has_event, resampling_units
 from riskset.solver.adaptive_ridge import fit_adaptive_ridge
 from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd, likely_entrants
-from riskset.solver.prior import AdaptiveRidge, Prior, as_prior
+from riskset.solver.jeffreys import fit_jeffreys
+from riskset.solver.prior import JeffreysPrior, Prior, as_prior
 from riskset.solver.replicates import ReplicateResult, fit_replicates
 
 
@@ -95,22 +96,26 @@ class Context:
         return fit_replicates(batch, pen.l1, pen.l2, beta0=warm, options=SolverOptions(tol=self.tol), center=pen.center,
                               likely=likely)
 
-    def fit_selections(self, weights: np.ndarray, warm: np.ndarray) -> ReplicateResult:
-        """BAR / IHT fits (the context's prior: :class:`~riskset.solver.prior.AdaptiveRidge`)
-        of the replicates with row weights ``weights`` (R, n_rows), each started at ``warm[r]``:
-        one after another, on the CPU (each is a sequence of fits whose penalties follow the
-        last; they share no batch)."""
-        prior: AdaptiveRidge = self.prior
-        selecting = prior.penalty(self.names, self.model.unpenalized_names()).l2 > 0
-        options, settings = SolverOptions(tol=self.tol), prior.settings(self.data.n_rows)
+    def fit_one_by_one(self, weights: np.ndarray, warm: np.ndarray) -> ReplicateResult:
+        """Fits of the replicates with row weights ``weights`` (R, n_rows) under a prior that
+        is a sequence of fits (BAR / IHT: :class:`~riskset.solver.prior.AdaptiveRidge`) or a
+        Newton iteration of its own (:class:`~riskset.solver.prior.JeffreysPrior`), each
+        started at ``warm[r]``: one after another, on the CPU (they share no batch)."""
+        options = SolverOptions(tol=self.tol)
         fits = []
         for w, start in zip(weights, warm):
-            result = fit_adaptive_ridge(self.view(w), settings, selecting, options, beta0=start)
+            view = self.view(w)
+            if isinstance(self.prior, JeffreysPrior):
+                fit = fit_jeffreys(view, self.prior.selected(self.names), SolverOptions(
+                    tol=self.tol, max_iter=self.prior.max_iter), beta0=start)
+                fits.append((fit, fit.converged, "" if fit.converged else fit.message))
+                continue
+            selecting = self.prior.penalty(self.names, self.model.unpenalized_names()).l2 > 0
+            result = fit_adaptive_ridge(view, self.prior.settings(self.data.n_rows), selecting, options, beta0=start)
             fit = result.fit
-            converged = fit.converged and result.converged
             message = fit.message if not fit.converged else "" if result.converged else (
-                f"{prior.kind.upper()}: no fixed point after max_iterations={prior.max_iterations}")
-            fits.append((fit, converged, message))
+                f"{self.prior.kind.upper()}: no fixed point after max_iterations={self.prior.max_iterations}")
+            fits.append((fit, fit.converged and result.converged, message))
         nan = np.full(len(fits), np.nan)
         return ReplicateResult(np.array([f.beta for f, _, _ in fits]), np.array([f.loglik for f, _, _ in fits]),
                                np.array([f.objective for f, _, _ in fits]), np.array([c for _, c, _ in fits]),
@@ -127,7 +132,8 @@ class Context:
     @property
     def unpenalized(self) -> bool:
         """No coefficient is penalized by the prior (the fits then have standard errors)."""
-        return not self.prior.penalty(self.names, self.model.unpenalized_names()).is_penalized
+        return isinstance(self.prior, Prior) and not self.prior.penalty(
+            self.names, self.model.unpenalized_names()).is_penalized
 
     def without_aliased(self, batch: ReplicateBatch, beta: np.ndarray) -> np.ndarray:
         """Unpenalized replicates' coefficients ``beta`` (R, P) as :func:`riskset.fit` gives

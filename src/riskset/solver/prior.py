@@ -365,10 +365,82 @@ def IHT(max_nonzero: int, penalty: float | str = "bic", *, exclude=(), initial_v
                          delta, fit_best_subset)
 
 
-def prior_from_dict(d: dict) -> Prior | AdaptiveRidge:
+@dataclass(frozen=True)
+class JeffreysPrior:
+    """The Jeffreys prior, density |I_S(beta)|^(1/2) on the coefficients ``coefs`` (S; empty:
+    all of them, Firth's penalized likelihood): :func:`Jeffreys` makes it and says more."""
+
+    coefs: tuple[str, ...] = ()
+    max_iter: int = 100
+
+    kind = "jeffreys"
+    is_penalized = True
+    strength_is_set = True
+    means: dict = field(default_factory=dict, init=False, repr=False)
+    exclude = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "coefs", tuple(coef_names("coefs", self.coefs)))
+        object.__setattr__(self, "max_iter", positive_int("max_iter", self.max_iter))
+
+    def penalty(self, names, always_unpenalized=()) -> Penalty:
+        """No L1 or L2 term (the log determinant is the solver's: :mod:`riskset.solver.jeffreys`)."""
+        zeros = np.zeros(len(list(names)))
+        return Penalty(zeros, zeros, zeros)
+
+    def selected(self, names) -> np.ndarray:
+        """Mask of the coefficients ``names`` in the determinant."""
+        names = list(names)
+        known_names("the Jeffreys prior's coefs", list(self.coefs), names)
+        return np.isin(names, list(self.coefs)) if self.coefs else np.ones(len(names), bool)
+
+    def to_dict(self) -> dict:
+        d = {"kind": "jeffreys", "coefs": list(self.coefs)}
+        if self.max_iter != 100:
+            d["max_iter"] = self.max_iter
+        return d
+
+    def __repr__(self) -> str:
+        """
+        >>> Jeffreys(), Jeffreys(["treatment"])
+        (Jeffreys(), Jeffreys(coefs=['treatment']))
+        """
+        d = self.to_dict()
+        args = [f"coefs={d['coefs']!r}"] if d["coefs"] else []
+        args += [f"max_iter={self.max_iter}"] if "max_iter" in d else []
+        return f"Jeffreys({', '.join(args)})"
+
+
+def Jeffreys(coefs=(), *, max_iter: int = 100) -> JeffreysPrior:
+    """The Jeffreys (Firth) prior: maximize l(beta) + 1/2 log det I_S(beta), I_S the observed
+    information of the coefficients ``coefs`` (default: all, Firth 1993 as R's logistf and
+    coxphf; one coefficient, alone in the model: Cyclops' ``jeffreys`` prior type). The
+    estimate is finite where the maximum likelihood one is not (a treatment without events,
+    separation), and biased less in small samples. Standard errors are the inverse
+    information at the estimate (logistf's Wald ones). Dense: at most
+    :data:`riskset.solver.jeffreys.MAX_COEF` coefficients; ``max_iter`` Newton iterations.
+
+    >>> import riskset
+    >>> data = riskset.from_arrays([[1.0], [1.0], [0.0], [0.0], [0.0]], y=[1, 1, 0, 1, 0])
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")      # the fit warns: the estimate does not exist
+    ...     fit = riskset.fit(data, "logistic")  # x0 = 1 predicts y = 1 perfectly
+    >>> fit.status
+    'estimate_does_not_exist'
+    >>> firth = riskset.fit(data, "logistic", Jeffreys())
+    >>> firth.converged, round(float(firth.coef["x0"]), 4)   # log(2.5 / 0.5) - log(1.5 / 2.5)
+    (True, 2.1203)
+    """
+    return JeffreysPrior(tuple(coefs) if not isinstance(coefs, str) else (coefs,), max_iter)
+
+
+def prior_from_dict(d: dict) -> Prior | AdaptiveRidge | JeffreysPrior:
     """The prior of a ``to_dict()`` (a saved fit's)."""
     d = dict(d)
     kind = d.pop("kind")
+    if kind == "jeffreys":
+        return JeffreysPrior(tuple(d.get("coefs", ())), d.get("max_iter", 100))
     if kind in ("bar", "iht"):
         d["weight"] = d.pop("penalty", "bic")
         d["exclude"] = tuple(d.get("exclude", ()))
@@ -376,12 +448,12 @@ def prior_from_dict(d: dict) -> Prior | AdaptiveRidge:
     return Prior(kind, **d)
 
 
-def as_prior(value) -> Prior | AdaptiveRidge:
+def as_prior(value) -> Prior | AdaptiveRidge | JeffreysPrior:
     """``value`` if it is a prior, the unpenalized prior if None (the ``prior`` argument of
     ``riskset.fit`` and the selection tools); InputError otherwise."""
     if value is None:
         return NoPrior()
-    if not isinstance(value, (Prior, AdaptiveRidge)):
+    if not isinstance(value, (Prior, AdaptiveRidge, JeffreysPrior)):
         raise InputError(f"prior must be a riskset prior such as riskset.Laplace(gamma=1.0), "
                          f"riskset.Normal(variance=1.0) or riskset.BAR(), got {value!r}")
     return value
