@@ -10,6 +10,7 @@ import pandas as pd
 
 from riskset.backend import Backend
 from riskset.data.dataset import Dataset, check_dataset, first_names
+from riskset.data.normalize import normalized
 from riskset.exceptions import ConvergenceWarning, DataWarning, InputError
 from riskset.robust import robust_se
 from riskset.inference import refit_without_aliased, standard_errors
@@ -28,7 +29,7 @@ from riskset.spec import analysis_from_spec, load_spec, spec_fixed
 def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, tol: float = 1e-10,
         kkt_tol: float = 1e-4, max_iter: int = 1000, warm_start=None, fixed=None, profile=(), level: float = 0.95,
         progress: bool = False, backend: str = "cpu", dtype: str = "float64", n_jobs: int = 1,
-        **model_options) -> FitResult:
+        normalize: str | None = None, **model_options) -> FitResult:
     """Fit a penalized regression model by cyclic coordinate descent.
 
     Parameters
@@ -70,6 +71,12 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
         device (Numba-CUDA; with ``NUMBA_ENABLE_CUDASIM=1`` in Numba's simulator).
     dtype : {'float64', 'float32'}
         Precision of the device state (GPU only; accumulations stay in float64).
+    normalize : {None, 'stdev', 'max', 'median', 'q95'}
+        Scale each covariate that is not an indicator before the fit, as Cyclops'
+        ``createCyclopsData(normalize=)`` (:mod:`riskset.data.normalize`): the prior acts on
+        the normalized coefficients; coefficients, standard errors, intervals and ``fixed``
+        values are on the original scale (given and shown), as Cyclops'
+        ``coef(rescale = TRUE)``; ``gamma_max`` is on the normalized scale.
     n_jobs : int
         CPU threads: of the fit's compiled kernels (the large ones run in parallel blocks fixed
         by the data, so 2 or 16 threads give the same fit, equal to the one-thread fit up to
@@ -98,6 +105,11 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     >>> fit.converged
     True
     """
+    if normalize is not None:
+        check_dataset("data", data)
+        return _fit_normalized(data, as_model(model, **model_options), prior, normalize, fixed=fixed,
+                               warm_start=warm_start, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, profile=profile,
+                               level=level, progress=progress, backend=backend, dtype=dtype, n_jobs=n_jobs)
     t0 = time.perf_counter()
     args = check_fit(data, model, prior, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, warm_start=warm_start,
                      fixed=fixed, profile=profile, level=level, backend=backend, dtype=dtype, n_jobs=n_jobs,
@@ -153,6 +165,22 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     result.timings = {"prepare": t_prepare - t0, "solve": t_solve - t_prepare,
                       "total": time.perf_counter() - t0}
     return result
+
+
+def _fit_normalized(data, m: Model, prior, normalize: str, *, fixed, warm_start, **options) -> FitResult:
+    """:func:`fit` of ``data`` with normalized covariates, on the original scale."""
+    scaled, scales = normalized(data, normalize)
+    by_covariate = dict(zip(data.covariate_names, scales))
+    names = m.coef_names(scaled)
+    scale = pd.Series([by_covariate.get(m.covariate_of(n), 1.0) for n in names], index=names)
+    if fixed:
+        fixed = {n: v / scale.get(n, 1.0) for n, v in check.fixed_values("fixed", fixed).items()}
+    if warm_start is not None:
+        start = warm_start.coef if isinstance(warm_start, FitResult) else pd.Series(
+            check.coef_mapping("warm_start", warm_start), dtype=object)
+        warm_start = {n: v / scale.get(n, 1.0) for n, v in start.items() if n in scale.index}
+    result = fit(scaled, m, prior, fixed=fixed, warm_start=warm_start, **options)
+    return result.rescaled(scale, normalize)
 
 
 def _fit_adaptive_ridge(datafit, prior: AdaptiveRidge, start: Penalty, n_rows: int, options: SolverOptions, held,

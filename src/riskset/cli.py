@@ -40,6 +40,7 @@ import traceback
 import warnings
 
 from riskset import __version__
+from riskset.data.normalize import NORMALIZATIONS
 from riskset.arguments import (COUNT, FOLDS, LEVEL, NON_NEGATIVE, NUMBER, POSITIVE, SEED, SHARE, Parser, UsageError,
                                bounded)
 from riskset.backend import Backend
@@ -161,6 +162,10 @@ def _add_fit(sub):
     pr.add_argument("--penalty", metavar="bic|X", help="bar, iht: the selection penalty, 'bic' (log(N)/2, the "
                                                         "default) or a positive number")
     pr.add_argument("--max-nonzero", type=COUNT, metavar="K", help="iht: the most non-zero coefficients")
+    pr.add_argument("--normalize", choices=NORMALIZATIONS,
+                    help="scale each covariate that is not an indicator before the fit, as Cyclops' normalize= "
+                         "(stdev, max, median or q95 of its values): the prior acts on the scaled coefficients; "
+                         "coefficients are shown on the original scale")
     pr.add_argument("--jeffreys-coefs", metavar="A,B", default="",
                     help="jeffreys: the coefficients in the prior's determinant (default all: Firth)")
     pr.add_argument("--best-subset", action="store_true",
@@ -447,7 +452,7 @@ def _analysis_options(args, tol) -> dict:
     cv = dict(n_folds=args.cv, n_repeats=args.cv_repeats, n_grid=args.cv_grid, auto=args.cv_auto) if args.cv else None
     return dict(cv=cv, n_boot=args.bootstrap, seed=args.seed or 0, n_jobs=args.jobs or 1, tol=tol,
                 max_iter=args.max_iter, profile=_names(args.profile), level=args.level, backend=args.backend,
-                dtype=args.dtype)
+                dtype=args.dtype, **({"normalize": args.normalize} if args.normalize else {}))
 
 
 def _fit_many_specs(args, tol) -> int:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -99,6 +99,7 @@ class FitResult:
     kkt: float = float("nan")
     variance: str = "model-based"
     fixed: dict = field(default_factory=dict)
+    normalize: str | None = None
 
     @property
     def status(self) -> str:
@@ -111,11 +112,28 @@ class FitResult:
         nonzero = int(np.count_nonzero(self.coef.drop(self.aliased).to_numpy()))
         return "\n".join([
             f"FitResult: {self.model_name} model, {status} {self._when()}, {self.n_rows:,} rows",
-            f"  prior: {_describe_prior(self.prior)}",
+            f"  prior: {_describe_prior(self.prior)}{self._normalized()}",
             f"  {nonzero:,} of {len(self.coef):,} coefficients non-zero{self._aliased_note()}, "
             f"log-likelihood {self.loglik:.6g}",
             f"  coef: {self._largest_coefficients()}",
             "  fit.summary() for the full table, fit.coef_table() as a DataFrame"])
+
+    def _normalized(self) -> str:
+        return (f" on covariates normalized by {self.normalize} (coefficients shown on the original scale)"
+                if self.normalize else "")
+
+    def rescaled(self, scale: pd.Series, normalize: str) -> "FitResult":
+        """This fit of normalized covariates (coefficient b_j of x_j * scale_j) on the original
+        scale: coefficients, standard errors, interval bounds and fixed values times ``scale``
+        (by coefficient name; 1 where absent)."""
+        factor = scale.reindex(self.coef.index).fillna(1.0)
+        out = replace(self, coef=self.coef * factor, se=self.se * factor, normalize=normalize,
+                      fixed={n: v * float(factor[n]) for n, v in self.fixed.items()})
+        if self.intervals is not None:
+            by_name = factor.reindex(self.intervals["name"]).to_numpy()
+            out.intervals = self.intervals.assign(lower=self.intervals["lower"] * by_name,
+                                                  upper=self.intervals["upper"] * by_name)
+        return out
 
     def _when(self) -> str:
         """When the fit ended: 'after 3 cycles', or at the start, saying how (no cycle ran)."""
@@ -207,7 +225,7 @@ class FitResult:
         ``riskset fit`` names its ``--out`` file).
         """
         status = _STATUS_TEXT.get(self.status, self.status)
-        head = (f"{self.model_name} model, {self.n_rows} rows, prior {self.prior!r}\n"
+        head = (f"{self.model_name} model, {self.n_rows} rows, prior {self.prior!r}{self._normalized()}\n"
                 f"{status} {self._when()} ({self.message}), KKT violation {self.kkt:.1e}\n"
                 f"roles: {describe_roles(self.roles)}\n"
                 f"log-likelihood {self.loglik:.6f}, penalized {self.objective:.6f}")
@@ -350,6 +368,8 @@ class FitResult:
             "fixed": dict(self.fixed),
             "labels": self.labels,
         }
+        if self.normalize:
+            d["normalize"] = self.normalize
         if self.intervals is not None:
             d["intervals"] = self.intervals.to_dict(orient="records")
         return d
@@ -381,7 +401,8 @@ class FitResult:
                        roles=d.get("roles", {}), aliased=d.get("aliased", []),
                        labels=d.get("labels", {}), diverging=d.get("diverging", {}),
                        kkt=np.nan if d.get("kkt") is None else d["kkt"],
-                       variance=d.get("variance", "model-based"), fixed=d.get("fixed", {}))
+                       variance=d.get("variance", "model-based"), fixed=d.get("fixed", {}),
+                       normalize=d.get("normalize"))
         except json.JSONDecodeError as e:
             raise InputError(f"{where} is not JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
                              f"give a file written by FitResult.to_json or 'riskset fit --out FILE.json'") from None

@@ -51,6 +51,10 @@ def analyse(data, model, prior, *, cv: dict | None = None, n_boot: int | None = 
     >>> sorted(a.tables())
     ['cross_validation']
     """
+    normalize = fit_options.pop("normalize", None)
+    if normalize is not None and (cv is not None or n_boot is not None):
+        raise InputError(f"normalize={normalize!r} with {'cross-validation' if cv is not None else 'the bootstrap'}: "
+                         f"not supported; fit normalized covariates with riskset.fit(..., normalize=...) alone")
     args = check_fit(data, model, prior, backend=backend, dtype=dtype, n_jobs=n_jobs, level=level, **fit_options)
     if args.fixed and (cv is not None or n_boot is not None):
         raise InputError(f"fixed coefficients ({', '.join(map(repr, args.fixed))}) with "
@@ -64,7 +68,8 @@ def analyse(data, model, prior, *, cv: dict | None = None, n_boot: int | None = 
         prior = chosen.prior
     if n_boot is not None:
         boot = bootstrap(data, model, prior, n_boot=n_boot, level=level, **common)
-    result = fit(data, model, prior, backend=backend, dtype=dtype, n_jobs=n_jobs, level=level, **fit_options)
+    result = fit(data, model, prior, backend=backend, dtype=dtype, n_jobs=n_jobs, level=level, normalize=normalize,
+                 **fit_options)
     return Analysis(result, chosen, boot)
 
 
