@@ -50,6 +50,7 @@ import numpy as np
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import conditional as conditional_kernels
+from riskset.models.cox import CoxDatafit
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, refuse_kind, require_information,
                                  weight_overflow, HAZARD_KINDS, NO_RESPONSE)
 
@@ -338,10 +339,12 @@ class ConditionalLogistic(_Conditional):
 
     Parameters
     ----------
-    ties : {'exact', 'breslow'}
+    ties : {'exact', 'breslow', 'efron'}
         'exact' (default): the exact conditional likelihood (R's clogit default);
         'breslow': the Breslow approximation (the Cox partial likelihood with all
-        rows of a set tied, clogit(method='breslow')). Identical for 1:n sets.
+        rows of a set tied, clogit(method='breslow')); 'efron': Efron's (clogit(method =
+        'efron'), Cyclops' clr_efron: the Cox partial likelihood of the set, all tied at one
+        time, with Efron ties; the Cox datafit computes it). Identical for 1:n sets.
 
     Needs ``y`` (1 = case, 0 = control) and ``strata`` (the matched set). Sets without
     a case or without a control are dropped with a DataWarning giving the count.
@@ -351,8 +354,8 @@ class ConditionalLogistic(_Conditional):
     ratio_name = "odds_ratio"
 
     def __init__(self, ties: str = "exact"):
-        if ties not in ("exact", "breslow"):
-            raise InputError(f"ties must be 'exact' or 'breslow', not {ties!r}")
+        if ties not in ("exact", "breslow", "efron"):
+            raise InputError(f"ties must be 'exact', 'breslow' or 'efron', not {ties!r}")
         self.ties = ties
 
     def options(self):
@@ -362,7 +365,7 @@ class ConditionalLogistic(_Conditional):
     def from_spec(cls, spec):
         return cls(ties=spec.get("ties", "exact"))
 
-    def datafit(self, data: Dataset) -> ConditionalDatafit:
+    def datafit(self, data: Dataset) -> Datafit:
         data.require("y", model=self.name)
         data.require("strata", model=self.name)
         y = np.asarray(data.y, dtype=np.float64)
@@ -392,6 +395,11 @@ class ConditionalLogistic(_Conditional):
         m = cases[kept]
         exact_m = np.where(m >= 2, m, 0) if self.ties == "exact" else None
         offset = None if data.offset is None else np.asarray(data.offset)[rows]
+        if self.ties == "efron":  # each set a stratum of a Cox model, every row at one time
+            df = CoxDatafit(data.X[rows], np.ones(rows.size), y[rows].astype(np.uint8), strata=codes,
+                            weights=None if c_s is None else c_s[codes], offset=offset, ties="efron")
+            df.data_rows = np.ascontiguousarray(rows[df.order])
+            return require_information(df, self.name)
         df = ConditionalDatafit(data.X, y[rows], codes, offset, c_s, exact_m, rows=rows)
         df.row_ids = data.row_ids[rows]
         return require_information(df, self.name)
