@@ -1,44 +1,7 @@
 """Cross-validation and bootstrap: batched replicates vs one-by-one fits.
 
-Measured on this 2-core machine (2026-11-26), ``--n 1000000 --grid 5 --refine 4 --repeats 1
---boot 0 --no-baseline`` (Cox, P = 1000, 5% density; 10 folds x (5 variances + the refined
-ones), 2 threads): 109.7 s at 591632d; 67.5 s once a warm start near its optimum opens with a
-gradient and a Newton polish instead of a full sweep (8b93268); 61.9 s with refinements
-started from the nearest fitted variance and the position-free full gradient (2114ab2).
-Later (one session, 7946dbe -> a631bc8, interleaved runs): 77.3 s -> 61.0 s with the CSC
-products by row tiles and unsigned row indices; 41.5 s with the parabolic refinement (2 new
-variances instead of 5, each fitted on all data first, every split starting there); 39.7 s
-with the views' lazy event sums. ``--repeats 10`` (10 x 10, 700 fold fits): 714.6 s at
-bc4029a, 327 s after the first two changes, 337 s at the end (peak RSS 3.1 GB). A fold fit at N = 1M now costs
-~0.5 s on one
-thread: ~3 gradients (~44 ms each), ~2-3 Newton steps (a local quadratic ~20 ms, ~3
-Hessian-vector products ~25 ms, a new state ~35 ms).
-Next session (0588981 -> 07121a8): 10 x 1 38.9 / 40.7 -> 34.7 s, 10 x 10 337 -> 271 s (peak RSS
-3.1 GB) with the right-censored Cox kernels and the KKT check of a stalled polish round;
-``--grid 10 --default-grid`` (cross_validate's own grid, whose weak end holds 370-600 active
-coefficients and whose middle 30-100, where a Cox Hessian block cost 0.75 s): 113 -> 81.8 s.
-Next (eaf125e -> e5b0455, 10 x 10, pairs run one after the other): 287.2 -> 262.6 s and 299.8 ->
-283.6 s (the machine slowed over the hour; the fastest run 244 s) with a fold's opening entrants
-joining its first Newton step instead of a sweep, Newton steps reading the gradient's X' v, and
-the training views' static gradient taken from the full data's.
-2026-11-27 (c91588d -> ae8b5c6, one after the other, on a day the machine ran the same code in
-406.3 s): 10 x 10 406.3 -> 292.1 s (800 -> 580 CPU s, peak RSS 3.1 GB, the same selected variance)
-with the CSC products by 4k-row tiles instead of 32k (a tile's slice of an N-vector in L1: this
-machine's L2 served random reads at 4-5 ns per non-zero); 294.6 s at 00301cf.
-Next session (pairs one after the other against 8c4d789): 277.9 -> 268.2 s (ac69d01: the sweeps
-found in the disk cache again, ~8 s of compiling per process, and one-pass case weights) and
-289.0 -> 266.3 s (5d5a69f: KKT checks screened by ||x_j|| ||v - v_ref||, the final check of a fold
-fit 47-67 -> 16-22 ms; with the vectorized exp later removed), and at the session's end
-(332d3d3) 258.1 s against 260.5 s: within the machine's drift. One run of ac69d01 took 231.8 s in
-a fast spell.
-Next session (alternating, 6a86b47 between two runs of this change): 10 x 10 284.6 / 315.9 / 277.8 s
-(user 556 / 614 / 542 s, peak RSS 3.5 GB) with the CSC products reading each non-zero's row as a
-16-bit offset in its tile (half the bytes of their stream); 10 x 2 70.1 / 75.5 / 68.1 -> 65.1 / 63.4
-/ 64.2 / 66.3 s.
-Next session (c80be44 run between two runs of this change): 10 x 10 228.7 / 272.9 / 225.2 s (user 448 /
-531 / 441 s, peak RSS 3.24 / 3.49 / 3.23 GB) with a fold's opening reading the slopes of its likely
-entrants alone (one full gradient per fold fit instead of two), the held-out rows scored alone, the
-log-likelihood's row part taken in the state's pass, and the kernels over scattered rows prefetching.
+The history of its figures (which change bought what) is in docs/performance.md, "Cross-validation
+at N = 1M: the history".
 
     python benchmarks/bench_cv.py --model cox --n 100000 --p 1000 --folds 10 --repeats 1 --grid 5 --boot 20
     python benchmarks/bench_cv.py --n 1000000 --grid 3 --boot 0 --no-baseline            # absolute time only

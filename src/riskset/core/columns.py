@@ -11,8 +11,8 @@ Two layouts, chosen per call by the work they do:
 * the CSC itself, O(nnz of A) per product, but each non-zero reads or writes an N-vector at
   a random row. It is read by *tiles* of rows (:data:`TILE_ROWS`, pointers into every column
   found once per datafit): a tile's slice of the N-vector stays in the core's cache while
-  the columns of A pass over it, and the tiles run on all threads (at N = 1M, X_A b over
-  10M non-zeros 13 -> ~10 ms on one thread; a random non-zero costs ~1.5 streamed ones).
+  the columns of A pass over it, and the tiles run on all threads (a random non-zero then
+  costs ~1.5 streamed ones).
   The products read each non-zero's row as its offset in its tile, 16 bits where the tiles
   allow (:meth:`~ColumnProducts.tile_rows`): half the bytes of the row indices;
 * a row-major copy (CSR, built lazily, once), which streams: ``X_A b`` gathers from the
@@ -50,21 +50,17 @@ MAX_BLOCKS = 64
 #: (fewer, longer blocks for large A).
 GRAM_PARTIAL_BYTES = 1 << 26
 #: Rows of a tile of the CSC products: the tile's slice of an N-vector (32 KB of float64, a
-#: core's L1 data cache) stays next to the core while every column of A passes over it. Measured
-#: at N = 1M, one thread, on a machine whose L2 is slow to random reads (a Cox design of 5%
-#: indicators: X_A' z and X_A b at 3.7-5.4 ns per non-zero with 32k-row tiles, 1.3-2.5 with
-#: 4k; Cox CV fold fits 11.7-16.6 -> 9.8-12.3 s; the propensity design 1.8-2.4 -> 1.8-1.9).
+#: core's L1 data cache) stays next to the core while every column of A passes over it (4k rows
+#: beat 32k where L2 is slow to random reads: docs/performance.md).
 TILE_ROWS = 1 << 12
 #: Relative cost of a CSC non-zero (a random access into a tile of an N-vector) to a streamed
-#: CSR one, for N-vectors that leave the cache (measured at N = 1M, one thread: X' z over all
-#: 50M non-zeros of X, ~55 ms by tiles against ~38 ms on the CSR) ...
+#: CSR one, for N-vectors that leave the cache (docs/performance.md) ...
 RANDOM_ACCESS_COST = 1.5
 #: ... and the N up to which the N-vectors stay in the cache (both layouts cost about the same).
 CACHED_ROWS = 1 << 17
 #: The product of a :meth:`ColumnProducts.gram_operator` from which A's row-major copy is built
-#: (ski rental: logistic, N = 1M, P = 20k, |A| = 550-3100, one thread, the copy costs 390-850 ms,
-#: 6 products on it, and saves 40-140 ms of the CSC's 110-240 ms per product; a Newton step
-#: preconditioned by centring asks for 2-3).
+#: (ski rental: the copy costs about as much as the products it then saves after this many;
+#: a Newton step preconditioned by centring asks for 2-3).
 ROW_COPY_AFTER = 4
 #: Bytes of the products that :meth:`ColumnProducts.times_recurring` keeps (the least recently
 #: used go first) ...
@@ -181,8 +177,8 @@ class ColumnProducts:
         """A new N-vector X[:, cols] @ b (:meth:`times`), kept from its second ask on: the
         linear predictor of a starting point that many fits share (every split of a
         cross-validation starts from the full-data fit at its variance, every bootstrap
-        replicate from the estimate; at N = 1M with 250 non-zero coefficients a product costs
-        ~25 ms, a copy of the kept one ~2). A product asked once is only remembered by a digest
+        replicate from the estimate; a copy of a kept product costs a tenth of the product).
+        A product asked once is only remembered by a digest
         (the last :data:`RECURRING_SEEN`); at most :data:`RECURRING_BYTES` of products are kept,
         the least recently used dropped first. The same bits as :meth:`times`."""
         cols, b = _index(cols), np.ascontiguousarray(b, dtype=np.float64)
@@ -330,8 +326,7 @@ class ColumnProducts:
         uint16 where every tile holds at most 2^16 rows (:data:`TILE_ROWS` = 4096 unless X is
         very wide and sparse), else uint32. Built on first use (O(nnz) once, 2 bytes per
         non-zero), shared by the reweighted views. The products read these offsets instead of
-        the 4-byte row indices (N = 1M, 5% indicators, one thread: X_A b 16 -> 11 ms, X_A' z
-        15 -> 12.5 ms over 12M non-zeros)."""
+        the 4-byte row indices (half the bytes)."""
         with self._lock:
             if self._tile_ptr is None:
                 ptr = csc_tile_pointers(self.indptr, self.indices, self.tiles)
@@ -746,7 +741,7 @@ def csr_rows_times(rptr, rcol, rval, rows, full, ones, out):
 def csr_dot(rptr, rcol, rval, pos, direct, ones, z, bounds, squares, partial, partial2):
     """partial[blk, pos_j] = sum over the block's rows of x_ij z_i (and partial2 of x_ij^2 z_i);
     pos sends the columns off A to a discarded last slot (``direct``: pos is the identity, not
-    read: a full gradient of indicators, 72 -> 49 ms at 50M non-zeros), ``ones`` is the slot of
+    read: a third off a full gradient), ``ones`` is the slot of
     the ones column (or -1)."""
     unit = rval.shape[0] == 0
     for blk in prange(bounds.shape[0] - 1):

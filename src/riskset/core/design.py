@@ -47,8 +47,8 @@ def is_canonical(indptr, indices, n_rows):
 def row_indices(indices: np.ndarray) -> np.ndarray:
     """The canonical CSC's row indices as the kernels read them: 32-bit ones as unsigned
     (shared, not copied). A compiled loop indexing an N-vector by a signed row index tests
-    it for a negative (wrap-around) value on every access; unsigned it does not (a full
-    gradient at N = 1M, 50M non-zeros: 55 -> 38 ms; X_A b over 10M: 18 -> 13 ms). 64-bit
+    it for a negative (wrap-around) value on every access; unsigned it does not (about a
+    third off a gradient, docs/performance.md). 64-bit
     indices stay signed: numba promotes mixed uint64 / int64 arithmetic to float."""
     indices = np.ascontiguousarray(indices)
     return indices.view(np.uint32) if indices.dtype == np.int32 else indices

@@ -100,9 +100,9 @@ class Datafit(ABC):
     #: exact answer may declare a divergence the ray test cannot resolve.
     exact_separability: bool = False
 
-    #: What a full CCD sweep costs, in gradients (passes over X): an order of magnitude,
-    #: measured at N = 100k, P = 1000 (a GLM ~5; conditional strata ~10; a risk-set family ~30,
-    #: its sums refreshed per moved coordinate). The solver opens a warm start near its
+    #: What a full CCD sweep costs, in gradients (passes over X): an order of magnitude
+    #: (a GLM ~5; conditional strata ~10; a risk-set family ~30, its sums refreshed per moved
+    #: coordinate). The solver opens a warm start near its
     #: optimum with a gradient and a Newton polish in place of a sweep where a sweep costs at
     #: least :data:`riskset.solver.ccd.OPENING_SWEEP_PASSES` (:func:`~riskset.solver.ccd.opening_entrants`).
     sweep_passes: ClassVar[float] = 5.0
@@ -216,8 +216,7 @@ class Datafit(ABC):
         resting ones whose slope there beats their L1 rate (each re-tested at its turn); a
         resting coordinate moves only if |g_j| > l1_j. The compiled sweep reads g_j down
         column j at scattered rows of the state, a cache miss per non-zero once the state
-        outgrows the cache; a gradient streams X (N = 1M: Cox, P = 1000, 800 resting: 0.2-0.6 s
-        against 0.045 s; logistic, P = 20k, 18,500 resting: 1.2 s against 0.25 s). A resting
+        outgrows the cache; a gradient streams X (several times cheaper). A resting
         coordinate screened out may come to move after an entrant before it: the KKT check finds
         it (its gradient reads every slope that no bound clears, :mod:`riskset.solver.screening`)."""
         coords = np.ascontiguousarray(coords, dtype=np.int64)

@@ -5,9 +5,7 @@ state at N = 1M: ~50 MB in 13 arrays, the linear predictor, w and the risk-set s
 Hessian-vector product's row vectors). glibc's malloc serves blocks above its mmap threshold
 (128 KB, raised adaptively up to 32 MB) with fresh pages from the kernel and returns the top
 of its heap once more than twice that is free, so the next state of the same size faults
-every page in again (~0.3 ms per MB on a 2-vCPU virtual machine): measured on a Cox
-cross-validation at N = 1M, a state cost 34 ms, 19 ms with the freed memory kept, and 14
-fold fits 7.6-7.9 s against 6.2-6.6 s.
+every page in again (a large share of a state's cost at N = 1M: docs/performance.md).
 
 :func:`keep_freed_memory` therefore serves blocks up to 32 MB (glibc's largest mmap
 threshold) from the heap and keeps up to :data:`KEPT_BYTES` of freed heap for reuse. Called

@@ -10,9 +10,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-#: How many non-zeros ahead of the one being updated a kernel asks for its row (measured: a
-#: logistic move at N = 1M, random rows of 48 bytes, 74-85 -> 37-57 ns per non-zero at 16; full
-#: sweeps of the propensity design at 1M x 20k ~1.5x; Cox fits at 100k and 1M 0.82-0.91x time).
+#: How many non-zeros ahead of the one being updated a kernel asks for its row (far enough to
+#: hide a random read's latency behind a short loop's work: docs/performance.md).
 DISTANCE = 16
 
 

@@ -126,9 +126,8 @@ class CoxDatafit(Datafit):
     @cached_property
     def gx0(self):
         """The gradient's static part, X' (c * event), computed on first use: a view that only
-        scores held-out rows or checks its information never needs it (at N = 1M, 50M
-        non-zeros, ~40 ms of a view's ~120 ms; a training fold's view has it from the full
-        data's, :meth:`reweighted`)."""
+        scores held-out rows or checks its information never needs it (a third of a view's
+        cost; a training fold's view has it from the full data's, :meth:`reweighted`)."""
         return self.products.dot(np.arange(self.n_coef), self.cw * self.event)
 
     def missing_information(self):
@@ -223,7 +222,7 @@ class CoxDatafit(Datafit):
         1 / :data:`FEW_ROWS` of the rows: a fold's held-out rows) reads them alone: their linear
         predictor by the row-major copy of X, their slot sums and denominators in one pass
         (:func:`~riskset.kernels.cpu.cox.rows_denominators`), where a state passes over every
-        row (N = 1M, a tenth held out, ~250 non-zero coefficients: ~45 -> ~16 ms)."""
+        row."""
         rows = self.scored_rows
         if rows is None:
             return super().loglik_at(beta)

@@ -458,9 +458,9 @@ def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions,
     check that fails with none to enter after a round that no longer gains hands over to
     :func:`sweep_violators`. ``opening``: the :class:`Opening` of a warm start: its entrants
     join the first Newton step instead, on the side their slopes point to (a Cox coordinate
-    step at N = 1M refreshes the risk-set sums, ~6 ms: the 30-50 entrants of a CV fold fit
-    cost 3-5 gradients as a sweep, next to nothing in a conjugate-gradient step; its
-    projection returns to the center those that step back, and they enter later as any other).
+    step refreshes the risk-set sums: tens of entrants cost several gradients as a sweep,
+    next to nothing in a conjugate-gradient step; its projection returns to the center those
+    that step back, and they enter later as any other).
     At most :data:`POLISH_ROUNDS` rounds. Returns (beta, state)."""
     joining, rtol = None, NEWTON_CG_RTOL
     if opening is not None:
@@ -512,9 +512,8 @@ def sweep_violators(datafit, beta, state, grad, pen: Penalty, free, opts: Solver
     the check, while the violation falls at least :data:`VIOLATIONS_FALL`-fold, at most
     :data:`VIOLATOR_SWEEPS` times. A full sweep (what the cycles do next if the fit has not
     converged) moves every active coordinate and screens the resting ones; a sweep over the
-    violators alone moves only those the polish left off their optimum (logistic, N = 1M,
-    P = 20k, CV fold fits with 160-1350 active coefficients: an intercept alone at 1.5e-4 of
-    the rate, 10 ms against a 3.9 s sweep; 33-484 violators, 0.45-2.2 s against 0.9-3.3 s).
+    violators alone moves only those the polish left off their optimum, a fraction of a full
+    sweep's cost (docs/performance.md).
     Returns (beta, state)."""
     for _ in range(VIOLATOR_SWEEPS):
         fix = violators(datafit, beta, state, grad, pen, free, opts.kkt_tol)

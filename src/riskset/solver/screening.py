@@ -6,10 +6,8 @@ moves between two states by x_j' (r_ref - r), at most ||x_j|| ||r - r_ref|| (Cau
 From the last exact gradient g_ref of a fit (its :class:`Reference`), a free coordinate at
 its prior center whose |g_ref_j| plus that bound stays below its L1 rate meets its KKT
 condition at the new state, whatever its slope there: only the other columns are read (the
-active set and the few near their rates). A Cox CV fold fit at N = 1M, after one Newton step
-on ~200 active coefficients, clears 750-810 of the ~800 at their centers, and its KKT check
-reads ~210 of 1,000 columns (~10 ms by the tiles, where X' v over all 50M non-zeros costs
-~50 ms).
+active set and the few near their rates): after a Newton step most coefficients at their
+centers are cleared, and a KKT check reads a fifth of the columns (docs/performance.md).
 
 The gradient handed back holds g_ref_j at the cleared coordinates: like their true slopes,
 below their rates, so every decision taken against a rate (the violation, the entrants, the

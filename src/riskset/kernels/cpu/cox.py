@@ -63,8 +63,8 @@ WALK_CHUNK = 1 << 13
 def case_weights(weights, data_rows, event, ke, cw, slot_d, slot_m):
     """A reweighting's case weights cw (``weights`` of the Dataset rows, in datafit row order)
     and, per event slot, its events' weight slot_d and number of positive weight slot_m,
-    added in row order (one pass; NumPy's gather and two bincounts took ~26 ms at N = 1M; the
-    gather's scattered reads asked 4 x DISTANCE rows ahead, a short loop's worth: ~20 -> ~8 ms)."""
+    added in row order (one pass, its scattered reads asked 4 x DISTANCE rows ahead: cheaper
+    than NumPy's gather and two bincounts, docs/performance.md)."""
     n = cw.shape[0]
     for r in range(n):
         if r + 4 * DISTANCE < n:
@@ -946,8 +946,7 @@ def hessian_vector_rows(u, w, v, ks, ke, event, slot_ptr, efron, has_start, piec
     where C is 0, and no entry leaves a risk set (one pass over the rows less). The passes
     over rows run over the pieces of rows (:func:`row_pieces`) in parallel (the sums by
     exit slot too: a slot's rows lie in one piece), the scans over slots in one thread
-    (blocked scans in parallel, as :func:`refresh_blocked`'s, measured no faster on 2 threads
-    at N = 1M: 7.5 against 7.7 ms).
+    (blocked parallel scans, as :func:`refresh_blocked`'s, were no faster here).
     """
     U1[:] = 0.0
     E1u[:] = 0.0
