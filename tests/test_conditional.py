@@ -273,7 +273,7 @@ def test_bad_responses_and_weights(rng):
         ConditionalLogistic().datafit(Dataset(X=data.X, covariate_names=data.covariate_names,
                                               row_ids=data.row_ids, y=data.y))
     with pytest.raises(ValueError, match="ties"):
-        ConditionalLogistic(ties="efron")
+        ConditionalLogistic(ties="approximate")
 
 
 def test_strata_without_events_dropped_for_poisson(rng):

@@ -782,18 +782,12 @@ def _prior(args):
     if args.prior == "jeffreys":
         return riskset.Jeffreys(_names(args.jeffreys_coefs))
     if args.prior in ("bar", "iht"):
-        penalty = "bic" if args.penalty in (None, "bic") else _number("--penalty", args.penalty, POSITIVE)
+        penalty = "bic" if args.penalty in (None, "bic") else _number("--penalty", args.penalty)
         if args.prior == "iht":
             return riskset.IHT(args.max_nonzero, penalty, exclude=exclude, fit_best_subset=args.best_subset)
         return riskset.BAR(penalty, exclude=exclude, fit_best_subset=args.best_subset)
     return riskset.NoPrior()
 
-
-def _number(option, text, convert):
-    try:
-        return convert(text)
-    except (argparse.ArgumentTypeError, ValueError) as err:
-        raise InputError(f"{option}: {err}") from None
 
 
 def _parse_assignment(option, what, text, convert):
