@@ -20,7 +20,7 @@ from riskset.separability import separability, univariable_correlation
 from riskset.selection import bootstrap, cross_validate, fit_specs, regularization_path
 from riskset.simulate import simulate
 from riskset.survival import baseline_hazard, kaplan_meier, numbers_at_risk, predict_survival
-from riskset.solver.prior import BAR, IHT, ElasticNet, Jeffreys, Laplace, NoPrior, Normal, Prior
+from riskset.solver.prior import BAR, IHT, ElasticNet, Hierarchical, Jeffreys, Laplace, NoPrior, Normal, Prior
 from riskset.kernels.cpu import compile_notice as _compile_notice
 from riskset.core.memory import keep_freed_memory as _keep_freed_memory
 
@@ -44,5 +44,6 @@ __all__ = ["cox_zph", "schoenfeld_residuals", "covariance", "univariable_correla
            "baseline_hazard", "kaplan_meier", "numbers_at_risk", "predict_survival", "aalen_johansen", "predict_cif",
            "robust_se", "robust_covariance", "fit", "Dataset", "build_sccs", "eras_dataset", "incidence_rate_ratios",
            "from_arrays", "from_duckdb", "from_frame", "from_long", "ConvergenceWarning", "DataWarning", "InputError",
-           "FitResult", "simulate", "BAR", "IHT", "ElasticNet", "Jeffreys", "Laplace", "NoPrior", "Normal", "Prior",
-           "bootstrap", "cross_validate", "fit_specs", "regularization_path", "separability", "__version__"]
+           "FitResult", "simulate", "BAR", "IHT", "ElasticNet", "Hierarchical", "Jeffreys", "Laplace", "NoPrior",
+           "Normal", "Prior", "bootstrap", "cross_validate", "fit_specs", "regularization_path", "separability",
+           "__version__"]

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from riskset.backend import Backend
 from riskset.data.dataset import Dataset, check_dataset, first_names
+from riskset.data.hierarchy import GROUP_PREFIX, with_group_columns
 from riskset.data.normalize import normalized
 from riskset.exceptions import ConvergenceWarning, DataWarning, InputError
 from riskset.robust import robust_se
@@ -22,7 +23,7 @@ from riskset.core.penalty import Penalty
 from riskset.solver.adaptive_ridge import fit_adaptive_ridge
 from riskset.solver.jeffreys import MAX_COEF as JEFFREYS_MAX_COEF, fit_jeffreys
 from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd
-from riskset.solver.prior import AdaptiveRidge, JeffreysPrior, Prior, as_prior
+from riskset.solver.prior import AdaptiveRidge, HierarchicalPrior, JeffreysPrior, Prior, as_prior
 from riskset.spec import analysis_from_spec, load_spec, spec_fixed
 
 
@@ -105,6 +106,11 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     >>> fit.converged
     True
     """
+    if isinstance(prior, HierarchicalPrior):
+        check_dataset("data", data)
+        return _fit_hierarchical(data, as_model(model, **model_options), prior, fixed=fixed, warm_start=warm_start,
+                                 profile=profile, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, level=level,
+                                 progress=progress, backend=backend, dtype=dtype, n_jobs=n_jobs, normalize=normalize)
     if normalize is not None:
         check_dataset("data", data)
         return _fit_normalized(data, as_model(model, **model_options), prior, normalize, fixed=fixed,
@@ -165,6 +171,36 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     result.timings = {"prepare": t_prepare - t0, "solve": t_solve - t_prepare,
                       "total": time.perf_counter() - t0}
     return result
+
+
+def _fit_hierarchical(data, m: Model, prior: HierarchicalPrior, *, fixed, profile, **options) -> FitResult:
+    """:func:`fit` under a hierarchical prior: a ridge fit of the design with a column per group
+    (:mod:`riskset.data.hierarchy`), each grouped coefficient then its own part plus its
+    group's mean."""
+    if not prior.strength_is_set:
+        raise InputError("the hierarchical prior has no variance: give variance=..., or choose it with "
+                         "riskset.cross_validate")
+    names = m.coef_names(data)
+    split = [n for n in prior.groups if n not in names]
+    if split:
+        raise InputError(f"groups names covariate(s) that are not coefficients of the {m.name} model as they are "
+                         f"(split by time_varying, or dropped as constant): {', '.join(map(repr, split[:5]))}")
+    for what, given in (("fixed", list(check.fixed_values("fixed", fixed))), ("profile", check.coef_names(
+            "profile", profile))):
+        grouped = [n for n in given if n in prior.groups]
+        if grouped:
+            raise InputError(f"{what} names grouped coefficient(s) {', '.join(map(repr, grouped))}: under a "
+                             f"hierarchical prior each is its own part plus its group's mean; not supported")
+    design = with_group_columns(data, prior.groups)
+    result = fit(design.data, m, prior.design_prior(design.group_names), fixed=fixed, profile=profile, **options)
+    means = result.coef[design.group_names].to_numpy()
+    shift = pd.Series(design.members @ means, index=data.covariate_names)
+    coef = result.coef.drop(design.group_names)
+    described = ", ".join(f"{g[len(GROUP_PREFIX):]} {v:.4g}" for g, v in zip(design.group_names, means))
+    return replace(result, coef=coef + shift.reindex(coef.index).fillna(0.0), se=result.se.drop(design.group_names),
+                   prior=prior, aliased=[n for n in result.aliased if n not in design.group_names],
+                   labels={k: v for k, v in result.labels.items() if k not in design.group_names},
+                   message=f"{result.message}; group means: {described}")
 
 
 def _fit_normalized(data, m: Model, prior, normalize: str, *, fixed, warm_start, **options) -> FitResult:

@@ -142,12 +142,14 @@ def _add_fit(sub):
                    help="model option, value as JSON (e.g. ties=\"efron\", intercept=false); repeatable. "
                         "ties: \"breslow\" (cox default) or \"efron\" (R's coxph default)")
     pr = p.add_argument_group("prior")
-    pr.add_argument("--prior", choices=["none", "laplace", "normal", "elastic_net", "bar", "iht", "jeffreys"],
+    pr.add_argument("--prior", choices=["none", "laplace", "normal", "elastic_net", "bar", "iht", "jeffreys",
+                                        "hierarchical"],
                     help="none (maximum likelihood, the default), laplace (L1), normal (L2), elastic_net "
                          "(both: --gamma and --variance), bar (broken adaptive ridge) or iht (iterative hard "
                          "thresholding, with --max-nonzero): the sparse selection of OHDSI's BrokenAdaptiveRidge "
                          "and IterativeHardThresholding; jeffreys (Firth's penalized likelihood: finite estimates "
-                         "where events are rare or separated)")
+                         "where events are rare or separated); hierarchical (--groups, --group-variance: "
+                         "coefficients normal around their group's mean)")
     pr.add_argument("--gamma", type=NON_NEGATIVE,
                     help="L1 rate: penalty gamma*|beta| (with --prior laplace or elastic_net)")
     pr.add_argument("--variance", type=POSITIVE,
@@ -166,6 +168,10 @@ def _add_fit(sub):
                     help="scale each covariate that is not an indicator before the fit, as Cyclops' normalize= "
                          "(stdev, max, median or q95 of its values): the prior acts on the scaled coefficients; "
                          "coefficients are shown on the original scale")
+    pr.add_argument("--groups", metavar="A=G,B=G", default="",
+                    help="hierarchical: each grouped covariate's group (the others have the plain normal prior)")
+    pr.add_argument("--group-variance", type=POSITIVE, metavar="W",
+                    help="hierarchical: the variance of the group means (with --cv: chosen too, on a grid)")
     pr.add_argument("--jeffreys-coefs", metavar="A,B", default="",
                     help="jeffreys: the coefficients in the prior's determinant (default all: Firth)")
     pr.add_argument("--best-subset", action="store_true",
@@ -422,7 +428,7 @@ def _analyse(args, tol):
     _check_known("--exclude", _names(args.exclude), names)
     _check_known("--profile", _names(args.profile), names)
     _check_known("--fixed", list(fixed), names)
-    if args.cv and prior.kind not in ("laplace", "normal"):
+    if args.cv and prior.kind not in ("laplace", "normal", "hierarchical"):
         where = f"the specification's prior is {prior.kind!r}" if args.spec else f"--prior {args.prior}"
         raise InputError(f"--cv chooses the variance of a laplace or normal prior, and {where}")
     with warnings.catch_warnings():
@@ -450,6 +456,8 @@ def _analysis_inputs(args):
 def _analysis_options(args, tol) -> dict:
     """Keyword arguments of riskset.selection.analyses.analyse shared by every way of fitting."""
     cv = dict(n_folds=args.cv, n_repeats=args.cv_repeats, n_grid=args.cv_grid, auto=args.cv_auto) if args.cv else None
+    if cv is not None and args.group_variance is not None:  # a hierarchical prior's group variance, held
+        cv["group_variances"] = [args.group_variance]
     return dict(cv=cv, n_boot=args.bootstrap, seed=args.seed or 0, n_jobs=args.jobs or 1, tol=tol,
                 max_iter=args.max_iter, profile=_names(args.profile), level=args.level, backend=args.backend,
                 dtype=args.dtype, **({"normalize": args.normalize} if args.normalize else {}))
@@ -523,7 +531,8 @@ def _report_written(written: list[str]) -> None:
 
 #: Options that say what a specification says (model, columns, prior): refused with --spec.
 SPEC_GIVES = ("--model", "--option", "--prior", "--gamma", "--variance", "--variances", "--means", "--exclude",
-              "--penalty", "--max-nonzero", "--best-subset", "--jeffreys-coefs", "--fixed",
+              "--penalty", "--max-nonzero", "--best-subset", "--jeffreys-coefs", "--groups", "--group-variance",
+              "--fixed",
               "--covariates") + tuple(f"--{role}" for role in ROLE_OPTIONS)
 
 
@@ -646,6 +655,11 @@ def _check_prior_options(args) -> None:
     if prior == "elastic_net" and args.cv:
         raise InputError("--cv chooses the variance of a laplace or normal prior; an elastic_net prior has two "
                          "strengths: give --gamma and --variance")
+    given = [o for o in ("--groups", "--group-variance") if _given(args, o)]
+    if given and prior != "hierarchical":
+        raise InputError(f"{', '.join(given)} are options of --prior hierarchical, not --prior {prior}")
+    if prior == "hierarchical" and not args.groups:
+        raise InputError("--prior hierarchical needs --groups A=G,B=G (each grouped covariate's group)")
     if _given(args, "--jeffreys-coefs") and prior != "jeffreys":
         raise InputError(f"--jeffreys-coefs is an option of --prior jeffreys, not --prior {prior}")
     if prior == "jeffreys":
@@ -781,6 +795,12 @@ def _prior(args):
                              variances=variances, means=means)
     if args.prior == "jeffreys":
         return riskset.Jeffreys(_names(args.jeffreys_coefs))
+    if args.prior == "hierarchical":
+        groups = dict(_parse_assignment("--groups", "GROUP", g, str) for g in _names(args.groups))
+        if variance is None:
+            raise InputError("--prior hierarchical needs --variance (or --cv K to choose it)")
+        return riskset.Hierarchical(variance, 1.0 if args.group_variance is None else args.group_variance,
+                                    groups=groups, exclude=exclude)
     if args.prior in ("bar", "iht"):
         penalty = "bic" if args.penalty in (None, "bic") else _number("--penalty", args.penalty)
         if args.prior == "iht":

@@ -48,7 +48,9 @@ Model options
       settings of :func:`riskset.BAR` by name (``initial_variance``, ``tolerance``,
       ``max_iterations``, ``threshold``, ``delta``, ``fit_best_subset``), no strength;
     - ``jeffreys`` (Firth): ``coefs``, the coefficients in the determinant (default all),
-      and ``max_iter``.
+      and ``max_iter``;
+    - ``hierarchical``: ``groups`` (covariate -> group), ``group_variance`` and ``variance``
+      (:func:`riskset.Hierarchical`; ``variance`` may be left to ``--cv``).
 
     ``unpenalized`` lists coefficients left unpenalized (the API's ``exclude``);
     ``variances`` maps coefficient names to their own variance (the API's
@@ -76,7 +78,8 @@ import pandas as pd
 from riskset.data.ingest import from_frame
 from riskset.exceptions import InputError
 from riskset.models.base import Model, get_model
-from riskset.solver.prior import BAR, IHT, SETTINGS, AdaptiveRidge, Jeffreys, JeffreysPrior, Prior
+from riskset.solver.prior import (BAR, IHT, SETTINGS, AdaptiveRidge, Hierarchical, HierarchicalPrior, Jeffreys,
+                                  JeffreysPrior, Prior)
 from riskset.validation import fixed_values
 
 #: case.json column roles -> keyword of :func:`riskset.from_frame`.
@@ -100,6 +103,8 @@ SELECTION_TYPES = ("bar", "iht")
 SELECTION_KEYS = ("type", "penalty", "max_nonzero", "unpenalized", *SETTINGS)
 #: The keys of a Jeffreys (Firth) penalty: the coefficients in its determinant (default all).
 JEFFREYS_KEYS = ("type", "coefs", "max_iter")
+#: The keys of a hierarchical normal penalty (``variance`` may be left to cross-validation).
+HIERARCHICAL_KEYS = ("type", "variance", "group_variance", "groups", "unpenalized")
 
 
 def load_spec(path: str) -> tuple[dict, pd.DataFrame]:
@@ -175,8 +180,8 @@ def prior_from_penalty(penalty: dict | None) -> Prior | AdaptiveRidge:
     riskset.exceptions.InputError: penalty: unknown key(s) 'varaince'; a penalty of type 'l2' has type, gamma, ...
     """
     penalty = dict(penalty or {})
-    keys = (SELECTION_KEYS if penalty.get("type") in SELECTION_TYPES else JEFFREYS_KEYS
-            if penalty.get("type") == "jeffreys" else PENALTY_KEYS)
+    keys = {"jeffreys": JEFFREYS_KEYS, "hierarchical": HIERARCHICAL_KEYS}.get(
+        penalty.get("type"), SELECTION_KEYS if penalty.get("type") in SELECTION_TYPES else PENALTY_KEYS)
     unknown = [k for k in penalty if k not in keys]
     if unknown:
         raise InputError(f"penalty: unknown key(s) {', '.join(map(repr, unknown))}; a penalty of type "
@@ -184,11 +189,16 @@ def prior_from_penalty(penalty: dict | None) -> Prior | AdaptiveRidge:
     kind = penalty.get("type", "none")
     if kind in SELECTION_TYPES:
         return _selection_prior(penalty)
+    if kind == "hierarchical":
+        if "groups" not in penalty or "group_variance" not in penalty:
+            raise InputError("penalty: type 'hierarchical' needs 'groups' (covariate -> group) and 'group_variance'")
+        return Hierarchical(penalty.get("variance"), penalty["group_variance"], groups=penalty["groups"],
+                            exclude=tuple(penalty.get("unpenalized", ())))
     if kind == "jeffreys":
         return Jeffreys(penalty.get("coefs", ()), max_iter=penalty.get("max_iter", 100))
     if kind not in PENALTY_TYPES:
         raise InputError(f"penalty: unknown type {kind!r}; the types are "
-                         f"{', '.join([*PENALTY_TYPES, *SELECTION_TYPES, 'jeffreys'])}")
+                         f"{', '.join([*PENALTY_TYPES, *SELECTION_TYPES, 'jeffreys', 'hierarchical'])}")
     prior_kind, needed, either = PENALTY_TYPES[kind]
     _check_strength(penalty, kind, needed, either)
     if kind == "none":
@@ -242,8 +252,10 @@ def penalty_from_prior(prior: Prior | AdaptiveRidge) -> dict:
     >>> penalty_from_prior(Prior("laplace", gamma=2.0, exclude=["treatment"]))
     {'type': 'l1', 'gamma': 2.0, 'unpenalized': ['treatment']}
     """
-    if isinstance(prior, JeffreysPrior):
+    if isinstance(prior, (JeffreysPrior, HierarchicalPrior)):
         d = prior.to_dict()
+        if "exclude" in d:
+            d["unpenalized"] = d.pop("exclude")
         return {"type": d.pop("kind"), **d}
     if isinstance(prior, AdaptiveRidge):
         d = prior.to_dict()

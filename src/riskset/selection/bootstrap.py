@@ -22,7 +22,7 @@ from riskset.results import FitResult
 from riskset.selection.common import Context
 from riskset.selection.executors import run_tasks
 from riskset.selection.folds import bootstrap_weights
-from riskset.solver.prior import Prior, as_prior
+from riskset.solver.prior import HierarchicalPrior, Prior, as_prior
 
 
 @dataclass
@@ -85,7 +85,11 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     check.positive_number("tol", tol)
     where = Backend.of(backend, dtype, n_jobs)
     where.check_executor(executor)
-    ctx = Context(data, m, as_prior(prior), tol, where)
+    prior = as_prior(prior)
+    if isinstance(prior, HierarchicalPrior):
+        raise InputError("the bootstrap of a hierarchical prior is not implemented (riskset.fit and "
+                         "riskset.cross_validate take it)")
+    ctx = Context(data, m, prior, tol, where)
     if not isinstance(ctx.prior, Prior) and where.on_device:
         raise InputError(f"the bootstrap of a {ctx.prior.kind} prior runs on the CPU (each draw a fit of its own): "
                          f"use backend='cpu'")

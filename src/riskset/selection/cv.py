@@ -13,7 +13,7 @@ fitted on all data first); the refit on all data starts from the nearest full-da
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,7 @@ import pandas as pd
 from riskset import validation as check
 from riskset.backend import Backend
 from riskset.data.dataset import check_dataset
+from riskset.data.hierarchy import with_group_columns
 from riskset.exceptions import DataWarning, InputError
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult
@@ -28,7 +29,7 @@ from riskset.api import fit
 from riskset.selection.common import Context, checked_grid, varied_prior, prior_with_variance, variance_grid
 from riskset.selection.executors import run_tasks
 from riskset.selection.folds import assign_folds, checked_splits
-from riskset.solver.prior import Prior
+from riskset.solver.prior import HierarchicalPrior, Prior
 
 _GOLDEN = (np.sqrt(5) - 1) / 2
 
@@ -65,12 +66,16 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
                    n_folds: int = 10, n_repeats: int = 1, seed: int = 0, auto: bool = False,
                    n_refine: int = 4, executor=None, n_jobs: int = 1, progress: bool = True,
                    tol: float = 1e-8, refit: bool = True, backend: str = "cpu", dtype: str = "float64",
-                   held_out=None, **model_options) -> CVResult:
+                   held_out=None, group_variances=None, **model_options) -> CVResult:
     """Choose the prior variance by k-fold cross-validation, repeated ``n_repeats`` times.
 
     Parameters
     ----------
-    prior : Laplace or Normal prior; its excluded coefficients stay unpenalized.
+    prior : Laplace or Normal prior; its excluded coefficients stay unpenalized. A
+        :func:`riskset.Hierarchical` prior has its ``variance`` chosen so for each of
+        ``group_variances`` (default :data:`GROUP_VARIANCES`), and the pair with the best mean
+        score wins (Cyclops' auto search in one dimension, a grid in the other); ``scores``
+        and ``summary`` then have a ``group_variance`` column.
     variances : grid of prior variances; by default ``n_grid`` values log-spaced from
         the variance at gamma_max (everything zero) down 10^2.5 in gamma.
     auto : after the grid, refine the best variance by ``n_refine`` golden-section
@@ -99,6 +104,14 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     """
     check_dataset("data", data)
     m = as_model(model, **model_options)
+    if isinstance(prior, HierarchicalPrior):
+        return _cross_validate_hierarchical(
+            data, m, prior, group_variances, refit=refit, tol=tol, backend=backend, dtype=dtype, variances=variances,
+            n_grid=n_grid, n_folds=n_folds, n_repeats=n_repeats, seed=seed, auto=auto, n_refine=n_refine,
+            executor=executor, n_jobs=n_jobs, progress=progress, held_out=held_out)
+    if group_variances is not None:
+        raise InputError("group_variances is the grid of a hierarchical prior's group variance: give "
+                         "prior=riskset.Hierarchical(...)")
     n_folds, n_repeats = check.positive_int("n_folds", n_folds, minimum=2), check.positive_int("n_repeats", n_repeats)
     seed, n_refine = check.seed("seed", seed), check.positive_int("n_refine", n_refine, minimum=0)
     check.positive_number("tol", tol)
@@ -136,6 +149,31 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     start = pd.Series(full[min(full, key=lambda u: abs(u - np.log(best)))], index=ctx.names)
     final = fit(data, m, chosen, tol=tol, backend=backend, dtype=dtype, warm_start=start) if refit else None
     return CVResult(scores, summary, best, chosen, final)
+
+
+#: The group variances a hierarchical prior's cross-validation tries by default.
+GROUP_VARIANCES = (0.01, 0.1, 1.0, 10.0)
+
+
+def _cross_validate_hierarchical(data, m, prior: HierarchicalPrior, group_variances, *, refit, tol, backend, dtype,
+                                 **options) -> CVResult:
+    """:func:`cross_validate` of a hierarchical prior: for each group variance, the variance
+    chosen on the design with a column per group (:mod:`riskset.data.hierarchy`); the best
+    pair by mean held-out score."""
+    grid = checked_grid(GROUP_VARIANCES if group_variances is None else group_variances, 1)
+    design = with_group_columns(data, prior.groups)
+    scores, summaries = [], []
+    for group_variance in grid:
+        varied = replace(prior, variance=None, group_variance=float(group_variance))
+        inner = cross_validate(design.data, m, varied.design_prior(design.group_names), refit=False, tol=tol,
+                               backend=backend, dtype=dtype, **options)
+        scores.append(inner.scores.assign(group_variance=group_variance))
+        summaries.append(inner.summary.assign(group_variance=group_variance))
+    scores, summary = pd.concat(scores, ignore_index=True), pd.concat(summaries, ignore_index=True)
+    best = summary.loc[summary["mean"].idxmax()]
+    chosen = replace(prior, variance=float(best["variance"]), group_variance=float(best["group_variance"]))
+    final = fit(data, m, chosen, tol=tol, backend=backend, dtype=dtype) if refit else None
+    return CVResult(scores, summary, chosen.variance, chosen, final)
 
 
 def _require_informative_training(ctx: Context, held_out, splits, n_folds):
