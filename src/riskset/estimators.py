@@ -21,7 +21,9 @@ The prior is given by parameters a grid search can vary:
   ``variance / l1_ratio`` and the Normal part ``variance / (1 - l1_ratio)``, so
   ``l1_ratio`` 1 and 0 give the ``'l1'`` and ``'l2'`` priors of that variance;
 - ``exclude``: covariate names left unpenalized (the treatment of interest);
-- or ``prior``: any :class:`riskset.Prior`, instead of the three above.
+- or ``prior``: any riskset prior (:class:`riskset.Prior`, :func:`riskset.BAR`,
+  :func:`riskset.IHT`, :func:`riskset.Jeffreys`, :func:`riskset.Hierarchical`), instead of the
+  three above.
 
 Survival targets are structured arrays with a boolean event field and a float time
 field, as scikit-survival's ``Surv.from_arrays`` (see :func:`survival_target`), or
@@ -55,7 +57,7 @@ from riskset.data.dataset import first_names
 from riskset.data.ingest import from_arrays
 from riskset.exceptions import InputError
 from riskset.kernels.cpu.concordance import concordance_counts
-from riskset.solver.prior import ElasticNet, Laplace, NoPrior, Normal, Prior
+from riskset.solver.prior import ElasticNet, Laplace, NoPrior, Normal, Prior, as_prior
 
 PENALTIES = ("l1", "l2", "elasticnet", None)
 
@@ -294,10 +296,7 @@ class _RisksetEstimator(BaseEstimator):
         if self.prior is not None:
             if self.penalty is not None:
                 raise InputError(f"give either prior= or penalty= ({self.penalty!r}), not both")
-            if not isinstance(self.prior, Prior):
-                raise InputError(f"prior must be a riskset Prior (riskset.Laplace, riskset.Normal, ...), "
-                                 f"not {type(self.prior).__name__}")
-            return self.prior
+            return as_prior(self.prior)
         if self.penalty not in PENALTIES:
             raise InputError(f"penalty must be 'l1', 'l2', 'elasticnet' or None, not {self.penalty!r}")
         if self.penalty is None:
