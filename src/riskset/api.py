@@ -19,10 +19,7 @@ from riskset.profile_likelihood import profile_intervals
 from riskset import validation as check
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult, coef_labels, fit_roles
-from riskset.core.penalty import Penalty
-from riskset.solver.adaptive_ridge import fit_adaptive_ridge
-from riskset.solver.jeffreys import MAX_COEF as JEFFREYS_MAX_COEF, fit_jeffreys
-from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd
+from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.prior import AdaptiveRidge, HierarchicalPrior, JeffreysPrior, Prior, as_prior
 from riskset.spec import analysis_from_spec, load_spec, spec_fixed
 
@@ -131,20 +128,19 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
             beta0[held] = [args.fixed[n] for n in np.asarray(names)[held]]
         options = SolverOptions(tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, progress=progress)
         t_prepare = time.perf_counter()
-        if isinstance(prior, AdaptiveRidge):
-            res, penalty, held = _fit_adaptive_ridge(datafit, prior, penalty, data.n_rows, options, held, beta0)
-        elif isinstance(prior, JeffreysPrior):
-            res = _fit_jeffreys(datafit, prior, names, options, held, beta0)
-        else:
+        if isinstance(prior, Prior):
             res = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=beta0, fixed=held if held.any() else None,
                           options=options, center=penalty.center)
+        else:  # BAR, IHT, Jeffreys: fits of their own
+            solved = prior.solve(datafit, names, m.unpenalized_names(), data.n_rows, options, held, beta0)
+            res, penalty, held = solved.result, solved.penalty, solved.held
         t_solve = time.perf_counter()
         if not res.converged:
             what = "fit" if res.diverging else "fit did not converge"
             warnings.warn(f"{m.name} {what}: {res.message}", ConvergenceWarning, stacklevel=2)
         se, aliased = np.full(len(names), np.nan), np.zeros(len(names), bool)
         if (res.converged or res.diverging) and not penalty.is_penalized:
-            if res.converged and not isinstance(prior, JeffreysPrior):  # (an aliased column: I_S singular, no fit)
+            if res.converged and isinstance(prior, Prior):  # (Jeffreys: an aliased column leaves I_S singular)
                 res, aliased = refit_without_aliased(datafit, res, penalty, options, fixed=held)
             # the information vanishes along diverging coefficients: the others' SEs are those at the limit
             kept = np.flatnonzero(~aliased & ~held & ~np.isin(np.arange(len(names)), list(res.diverging)))
@@ -217,42 +213,6 @@ def _fit_normalized(data, m: Model, prior, normalize: str, *, fixed, warm_start,
         warm_start = {n: v / scale.get(n, 1.0) for n, v in start.items() if n in scale.index}
     result = fit(scaled, m, prior, fixed=fixed, warm_start=warm_start, **options)
     return result.rescaled(scale, normalize)
-
-
-def _fit_adaptive_ridge(datafit, prior: AdaptiveRidge, start: Penalty, n_rows: int, options: SolverOptions, held,
-                        beta0) -> tuple[SolverResult, Penalty, np.ndarray]:
-    """A BAR / IHT fit (:mod:`riskset.solver.adaptive_ridge`) as one solver result (its
-    message says how many ridge fits it took), the penalty of its last fit and the mask of
-    the coefficients it held. Where the selected coefficients were refitted without a prior
-    (``fit_best_subset``) that penalty is none and the coefficients set to 0 are held: the
-    others get standard errors, conditional on the selection."""
-    result = fit_adaptive_ridge(datafit, prior.settings(n_rows), start.l2 > 0, options,
-                                fixed=held if held.any() else None, beta0=beta0)
-    res = result.fit
-    what = f"{prior.kind.upper()}: {result.iterations} ridge fit(s) after the starting one"
-    if res.converged and not result.converged:
-        res.converged = False
-        res.message = (f"{what}; no fixed point: a coefficient still moved by {prior.tolerance:g} or more after "
-                       f"max_iterations={prior.max_iterations}")
-    else:
-        res.message = f"{what}; {res.message}" if res.message else what
-    zeros = np.zeros_like(start.l2)
-    if prior.fit_best_subset and result.converged:
-        return res, Penalty(zeros, zeros, zeros), held | ((start.l2 > 0) & (res.beta == 0.0))
-    with np.errstate(divide="ignore"):
-        return res, Penalty(zeros, np.where(result.variances > 0, 1.0 / result.variances, 0.0), zeros), held
-
-
-def _fit_jeffreys(datafit, prior: JeffreysPrior, names, options: SolverOptions, held, beta0) -> SolverResult:
-    """A Jeffreys-prior fit (:mod:`riskset.solver.jeffreys`): dense, so at most
-    :data:`~riskset.solver.jeffreys.MAX_COEF` free coefficients."""
-    free = int((~held).sum())
-    if free > JEFFREYS_MAX_COEF:
-        raise InputError(f"a Jeffreys prior works with the dense information of the free coefficients: at most "
-                         f"{JEFFREYS_MAX_COEF}, got {free}; hold the others (fixed=) or select first")
-    return fit_jeffreys(datafit, prior.selected(names),
-                        SolverOptions(tol=options.tol, kkt_tol=options.kkt_tol, max_iter=prior.max_iter),
-                        fixed=held if held.any() else None, beta0=beta0)
 
 
 def prepared_datafit(data: Dataset, model: Model, backend: Backend):

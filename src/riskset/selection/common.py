@@ -30,10 +30,8 @@ from riskset.core.replicates import ReplicateBatch
 from riskset.exceptions import InputError
 from riskset.models.base import Datafit, Model
 from riskset.selection.folds import has_event, resampling_units
-from riskset.solver.adaptive_ridge import fit_adaptive_ridge
 from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd, likely_entrants
-from riskset.solver.jeffreys import fit_jeffreys
-from riskset.solver.prior import JeffreysPrior, Prior, as_prior
+from riskset.solver.prior import Prior, as_prior
 from riskset.solver.replicates import ReplicateResult, fit_replicates
 
 
@@ -98,29 +96,17 @@ class Context:
 
     def fit_one_by_one(self, weights: np.ndarray, warm: np.ndarray) -> ReplicateResult:
         """Fits of the replicates with row weights ``weights`` (R, n_rows) under a prior that
-        is a sequence of fits (BAR / IHT: :class:`~riskset.solver.prior.AdaptiveRidge`) or a
-        Newton iteration of its own (:class:`~riskset.solver.prior.JeffreysPrior`), each
-        started at ``warm[r]``: one after another, on the CPU (they share no batch)."""
-        options = SolverOptions(tol=self.tol)
-        fits = []
-        for w, start in zip(weights, warm):
-            view = self.view(w)
-            if isinstance(self.prior, JeffreysPrior):
-                fit = fit_jeffreys(view, self.prior.selected(self.names), SolverOptions(
-                    tol=self.tol, max_iter=self.prior.max_iter), beta0=start)
-                fits.append((fit, fit.converged, "" if fit.converged else fit.message))
-                continue
-            selecting = self.prior.penalty(self.names, self.model.unpenalized_names()).l2 > 0
-            result = fit_adaptive_ridge(view, self.prior.settings(self.data.n_rows), selecting, options, beta0=start)
-            fit = result.fit
-            message = fit.message if not fit.converged else "" if result.converged else (
-                f"{self.prior.kind.upper()}: no fixed point after max_iterations={self.prior.max_iterations}")
-            fits.append((fit, fit.converged and result.converged, message))
+        is not one penalty table (BAR, IHT, Jeffreys: ``prior.solve``), each started at
+        ``warm[r]``: one after another, on the CPU (they share no batch)."""
+        options, unpenalized = SolverOptions(tol=self.tol), self.model.unpenalized_names()
+        held = np.zeros(len(self.names), bool)
+        fits = [self.prior.solve(self.view(w), self.names, unpenalized, self.data.n_rows, options, held, start).result
+                for w, start in zip(weights, warm)]
         nan = np.full(len(fits), np.nan)
-        return ReplicateResult(np.array([f.beta for f, _, _ in fits]), np.array([f.loglik for f, _, _ in fits]),
-                               np.array([f.objective for f, _, _ in fits]), np.array([c for _, c, _ in fits]),
-                               np.array([f.n_iter for f, _, _ in fits]), [m for _, _, m in fits], nan,
-                               [f.diverging for f, _, _ in fits], nan)
+        return ReplicateResult(np.array([f.beta for f in fits]), np.array([f.loglik for f in fits]),
+                               np.array([f.objective for f in fits]), np.array([f.converged for f in fits]),
+                               np.array([f.n_iter for f in fits]), [f.message for f in fits], nan,
+                               [f.diverging for f in fits], nan)
 
     def likely_entrants(self, beta: np.ndarray, variance: float) -> np.ndarray:
         """The coordinates that may enter the active set of a replicate warm-started at the

@@ -24,7 +24,9 @@ import numpy as np
 
 from riskset.core.penalty import Penalty
 from riskset.exceptions import InputError
-from riskset.solver.adaptive_ridge import AdaptiveRidgeSettings
+from riskset.solver.adaptive_ridge import AdaptiveRidgeSettings, fit_adaptive_ridge
+from riskset.solver.ccd import SolverOptions, SolverResult
+from riskset.solver.jeffreys import MAX_COEF as JEFFREYS_MAX_COEF, fit_jeffreys
 from riskset.validation import (coef_mapping, coef_names, finite_numbers, flag, known_names, one_of, positive_int,
                                 positive_number)
 
@@ -235,6 +237,18 @@ def ElasticNet(gamma: float, variance: float, *, exclude=(), means=None) -> Prio
 _CONSTRUCTORS = {"none": "NoPrior", "laplace": "Laplace", "normal": "Normal", "elastic_net": "ElasticNet"}
 
 
+@dataclass
+class PriorFit:
+    """A fit under a prior that is not one penalty table (:meth:`AdaptiveRidge.solve`,
+    :meth:`JeffreysPrior.solve`): the solver result, the penalty of its last fit (standard
+    errors exist where it penalizes nothing) and the coefficients held (``fixed`` and any the
+    prior set to 0)."""
+
+    result: SolverResult
+    penalty: Penalty
+    held: np.ndarray
+
+
 @dataclass(frozen=True)
 class AdaptiveRidge:
     """Broken adaptive ridge (``max_nonzero`` None) or iterative hard thresholding (at most
@@ -290,6 +304,30 @@ class AdaptiveRidge:
         free = set(self.exclude) | set(always_unpenalized)
         l2 = np.array([0.0 if n in free else 1.0 / self.initial_variance for n in names])
         return Penalty(np.zeros(len(names)), l2, np.zeros(len(names)))
+
+    def solve(self, datafit, names, unpenalized, n_rows: int, options: SolverOptions, held: np.ndarray,
+              beta0) -> PriorFit:
+        """The BAR / IHT fit of ``datafit`` (:func:`~riskset.solver.adaptive_ridge.fit_adaptive_ridge`),
+        its message saying how many ridge fits it took. With ``fit_best_subset`` the last
+        fit penalizes nothing and holds the coefficients set to 0: the others get standard
+        errors, conditional on the selection."""
+        start = self.penalty(names, unpenalized)
+        result = fit_adaptive_ridge(datafit, self.settings(n_rows), start.l2 > 0, options,
+                                    fixed=held if held.any() else None, beta0=beta0)
+        res = result.fit
+        what = f"{self.kind.upper()}: {result.iterations} ridge fit(s) after the starting one"
+        if res.converged and not result.converged:
+            res.converged = False
+            res.message = (f"{what}; no fixed point: a coefficient still moved by {self.tolerance:g} or more after "
+                           f"max_iterations={self.max_iterations}")
+        else:
+            res.message = f"{what}; {res.message}" if res.message else what
+        zeros = np.zeros_like(start.l2)
+        if self.fit_best_subset and result.converged:
+            return PriorFit(res, Penalty(zeros, zeros, zeros), held | ((start.l2 > 0) & (res.beta == 0.0)))
+        with np.errstate(divide="ignore"):
+            l2 = np.where(result.variances > 0, 1.0 / result.variances, 0.0)
+        return PriorFit(res, Penalty(zeros, l2, zeros), held)
 
     def settings(self, n_rows: int) -> AdaptiveRidgeSettings:
         """The iteration's settings for data of ``n_rows`` rows ('bic': penalty log(N) / 2)."""
@@ -387,6 +425,19 @@ class JeffreysPrior:
         """No L1 or L2 term (the log determinant is the solver's: :mod:`riskset.solver.jeffreys`)."""
         zeros = np.zeros(len(list(names)))
         return Penalty(zeros, zeros, zeros)
+
+    def solve(self, datafit, names, unpenalized, n_rows: int, options: SolverOptions, held: np.ndarray,
+              beta0) -> PriorFit:
+        """The Jeffreys-penalized fit of ``datafit`` (:func:`~riskset.solver.jeffreys.fit_jeffreys`):
+        dense, so at most :data:`~riskset.solver.jeffreys.MAX_COEF` free coefficients; its
+        standard errors are the inverse information at the estimate."""
+        free = int((~held).sum())
+        if free > JEFFREYS_MAX_COEF:
+            raise InputError(f"a Jeffreys prior works with the dense information of the free coefficients: at most "
+                             f"{JEFFREYS_MAX_COEF}, got {free}; hold the others (fixed=) or select first")
+        result = fit_jeffreys(datafit, self.selected(names), replace(options, max_iter=self.max_iter),
+                              fixed=held if held.any() else None, beta0=beta0)
+        return PriorFit(result, self.penalty(names), held)
 
     def selected(self, names) -> np.ndarray:
         """Mask of the coefficients ``names`` in the determinant."""
