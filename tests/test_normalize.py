@@ -54,6 +54,24 @@ def test_without_a_prior_normalization_changes_nothing_but_the_units(frame):
     assert held.coef["x1"] == pytest.approx(0.03) and held.fixed == {"x1": pytest.approx(0.03)}
 
 
+def test_cross_validation_and_bootstrap_of_normalized_covariates(frame):
+    data = riskset.from_frame(frame, y="y", covariates=["x1", "x2", "x3"])
+    cv = riskset.cross_validate(data, "logistic", riskset.Laplace(), normalize="stdev", n_folds=3, n_grid=4,
+                                progress=False)
+    scaled, _ = riskset.data.normalize.normalized(data, "stdev")
+    plain = riskset.cross_validate(scaled, "logistic", riskset.Laplace(), n_folds=3, n_grid=4, progress=False)
+    assert cv.selected_variance == plain.selected_variance
+    np.testing.assert_allclose(cv.fit.coef, riskset.fit(data, "logistic", cv.prior, normalize="stdev").coef,
+                               atol=1e-8)
+    boot = riskset.bootstrap(data, "logistic", riskset.Laplace(variance=0.5), normalize="max", n_boot=4,
+                             progress=False)
+    scales = riskset.data.normalize.column_scales(data.X, "max")
+    unscaled = riskset.bootstrap(riskset.data.normalize.normalized(data, "max")[0], "logistic",
+                                 riskset.Laplace(variance=0.5), n_boot=4, progress=False)
+    np.testing.assert_allclose(boot.estimates[["x1", "x2", "x3"]], unscaled.estimates[["x1", "x2", "x3"]] * scales)
+    assert boot.fit.normalize == "max"
+
+
 def test_indicators_and_empty_columns_keep_scale_one():
     X = sp.csc_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 0.0], [1.0, 0.0, -4.0], [1.0, 0.0, 0.0]]))
     assert column_scales(X, "median").tolist() == [1.0, 1.0, 1 / 3]
@@ -66,9 +84,7 @@ def test_normalize_on_the_command_line_and_its_refusals(frame, tmp_path, capsys)
             "--prior", "laplace", "--variance", "0.5"]
     assert cli.main(base + ["--normalize", "q95", "--out", str(tmp_path / "fit.json")]) == 0
     assert riskset.FitResult.from_json(tmp_path / "fit.json").normalize == "q95"
-    capsys.readouterr()
-    assert cli.main(base + ["--normalize", "q95", "--bootstrap", "3"]) == 2
-    assert "normalize='q95' with the bootstrap: not supported" in capsys.readouterr().err
+    assert cli.main(base + ["--normalize", "q95", "--bootstrap", "3", "--out", str(tmp_path / "b.json")]) == 0
     data = riskset.from_frame(frame, y="y", covariates=["x1"])
     with pytest.raises(riskset.InputError, match="normalize must be one of"):
         riskset.fit(data, "logistic", normalize="zscore")

@@ -52,16 +52,13 @@ def analyse(data, model, prior, *, cv: dict | None = None, n_boot: int | None = 
     ['cross_validation']
     """
     normalize = fit_options.pop("normalize", None)
-    if normalize is not None and (cv is not None or n_boot is not None):
-        raise InputError(f"normalize={normalize!r} with {'cross-validation' if cv is not None else 'the bootstrap'}: "
-                         f"not supported; fit normalized covariates with riskset.fit(..., normalize=...) alone")
     args = check_fit(data, model, prior, backend=backend, dtype=dtype, n_jobs=n_jobs, level=level, **fit_options)
     if args.fixed and (cv is not None or n_boot is not None):
         raise InputError(f"fixed coefficients ({', '.join(map(repr, args.fixed))}) with "
                          f"{'cross-validation' if cv is not None else 'the bootstrap'}: not supported; fit them "
                          f"with riskset.fit(..., fixed=...) alone")
     common = dict(seed=seed, executor=executor, n_jobs=n_jobs, progress=replicate_progress, backend=backend,
-                  dtype=dtype)
+                  dtype=dtype, normalize=normalize)
     chosen = boot = None
     if cv is not None:
         chosen = cross_validate(data, model, prior, refit=False, **cv, **common)

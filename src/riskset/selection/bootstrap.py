@@ -7,7 +7,7 @@ replicate is the full data with row weights equal to how often its unit was draw
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -16,6 +16,7 @@ from riskset.api import fit
 from riskset import validation as check
 from riskset.backend import Backend
 from riskset.data.dataset import check_dataset
+from riskset.data.normalize import normalized
 from riskset.exceptions import DataWarning, InputError
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult
@@ -49,6 +50,15 @@ class BootstrapResult:
     uninformative: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     not_converged: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
+    def rescaled(self, scale: pd.Series, normalize: str) -> "BootstrapResult":
+        """These draws of normalized covariates on the original scale (coefficient times its
+        covariate's scale: :meth:`riskset.results.FitResult.rescaled`)."""
+        factor = scale.reindex(self.estimates.columns).fillna(1.0)
+        by_row = factor.reindex(self.table["name"]).to_numpy()
+        table = self.table.assign(estimate=self.table["estimate"] * by_row, lower=self.table["lower"] * by_row,
+                                  upper=self.table["upper"] * by_row)
+        return replace(self, estimates=self.estimates * factor, table=table, fit=self.fit.rescaled(scale, normalize))
+
     def plot(self, path=None, ax=None, names=None, **options):
         """Forest plot of the percentile intervals, coefficients shown by their ``covariate_name``
         where the table has one; ``options`` go to :func:`riskset.plots.selection.plot_forest`."""
@@ -60,14 +70,17 @@ class BootstrapResult:
 
 def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: int = 200, seed: int = 0,
               level: float = 0.95, executor=None, n_jobs: int = 1, progress: bool = True, tol: float = 1e-8,
-              backend: str = "cpu", dtype: str = "float64", **model_options) -> BootstrapResult:
+              backend: str = "cpu", dtype: str = "float64", normalize: str | None = None,
+              **model_options) -> BootstrapResult:
     """Bootstrap the fit ``riskset.fit(data, model, prior)`` over ``n_boot`` replicates.
 
     Replicate i draws its units with ``numpy.random.SeedSequence(seed).spawn(n_boot)[i]``,
     so results do not depend on the executor or on the order replicates finish in.
     ``backend="gpu"`` fits all replicates in one device batch. With a :func:`riskset.BAR` or
     :func:`riskset.IHT` prior each draw repeats the selection (on the CPU), and
-    ``nonzero_proportion`` is how often each coefficient was selected; with
+    ``nonzero_proportion`` is how often each coefficient was selected. ``normalize``: the
+    covariate normalization of :func:`riskset.fit`, every draw fitted on the normalized
+    covariates and reported on the original scale. With
     :func:`riskset.Jeffreys` each draw is a Jeffreys fit (finite where a draw separates).
 
     Examples
@@ -80,6 +93,11 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     """
     check_dataset("data", data)
     m = as_model(model, **model_options)
+    if normalize is not None:
+        scaled, scales = normalized(data, normalize)
+        result = bootstrap(scaled, m, prior, n_boot=n_boot, seed=seed, level=level, executor=executor, n_jobs=n_jobs,
+                           progress=progress, tol=tol, backend=backend, dtype=dtype)
+        return result.rescaled(coefficient_scales(m, data, scales), normalize)
     n_boot, seed = check.positive_int("n_boot", n_boot), check.seed("seed", seed)
     check.probability("level", level)
     check.positive_number("tol", tol)
@@ -118,6 +136,14 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     if full.labels:
         table.insert(1, "covariate_name", full.display_names(table["name"]))
     return BootstrapResult(estimates, table, full, level, uninformative, not_converged)
+
+
+def coefficient_scales(model: Model, data, scales) -> pd.Series:
+    """Each coefficient's covariate scale (:func:`riskset.data.normalize.column_scales`; 1 for
+    the intercept and other coefficients of no covariate)."""
+    by_covariate = dict(zip(data.covariate_names, scales))
+    names = model.coef_names(data)
+    return pd.Series([by_covariate.get(model.covariate_of(n), 1.0) for n in names], index=names)
 
 
 def _left_out(problems: list, some: str, every: str) -> np.ndarray:

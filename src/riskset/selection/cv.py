@@ -22,6 +22,7 @@ from riskset import validation as check
 from riskset.backend import Backend
 from riskset.data.dataset import check_dataset
 from riskset.data.hierarchy import with_group_columns
+from riskset.data.normalize import normalized
 from riskset.exceptions import DataWarning, InputError
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult
@@ -66,7 +67,7 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
                    n_folds: int = 10, n_repeats: int = 1, seed: int = 0, auto: bool = False,
                    n_refine: int = 4, executor=None, n_jobs: int = 1, progress: bool = True,
                    tol: float = 1e-8, refit: bool = True, backend: str = "cpu", dtype: str = "float64",
-                   held_out=None, group_variances=None, **model_options) -> CVResult:
+                   held_out=None, group_variances=None, normalize: str | None = None, **model_options) -> CVResult:
     """Choose the prior variance by k-fold cross-validation, repeated ``n_repeats`` times.
 
     Parameters
@@ -76,6 +77,9 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
         ``group_variances`` (default :data:`GROUP_VARIANCES`), and the pair with the best mean
         score wins (Cyclops' auto search in one dimension, a grid in the other); ``scores``
         and ``summary`` then have a ``group_variance`` column.
+    normalize : the covariate normalization of :func:`riskset.fit` (``"stdev"``, ...): the
+        variance is chosen for the normalized coefficients, the refit reports the original
+        scale.
     variances : grid of prior variances; by default ``n_grid`` values log-spaced from
         the variance at gamma_max (everything zero) down 10^2.5 in gamma.
     auto : after the grid, refine the best variance by ``n_refine`` golden-section
@@ -104,6 +108,16 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     """
     check_dataset("data", data)
     m = as_model(model, **model_options)
+    if normalize is not None:
+        scaled, _ = normalized(data, normalize)
+        chosen = cross_validate(scaled, m, prior, variances=variances, n_grid=n_grid, n_folds=n_folds,
+                                n_repeats=n_repeats, seed=seed, auto=auto, n_refine=n_refine, executor=executor,
+                                n_jobs=n_jobs, progress=progress, tol=tol, refit=False, backend=backend, dtype=dtype,
+                                held_out=held_out, group_variances=group_variances)
+        if refit:
+            chosen = replace(chosen, fit=fit(data, m, chosen.prior, tol=tol, backend=backend, dtype=dtype,
+                                             normalize=normalize))
+        return chosen
     if isinstance(prior, HierarchicalPrior):
         return _cross_validate_hierarchical(
             data, m, prior, group_variances, refit=refit, tol=tol, backend=backend, dtype=dtype, variances=variances,
