@@ -7,6 +7,19 @@ import numpy as np
 
 from riskset.core.interface import Datafit
 
+def reference_values(path, key_words: int = 1) -> dict:
+    """The numbers of a reference text file written by a ``make.R``: each line 'KEY... v1 v2 ...'
+    (``key_words`` words of key: one as a string, more as a tuple) -> an array; '#' lines skipped."""
+    out = {}
+    for line in open(path).read().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        words = line.split()
+        key = words[0] if key_words == 1 else tuple(words[:key_words])
+        out[key] = np.array(words[key_words:], float)
+    return out
+
+
 #: A guard against a true hang, never a speed limit: a test's run may include compiling kernels on a
 #: cold Numba cache (up to a minute a family on a loaded machine), and what the guard catches runs
 #: for hours. No test asserts on elapsed time otherwise.

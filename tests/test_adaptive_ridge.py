@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 import riskset
+from helpers import reference_values
 from riskset import cli
 
 REF = Path(__file__).parent / "reference" / "adaptive_ridge"
@@ -35,8 +36,7 @@ def frame():
 
 @pytest.fixture(scope="module")
 def expected():
-    return {line.split()[0]: np.array(line.split()[1:], float)
-            for line in (REF / "cyclops.txt").read_text().splitlines() if not line.startswith("#")}
+    return reference_values(REF / "cyclops.txt")
 
 
 def _data(frame, model):

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import riskset
+from helpers import reference_values
 
 REF = Path(__file__).parent / "reference" / "clogit_efron"
 
@@ -22,8 +23,7 @@ def frame():
 
 @pytest.fixture(scope="module")
 def expected():
-    return {line.split()[0]: np.array(line.split()[1:], float)
-            for line in (REF / "survival.txt").read_text().splitlines() if not line.startswith("#")}
+    return reference_values(REF / "survival.txt")
 
 
 def _data(frame):

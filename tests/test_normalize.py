@@ -15,6 +15,7 @@ import pytest
 import scipy.sparse as sp
 
 import riskset
+from helpers import reference_values
 from riskset import cli
 from riskset.data.normalize import column_scales
 
@@ -28,8 +29,7 @@ def frame():
 
 @pytest.fixture(scope="module")
 def expected():
-    return {tuple(line.split()[:2]): np.array(line.split()[2:], float)
-            for line in (REF / "cyclops.txt").read_text().splitlines() if not line.startswith("#")}
+    return reference_values(REF / "cyclops.txt", key_words=2)
 
 
 @pytest.mark.parametrize("kind", ["stdev", "max", "median", "q95"])
