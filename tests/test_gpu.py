@@ -61,9 +61,16 @@ DEVICE_ONLY_CHECKS = ["whole_grid_logistic", "whole_grid_poisson", "whole_grid_l
 #: every family (Cox variant) with device kernels, as ``DEVICE_FAMILIES`` in tests/gpu_checks.py
 DEVICE_FAMILIES = ["logistic", "poisson", "least_squares", "cox", "cox_efron_strata", "cox_startstop", "fine_gray",
                    "conditional_poisson", "sccs", "conditional_logistic_breslow", "conditional_logistic_exact"]
+#: families whose profile, cross-validation and bootstrap paths the simulator checks: one of each
+#: kind of device kernel (GLM, Cox, Cox with Efron ties and strata, Fine-Gray, conditional); every
+#: family's sweeps, fits and replicate batches are in CHECKS, and a real GPU runs the paths of all
+SIMULATED_PATH_FAMILIES = ["logistic", "cox", "cox_efron_strata", "fine_gray", "conditional_poisson"]
+PATHS = ("profile", "cross_validation", "bootstrap")
 #: profile intervals, cross-validation and the bootstrap on the device against the CPU, per family
-REPLICATE_PATH_CHECKS = [f"{path}_on_device_{family}" for family in DEVICE_FAMILIES
-                         for path in ("profile", "cross_validation", "bootstrap")]
+REPLICATE_PATH_CHECKS = [f"{path}_on_device_{family}" for family in SIMULATED_PATH_FAMILIES for path in PATHS]
+#: the other families' paths: on a real GPU only (the simulator runs the shared batch code above)
+DEVICE_ONLY_PATH_CHECKS = [f"{path}_on_device_{family}" for family in DEVICE_FAMILIES
+                           if family not in SIMULATED_PATH_FAMILIES for path in PATHS]
 
 
 def run_checks(directory, names) -> dict:
@@ -92,7 +99,7 @@ def replicate_path_results(tmp_path_factory):
 def device_only_results(tmp_path_factory):
     if not ON_DEVICE:
         pytest.skip("needs a real CUDA GPU")
-    return run_checks(tmp_path_factory.mktemp("gpu_device"), DEVICE_ONLY_CHECKS)
+    return run_checks(tmp_path_factory.mktemp("gpu_device"), DEVICE_ONLY_CHECKS + DEVICE_ONLY_PATH_CHECKS)
 
 
 def assert_ok(results, name):
@@ -114,10 +121,11 @@ def test_replicate_paths_on_simulator(replicate_path_results, name):
     assert_ok(replicate_path_results, name)
 
 
-@pytest.mark.parametrize("name", DEVICE_ONLY_CHECKS)
+@pytest.mark.parametrize("name", DEVICE_ONLY_CHECKS + DEVICE_ONLY_PATH_CHECKS)
 def test_on_device_only(device_only_results, name):
     """On a real GPU: a single GLM, Cox or Fine-Gray fit at N = 200,000 sweeps with the cooperative whole-grid
-    kernel, every block holding rows, and equals the CPU fit to 1e-8."""
+    kernel, every block holding rows, and equals the CPU fit to 1e-8; and the profile, cross-validation and
+    bootstrap paths of the families the simulator leaves to the device (:data:`DEVICE_ONLY_PATH_CHECKS`)."""
     assert_ok(device_only_results, name)
 
 
@@ -126,7 +134,8 @@ def test_every_simulator_check_is_asserted():
     r = subprocess.run([sys.executable, str(HERE / "gpu_checks.py"), "--list"], env=SIM_ENV, capture_output=True,
                        text=True, timeout=HANG_SECONDS)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert sorted(json.loads(r.stdout)) == sorted(CHECKS + REPLICATE_PATH_CHECKS + DEVICE_ONLY_CHECKS)
+    assert sorted(json.loads(r.stdout)) == sorted(CHECKS + REPLICATE_PATH_CHECKS + DEVICE_ONLY_CHECKS
+                                                  + DEVICE_ONLY_PATH_CHECKS)
 
 
 @pytest.mark.parametrize("path", ["fit", "profile", "cross_validation", "bootstrap"])
