@@ -218,6 +218,7 @@ def _fit_normalized(data, m: Model, prior, normalize: str, *, fixed, warm_start,
 def prepared_datafit(data: Dataset, model: Model, backend: Backend):
     """(the model's datafit of ``data``, prepared for ``backend`` (it knows the coefficient
     names), the coefficient names)."""
+    model.check_roles(data)
     datafit = model.datafit(data)
     names = model.coef_names(data)
     datafit.names = names

@@ -47,7 +47,16 @@ from riskset.backend import Backend
 from riskset.exceptions import ConvergenceWarning, InputError
 from riskset.synthesis.cli import KIND_CHOICES, add_pool, run_pool
 
-ROLE_OPTIONS = ("y", "time", "status", "start", "strata", "weights", "offset", "exposure", "subject")
+ROLE_OPTIONS = ("y", "time", "status", "start", "strata", "weights", "offset", "exposure", "subject",
+                "censor_weights")
+#: What a role's column holds, where its name does not say it.
+ROLE_HELP = {"censor_weights": "Fine-Gray censoring weights G(T-) in [0, 1] (Cyclops' censorWeights; default: "
+                               "the Kaplan-Meier estimate)"}
+
+def _role_flag(role: str) -> str:
+    """The command-line option of a column role: ``censor_weights`` -> ``--censor-weights``."""
+    return "--" + role.replace("_", "-")
+
 
 EXIT_OK, EXIT_NOT_CONVERGED, EXIT_INPUT, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -129,7 +138,8 @@ def _add_fit(sub):
                      "(with --duckdb)")
     roles = p.add_argument_group("columns (wide tables; long tables use the OHDSI names by default)")
     for role in ROLE_OPTIONS:
-        roles.add_argument(f"--{role}", metavar="COLUMN", help=f"column holding the {role}")
+        roles.add_argument(_role_flag(role), dest=role, metavar="COLUMN",
+                           help=f"column holding the {ROLE_HELP.get(role, role)}")
     roles.add_argument("--covariates", metavar="A,B,...", help="covariate columns (default: all other columns)")
     m = p.add_argument_group("model")
     m.add_argument("--model", help="model name: logistic, poisson, least_squares, cox, "
@@ -533,7 +543,7 @@ def _report_written(written: list[str]) -> None:
 SPEC_GIVES = ("--model", "--option", "--prior", "--gamma", "--variance", "--variances", "--means", "--exclude",
               "--penalty", "--max-nonzero", "--best-subset", "--jeffreys-coefs", "--groups", "--group-variance",
               "--fixed",
-              "--covariates") + tuple(f"--{role}" for role in ROLE_OPTIONS)
+              "--covariates") + tuple(_role_flag(role) for role in ROLE_OPTIONS)
 
 
 def _check_fit_options(args) -> None:

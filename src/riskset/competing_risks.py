@@ -152,7 +152,9 @@ def predict_cif(fit, data, times, newdata=None, model=None) -> np.ndarray:
 def robust_covariance(fit, data, model=None, columns=None) -> pd.DataFrame:
     """Fine & Gray (1999) sandwich covariance of the coefficients, as ``cmprsk::crr``'s ``var``.
 
-    Case weights act as frequency weights (a weight-2 row counts as two subjects).
+    Case weights act as frequency weights (a weight-2 row counts as two subjects). With the
+    data's own ``censor_weights`` the weights are taken as known: the sandwich has no term for
+    estimating G (as ``coxph(..., cluster = id)`` on the Fine-Gray expansion with those weights).
     ``columns`` (positions among the coefficients; default all): the coefficients it is
     computed for, the others held at their values (a fit's aliased or diverging ones).
     """
@@ -180,6 +182,8 @@ def robust_covariance(fit, data, model=None, columns=None) -> pd.DataFrame:
     U[ev] = X[ev] - Ebar[slot[ev]]
     U -= r[:, None] * (X * A1[slot][:, None] - F[slot])
     U[comp] -= (r * invG)[comp][:, None] * (X[comp] * B1[slot[comp]][:, None] - FB[slot[comp]])
+    if df.given_G is not None:  # censoring weights given: known, no term for estimating them
+        return _sandwich(U, cw, info, names)
     # psi_i: term of the censoring Kaplan-Meier, at distinct censoring times u
     ut, inv = np.unique(df.time, return_inverse=True)            # ascending distinct times
     n_at = np.bincount(inv, weights=cw, minlength=ut.shape[0])
@@ -199,7 +203,11 @@ def robust_covariance(fit, data, model=None, columns=None) -> pd.DataFrame:
     cum = np.cumsum(q * jump[:, None], axis=0)                    # sum over u <= t
     psi = -cum[inv]
     psi[cens] += q[inv[cens]] * own[inv[cens]][:, None]
-    Z = U + psi
+    return _sandwich(U + psi, cw, info, names)
+
+
+def _sandwich(Z, cw, info, names) -> pd.DataFrame:
+    """I^{-1} (sum_i c_i Z_i Z_i') I^{-1} from per-row score residuals ``Z`` (case weights ``cw``)."""
     sigma = (Z * cw[:, None]).T @ Z
     hinv = np.linalg.inv(info)
     cov = hinv @ sigma @ hinv

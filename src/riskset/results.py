@@ -19,7 +19,8 @@ from riskset.solver.prior import AdaptiveRidge, JeffreysPrior, Prior, prior_from
 #: How ``FitResult.variance`` reads in a summary.
 _VARIANCE_TEXT = {"model-based": "model-based (inverse observed information)",
                   "robust": "robust (sandwich, as cmprsk::crr)",
-                  "robust cox": "robust (sandwich, as coxph(robust = TRUE))"}
+                  "robust cox": "robust (sandwich, as coxph(robust = TRUE))",
+                  "robust given-G": "robust (sandwich, the censoring weights taken as known)"}
 
 #: How ``FitResult.status`` reads in a summary.
 _STATUS_TEXT = {CONVERGED: "converged", NOT_CONVERGED: "NOT CONVERGED", DOES_NOT_EXIST: "ESTIMATE DOES NOT EXIST"}
@@ -255,8 +256,8 @@ class FitResult:
         """Which standard errors the table shows, for the summary."""
         if self.se.isna().all():
             return "none (penalized coefficients have none: profile= intervals or riskset.bootstrap)"
-        text = _VARIANCE_TEXT.get(f"{self.variance} {self.model_name}",
-                                  _VARIANCE_TEXT.get(self.variance, self.variance))
+        kind = "given-G" if "censor_weights" in self.roles else self.model_name
+        text = _VARIANCE_TEXT.get(f"{self.variance} {kind}", _VARIANCE_TEXT.get(self.variance, self.variance))
         if self.model_name == "least_squares":  # l = -RSS/2: the residual variance is taken as 1 (Cyclops)
             df_resid = self.n_rows - int(np.isfinite(self.se).sum())
             sigma = np.sqrt(-2.0 * self.loglik / df_resid) if df_resid > 0 else np.nan
@@ -416,7 +417,8 @@ def fit_roles(data, model) -> dict:
     covariates: ``weights``, ``strata`` (and ``n_strata``), ``offset``.
 
     Column names come from ``data.meta['roles']`` (set by the builders); strata that
-    the model does not use are reported in ``strata_ignored_by``.
+    the model does not use are reported in ``strata_ignored_by``; Fine-Gray's given
+    censoring weights in ``censor_weights``.
 
     >>> import riskset
     >>> d = riskset.from_arrays([[1.0], [0.0]], y=[1, 0], weights=[1.0, 2.0])
@@ -434,6 +436,8 @@ def fit_roles(data, model) -> dict:
             roles["strata_ignored_by"] = model.name
     if data.offset is not None:
         roles["offset"] = columns.get("offset", "offset")
+    if data.censor_weights is not None:
+        roles["censor_weights"] = columns.get("censor_weights", "censor_weights")
     return roles
 
 

@@ -83,7 +83,8 @@ from riskset.solver.prior import (BAR, IHT, SETTINGS, AdaptiveRidge, Hierarchica
 from riskset.validation import fixed_values
 
 #: case.json column roles -> keyword of :func:`riskset.from_frame`.
-COLUMN_ROLES = ("y", "time", "status", "start", "stop", "strata", "offset", "exposure", "weights", "subject")
+COLUMN_ROLES = ("y", "time", "status", "start", "stop", "strata", "offset", "exposure", "weights", "subject",
+                "censor_weights")
 
 
 #: Fields a specification must have, and the JSON type of each field it may have.

@@ -17,7 +17,7 @@ from riskset.exceptions import DataWarning, InputError
 from riskset.validation import coef_mapping, coef_names
 
 #: Outcome fields a Dataset may carry; each is an array of length n_rows or None.
-OUTCOME_FIELDS = ("y", "time", "status", "start", "weights", "offset")
+OUTCOME_FIELDS = ("y", "time", "status", "start", "weights", "offset", "censor_weights")
 
 #: Largest |covariate value| accepted, and smallest largest-|value| of a covariate column.
 #: The fits square covariate values (x^2 w in every Hessian): measured, a column scaled
@@ -68,6 +68,10 @@ class Dataset:
         Non-negative case weights, adding up to at most :data:`WEIGHT_TOTAL_MAX`.
     offset : ndarray, optional
         Fixed part of the linear predictor (already on the log/logit scale).
+    censor_weights : ndarray, optional
+        Fine-Gray censoring weights, the censoring survival G(T-) of each row in [0, 1]
+        (Cyclops' ``censorWeights``); without them the Fine-Gray model takes the
+        Kaplan-Meier estimate. Other models refuse them.
     meta : dict
         What the builders record, e.g. ``meta['roles']``: which column played which role.
     covariate_labels : dict
@@ -94,6 +98,7 @@ class Dataset:
     start: np.ndarray | None = None
     weights: np.ndarray | None = None
     offset: np.ndarray | None = None
+    censor_weights: np.ndarray | None = None
     strata: np.ndarray | None = None
     strata_labels: np.ndarray | None = None
     subject: np.ndarray | None = None
@@ -103,10 +108,12 @@ class Dataset:
     def __repr__(self) -> str:
         """A short summary: sizes, outcome fields, the first covariates and the roles."""
         roles = self.meta.get("roles", {})
-        described = {role: roles.get(role, role) for role in ("weights", "offset") if getattr(self, role) is not None}
+        described = {role: roles.get(role, role) for role in ("weights", "offset", "censor_weights")
+                     if getattr(self, role) is not None}
         if self.strata is not None:
             described.update(strata=roles.get("strata", "strata"), n_strata=self.n_strata)
-        outcome = [f for f in OUTCOME_FIELDS if f not in ("weights", "offset") and getattr(self, f) is not None]
+        outcome = [f for f in OUTCOME_FIELDS if f not in ("weights", "offset", "censor_weights")
+                   and getattr(self, f) is not None]
         lines = [f"Dataset: {self.n_rows:,} rows, {self.n_covariates:,} covariates",
                  f"  outcome: {', '.join(outcome) or 'none'}",
                  f"  covariates: {self._some_covariates()}",
@@ -304,6 +311,8 @@ def describe_roles(roles: dict) -> str:
         parts.append(f"stratified by {roles['strata']!r} ({roles.get('n_strata', '?')} strata)")
     if "offset" in roles:
         parts.append(f"offset {roles['offset']!r}")
+    if "censor_weights" in roles:
+        parts.append(f"censoring weights {roles['censor_weights']!r}")
     return ", ".join(parts) if parts else "unweighted, unstratified, no offset"
 
 

@@ -38,7 +38,7 @@ from riskset.validation import renamed
 _OLD_ROLE_KEYWORDS = {"stratum": "strata", "weight": "weights"}
 
 def from_frame(frame, *, y=None, time=None, status=None, start=None, stop=None, strata=None,
-               subject=None, weights=None, offset=None, exposure=None, covariates=None,
+               subject=None, weights=None, offset=None, exposure=None, censor_weights=None, covariates=None,
                row_id=None, covariate_ref=None) -> Dataset:
     """Dataset from a wide table: one row per observation, one column per variable.
 
@@ -49,6 +49,8 @@ def from_frame(frame, *, y=None, time=None, status=None, start=None, stop=None, 
         Column names of the outcome roles. ``stop`` is a synonym of ``time`` (the end
         of a counting-process interval). ``exposure`` is a positive column whose log
         is used as offset.
+    censor_weights : str, optional
+        Column of Fine-Gray censoring weights G(T-) (Cyclops' ``censorWeights``).
     covariates : list of str, optional
         Covariate columns; all remaining columns by default. Boolean columns become
         0/1; string or categorical columns become one indicator per level except the
@@ -76,7 +78,8 @@ def from_frame(frame, *, y=None, time=None, status=None, start=None, stop=None, 
     if time is not None and stop is not None:
         raise InputError("give either time or stop, not both")
     time = time if time is not None else stop
-    roles = {"y": y, "time": time, "status": status, "start": start, "weights": weights, "offset": offset}
+    roles = {"y": y, "time": time, "status": status, "start": start, "weights": weights, "offset": offset,
+             "censor_weights": censor_weights}
     used = [c for c in list(roles.values()) + [strata, subject, exposure, row_id] if c is not None]
     missing = [c for c in used if c not in df.columns]
     if missing:
@@ -93,14 +96,15 @@ def from_frame(frame, *, y=None, time=None, status=None, start=None, stop=None, 
     strata_codes, labels = _codes(df[strata]) if strata is not None else (None, None)
     subject_codes = _codes(df[subject])[0] if subject is not None else None
     ds = Dataset(X=X, covariate_names=names, row_ids=row_ids, strata=strata_codes, strata_labels=labels,
-                 subject=subject_codes, meta={"roles": _role_columns(weights, offset, exposure, strata)},
+                 subject=subject_codes,
+                 meta={"roles": _role_columns(weights, offset, exposure, strata, censor_weights)},
                  **_typed_outcome(outcome))
     return _labelled(ds.drop_empty_covariates(), covariate_ref)
 
 
 @renamed(**_OLD_ROLE_KEYWORDS)
 def from_long(outcomes, covariates, *, row_id="row_id", strata="stratum_id", y="y", time="time",
-              status="status", start="start", weights=None, offset=None, exposure=None,
+              status="status", start="start", weights=None, offset=None, exposure=None, censor_weights=None,
               covariate_id="covariate_id", value="value", subject=None, covariate_ref=None) -> Dataset:
     """Dataset from OHDSI-style long tables.
 
@@ -122,6 +126,8 @@ def from_long(outcomes, covariates, *, row_id="row_id", strata="stratum_id", y="
         and as exposure (offset log(exposure)). Never taken from a column name alone:
         a column called ``weight`` or ``offset`` that is not asked for is left unused,
         with a DataWarning saying how to use it (``weights="weight"``).
+    censor_weights : str, optional
+        Column of Fine-Gray censoring weights G(T-) (Cyclops' ``censorWeights``).
     covariate_ref : DataFrame, Arrow table or path, optional
         OHDSI covariate reference table (``covariate_id, covariate_name, ...``): the
         names shown for the covariate ids in tables and plots (:func:`covariate_labels`).
@@ -141,22 +147,23 @@ def from_long(outcomes, covariates, *, row_id="row_id", strata="stratum_id", y="
         raise InputError("the outcomes table is empty (no rows)")
     if row_id not in out.columns:
         raise InputError(f"the outcomes table has no {row_id!r} column")
-    _check_unique_columns(out.columns, [row_id, strata, y, time, status, start, weights, offset, exposure, subject],
-                          "the outcomes table")
+    _check_unique_columns(out.columns, [row_id, strata, y, time, status, start, weights, offset, exposure, subject,
+                                        censor_weights], "the outcomes table")
     _check_unique_columns(list(cov.columns) if isinstance(cov, pd.DataFrame) else cov.column_names,
                           [row_id, covariate_id, value], "the covariates table")
     out = out.sort_values(row_id, kind="stable").reset_index(drop=True)
     ids = out[row_id].to_numpy()
     _check_unique_ids(ids)
     _warn_unrequested_roles(out.columns, weights=weights, offset=offset)
-    requested = {"weights": weights, "offset": offset, "exposure": exposure,
+    requested = {"weights": weights, "offset": offset, "exposure": exposure, "censor_weights": censor_weights,
                  "strata": None if strata == "stratum_id" else strata}  # the OHDSI stratum_id is optional
     missing = [f"{role}={col!r}" for role, col in requested.items() if col is not None and col not in out.columns]
     if missing:
         raise InputError(f"the outcomes table has no column for {', '.join(missing)}")
     present = {"y": y, "time": time, "status": status, "start": start}
     outcome = {role: _numeric_column(out, col, ids) for role, col in present.items() if col in out.columns}
-    outcome.update({role: _numeric_column(out, col, ids) for role, col in (("weights", weights), ("offset", offset))
+    outcome.update({role: _numeric_column(out, col, ids)
+                    for role, col in (("weights", weights), ("offset", offset), ("censor_weights", censor_weights))
                     if col is not None})
     if exposure is not None:
         outcome["offset"] = _log_exposure(_numeric_column(out, exposure, ids), exposure, ids, outcome.get("offset"))
@@ -165,7 +172,8 @@ def from_long(outcomes, covariates, *, row_id="row_id", strata="stratum_id", y="
     subject_codes = _codes(out[subject])[0] if subject is not None else None
     X, names = _long_covariates(cov, ids, row_id, covariate_id, value)
     ds = Dataset(X=X, covariate_names=names, row_ids=ids, strata=strata_codes, strata_labels=labels,
-                 subject=subject_codes, meta={"roles": _role_columns(weights, offset, exposure, strata)},
+                 subject=subject_codes,
+                 meta={"roles": _role_columns(weights, offset, exposure, strata, censor_weights)},
                  **_typed_outcome(outcome))
     return _labelled(ds.drop_empty_covariates(), covariate_ref)
 
@@ -201,7 +209,7 @@ def from_duckdb(database: str, outcomes_sql: str, covariates_sql: str, *, covari
     return from_long(tables["outcomes_sql"], tables["covariates_sql"], **kwargs)
 
 
-def from_arrays(X, *, y=None, time=None, status=None, start=None, weights=None, offset=None,
+def from_arrays(X, *, y=None, time=None, status=None, start=None, weights=None, offset=None, censor_weights=None,
                 strata=None, subject=None, covariate_names=None, row_ids=None, covariate_ref=None) -> Dataset:
     """Dataset from a matrix (scipy.sparse or NumPy, rows = observations) and outcome vectors.
 
@@ -221,15 +229,16 @@ def from_arrays(X, *, y=None, time=None, status=None, start=None, weights=None, 
     row_ids = np.arange(n) if row_ids is None else np.asarray(row_ids)
     _check_unique_ids(row_ids)
     outcome = {k: np.asarray(v) for k, v in dict(y=y, time=time, status=status, start=start,
-                                                  weights=weights, offset=offset).items() if v is not None}
+                                                  weights=weights, offset=offset,
+                                                  censor_weights=censor_weights).items() if v is not None}
     for k, v in outcome.items():
         if v.ndim != 1 or len(v) != n:
             raise InputError(f"{k} must be a vector of {n} values (one per row of X), got shape {v.shape}")
         check_finite(v, k, row_ids)
     strata_codes, labels = _codes(pd.Series(strata)) if strata is not None else (None, None)
     subject_codes = _codes(pd.Series(subject))[0] if subject is not None else None
-    given = {role: "array" for role, v in (("weights", weights), ("offset", offset), ("strata", strata))
-             if v is not None}
+    given = {role: "array" for role, v in (("weights", weights), ("offset", offset), ("strata", strata),
+                                           ("censor_weights", censor_weights)) if v is not None}
     ds = Dataset(X=X, covariate_names=names, row_ids=row_ids, strata=strata_codes, strata_labels=labels,
                  subject=subject_codes, meta={"roles": given}, **_typed_outcome(outcome))
     return _labelled(ds.drop_empty_covariates(), covariate_ref)
@@ -332,9 +341,9 @@ def _warn_unrequested_roles(columns, **requested):
                           f"warning, leave the column out of the outcomes table", DataWarning, stacklevel=4)
 
 
-def _role_columns(weights, offset, exposure, strata) -> dict:
+def _role_columns(weights, offset, exposure, strata, censor_weights=None) -> dict:
     """Which column played which role, for ``Dataset.meta['roles']`` and the fit's report."""
-    roles = {"weights": weights, "strata": strata}
+    roles = {"weights": weights, "strata": strata, "censor_weights": censor_weights}
     if exposure is not None:
         roles["offset"] = f"log({exposure})" if offset is None else f"{offset} + log({exposure})"
     else:

@@ -134,6 +134,15 @@ class Model(ABC):
     #: Whether the model reads the data's strata (stratified Cox, conditional models, SCCS).
     uses_strata: ClassVar[bool] = False
 
+    #: Whether the model reads the data's ``censor_weights`` (Fine-Gray); the others refuse them.
+    reads_censor_weights: ClassVar[bool] = False
+
+    def check_roles(self, data) -> None:
+        """Refuse a data role the model would silently ignore (censoring weights outside Fine-Gray)."""
+        if data.censor_weights is not None and not self.reads_censor_weights:
+            raise InputError(f"the {self.name} model does not use censoring weights (a role of the Fine-Gray "
+                             f"model's data): leave the censor_weights column out")
+
     #: The ties R's function for this family uses by default where riskset's default differs
     #: (Cox: ``"efron"``, coxph's), said in a fit's summary; None where they agree.
     r_ties: ClassVar[str | None] = None

@@ -134,7 +134,8 @@ class FineGrayDatafit(Datafit):
 
     device_family = "fine_gray"
 
-    def __init__(self, X, time, event, competing, censored, weights=None, offset=None, formulation="sparse"):
+    def __init__(self, X, time, event, competing, censored, weights=None, offset=None, formulation="sparse",
+                 censor_weights=None):
         if formulation not in FORMULATIONS:
             raise InputError(f"formulation must be one of {FORMULATIONS}, not {formulation!r}")
         time = np.asarray(time, dtype=np.float64)
@@ -162,17 +163,25 @@ class FineGrayDatafit(Datafit):
         self.row_pieces = row_pieces(np.zeros(n, np.int64))  # one stratum: the passes of K.sync
         self.indicator = self.products.unit  # per column: every stored value is 1
         self.kernels = K.KERNELS[formulation]
+        # the user's censoring survival G(T-) per row (sorted order), fixed whatever the case weights
+        self.given_G = None if censor_weights is None else np.asarray(censor_weights, dtype=np.float64)[order]
         self._set_weights(np.ascontiguousarray(weights[order]))
 
     def _set_weights(self, cw):
         """Case weights (sorted order) and everything that depends on them: G, d (gx0 on first use)."""
         self.cw = cw
-        ut, G, G_left = censoring_survival(self.time, self.cens, cw)
-        left = G_left[np.searchsorted(ut, self.time)]
+        if self.given_G is None:
+            ut, G, G_left = censoring_survival(self.time, self.cens, cw)
+            left = G_left[np.searchsorted(ut, self.time)]
+            self.Gev = np.ascontiguousarray(G_left[np.searchsorted(ut, self.slot_time)])
+        else:  # Cyclops' censorWeights: a competing row divided by its own, an event slot scaled by its events'
+            left = self.given_G
+            events = np.flatnonzero(self.event == 1)
+            self.Gev = np.empty(self.n_slots)
+            self.Gev[self.slot[events]] = left[events]
         with np.errstate(divide="ignore"):
             self.invG = np.where(left > 0, 1.0 / left, 0.0)
         self.cinv = np.ascontiguousarray(np.where(self.comp == 1, self.invG, 0.0))
-        self.Gev = np.ascontiguousarray(G_left[np.searchsorted(ut, self.slot_time)])
         self.slot_d = np.bincount(self.slot[self.event == 1], weights=cw[self.event == 1],
                                   minlength=self.n_slots).astype(np.float64)[:self.n_slots]
         self.__dict__.pop("gx0", None)
@@ -345,6 +354,34 @@ class _Prepared:
     outcome: CompetingRiskOutcome
     weights: np.ndarray | None
     offset: np.ndarray | None
+    censor_weights: np.ndarray | None
+
+
+def check_censor_weights(G, time, outcome: CompetingRiskOutcome, row_ids=None) -> np.ndarray:
+    """User-supplied censoring weights G(T-) (Cyclops' ``censorWeights``), validated: each in [0, 1],
+    positive on competing rows (their contribution is divided by it), and one value per event time
+    (it scales that time's risk set). Raises InputError naming the row and value."""
+    G = np.asarray(G, dtype=np.float64)
+    bad = (G < 0) | (G > 1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"censoring weights must lie in [0, 1] (a censoring survival probability G(T-)); "
+                         f"found {G[i]:g} at {row_label(row_ids, i)}")
+    zero = (outcome.competing == 1) & (G == 0)
+    if zero.any():
+        i = int(np.flatnonzero(zero)[0])
+        raise InputError(f"censoring weight 0 on a competing event at {row_label(row_ids, i)}: its contribution "
+                         f"to later risk sets is divided by its weight G(T-), which must be positive")
+    ev = np.flatnonzero(outcome.event == 1)
+    by_time = np.lexsort((G[ev], time[ev]))
+    t, g = time[ev][by_time], G[ev][by_time]
+    split = np.flatnonzero((t[1:] == t[:-1]) & (g[1:] != g[:-1]))
+    if split.size:
+        a, b = ev[by_time][split[0]], ev[by_time][split[0] + 1]
+        raise InputError(f"events tied at time {time[a]:g} have different censoring weights ({G[a]:g} at "
+                         f"{row_label(row_ids, a)}, {G[b]:g} at {row_label(row_ids, b)}): the weight G(t-) of an "
+                         f"event time scales its whole risk set, so tied events must share it")
+    return G
 
 
 class FineGrayModel(Model):
@@ -362,7 +399,12 @@ class FineGrayModel(Model):
         as ``cmprsk::crr`` reports them) or 'model-based' (inverse observed information of
         the pseudo partial likelihood, crr's ``inf``).
 
-    Reads ``time``, ``status``, optional ``weights`` and ``offset``. Ties: Breslow.
+    Reads ``time``, ``status``, optional ``weights``, ``offset`` and ``censor_weights``. Ties:
+    Breslow. Without ``censor_weights`` the censoring survival G is the Kaplan-Meier estimate
+    of the (case-weighted) data, recomputed for each cross-validation fold and bootstrap draw,
+    as ``cmprsk::crr``; with them (Cyclops' ``censorWeights``, e.g. from a model of the
+    censoring) G(T-) of each row is taken as given and fixed across replicates, and the robust
+    standard errors treat it as known (the sandwich without crr's term for estimating G).
 
     Examples
     --------
@@ -372,6 +414,7 @@ class FineGrayModel(Model):
 
     name = "fine_gray"
     ratio_name = "subdistribution_hazard_ratio"
+    reads_censor_weights = True
 
     def __init__(self, event_of_interest: int = 1, competing_events=None, censor_code: int = 0,
                  formulation: str = "sparse", variance: str = "robust"):
@@ -428,17 +471,20 @@ class FineGrayModel(Model):
         if warn and not outcome.competing.any():
             warnings.warn("no competing events in the data: the Fine-Gray model reduces to the Cox model "
                           "(Breslow ties)", DataWarning, stacklevel=4)
+        G = None if data.censor_weights is None else check_censor_weights(data.censor_weights, time, outcome,
+                                                                          data.row_ids)
         X = sp.csc_matrix(data.X, dtype=np.float64)
         X.sum_duplicates()
         X, names = drop_constant_covariates(X, list(data.covariate_names), warn)
-        return _Prepared(X, names, time, outcome, data.weights, data.offset)
+        return _Prepared(X, names, time, outcome, data.weights, data.offset, G)
 
     def datafit(self, data) -> FineGrayDatafit:
         self._cache = None
         p = self._prepared(data, warn=True)
         return require_information(FineGrayDatafit(p.X, p.time, p.outcome.event, p.outcome.competing,
                                                    p.outcome.censored, p.weights, p.offset,
-                                                   formulation=self.formulation), self.name)
+                                                   formulation=self.formulation, censor_weights=p.censor_weights),
+                                   self.name)
 
     def coef_names(self, data):
         return list(self._prepared(data, warn=False).names)

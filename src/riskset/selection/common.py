@@ -47,6 +47,7 @@ class Context:
     backend: Backend = Backend()
 
     def __post_init__(self):
+        self.model.check_roles(self.data)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.datafit = self.model.datafit(self.data)
