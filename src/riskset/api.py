@@ -26,7 +26,7 @@ from riskset.spec import analysis_from_spec, load_spec, spec_fixed
 
 def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, tol: float = 1e-10,
         kkt_tol: float = 1e-4, max_iter: int = 1000, warm_start=None, fixed=None, profile=(), level: float = 0.95,
-        progress: bool = False, backend: str = "cpu", dtype: str = "float64", n_jobs: int = 1,
+        progress: bool = False, backend: str = "cpu", dtype: str = "float64", n_jobs: int | None = None,
         normalize: str | None = None, **model_options) -> FitResult:
     """Fit a penalized regression model by cyclic coordinate descent.
 
@@ -75,8 +75,9 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
         the normalized coefficients; coefficients, standard errors, intervals and ``fixed``
         values are on the original scale (given and shown), as Cyclops'
         ``coef(rescale = TRUE)``; ``gamma_max`` is on the normalized scale.
-    n_jobs : int
-        CPU threads: of the fit's compiled kernels (the large ones run in parallel blocks fixed
+    n_jobs : int, optional
+        CPU threads (default: every core this process may use, or ``RISKSET_NUM_THREADS``:
+        :mod:`riskset.cores`; the fit reports them as ``threads``): of the fit's compiled kernels (the large ones run in parallel blocks fixed
         by the data, so 2 or 16 threads give the same fit, equal to the one-thread fit up to
         rounding), and then the threads fitting the points of the profile searches, each on one.
 
@@ -151,7 +152,8 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
                        n_rows=data.n_rows, gamma_max=res.gamma_max, roles=fit_roles(data, m),
                        aliased=[n for n, a in zip(names, aliased) if a],
                        diverging={names[j]: s for j, s in res.diverging.items()},
-                       labels=coef_labels(data, m, names), kkt=res.kkt, fixed=dict(args.fixed))
+                       labels=coef_labels(data, m, names), kkt=res.kkt, fixed=dict(args.fixed),
+                       threads=backend.fit_thread_count)
     if m.variance == "robust" and np.isfinite(se).any():  # Fine-Gray (cmprsk::crr), Cox (coxph robust=TRUE)
         _show_robust_se(result, data, m, np.flatnonzero(np.isfinite(se)))
     if profile:
@@ -239,7 +241,7 @@ class FitArguments:
 def check_fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, tol: float = 1e-10,
               kkt_tol: float = 1e-4, max_iter: int = 1000, warm_start=None, fixed=None, profile=(),
               level: float = 0.95, progress: bool = False, backend: str = "cpu", dtype: str = "float64",
-              n_jobs: int = 1, **model_options) -> FitArguments:
+              n_jobs: int | None = None, **model_options) -> FitArguments:
     """The arguments of :func:`fit` (all of them, so that callers pass theirs on as they are),
     checked before any work.
 

@@ -16,7 +16,8 @@ the two (docs/architecture.md, "Replicates" and "GPU backend"):
   (:meth:`~Backend.problem`);
 * the threads of one fit's compiled kernels (:meth:`~Backend.fit_threads`).
 
-Threads (``n_jobs``), the contract: numba's thread count is per calling thread. Inside
+Threads (``n_jobs``; by default every core the process may use, :mod:`riskset.cores`), the
+contract: numba's thread count is per calling thread. Inside
 :meth:`~Backend.fit_threads` the thread that runs a fit gives its ``@njit(parallel=True)``
 kernels ``n_jobs`` threads (``numba.get_num_threads()``); the workers of a replicate pool
 (:meth:`~Backend.threads`, :func:`serial_kernel_pool`) give theirs one, so k Python threads
@@ -24,7 +25,8 @@ never run k x n_jobs kernel threads. A parallel kernel splits its work into bloc
 the data, never by the thread count, so that its result is the same on 2 or 16 threads; one
 whose blocked form costs more work than its serial code runs the serial code on one
 thread (the caller reads ``numba.get_num_threads()`` in Python and passes it: a compiled
-read keeps a function out of Numba's disk cache).
+read keeps a function out of Numba's disk cache). BLAS (the Hessian blocks) is held to the same
+count: ``n_jobs`` threads in one fit, one in each worker of a replicate pool.
 
 No other module outside :mod:`riskset.kernels` imports the GPU kernels; they are imported
 only when a GPU backend is used, so ``import riskset`` never loads ``numba.cuda``.
@@ -40,6 +42,7 @@ import numba
 import numpy as np
 
 from riskset import validation as check
+from riskset.cores import blas_threads, resolve_jobs
 from riskset.core.interface import Datafit
 from riskset.core.replicates import ReplicateBatch, ViewReplicates
 
@@ -66,10 +69,11 @@ class Backend:
     DTYPES: ClassVar[tuple[str, ...]] = ("float64", "float32")
 
     @classmethod
-    def of(cls, name: str = "cpu", dtype: str = "float64", n_jobs: int = 1) -> "Backend":
-        """The backend of the user's ``backend``, ``dtype`` and ``n_jobs`` arguments, checked."""
+    def of(cls, name: str = "cpu", dtype: str = "float64", n_jobs: int | None = None) -> "Backend":
+        """The backend of the user's ``backend``, ``dtype`` and ``n_jobs`` arguments, checked
+        (``n_jobs`` None or -1: :func:`riskset.cores.resolve_jobs`)."""
         return cls(check.one_of("backend", name, cls.NAMES), check.one_of("dtype", dtype, cls.DTYPES),
-                   check.positive_int("n_jobs", n_jobs))
+                   resolve_jobs(n_jobs))
 
     @property
     def on_device(self) -> bool:
@@ -144,11 +148,16 @@ class Backend:
         with serial_kernel_pool(self.n_jobs) as pool:
             yield pool
 
+    @property
+    def fit_thread_count(self) -> int:
+        """The CPU threads of one fit's kernels: ``n_jobs``, or 1 where the device sweeps."""
+        return 1 if self.on_device else self.n_jobs
+
     @contextmanager
     def fit_threads(self):
-        """Inside: the compiled kernels called from this thread (one fit's) use up to ``n_jobs``
-        threads (:func:`kernel_threads`)."""
-        with kernel_threads(1 if self.on_device else self.n_jobs):
+        """Inside: the compiled kernels called from this thread (one fit's) and BLAS use up to
+        :attr:`fit_thread_count` threads (:func:`kernel_threads`, :func:`~riskset.cores.blas_threads`)."""
+        with kernel_threads(self.fit_thread_count), blas_threads(self.fit_thread_count):
             yield
 
     def check_executor(self, executor) -> None:
@@ -170,7 +179,9 @@ def kernel_threads(n: int):
         numba.set_num_threads(before)
 
 
-def serial_kernel_pool(n_jobs: int) -> ThreadPoolExecutor:
-    """A pool of ``n_jobs`` threads whose compiled kernels each run on one thread: a batch of
-    fits in parallel threads (replicates, folds) uses ``n_jobs`` threads in all."""
-    return ThreadPoolExecutor(n_jobs, initializer=numba.set_num_threads, initargs=(1,))
+@contextmanager
+def serial_kernel_pool(n_jobs: int):
+    """A pool of ``n_jobs`` threads whose compiled kernels and BLAS each run on one thread: a
+    batch of fits in parallel threads (replicates, folds) uses ``n_jobs`` threads in all."""
+    with blas_threads(1), ThreadPoolExecutor(n_jobs, initializer=numba.set_num_threads, initargs=(1,)) as pool:
+        yield pool

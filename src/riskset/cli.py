@@ -200,9 +200,10 @@ def _add_fit(sub):
     sel.add_argument("--bootstrap", type=COUNT, metavar="B", help="B bootstrap replicates by subject: percentile "
                                                                 "intervals and non-zero proportions")
     sel.add_argument("--seed", type=SEED, help="seed of folds and bootstrap samples (default 0)")
-    sel.add_argument("--jobs", type=COUNT, help="threads for replicate fits: cross-validation, bootstrap, "
-                                                "profile-likelihood points; or for the analyses of several "
-                                                "--spec (default 1)")
+    sel.add_argument("--jobs", type=COUNT, help="CPU threads: of a fit's kernels, of replicate fits (cross-"
+                                                "validation, bootstrap, profile-likelihood points, one thread "
+                                                "each) or of the analyses of several --spec (default: every core "
+                                                "this process may use, or $RISKSET_NUM_THREADS)")
     sel.add_argument("--dask", metavar="ADDRESS", help="run replicate fits (or several --spec analyses) on Dask: "
                                                        "'local' for a LocalCluster, or a scheduler address "
                                                        "tcp://host:port")
@@ -402,7 +403,7 @@ def _write_profile(args, tol) -> int:
     where = ({"points": [_number("--points", v) for v in _names(args.points)]} if args.points
              else {"bounds": _bounds(args.bounds)})
     table = riskset.profile_loglik(data, model, prior, coef=args.profile_loglik, fixed=fixed, fit_tol=tol,
-                                   max_iter=args.max_iter, n_jobs=args.jobs or 1, **where)
+                                   max_iter=args.max_iter, n_jobs=args.jobs, **where)
     table.to_csv(args.out, index=False)
     if not args.quiet:
         print(table.to_string(index=False))
@@ -468,7 +469,7 @@ def _analysis_options(args, tol) -> dict:
     cv = dict(n_folds=args.cv, n_repeats=args.cv_repeats, n_grid=args.cv_grid, auto=args.cv_auto) if args.cv else None
     if cv is not None and args.group_variance is not None:  # a hierarchical prior's group variance, held
         cv["group_variances"] = [args.group_variance]
-    return dict(cv=cv, n_boot=args.bootstrap, seed=args.seed or 0, n_jobs=args.jobs or 1, tol=tol,
+    return dict(cv=cv, n_boot=args.bootstrap, seed=args.seed or 0, n_jobs=args.jobs, tol=tol,
                 max_iter=args.max_iter, profile=_names(args.profile), level=args.level, backend=args.backend,
                 dtype=args.dtype, **({"normalize": args.normalize} if args.normalize else {}))
 

@@ -40,7 +40,7 @@ def run_demo(n: int = 20_000, out: str = "riskset-demo", seed: int = 1, p: int =
 
     ps_data = riskset.from_duckdb(database, PS_OUTCOMES, PS_COVARIATES)
     ps_cv = riskset.cross_validate(ps_data, "logistic", riskset.Laplace(gamma=1.0), n_folds=5, n_grid=8,
-                                   seed=seed, n_jobs=2, progress=False)
+                                   seed=seed, progress=False)
     ps = ps_cv.fit
     ps_prob = ps.predict(ps_data, "probability")
     chosen = [c for c in ps.coef.index if c != "intercept" and ps.coef[c] != 0]
@@ -51,7 +51,7 @@ def run_demo(n: int = 20_000, out: str = "riskset-demo", seed: int = 1, p: int =
     data = riskset.from_duckdb(database, COX_OUTCOMES, COX_COVARIATES)
     crude = riskset.fit(data.select(["treatment"]), "cox")
     cox_cv = riskset.cross_validate(data, "cox", riskset.Laplace(gamma=1.0, exclude=["treatment"]), n_folds=5,
-                                    n_grid=8, seed=seed, n_jobs=2, progress=False, refit=False)
+                                    n_grid=8, seed=seed, progress=False, refit=False)
     cox = riskset.fit(data, "cox", cox_cv.prior, profile=["treatment"])
     row = cox.coef_table().set_index("name").loc["treatment"]
     print(f"\nCox outcome model (L1, treatment unpenalized, cross-validated variance "

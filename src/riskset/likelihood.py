@@ -23,7 +23,7 @@ def profile_loglik(data: Dataset, model: str | Model = "logistic", prior: Prior 
                    points=None, bounds=None, tol: float = 1e-3, initial_grid: int = 10,
                    include_estimate: bool = False, include_penalty: bool = True, fixed=None,
                    fit_tol: float = 1e-10, max_iter: int = 1000,
-                   backend: str = "cpu", dtype: str = "float64", n_jobs: int = 1,
+                   backend: str = "cpu", dtype: str = "float64", n_jobs: int | None = None,
                    **model_options) -> pd.DataFrame:
     """The profile log-likelihood of one coefficient: at each point, the log-likelihood
     maximized over the other coefficients with ``coef`` held there (Cyclops'

@@ -101,6 +101,7 @@ class FitResult:
     variance: str = "model-based"
     fixed: dict = field(default_factory=dict)
     normalize: str | None = None
+    threads: int = 1
 
     @property
     def status(self) -> str:
@@ -226,7 +227,8 @@ class FitResult:
         ``riskset fit`` names its ``--out`` file).
         """
         status = _STATUS_TEXT.get(self.status, self.status)
-        head = (f"{self.model_name} model, {self.n_rows} rows, prior {self.prior!r}{self._normalized()}\n"
+        head = (f"{self.model_name} model, {self.n_rows} rows, prior {self.prior!r}{self._normalized()}, "
+                f"{self.threads} thread{'s' if self.threads != 1 else ''}\n"
                 f"{status} {self._when()} ({self.message}), KKT violation {self.kkt:.1e}\n"
                 f"roles: {describe_roles(self.roles)}\n"
                 f"log-likelihood {self.loglik:.6f}, penalized {self.objective:.6f}")
@@ -364,6 +366,7 @@ class FitResult:
             "prior": self.prior.to_dict(),
             "nonzero": int(np.count_nonzero(self.coef.to_numpy())),
             "timings": self.timings,
+            "threads": self.threads,
             "roles": self.roles,
             "aliased": list(self.aliased),
             "fixed": dict(self.fixed),
@@ -403,7 +406,7 @@ class FitResult:
                        labels=d.get("labels", {}), diverging=d.get("diverging", {}),
                        kkt=np.nan if d.get("kkt") is None else d["kkt"],
                        variance=d.get("variance", "model-based"), fixed=d.get("fixed", {}),
-                       normalize=d.get("normalize"))
+                       normalize=d.get("normalize"), threads=d.get("threads", 1))
         except json.JSONDecodeError as e:
             raise InputError(f"{where} is not JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
                              f"give a file written by FitResult.to_json or 'riskset fit --out FILE.json'") from None

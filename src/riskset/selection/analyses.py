@@ -35,7 +35,7 @@ class Analysis:
 
 
 def analyse(data, model, prior, *, cv: dict | None = None, n_boot: int | None = None, seed: int = 0,
-            executor=None, n_jobs: int = 1, replicate_progress: bool = False, backend: str = "cpu",
+            executor=None, n_jobs: int | None = None, replicate_progress: bool = False, backend: str = "cpu",
             dtype: str = "float64", level: float = 0.95, **fit_options) -> Analysis:
     """Choose the prior by cross-validation (``cv``: keywords of :func:`riskset.cross_validate`,
     e.g. ``{"n_folds": 10}``), bootstrap ``n_boot`` replicates with it, then fit it.
@@ -85,7 +85,7 @@ def _analyse_one(options, path):
     return tables
 
 
-def analyse_specs(paths, *, executor=None, n_jobs: int = 1, progress: bool = True, **options) -> dict:
+def analyse_specs(paths, *, executor=None, n_jobs: int | None = None, progress: bool = True, **options) -> dict:
     """Run every case.json specification in ``paths``; {table name: table}, one row per analysis and item.
 
     The tables are ``coefficients`` (with each fit's ``loglik`` and ``converged``, and in
@@ -103,7 +103,7 @@ def analyse_specs(paths, *, executor=None, n_jobs: int = 1, progress: bool = Tru
     return {name: pd.concat([r[name] for r in results], ignore_index=True) for name in results[0]}
 
 
-def fit_specs(paths, *, executor=None, n_jobs: int = 1, progress: bool = True, **fit_options) -> pd.DataFrame:
+def fit_specs(paths, *, executor=None, n_jobs: int | None = None, progress: bool = True, **fit_options) -> pd.DataFrame:
     """Fit every case.json specification in ``paths``; one row per analysis and coefficient.
 
     The analysis is named by the folder of its specification. ``executor``/``n_jobs``

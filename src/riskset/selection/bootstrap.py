@@ -69,7 +69,8 @@ class BootstrapResult:
 
 
 def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: int = 200, seed: int = 0,
-              level: float = 0.95, executor=None, n_jobs: int = 1, progress: bool = True, tol: float = 1e-8,
+              level: float = 0.95, executor=None, n_jobs: int | None = None, progress: bool = True,
+              tol: float = 1e-8,
               backend: str = "cpu", dtype: str = "float64", normalize: str | None = None,
               **model_options) -> BootstrapResult:
     """Bootstrap the fit ``riskset.fit(data, model, prior)`` over ``n_boot`` replicates.

@@ -65,7 +65,7 @@ class CVResult:
 
 def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_grid: int = 10,
                    n_folds: int = 10, n_repeats: int = 1, seed: int = 0, auto: bool = False,
-                   n_refine: int = 4, executor=None, n_jobs: int = 1, progress: bool = True,
+                   n_refine: int = 4, executor=None, n_jobs: int | None = None, progress: bool = True,
                    tol: float = 1e-8, refit: bool = True, backend: str = "cpu", dtype: str = "float64",
                    held_out=None, group_variances=None, normalize: str | None = None, **model_options) -> CVResult:
     """Choose the prior variance by k-fold cross-validation, repeated ``n_repeats`` times.
@@ -154,7 +154,7 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
             for i, (r, k) in enumerate(splits) for g, v in enumerate(grid)]
     full = {float(np.log(v)): path[g] for g, v in enumerate(grid)}  # log-variance -> full-data fit
     if auto and grid.size >= 3:
-        rows += _refine(ctx, splits, held_out, grid, rows, full, n_refine, executor, n_jobs, progress)
+        rows += _refine(ctx, splits, held_out, grid, rows, full, n_refine, executor, where.n_jobs, progress)
     scores = pd.DataFrame(rows)
     _warn_unconverged(scores)
     summary = _summarize(scores)

@@ -9,20 +9,24 @@ from __future__ import annotations
 from concurrent.futures import as_completed
 
 from riskset.backend import serial_kernel_pool
+from riskset.cores import resolve_jobs
 
 
-def run_tasks(fn, context, tasks, *, executor=None, n_jobs: int = 1, progress: bool = True, desc: str = "fits"):
+def run_tasks(fn, context, tasks, *, executor=None, n_jobs: int | None = None, progress: bool = True,
+              desc: str = "fits"):
     """Results of ``fn(context, task)`` for each task, in task order.
 
     ``context`` (the data, the model) is shared by all tasks: sent once to a Dask
     cluster, not once per task.
-    executor : None (this process; ``n_jobs`` threads), ``"dask"`` (a new LocalCluster),
+    executor : None (this process; ``n_jobs`` threads, by default every usable core:
+        :func:`riskset.cores.resolve_jobs`), ``"dask"`` (a new LocalCluster),
         a scheduler address ``"tcp://host:port"``, or a ``distributed.Client``.
     """
     tasks = list(tasks)
     bar = _bar(progress, len(tasks), desc)
     results = [None] * len(tasks)
     if executor is None:
+        n_jobs = min(resolve_jobs(n_jobs), max(1, len(tasks)))
         if n_jobs == 1:
             for i, t in enumerate(tasks):
                 results[i] = fn(context, t)

@@ -140,7 +140,7 @@ class LikelihoodApproximation:
 
 def approximate_likelihood(data, model="cox", prior=None, *, coef, kind: str = "grid_with_gradients",
                            bounds=DEFAULT_BOUNDS, site: str = "", tol: float = 1e-10, max_iter: int = 1000,
-                           fixed=None, n_jobs: int = 1, backend: str = "cpu",
+                           fixed=None, n_jobs: int | None = None, backend: str = "cpu",
                            **model_options) -> LikelihoodApproximation:
     """The approximation of the profile log-likelihood of ``coef`` that a site shares.
 
