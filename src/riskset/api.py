@@ -77,9 +77,10 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
         ``coef(rescale = TRUE)``; ``gamma_max`` is on the normalized scale.
     n_jobs : int, optional
         CPU threads (default: every core this process may use, or ``RISKSET_NUM_THREADS``:
-        :mod:`riskset.cores`; the fit reports them as ``threads``): of the fit's compiled kernels (the large ones run in parallel blocks fixed
-        by the data, so 2 or 16 threads give the same fit, equal to the one-thread fit up to
-        rounding), and then the threads fitting the points of the profile searches, each on one.
+        :mod:`riskset.cores`; the fit reports them as ``threads``): of the fit's compiled
+        kernels (the large ones run in parallel blocks fixed by the data, so 2 or 16 threads
+        give the same fit, equal to the one-thread fit up to rounding), and then the threads
+        fitting the points of the profile searches, each on one.
 
     Returns
     -------
