@@ -28,8 +28,8 @@ SOURCE = Path(__file__).resolve().parent.parent / "src"
 #: (``riskset.kernels`` holds ``riskset.kernels.cpu.glm``). ``riskset`` alone is the
 #: package namespace (``riskset/__init__.py``: ``riskset.fit``, ``riskset.cross_validate`` ...).
 LAYERS = (
-    # errors, input checks and command-line argument types: used everywhere, use nothing
-    ("riskset.exceptions", "riskset.validation", "riskset.arguments"),
+    # errors, input checks, command-line argument types, the thread budget: used everywhere, use nothing
+    ("riskset.exceptions", "riskset.validation", "riskset.arguments", "riskset.cores"),
     # the datafit interface, the penalty table, the step and the compiled sweep
     ("riskset.core",),
     # Dataset, ingestion (with its compiled CSC builder), risk-set bookkeeping
@@ -53,6 +53,8 @@ LAYERS = (
     # evidence synthesis (likelihood approximations of profiles, pooled across sites); Cox
     # diagnostics (the proportional-hazards test, with its plot)
     ("riskset.selection", "riskset.synthesis", "riskset.diagnostics"),
+    # a comparative cohort study: propensity scores, matching, stratification, weights, balance
+    ("riskset.study",),
     # scikit-learn estimators over riskset.fit; simulated data sets
     ("riskset.estimators", "riskset.simulate"),
     # the package namespace

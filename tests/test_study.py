@@ -1,0 +1,150 @@
+"""The comparative cohort study (riskset.study) against CohortMethod's own code.
+
+References: tests/reference/cohort_method/make.R runs CohortMethod 6.0.2's matcher (its C++,
+through Rcpp) and its R functions for stratification, weights, trimming, the preference score
+and balance (computeMeansPerGroup) on 600 rows with given propensity scores.
+"""
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import riskset
+from helpers import reference_values
+from riskset.exceptions import InputError
+from riskset.simulate import simulate_cohort
+from riskset.study import (Population, balance_summary, covariate_balance, equipoise, fit_propensity, iptw,
+                           match_on_ps, preference_score, stratify_by_ps, trim_by_ps, trim_to_equipoise,
+                           truncate_iptw)
+from riskset.study.balance import cohort_moments, standardized_difference
+
+HERE = os.path.join(os.path.dirname(__file__), "reference", "cohort_method")
+REF = reference_values(os.path.join(HERE, "cohort_method.txt"), key_words=2)
+FRAME = pd.read_csv(os.path.join(HERE, "data.csv"))
+COVARIATES = [f"X{j}" for j in range(1, 9)]
+
+
+def population():
+    return Population(rows=np.arange(len(FRAME)), treatment=FRAME.treatment.to_numpy().astype(np.int8),
+                      treatment_name="treatment", propensity=FRAME.propensityScore.to_numpy()).counted("start")
+
+
+def dataset():
+    X = np.c_[FRAME.treatment.to_numpy(), FRAME[COVARIATES].to_numpy()]
+    return riskset.from_arrays(X, y=FRAME.treatment.to_numpy(), covariate_names=["treatment"] + COVARIATES)
+
+
+def strata_of(result, n=len(FRAME)):
+    """Matched-set / stratum code per original row, -1 where dropped."""
+    out = np.full(n, -1)
+    out[result.rows] = result.strata
+    return out
+
+
+@pytest.mark.parametrize("case, options", [
+    ("m1", {}),
+    ("m3", {"max_ratio": 3}),
+    ("m0_ps", {"caliper": 0.05, "caliper_scale": "propensity score", "max_ratio": 0}),
+    ("m2_std", {"caliper": 0.1, "caliper_scale": "standardized", "max_ratio": 2}),
+])
+def test_matching_equals_cohort_methods_matcher(case, options):
+    matched = match_on_ps(population(), **options)
+    np.testing.assert_array_equal(strata_of(matched), REF[(case, "strata")])
+    assert matched.estimand == "att"
+
+
+@pytest.mark.parametrize("case, options", [("s5_all", dict(n_strata=5)), ("s4_target", dict(n_strata=4,
+                                                                                              base="target"))])
+def test_stratification_equals_cohort_method(case, options):
+    np.testing.assert_array_equal(strata_of(stratify_by_ps(population(), **options)) + 1, REF[(case, "strata")])
+
+
+@pytest.mark.parametrize("estimand", ["ate", "att", "ato"])
+def test_weights_equal_cohort_method(estimand):
+    np.testing.assert_allclose(iptw(population(), estimand).weights, REF[(estimand, "iptw")], rtol=1e-13)
+
+
+def test_truncated_weights_and_preference_score():
+    w = truncate_iptw(iptw(population()), max_weight=2.0)
+    np.testing.assert_allclose(w.weights, np.minimum(REF[("ate", "iptw")], 2.0), rtol=1e-13)
+    assert w.attrition.step.iloc[-1] == "weights truncated at 2"
+    np.testing.assert_allclose(preference_score(FRAME.propensityScore, FRAME.treatment), REF[("pref", "score")],
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("case, step", [
+    ("trim_sym", lambda p: trim_by_ps(p, 0.05)),
+    ("trim_asym", lambda p: trim_by_ps(p, 0.05, method="asymmetric")),
+    ("trim_equipoise", lambda p: trim_to_equipoise(p, (0.3, 0.7))),
+])
+def test_trimming_equals_cohort_method(case, step):
+    kept = np.zeros(len(FRAME))
+    kept[step(population()).rows] = 1
+    np.testing.assert_array_equal(kept, REF[(case, "kept")])
+
+
+@pytest.mark.parametrize("case, adjust", [
+    ("unadjusted", lambda p: p),
+    ("m1", match_on_ps),
+    ("m3", lambda p: match_on_ps(p, max_ratio=3)),
+    ("s5_all", lambda p: stratify_by_ps(p, 5)),
+    ("ate", iptw),
+])
+def test_balance_equals_cohort_method(case, adjust):
+    moments = cohort_moments(dataset(), adjust(population()))
+    for column in ("mean_target", "sd_target", "mean_comparator", "sd_comparator"):
+        np.testing.assert_allclose(moments[column].to_numpy(), REF[(case, column)], rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(standardized_difference(moments).to_numpy(), REF[(case, "std_diff")], rtol=1e-9)
+
+
+def test_matched_sets_by_hand():
+    """Five rows on a line: the closest pair is matched first, the caliper keeps the far one out."""
+    p = Population(rows=np.arange(5), treatment=np.array([1, 0, 0, 1, 0], np.int8), treatment_name="t",
+                   propensity=np.array([0.40, 0.42, 0.45, 0.46, 0.90]))
+    one = match_on_ps(p, caliper=0.03, caliper_scale="propensity score")
+    assert strata_of(one, 5).tolist() == [1, 1, 0, 0, -1]      # (3, 2) at 0.01 first, then (0, 1) at 0.02
+    two = match_on_ps(p, caliper=0.1, caliper_scale="propensity score", max_ratio=2)
+    assert sorted(np.bincount(two.strata).tolist()) == [2, 2]   # 0.90 stays out of every caliper
+
+
+def test_a_study_recovers_the_effect_the_crude_estimate_misses():
+    data = simulate_cohort(n=6000, p=30, hazard_ratio=0.7, seed=5)
+    crude = riskset.fit(data.select(["treatment"]), "cox")
+    model, scored = fit_propensity(data, prior=riskset.Laplace(variance=1.0))
+    assert set(model.coefficients().name[1:6]) <= set(data.meta["confounders"])
+    matched = match_on_ps(scored)
+    table = covariate_balance(data, scored, matched)
+    summary = balance_summary(table)
+    assert summary["max_before"] > 0.1 and summary["share_above_after"] == 0.0
+    adjusted = riskset.fit(matched.outcome_data(data).select(["treatment"]), "cox", profile=["treatment"])
+    assert adjusted.converged
+    row = adjusted.coef_table().set_index("name").loc["treatment"]
+    assert row.lower < np.log(0.7) < row.upper
+    assert abs(adjusted.coef["treatment"] - np.log(0.7)) < abs(crude.coef["treatment"] - np.log(0.7))
+    assert equipoise(scored) > 0.5
+    assert matched.attrition.step.tolist() == ["original data", "propensity score", "matched on propensity score"]
+
+
+def test_bad_inputs():
+    data = simulate_cohort(n=300, p=5, n_confounders=2, seed=1)
+    with pytest.raises(InputError, match="treatment 'x9' is not a covariate"):
+        Population.of(data, "x9")
+    coded = riskset.from_arrays(np.c_[np.r_[np.zeros(5), 2 * np.ones(5)]], y=np.zeros(10), covariate_names=["t"])
+    with pytest.raises(InputError, match="must be 0 .comparator. or 1 .target.; found 2 at row 5"):
+        Population.of(coded, "t")
+    one_arm = riskset.from_arrays(np.c_[np.ones(10), np.arange(10.0)], y=np.zeros(10), covariate_names=["t", "x"])
+    with pytest.raises(InputError, match="one value"):
+        Population.of(one_arm, "t")
+    with pytest.raises(InputError, match="no propensity scores yet"):
+        match_on_ps(Population.of(data))
+    with pytest.raises(InputError, match="caliper must be a number >= 0"):
+        match_on_ps(population(), caliper=-1)
+    leaky = riskset.from_arrays(np.c_[FRAME.treatment, FRAME.treatment, FRAME.X1], y=np.zeros(len(FRAME)),
+                                covariate_names=["treatment", "exposure_day", "X1"])
+    with pytest.raises(InputError, match="correlated with the treatment .* 'exposure_day' \\(\\+1.000\\)"):
+        fit_propensity(leaky, prior=riskset.Laplace(variance=1.0))
+    apart = Population(rows=np.arange(4), treatment=np.array([1, 1, 0, 0], np.int8), treatment_name="t",
+                       propensity=np.array([0.9, 0.95, 0.05, 0.1]))
+    with pytest.raises(InputError, match="do not overlap"):
+        match_on_ps(apart, caliper=0.01, caliper_scale="propensity score")
