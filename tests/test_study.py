@@ -14,8 +14,8 @@ import riskset
 from helpers import reference_values
 from riskset.exceptions import InputError
 from riskset.simulate import simulate_cohort
-from riskset.study import (Population, balance_summary, covariate_balance, equipoise, fit_propensity, iptw,
-                           match_on_ps, preference_score, stratify_by_ps, trim_by_ps, trim_to_equipoise,
+from riskset.study import (Population, balance_summary, cohort_study, covariate_balance, equipoise, fit_propensity,
+                           iptw, match_on_ps, preference_score, stratify_by_ps, trim_by_ps, trim_to_equipoise,
                            truncate_iptw)
 from riskset.study.balance import cohort_moments, standardized_difference
 
@@ -148,3 +148,37 @@ def test_bad_inputs():
                        propensity=np.array([0.9, 0.95, 0.05, 0.1]))
     with pytest.raises(InputError, match="do not overlap"):
         match_on_ps(apart, caliper=0.01, caliper_scale="propensity score")
+
+
+def test_cohort_study_in_one_call_and_its_folder(tmp_path):
+    data = simulate_cohort(n=4000, p=20, hazard_ratio=0.7, seed=8)
+    study = cohort_study(data, adjustment="stratify", n_strata=5, ps_prior=riskset.Laplace(variance=1.0),
+                         progress=False)
+    est = study.estimate.iloc[0]
+    assert est.converged and est.lower < np.log(0.7) < est.upper and est.interval == "profile"
+    assert (est.target_rows, est.comparator_rows) == tuple(np.bincount(study.population.treatment)[::-1])
+    assert study.outcome.model_name == "cox" and study.population.estimand == "ate"
+    written = study.save(str(tmp_path / "study"))
+    assert {os.path.basename(p) for p in written} >= {"attrition.csv", "balance.csv", "estimate.csv",
+                                                       "preference_score.png", "balance.png", "summary.txt"}
+    assert "Attrition:" in (tmp_path / "study" / "summary.txt").read_text()
+    logistic = cohort_study(riskset.from_arrays(data.X, y=data.status, covariate_names=data.covariate_names),
+                            "logistic", ps_prior=riskset.Laplace(variance=1.0), progress=False)
+    assert logistic.outcome.model_name == "conditional_logistic"     # on matched sets, as CohortMethod
+
+
+def test_study_command(tmp_path, capsys):
+    from riskset import cli
+
+    data = simulate_cohort(n=2000, p=10, n_confounders=4, seed=4)
+    frame = pd.DataFrame(data.X.toarray(), columns=data.covariate_names).assign(time=data.time, status=data.status)
+    frame.to_csv(tmp_path / "cohort.csv", index=False)
+    base = ["study", "--data", str(tmp_path / "cohort.csv"), "--time", "time", "--status", "status",
+            "--ps-variance", "1", "--out", str(tmp_path / "out"), "--quiet"]
+    assert cli.main(base + ["--adjustment", "iptw", "--max-weight", "5"]) == 0
+    assert pd.read_csv(tmp_path / "out" / "attrition.csv").step.tolist()[-1] == "weights truncated at 5"
+    capsys.readouterr()
+    assert cli.main(base + ["--ps-strata", "4"]) == 2
+    assert capsys.readouterr().err.strip() == "riskset study: error: --ps-strata applies to --adjustment stratify"
+    assert cli.main(base + ["--treatment", "nope"]) == 2
+    assert "treatment 'nope' is not a covariate" in capsys.readouterr().err

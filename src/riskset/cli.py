@@ -45,6 +45,7 @@ from riskset.arguments import (COUNT, FOLDS, LEVEL, NON_NEGATIVE, NUMBER, POSITI
                                bounded)
 from riskset.backend import Backend
 from riskset.exceptions import ConvergenceWarning, InputError
+from riskset.study.cli import add_study, run_study
 from riskset.synthesis.cli import KIND_CHOICES, add_pool, run_pool
 
 ROLE_OPTIONS = ("y", "time", "status", "start", "strata", "weights", "offset", "exposure", "subject",
@@ -80,6 +81,7 @@ def build_parser() -> Parser:
                    description="Print the versions of riskset and its engines, the CPU threads Numba uses, "
                                "and the CUDA devices found (or why none is usable).")
     add_pool(sub)
+    add_study(sub, _add_data_source)
     try:
         from riskset.ode.cli import add_parser as add_ode
     except ImportError:
@@ -123,24 +125,9 @@ def _add_fit(sub):
                "  riskset fit --spec case.json --cv 10 --bootstrap 200 --out result.csv\n"
                "              (writes result.csv, result_cross_validation.csv, result_bootstrap.csv)\n\n"
                + EXIT_STATUS_HELP)
-    src = p.add_argument_group("data")
+    src = _add_data_source(p)
     src.add_argument("--spec", metavar="FILE", action="append", help="JSON analysis specification (case.json "
                      "format); repeat it to fit many analyses (with --jobs or --dask) into one table")
-    src.add_argument("--data", metavar="FILE", help="wide table, .csv or .parquet")
-    src.add_argument("--outcomes", metavar="FILE", help="long outcomes table, .csv or .parquet")
-    src.add_argument("--covariates-file", metavar="FILE", help="long covariates table, .csv or .parquet")
-    src.add_argument("--duckdb", metavar="DB", help="DuckDB database file")
-    src.add_argument("--outcomes-sql", metavar="SQL", help="query returning the outcomes table")
-    src.add_argument("--covariates-sql", metavar="SQL", help="query returning the covariates table")
-    src.add_argument("--covariate-ref", metavar="FILE", help="covariate reference table, .csv or .parquet "
-                     "(covariate_id, covariate_name, ...): names shown for the covariate ids")
-    src.add_argument("--covariate-ref-sql", metavar="SQL", help="query returning the covariate reference table "
-                     "(with --duckdb)")
-    roles = p.add_argument_group("columns (wide tables; long tables use the OHDSI names by default)")
-    for role in ROLE_OPTIONS:
-        roles.add_argument(_role_flag(role), dest=role, metavar="COLUMN",
-                           help=f"column holding the {ROLE_HELP.get(role, role)}")
-    roles.add_argument("--covariates", metavar="A,B,...", help="covariate columns (default: all other columns)")
     m = p.add_argument_group("model")
     m.add_argument("--model", help="model name: logistic, poisson, least_squares, cox, "
                                    "fine_gray, conditional_logistic, sccs, ... (default logistic). cox handles "
@@ -244,6 +231,29 @@ def _add_fit(sub):
                                                  "before the fit)")
     s.add_argument("--quiet", action="store_true", help="print nothing but errors")
     s.add_argument("--progress", action="store_true", help="show a progress bar over the cycles")
+
+
+def _add_data_source(p):
+    """The data options ``riskset fit`` and ``riskset study`` share: the sources and the column roles;
+    returns the "data" group."""
+    src = p.add_argument_group("data")
+    p.set_defaults(spec=None)
+    src.add_argument("--data", metavar="FILE", help="wide table, .csv or .parquet")
+    src.add_argument("--outcomes", metavar="FILE", help="long outcomes table, .csv or .parquet")
+    src.add_argument("--covariates-file", metavar="FILE", help="long covariates table, .csv or .parquet")
+    src.add_argument("--duckdb", metavar="DB", help="DuckDB database file")
+    src.add_argument("--outcomes-sql", metavar="SQL", help="query returning the outcomes table")
+    src.add_argument("--covariates-sql", metavar="SQL", help="query returning the covariates table")
+    src.add_argument("--covariate-ref", metavar="FILE", help="covariate reference table, .csv or .parquet "
+                     "(covariate_id, covariate_name, ...): names shown for the covariate ids")
+    src.add_argument("--covariate-ref-sql", metavar="SQL", help="query returning the covariate reference table "
+                     "(with --duckdb)")
+    roles = p.add_argument_group("columns (wide tables; long tables use the OHDSI names by default)")
+    for role in ROLE_OPTIONS:
+        roles.add_argument(_role_flag(role), dest=role, metavar="COLUMN",
+                           help=f"column holding the {ROLE_HELP.get(role, role)}")
+    roles.add_argument("--covariates", metavar="A,B,...", help="covariate columns (default: all other columns)")
+    return src
 
 
 def _add_simulate(sub):
@@ -883,8 +893,18 @@ def _cmd_ode(args) -> int:
     return ode_main(args)
 
 
+def _cmd_study(args) -> int:
+    return run_study(args, _checked_data)
+
+
+def _checked_data(args):
+    """The data set the data options of ``args`` name, after checking them."""
+    _check_data_source(args)
+    return _load_data(args)
+
+
 _COMMANDS = {"fit": _cmd_fit, "simulate": _cmd_simulate, "demo": _cmd_demo, "info": _cmd_info, "ode": _cmd_ode,
-             "pool": run_pool}
+             "pool": run_pool, "study": _cmd_study}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -13,9 +13,10 @@ model on the adjusted population (:func:`cohort_study` runs them in one call).
 """
 from riskset.study.adjustment import iptw, match_on_ps, stratify_by_ps, trim_by_ps, trim_to_equipoise, truncate_iptw
 from riskset.study.balance import balance_summary, covariate_balance
+from riskset.study.cohort import CohortStudy, cohort_study
 from riskset.study.population import Population
 from riskset.study.propensity import PropensityModel, equipoise, fit_propensity, preference_score
 
 __all__ = ["Population", "PropensityModel", "fit_propensity", "preference_score", "equipoise", "trim_by_ps",
            "trim_to_equipoise", "match_on_ps", "stratify_by_ps", "iptw", "truncate_iptw", "covariate_balance",
-           "balance_summary"]
+           "balance_summary", "cohort_study", "CohortStudy"]

@@ -48,10 +48,10 @@ class Population:
     def of(cls, data: Dataset, treatment: str = "treatment") -> "Population":
         """Every row of ``data``, with the 0/1 covariate ``treatment`` (both values present).
 
-        >>> import riskset
-        >>> Population.of(riskset.simulate_cohort(n=400, p=10, seed=3)).attrition
+        >>> from riskset.simulate import simulate_cohort
+        >>> Population.of(simulate_cohort(n=400, p=10, seed=3)).attrition
                     step  target  comparator
-        0  original data     161         239
+        0  original data     186         214
         """
         check_dataset("data", data)
         if treatment not in data.covariate_names:

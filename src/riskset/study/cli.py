@@ -1,0 +1,99 @@
+"""``riskset study``: a comparative cohort study from a table or a DuckDB database into a folder
+(:func:`riskset.study.cohort_study`)."""
+from __future__ import annotations
+
+import argparse
+
+from riskset.arguments import COUNT, FOLDS, NON_NEGATIVE, POSITIVE, SEED, SHARE, bounded
+from riskset.exceptions import InputError
+from riskset.solver.prior import Laplace
+from riskset.study.adjustment import IPTW_ESTIMANDS
+from riskset.study.cohort import ADJUSTMENTS, OUTCOME_MODELS, cohort_study
+
+
+def add_study(sub, add_data_source) -> None:
+    """Add the ``study`` command to the subcommands ``sub``; ``add_data_source(parser)`` adds the
+    data options it shares with ``riskset fit``."""
+    p = sub.add_parser(
+        "study", help="a comparative cohort study: propensity scores, matching, balance, outcome model",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="A comparative cohort study of a 0/1 treatment covariate, as OHDSI's CohortMethod runs\n"
+                    "one: the large-scale propensity model (L1 logistic, cross-validated), optional trimming,\n"
+                    "matching (default 1:1, caliper 0.2 SD of the logit score), stratification or inverse-\n"
+                    "probability weights, covariate balance before and after, and the outcome model on the\n"
+                    "adjusted population (Cox stratified by matched set, Fine-Gray, conditional logistic or\n"
+                    "Poisson) with a profile-likelihood interval for the treatment's effect.\n\n"
+                    "Writes into --out: attrition.csv, balance.csv, propensity_model.csv, estimate.csv,\n"
+                    "outcome_model.csv, preference_score.png, balance.png and summary.txt.",
+        epilog="Examples:\n"
+               "  riskset simulate --model cox --out cohort/   (or any table with a 0/1 treatment column)\n"
+               "  riskset study --data cohort.csv --time time --status status --treatment treatment \\\n"
+               "                --out study/\n"
+               "  riskset study --duckdb cohort.duckdb --outcomes-sql 'SELECT * FROM outcomes' \\\n"
+               "                --covariates-sql 'SELECT * FROM covariates' --treatment 1001 \\\n"
+               "                --adjustment stratify --ps-strata 5 --out study/\n\n"
+               "exit status: 0 success; 1 the outcome fit did not converge (the results are still\n"
+               "written); 2 bad usage or input (one line 'riskset study: error: ...').")
+    add_data_source(p)
+    s = p.add_argument_group("study")
+    s.add_argument("--model", choices=tuple(OUTCOME_MODELS), default="cox", help="outcome model (default cox)")
+    s.add_argument("--treatment", default="treatment", metavar="COVARIATE",
+                   help="the 0/1 treatment covariate (default 'treatment')")
+    s.add_argument("--adjustment", choices=ADJUSTMENTS, default="match", help="default match")
+    s.add_argument("--caliper", type=NON_NEGATIVE, default=0.2,
+                   help="matching caliper, SDs of the logit score (default 0.2; 0: none)")
+    s.add_argument("--max-ratio", type=bounded(int, 0), default=1,
+                   help="comparators per target row when matching (default 1; 0: no limit)")
+    s.add_argument("--ps-strata", type=COUNT, default=10, help="propensity strata with --adjustment stratify "
+                                                            "(default 10)")
+    s.add_argument("--estimand", choices=IPTW_ESTIMANDS, default="ate", help="with --adjustment iptw "
+                                                                            "(default ate)")
+    s.add_argument("--max-weight", type=POSITIVE, help="truncate the weights at this value (with iptw)")
+    s.add_argument("--trim", type=SHARE, metavar="FRACTION", help="drop scores below FRACTION and above "
+                                                                 "1 - FRACTION first")
+    s.add_argument("--equipoise", metavar="LO,HI", help="keep preference scores within LO,HI first (e.g. 0.3,0.7)")
+    s.add_argument("--ps-variance", type=POSITIVE, help="the propensity model's L1 prior variance (default: "
+                                                        "cross-validated)")
+    s.add_argument("--folds", type=FOLDS, default=10, help="cross-validation folds (default 10, CohortMethod's)")
+    s.add_argument("--repeats", type=COUNT, default=10, help="cross-validation repetitions (default 10)")
+    s.add_argument("--outcome-covariates", action="store_true",
+                   help="also put the covariates in the outcome model (L1, cross-validated; treatment unpenalized)")
+    s.add_argument("--bootstrap", type=bounded(int, 0), default=0, metavar="N", help="bootstrap draws of the "
+                                                                                     "outcome model (default 0)")
+    s.add_argument("--seed", type=SEED, default=1, help="random seed (default 1)")
+    s.add_argument("--jobs", type=COUNT, help="CPU threads (default: every core this process may use)")
+    s.add_argument("--out", required=True, metavar="DIR", help="folder for the tables, plots and summary")
+    s.add_argument("--quiet", action="store_true", help="no progress bar and no summary on the screen")
+
+
+def run_study(args, load_data) -> int:
+    """Run ``riskset study`` on the data ``load_data(args)`` reads; returns the exit status."""
+    if args.adjustment != "match" and (args.caliper != 0.2 or args.max_ratio != 1):
+        raise InputError("--caliper and --max-ratio apply to --adjustment match")
+    if args.adjustment != "stratify" and args.ps_strata != 10:
+        raise InputError("--ps-strata applies to --adjustment stratify")
+    if args.adjustment != "iptw" and (args.estimand != "ate" or args.max_weight is not None):
+        raise InputError("--estimand and --max-weight apply to --adjustment iptw")
+    cv = dict(n_folds=args.folds, n_repeats=args.repeats, auto=True, tol=2e-7, seed=args.seed)
+    study = cohort_study(load_data(args), args.model, treatment=args.treatment, adjustment=args.adjustment,
+                         caliper=args.caliper, max_ratio=args.max_ratio, n_strata=args.ps_strata,
+                         estimand=args.estimand, max_weight=args.max_weight, trim=args.trim,
+                         equipoise=_bounds(args.equipoise),
+                         ps_prior=None if args.ps_variance is None else Laplace(variance=args.ps_variance),
+                         ps_cv=cv, outcome_covariates=args.outcome_covariates, outcome_cv=cv, n_boot=args.bootstrap,
+                         seed=args.seed, n_jobs=args.jobs, progress=not args.quiet)
+    written = study.save(args.out)
+    if not args.quiet:
+        print(study.summary())
+        print(f"\nwrote {len(written)} files into {args.out}")
+    return 0 if study.outcome.converged else 1
+
+
+def _bounds(text):
+    if text is None:
+        return None
+    try:
+        lo, hi = (float(v) for v in text.split(","))
+    except ValueError:
+        raise InputError(f"--equipoise takes two numbers LO,HI, got {text!r}") from None
+    return lo, hi
