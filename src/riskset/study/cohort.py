@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
+from scipy.special import ndtri
 
 from riskset.api import fit as fit_model
 from riskset.data.dataset import Dataset
@@ -27,7 +28,9 @@ from riskset.selection.bootstrap import BootstrapResult, bootstrap
 from riskset.selection.cv import COHORT_METHOD_CV, CVResult, cross_validate
 from riskset.solver.prior import Laplace
 from riskset.study.adjustment import iptw, match_on_ps, stratify_by_ps, trim_by_ps, trim_to_equipoise, truncate_iptw
+from riskset.selection.executors import run_tasks
 from riskset.study.balance import balance_summary, covariate_balance
+from riskset.study.calibration import EmpiricalNull, calibrate_ci, calibrate_p, fit_null
 from riskset.study.population import ESTIMANDS, Population
 from riskset.study.propensity import PropensityModel, fit_propensity, preference_score
 
@@ -41,7 +44,9 @@ class CohortStudy:
     """What :func:`cohort_study` found: the propensity model, the population before (``scored``)
     and after adjustment (``population``), the balance table, the outcome fit (its model on the
     adjusted population), its cross-validation and bootstrap where run, and the ``estimate``
-    table of the treatment's effect."""
+    table of the treatment's effect; with negative controls, their estimates
+    (``negative_controls``), the empirical ``null``, and the calibrated p-value and interval in
+    ``estimate``."""
 
     propensity: PropensityModel
     scored: Population
@@ -51,6 +56,8 @@ class CohortStudy:
     outcome_cv: CVResult | None
     bootstrap: BootstrapResult | None
     estimate: pd.DataFrame
+    negative_controls: pd.DataFrame | None = None
+    null: EmpiricalNull | None = None
 
     def attrition(self) -> pd.DataFrame:
         """Rows of each cohort after every step."""
@@ -75,6 +82,9 @@ class CohortStudy:
                  f"{b['share_above_before']:.1%} before, {b['share_above_after']:.1%} after", "",
                  f"Treatment effect ({ratio[0] if len(ratio) else 'coefficient'}):",
                  self.estimate.to_string(index=False)]
+        if self.null is not None:
+            lines += ["", f"Calibration: {self.null}; calibrated p {row.calibrated_p:.3g}, calibrated interval "
+                          f"{np.exp(row.calibrated_lower):.3f} to {np.exp(row.calibrated_upper):.3f} (ratio)"]
         if not row.converged:
             lines.append(f"NOTE: the outcome fit did not converge: {self.outcome.message}")
         return "\n".join(lines)
@@ -98,6 +108,15 @@ class CohortStudy:
         plot_ps_distribution({title: (preference_score(p.propensity, p.treatment), p.treatment)
                               for title, p in panels.items()}, out["preference_score.png"])
         plot_balance(self.balance, out["balance.png"])
+        if self.null is not None:
+            from riskset.plots.calibration import plot_calibration
+
+            extra = {name: os.path.join(folder, name) for name in ("negative_controls.csv", "calibration.png")}
+            self.negative_controls.to_csv(extra["negative_controls.csv"], index=False)
+            row = self.estimate.iloc[0]
+            plot_calibration(self.null.mean, self.null.sd, self.negative_controls.log_rr, self.negative_controls.se,
+                             extra["calibration.png"], estimate=(row.estimate, _interval_se(row.lower, row.upper)))
+            out.update(extra)
         with open(out["summary.txt"], "w") as f:
             f.write(self.summary() + "\n")
         return list(out.values())
@@ -108,7 +127,8 @@ def cohort_study(data: Dataset, outcome_model: str = "cox", *, treatment: str = 
                  estimand: str = "ate", max_weight: float | None = None, trim: float | None = None,
                  equipoise: tuple | None = None, ps_prior=None, ps_cv: dict | None = None,
                  outcome_covariates: bool = False, outcome_cv: dict | None = None, n_boot: int = 0,
-                 seed: int = 1, n_jobs: int | None = None, progress: bool = True, **model_options) -> CohortStudy:
+                 negative_controls: dict | None = None, seed: int = 1, n_jobs: int | None = None,
+                 progress: bool = True, **model_options) -> CohortStudy:
     """Run a comparative cohort study of ``treatment`` (a 0/1 covariate of ``data``) on the
     outcome of ``data`` (module docstring).
 
@@ -122,6 +142,11 @@ def cohort_study(data: Dataset, outcome_model: str = "cox", *, treatment: str = 
     outcome_covariates, outcome_cv : also put the covariates in the outcome model, L1 with a
         cross-validated variance (``outcome_cv``, CohortMethod's by default).
     n_boot : bootstrap draws of the outcome model (0: none).
+    negative_controls : outcomes known not to be caused by the treatment, name -> their outcome
+        fields over the rows of ``data`` ({"time": ..., "status": ...}, or {"y": ...}): each is
+        fitted as the outcome is, on the same adjusted population, and their estimates give
+        the empirical null that calibrates the outcome's p-value and interval
+        (:mod:`riskset.study.calibration`).
 
     >>> import riskset
     >>> from riskset.simulate import simulate_cohort
@@ -136,7 +161,8 @@ def cohort_study(data: Dataset, outcome_model: str = "cox", *, treatment: str = 
         raise InputError(f"adjustment must be one of {', '.join(ADJUSTMENTS)}, got {adjustment!r}")
     if outcome_model not in OUTCOME_MODELS:
         raise InputError(f"outcome_model must be one of {', '.join(OUTCOME_MODELS)}, got {outcome_model!r}")
-    steps = _Progress(progress, 4 + bool(outcome_covariates) + bool(n_boot))
+    controls = _check_controls(negative_controls, data)
+    steps = _Progress(progress, 4 + bool(outcome_covariates) + bool(n_boot) + bool(controls))
     steps.next("propensity model")
     model, scored = fit_propensity(data, treatment=treatment, prior=ps_prior, cv=ps_cv, seed=seed, n_jobs=n_jobs)
     population = scored
@@ -162,18 +188,83 @@ def cohort_study(data: Dataset, outcome_model: str = "cox", *, treatment: str = 
     else:
         outcome_data, prior = outcome_data.select([treatment]), None
     steps.next("outcome model")
-    with warnings.catch_warnings():  # matched sets without an event are expected (most of them in a rare outcome)
-        warnings.filterwarnings("ignore", "(.*: )?dropped .* without (any event|a case)", DataWarning)
-        fit = fit_model(outcome_data, name, prior, profile=[treatment], n_jobs=n_jobs, **model_options)
+    outcome = _Outcome(outcome_data, name, prior, treatment, population.rows, model_options)
+    fit = outcome.fit(outcome_data, n_jobs)
     boot = None
     if n_boot:
         steps.next("bootstrap")
         boot = bootstrap(outcome_data, name, prior, n_boot=n_boot, seed=seed, n_jobs=n_jobs, progress=False,
                          **model_options)
+    estimate = _estimate(fit, boot, treatment, outcome_data, population)
+    control_table, null = None, None
+    if controls:
+        steps.next("negative controls")
+        control_table = pd.DataFrame(run_tasks(_control_estimate, outcome, list(controls.items()), n_jobs=n_jobs,
+                                               progress=False))
+        null = fit_null(control_table.log_rr, control_table.se)
+        estimate = _calibrated(estimate, null)
     steps.close()
     return CohortStudy(propensity=model, scored=scored, population=population, balance=balance, outcome=fit,
-                       outcome_cv=cv_result, bootstrap=boot,
-                       estimate=_estimate(fit, boot, treatment, outcome_data, population))
+                       outcome_cv=cv_result, bootstrap=boot, estimate=estimate, negative_controls=control_table,
+                       null=null)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """How the outcome model is fitted: its data on the adjusted population, model, prior and
+    options; ``rows`` maps the population's rows to the study data's (for negative controls)."""
+
+    data: Dataset
+    model: str
+    prior: object
+    treatment: str
+    rows: np.ndarray
+    options: dict
+
+    def fit(self, data: Dataset, n_jobs=None) -> FitResult:
+        with warnings.catch_warnings():  # matched sets without an event are expected (most, for a rare outcome)
+            warnings.filterwarnings("ignore", "(.*: )?dropped .* without (any event|a case)", DataWarning)
+            return fit_model(data, self.model, self.prior, profile=[self.treatment], n_jobs=n_jobs, **self.options)
+
+
+def _control_estimate(outcome: _Outcome, control) -> dict:
+    """The estimate of one negative control: the outcome's fit with the control's outcome fields."""
+    name, fields = control
+    fit = outcome.fit(replace(outcome.data, **{f: v[outcome.rows] for f, v in fields.items()}), n_jobs=1)
+    row = fit.coef_table().set_index("name").loc[outcome.treatment]
+    return {"outcome": name, "log_rr": row.estimate, "se": _interval_se(row.lower, row.upper), "lower": row.lower,
+            "upper": row.upper, "converged": bool(fit.converged)}
+
+
+def _interval_se(lower: float, upper: float, level: float = 0.95) -> float:
+    """The standard error an interval implies, (upper - lower) / (2 z) (CohortMethod's seLogRr)."""
+    return float((upper - lower) / (2 * ndtri(0.5 + level / 2)))
+
+
+def _calibrated(estimate: pd.DataFrame, null: EmpiricalNull) -> pd.DataFrame:
+    """``estimate`` with its calibrated p-value and interval against ``null`` (log scale)."""
+    row = estimate.iloc[0]
+    se = _interval_se(row.lower, row.upper)
+    ci = calibrate_ci(null, [row.estimate], [se]).iloc[0]
+    return estimate.assign(calibrated_p=calibrate_p(null, [row.estimate], [se])[0], calibrated_estimate=ci.log_rr,
+                           calibrated_lower=ci.lower, calibrated_upper=ci.upper)
+
+
+def _check_controls(controls, data: Dataset) -> dict:
+    """The negative controls as name -> {field: array over the data's rows}, checked."""
+    if not controls:
+        return {}
+    checked = {}
+    for name, fields in dict(controls).items():
+        if not isinstance(fields, dict) or not fields or not set(fields) <= {"time", "status", "y"}:
+            raise InputError(f"negative control {name!r}: give its outcome fields as a dict, {{'time': ..., "
+                             f"'status': ...}} or {{'y': ...}}, got {fields!r:.60}")
+        arrays = {f: np.asarray(v) for f, v in fields.items()}
+        for f, v in arrays.items():
+            if v.shape != (data.n_rows,):
+                raise InputError(f"negative control {name!r}: {f} has shape {v.shape}, the data {data.n_rows} rows")
+        checked[str(name)] = arrays
+    return checked
 
 
 def _adjust(population, adjustment, caliper, max_ratio, n_strata, estimand, max_weight) -> Population:
@@ -188,8 +279,6 @@ def _adjust(population, adjustment, caliper, max_ratio, n_strata, estimand, max_
 
 
 def _without_strata(data: Dataset) -> Dataset:
-    from dataclasses import replace
-
     roles = {k: v for k, v in data.meta.get("roles", {}).items() if k != "strata"}
     return replace(data, strata=None, strata_labels=None, meta={**data.meta, "roles": roles})
 
