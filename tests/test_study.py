@@ -182,3 +182,29 @@ def test_study_command(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == "riskset study: error: --ps-strata applies to --adjustment stratify"
     assert cli.main(base + ["--treatment", "nope"]) == 2
     assert "treatment 'nope' is not a covariate" in capsys.readouterr().err
+
+
+def test_simulated_cohort_with_claims_prevalences_and_competing_events():
+    data = simulate_cohort(n=4000, p=300, density=0.03, prevalence="claims", competing_rate=0.5, seed=2)
+    share = np.asarray(data.X[:, 1:].mean(axis=0)).ravel()
+    assert share[:10].min() > 5 * np.median(share)                       # common confounders, many rare others
+    assert abs(share.mean() - 0.03) < 0.01
+    assert set(np.unique(data.status)) == {0, 1, 2}
+    assert data.meta["true_coef"]["treatment"] == pytest.approx(np.log(0.7))
+
+
+def test_simulate_and_study_commands_on_long_tables(tmp_path, capsys):
+    from riskset import cli
+
+    folder = tmp_path / "cohort"
+    assert cli.main(["simulate", "--model", "cohort", "--n", "2000", "--p", "15", "--seed", "3",
+                     "--out", str(folder)]) == 0
+    assert '"true_hazard_ratio": 0.7' in (folder / "truth.json").read_text()
+    assert cli.main(["study", "--outcomes", str(folder / "outcomes.parquet"), "--covariates-file",
+                     str(folder / "covariates.parquet"), "--ps-variance", "1", "--out", str(tmp_path / "s"),
+                     "--quiet"]) == 0
+    estimate = pd.read_csv(tmp_path / "s" / "estimate.csv").iloc[0]
+    assert estimate.lower < np.log(0.7) < estimate.upper
+    capsys.readouterr()
+    assert cli.main(["simulate", "--model", "cox", "--hazard-ratio", "2", "--out", str(tmp_path / "x")]) == 2
+    assert "--hazard-ratio applies to --model cohort" in capsys.readouterr().err

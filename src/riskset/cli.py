@@ -257,17 +257,33 @@ def _add_data_source(p):
 
 
 def _add_simulate(sub):
-    p = sub.add_parser("simulate", help="write a simulated cohort (the papers' sparse design)",
-                       description="Simulate N x P binary covariates at a given density, 80% of the true "
-                                   "coefficients zero, and an outcome; write them as OHDSI long tables into a "
-                                   "DuckDB database (.duckdb) or as outcomes.parquet + covariates.parquet "
-                                   "into a folder.")
+    p = sub.add_parser("simulate", help="write a simulated data set: the papers' sparse design, or a cohort study",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Simulate N x P binary covariates at a given density and an outcome; write them "
+                                   "as OHDSI long\ntables into a DuckDB database (.duckdb) or as outcomes.parquet + "
+                                   "covariates.parquet\ninto a folder, with truth.json (the true coefficients) "
+                                   "beside them.\n\n"
+                                   "--model logistic|poisson|least_squares|cox: the Cyclops papers' design (80% of "
+                                   "the true\ncoefficients zero).\n"
+                                   "--model cohort: a new-user cohort study: a confounded treatment (covariate "
+                                   "'treatment'),\na time-to-event outcome of true hazard ratio --hazard-ratio, "
+                                   "optionally competing events\n(status 2) and claims-like skewed prevalences; "
+                                   "'riskset study --treatment treatment' analyses it.",
+                       epilog="Example:\n  riskset simulate --model cohort --n 20000 --p 500 --prevalence claims "
+                              "--out cohort.duckdb\n  riskset study --duckdb cohort.duckdb --outcomes-sql 'SELECT * "
+                              "FROM outcomes' \\\n      --covariates-sql 'SELECT * FROM covariates' --out study/")
     from riskset.simulate import MODELS
 
     p.add_argument("--n", type=COUNT, default=100_000, help="rows (default 100000)")
     p.add_argument("--p", type=COUNT, default=1000, help="covariates (default 1000)")
     p.add_argument("--density", type=SHARE, default=0.05, help="share of non-zero covariate values (default 0.05)")
-    p.add_argument("--model", choices=MODELS, default="cox", help="outcome model (default cox)")
+    p.add_argument("--model", choices=MODELS + ("cohort",), default="cox", help="outcome model (default cox)")
+    p.add_argument("--hazard-ratio", type=POSITIVE, default=0.7, help="cohort: the treatment's true hazard ratio "
+                                                                      "(default 0.7)")
+    p.add_argument("--competing-rate", type=NON_NEGATIVE, default=0.0,
+                   help="cohort: hazard of a competing event, as a share of the outcome's (default 0: none)")
+    p.add_argument("--prevalence", choices=("uniform", "claims"), default="uniform",
+                   help="cohort: covariate prevalences, all at --density or skewed as in claims data")
     p.add_argument("--seed", type=SEED, default=0, help="random seed (default 0)")
     p.add_argument("--out", required=True, metavar="PATH", help="DB.duckdb or a folder for Parquet files")
 
@@ -858,13 +874,27 @@ def _cmd_simulate(args) -> int:
 
     if args.out.endswith(".duckdb") or not os.path.isdir(args.out):  # a file, or a new folder: its folder must exist
         _check_output(args.out.rstrip("/"), "--out")
-    data = riskset.simulate(n=args.n, p=args.p, density=args.density, model=args.model, seed=args.seed)
+    cohort_only = [o for o, v in (("--hazard-ratio", args.hazard_ratio != 0.7), ("--competing-rate",
+                   args.competing_rate != 0), ("--prevalence", args.prevalence != "uniform")) if v]
+    if args.model == "cohort":
+        from riskset.simulate import simulate_cohort
+
+        data = simulate_cohort(n=args.n, p=args.p, density=args.density, hazard_ratio=args.hazard_ratio,
+                               n_confounders=min(10, args.p), competing_rate=args.competing_rate,
+                               prevalence=args.prevalence, seed=args.seed)
+    elif cohort_only:
+        raise InputError(f"{', '.join(cohort_only)} appl{'y' if len(cohort_only) > 1 else 'ies'} to --model cohort")
+    else:
+        data = riskset.simulate(n=args.n, p=args.p, density=args.density, model=args.model, seed=args.seed)
     if args.out.endswith(".duckdb"):
         write_duckdb(data, args.out)
-        print(f"wrote tables outcomes and covariates ({data.X.nnz} non-zeros) into {args.out}")
+        where = [args.out]
     else:
-        paths = write_parquet(data, args.out)
-        print(f"wrote {paths[0]} and {paths[1]} ({data.X.nnz} non-zeros)")
+        where = list(write_parquet(data, args.out))
+    truth = os.path.join(os.path.dirname(args.out) if args.out.endswith(".duckdb") else args.out, "truth.json")
+    with open(truth, "w") as f:
+        json.dump({k: v for k, v in data.meta.items() if k not in ("confounders",)}, f, indent=1, default=float)
+    print(f"wrote {' and '.join(where)} ({data.X.nnz} non-zeros) and {truth}")
     return EXIT_OK
 
 

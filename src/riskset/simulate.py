@@ -15,8 +15,9 @@ from riskset.exceptions import InputError
 MODELS = ("logistic", "poisson", "least_squares", "cox")
 
 
-def sparse_binary_design(n: int, p: int, density: float, rng: np.random.Generator) -> sp.csc_matrix:
-    """CSC matrix of 0/1 entries, each non-zero with probability ``density`` (one draw per column)."""
+def sparse_binary_design(n: int, p: int, density, rng: np.random.Generator) -> sp.csc_matrix:
+    """CSC matrix of 0/1 entries, each non-zero with probability ``density`` (one number, or one
+    per column; one draw per column)."""
     counts = rng.binomial(n, density, size=p)
     indptr = np.concatenate([[0], np.cumsum(counts)])
     indices = np.empty(indptr[-1], dtype=np.int64)
@@ -87,13 +88,22 @@ def simulate(n: int = 10_000, p: int = 100, density: float = 0.05, model: str = 
 
 
 def simulate_cohort(n: int = 20_000, p: int = 200, *, hazard_ratio: float = 0.7, density: float = 0.05,
-                    n_confounders: int = 10, follow_up: float = 5.0, seed: int | None = 1) -> Dataset:
+                    n_confounders: int = 10, follow_up: float = 5.0, prevalence: str = "uniform",
+                    competing_rate: float = 0.0, seed: int | None = 1) -> Dataset:
     """A new-user cohort: baseline covariates, a treatment and a time-to-event outcome.
 
     ``n_confounders`` baseline covariates raise both the chance of treatment and the
-    outcome hazard, so the crude hazard ratio is biased; the true treatment hazard
-    ratio is ``hazard_ratio``. Follow-up ends at ``follow_up`` years or at random
-    loss to follow-up. The covariate ``treatment`` is the first column.
+    outcome hazard (log hazard ratio 0.5 each), so the crude hazard ratio is biased; the
+    true treatment hazard ratio is ``hazard_ratio``. Follow-up ends at ``follow_up`` years or
+    at random loss to follow-up. The covariate ``treatment`` is the first column.
+
+    prevalence : "uniform" (every covariate present with probability ``density``) or
+        "claims" (skewed as in claims data: prevalences log-normal around ``density``, a few
+        common covariates, many rare; capped at 0.5; the confounders among the common ones).
+    competing_rate : hazard of a competing event (status 2; e.g. death from other causes) as a
+        share of the outcome's baseline hazard, raised by the confounders alike; 0: none.
+
+    The true log hazard ratios are in ``meta["true_coef"]``.
 
     >>> ds = simulate_cohort(n=500, p=20, seed=2)
     >>> ds.covariate_names[:2], ds.meta["true_hazard_ratio"]
@@ -105,23 +115,43 @@ def simulate_cohort(n: int = 20_000, p: int = 200, *, hazard_ratio: float = 0.7,
     check.positive_number("follow_up", follow_up)
     if not 0 <= check.positive_int("n_confounders", n_confounders, minimum=0) <= p:
         raise InputError(f"n_confounders must be at most p = {p}, got {n_confounders!r}")
+    check.one_of("prevalence", prevalence, ("uniform", "claims"))
+    check.positive_number("competing_rate", competing_rate, allow_zero=True)
     if seed is not None:
         check.seed("seed", seed)
     rng = np.random.default_rng(seed)
-    Z = sparse_binary_design(n, p, density, rng)
+    Z = sparse_binary_design(n, p, density if prevalence == "uniform" else claims_prevalences(p, density, rng), rng)
     conf = np.zeros(p)
     conf[:n_confounders] = 1.0
     z_conf = np.asarray(Z @ conf)
     treatment = (rng.random(n) < 1 / (1 + np.exp(-(-0.5 + 0.8 * z_conf)))).astype(float)
     log_rate = np.log(0.05) + np.log(hazard_ratio) * treatment + 0.5 * z_conf
     event = rng.exponential(1.0 / np.exp(log_rate))
+    competing = rng.exponential(1.0 / (competing_rate * np.exp(np.log(0.05) + 0.5 * z_conf))) if competing_rate \
+        else np.full(n, np.inf)
     censor = np.minimum(rng.exponential(10.0, n), follow_up)
+    time = np.minimum(np.minimum(event, competing), censor)
+    status = np.where(event == time, 1, np.where(competing == time, 2, 0)).astype(np.int64)
     X = sp.hstack([sp.csc_matrix(treatment[:, None]), Z], format="csc")
     X.eliminate_zeros()
     names = ["treatment"] + [f"x{j}" for j in range(p)]
-    meta = {"true_hazard_ratio": hazard_ratio, "confounders": names[1:n_confounders + 1]}
-    return Dataset(X=X, covariate_names=names, row_ids=np.arange(n), time=np.minimum(event, censor),
-                   status=(event <= censor).astype(np.int64), meta=meta)
+    true_coef = dict(zip(names, np.r_[np.log(hazard_ratio), 0.5 * conf]))
+    meta = {"true_hazard_ratio": hazard_ratio, "confounders": names[1:n_confounders + 1], "true_coef": true_coef,
+            "prevalence": prevalence, "competing_rate": competing_rate}
+    return Dataset(X=X, covariate_names=names, row_ids=np.arange(n), time=time, status=status, meta=meta)
+
+
+def claims_prevalences(p: int, density: float, rng: np.random.Generator) -> np.ndarray:
+    """Per-covariate prevalences skewed as in claims data: log-normal (sd 1.5 on the log scale)
+    with mean ``density``, capped at 0.5, sorted descending (the first covariates the common ones).
+
+    >>> prev = claims_prevalences(1000, 0.03, np.random.default_rng(0))
+    >>> bool(prev[0] > 10 * np.median(prev)), round(float(prev.mean()), 2)
+    (True, 0.03)
+    """
+    raw = rng.lognormal(0.0, 1.5, p)
+    prev = np.minimum(raw * density / raw.mean(), 0.5)
+    return np.sort(prev)[::-1]
 
 
 def _share(name, value, zero: bool) -> float:
