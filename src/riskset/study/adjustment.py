@@ -91,7 +91,7 @@ def match_on_ps(population: Population, caliper: float = 0.2, caliper_scale: str
     strata = np.empty(population.size, np.int64)
     strata[order] = sets
     matched = population.keep(strata >= 0, "matched on propensity score", strata=strata[strata >= 0],
-                              estimand="atu" if reverse else "att")
+                              estimand="atu" if reverse else "att", strata_kind="matched set")
     if matched.size == 0:
         raise InputError(f"no target row has a comparator within the caliper ({caliper:g}, {caliper_scale}): the "
                          "propensity scores of the two cohorts do not overlap")
@@ -112,7 +112,7 @@ def stratify_by_ps(population: Population, n_strata: int = 10, base: str = "all"
                       DataWarning, stacklevel=2)
     strata = np.searchsorted(cuts, ps, side="left")  # right-closed intervals (R's cut)
     return population.keep(np.ones(population.size, bool), "stratified by propensity score",
-                           strata=strata.astype(np.int64), estimand=estimand)
+                           strata=strata.astype(np.int64), estimand=estimand, strata_kind="PS stratum")
 
 
 def iptw(population: Population, estimand: str = "ate") -> Population:

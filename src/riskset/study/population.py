@@ -31,6 +31,7 @@ class Population:
     strata : matched-set or propensity-stratum code per row (0..K-1), after matching or stratifying.
     weights : inverse-probability-of-treatment weight per row, after weighting.
     estimand : what the adjustment estimates (:data:`ESTIMANDS`), once adjusted.
+    strata_kind : what ``strata`` are: "matched set" or "PS stratum".
     attrition : one row per step: ``step``, ``target`` and ``comparator`` row counts.
     treatment_name : the covariate of the data that holds the treatment.
     """
@@ -42,6 +43,7 @@ class Population:
     strata: np.ndarray | None = None
     weights: np.ndarray | None = None
     estimand: str | None = None
+    strata_kind: str | None = None
     attrition: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["step", "target", "comparator"]))
 
     @classmethod
@@ -100,13 +102,9 @@ class Population:
         changes, roles = {}, dict(sub.meta.get("roles", {}))
         if self.strata is not None:
             changes.update(strata=np.unique(self.strata, return_inverse=True)[1].astype(np.int64), strata_labels=None)
-            roles["strata"] = "matched set" if self.estimand in ("att", "atu") and self._matched else "PS stratum"
+            roles["strata"] = self.strata_kind or "strata"
         if self.weights is not None:
             w = self.weights if sub.weights is None else self.weights * sub.weights
             changes["weights"] = w
             roles["weights"] = "IPTW" if sub.weights is None else f"IPTW x {roles.get('weights', 'weights')}"
         return replace(sub, meta={**sub.meta, "roles": roles}, **changes)
-
-    @property
-    def _matched(self) -> bool:
-        return bool(self.attrition["step"].str.startswith("matched").any())
