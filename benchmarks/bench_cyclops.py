@@ -20,38 +20,7 @@ gives CPU seconds of one thread (the machine may be shared: CPU time is the fair
 wall seconds for more threads, the ratios to Cyclops, and each system's objective gap to
 the better of the two.
 
-Measured on this 2-vCPU machine (2026-11-27, riskset c89b85f, Cyclops 3.7.0 built from its
-public source; every command above with ``--threads 1 2 --repeats 2``, the 1M and 43k-strata
-variance-1e-5 rows again at ``--repeats 3``). A slow day: Cyclops took 1.2-2.1x the CPU seconds
-of stop 21's run of the same cases (Cox 1M 870 s against 451 s), riskset 0.8-1.8x:
-
-==================  =========  ===========  =====  ===========  =====  ========
-case                Cyclops s  riskset 1thr  ratio  riskset 2thr  ratio  KKT 1thr
-==================  =========  ===========  =====  ===========  =====  ========
-cox_v1              24.8       1.72          14.4   1.90          13.1   3.0e-5
-cox_v1e-5           10.4       0.441         23.7   0.416         25.1   3.1e-8
-cox_s1000_v1        34.5       2.05          16.8   1.66          20.8   7.3e-5
-cox_s50000_v1       66.8       2.56          26.1   2.30          29.1   3.0e-6
-cox_s50000_v1e-5    7.6        1.04 / 1.13   7.3    0.88 / 0.90   8.6    5.3e-15
-fine_gray_v1        120        1.48          81.6   1.57          76.8   3.3e-5
-fine_gray_v1e-5     34.7       0.664         52.3   0.519         67.0   2.0e-8
-logistic_v1         13.8       0.739         18.7   0.596         23.2   9.9e-5
-logistic_v1e-5      1.41       0.171         8.2    0.131         10.7   1.9e-14
-cox_1M_v1           870        35.9          24.2   22.3 / 21.6   40.3   1.6e-5
-==================  =========  ===========  =====  ===========  =====  ========
-
-(CPU seconds on one thread, wall seconds on two; every riskset objective within 1e-8 of the
-better one. Cyclops' KKT, same unit: 3.7e-5 ... 1.5e-3.) Under 10x on one thread: the 43k-strata
-row at variance 1e-5: 35-50% of its time is preparing the datafit (the rows sorted into 41k
-strata, their risk sets, each column's strata), work that Cyclops does in
-``convertToCyclopsData`` (35 s here) outside its timed fit; its sweep is bound by the latency of
-scattered reads (a move refreshes ~4.4k strata of ~3 slots each).
-
-After b1376e6 (a start from the centers opens with a Newton polish of its entrants, not a first
-sweep), the same day, ``--cases cox_s50000_v1e-5 fine_gray_v1e-5 cox_v1 cox_1M_v1``: 0.694 s
-(10.9x) / 0.670 s (11.3x); 0.314 s (111x) / 0.402 s (86x); 1.31 s (18.9x) / 0.929 s (26.7x);
-22.0 s (39.6x) / 12.7 s (68.7x, 1.73x the one-thread time); the same objectives, KKT 5.3e-15,
-2.0e-8, 2.5e-6, 6.4e-7.
+Recorded results: docs/benchmarks.md, section 'bench_cyclops.py'.
 """
 from __future__ import annotations
 

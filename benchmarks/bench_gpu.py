@@ -9,6 +9,8 @@ Tables:
 1. ``fit``: L1 Cox, Fine-Gray and logistic, riskset.fit with backend='cpu' against
    backend='gpu' (float64 and float32); JIT compilation is done beforehand on tiny data
    and not timed. Also the largest coefficient difference to the CPU fit.
+   Single GPU fits run over the whole grid (``--layouts grid``: cooperative kernels, one block
+   per multiprocessor) and/or in one block (``block``, the replicate layout).
 2. ``pass``: one O(N) pass of each kind (GLM state refresh, GLM log-likelihood, Cox
    exact state + log-likelihood) and one whole CCD sweep, against the floor
    ``bytes moved / bandwidth``, the bandwidth measured by a device-to-device copy.
@@ -26,39 +28,7 @@ a process beside the GPU runs, as ``benchmarks/gpu_device_run.sh`` does); ``--ba
 gpu`` the GPU side alone (compare the printed objectives). Needs a CUDA GPU (numba-cuda)
 otherwise; it refuses to run in Numba's simulator.
 
-Measured on an NVIDIA H200 (2026-11-26, numba-cuda 0.30.4; the CPU column is one core of
-the same machine, fits to tol 1e-8, P = 1,000, 5% density, L1 at 0.02 sqrt(N), x2 for Cox
-and Fine-Gray). Single fits run over the whole grid (``grid``: cooperative kernels, one
-block per multiprocessor, the risk-set refresh and column walks as grid scans; the Newton
-polish's Hessian-vector products, the gradient and the linear predictor on the device for
-Cox and the GLMs in float64) or in one block (``block``, the replicate layout):
-
-    N = 100,000     cpu 1 thread   gpu grid   gpu block   (float64, best of 2)
-    cox             0.75 s         0.31 s     1.64 s
-    fine_gray       0.86 s         0.67 s     1.56 s
-    logistic        1.26 s         0.25 s     1.17 s
-
-    one full CCD sweep (P coordinates) at N = 100,000: Cox 35 ms grid vs 759 ms block,
-    Fine-Gray 61 ms vs 948 ms; Cox exact state + log-likelihood 0.20 ms vs 1.20 ms.
-
-    N = 1,000,000   cpu 1 thread   gpu grid float64          gpu grid float32
-    cox             10.4 s         4.3 s (first fit 12.4 s)  14.9 s
-    fine_gray        9.7 s         5.5 s (first fit 10.3 s)  11.4 s
-    logistic        23.7 s         1.9 s                     19.4 s
-
-(float64: the fit under cProfile, after a first fit that compiled the polish kernels, which
-the tiny warm-up fits of that run did not reach; ``warm_up`` now does.)
-
-Of the Cox fit's 4.3 s at N = 1M, the device solve is about 0.45 s (the CCD cycles 0.22 s);
-the rest is host work shared with the CPU path or done once per data set: building the
-Cox datafit 2.3 s (row sort, risk sets, slots at the non-zeros), the upload of X and the
-static arrays 1.0 s, and the final diagnosis 0.5 s (an exact host state from the
-coefficients). The CPU fit spends about 8 s in its solve: the device solve is ~18x one
-core. float32 is slower than float64 here: it keeps the gradient and the Newton polish on
-the host in float64 (a float32 gradient could not show a KKT violation below ~1e-7).
-10-fold x 10 cross-validation at N = 1M as one batch (one
-block per replicate) did not finish within 120 s. Before the whole-grid kernels (one block
-per fit, host polish) a Cox sweep at 100k took 0.73 s and the Cox fit at 1M 11.3 s.
+Recorded results: docs/benchmarks.md, section 'bench_gpu.py'.
 """
 from __future__ import annotations
 

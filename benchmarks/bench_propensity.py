@@ -41,92 +41,11 @@ riskset optimum (tol 1e-12) minus that objective: the accuracy at which the time
 bought.
 
 Full size: N = 1M, P = 20k at 0.5% density is 1e8 non-zeros (X: 1.1 GiB as CSC
-float64 + int32).
+float64 + int32). ``--jobs`` is passed to every system (riskset: ``cross_validate(n_jobs=)``;
+at ``--jobs 1`` its folds run one after another, its Numba threads working inside each fold
+fit); glmnet is serial.
 
-RESULTS (this 2-core machine, 24 GiB; 10 variances, 10 folds; every system chose the same
-variance; 'gap': the tight optimum minus the system's objective at it):
-
-    python benchmarks/bench_propensity.py    # 2026-11-26, riskset at 389f97e, one job per system
-
-    system             N     cv+refit wall s  cpu s   peak RSS   nonzero  gap
-    riskset            1M        573           763    2.77 GiB    1442    1e-10
-    riskset --jobs 2   1M        290           539    3.46 GiB    1442    1e-10
-    glmnet (R)         1M        345           345    6.46 GiB    1442    1e-9
-    riskset@sub        100k       11.4          19.9  0.46 GiB     497    7e-12
-    Cyclops@sub        100k      104           104    1.36 GiB     497    4e-11
-    liblinear@sub      100k      156           156    0.86 GiB     487    0.79
-
-    python benchmarks/bench_propensity.py --systems riskset    # 2026-11-26, paired, one after the other
-    python benchmarks/bench_propensity.py --systems glmnet     # (A: PYTHONPATH=<checkout of ba480f9>/src)
-
-    system                          N     cv+refit wall s  cpu s   peak RSS   nonzero  gap
-    riskset, sweeps screened (B)    1M        307.5          477   2.60 GiB    1442    0
-    riskset before (A, ba480f9)     1M        462.9          624   2.60 GiB    1442    1e-10
-    riskset --jobs 2 (B)            1M        204.9          390   3.24 GiB    1442    0
-    glmnet (R), the same hour       1M        592.5          592   6.30 GiB    1442    1e-9
-
-Each full sweep now screens its resting coordinates by one streamed product of their
-columns (``Datafit.sweep`` at 2^18 rows or more): before, it read each of the ~18,000
-columns at zero at scattered rows of the state, 0.7-1.6 s of a 2.5-4.5 s sweep. glmnet
-took 345 s in the earlier run above and 592 s in this hour on the same machine (the
-machine's speed drifts; only runs side by side compare).
-
-    python benchmarks/bench_propensity.py --systems riskset    # 2026-11-27, B A B one after the other
-                                                               # (A: PYTHONPATH=<checkout of 0b52242>/src)
-
-    system                             N     cv+refit wall s  cpu s   peak RSS   nonzero  gap
-    riskset, CG centred on intercept   1M     327.9 / 336.8    468 / 477  2.38 GiB    1442    0
-    riskset before (A, 0b52242)        1M        444.9          676   2.60 GiB    1442    0
-
-The Newton steps' conjugate gradients are preconditioned by centring the covariates on the
-intercept (``ccd.preconditioner``): 2-3 Hessian-vector products a step instead of 7-10, and
-the active set's row copy (0.4-0.9 s at 1M) is built only for a step that asks for a 4th
-(``ColumnProducts.gram_operator``). This machine ran ~45% slower this day than on
-2026-11-26 (A: 444.9 s against 307.5 s for nearly the same code).
-
-    python benchmarks/bench_propensity.py --systems riskset    # 2026-11-27 later, pairs one after the other
-                                                               # (A: PYTHONPATH=<checkout of d8231fe>/src)
-
-    system                             N     cv+refit wall s   cpu s      peak RSS   nonzero  gap
-    riskset, violators swept (B)       1M    398.6 / 437.8    567 / 621   2.38 GiB    1442    0
-    riskset before (A, d8231fe)        1M        457.7          637       2.46 GiB    1442    0
-    riskset, violators swept (B)       1M        349.6          503       2.38 GiB    1442    0
-    riskset before (A, d8231fe)        1M        391.5          553       2.38 GiB    1442    0
-
-Polish rounds that stall (their Newton steps cross zero) with the KKT check failing on a few
-active coefficients sweep those alone (``ccd.sweep_violators``) instead of every coordinate:
-folds 0-2, 30 fold fits, full sweeps 36 -> 30 (one thread, 61-67 s of full sweeps -> 48-50
-s). The first B pair ran a version with one such sweep, the second the final rule (up to 3
-while the violation falls 4-fold). B / A: 0.87, 0.96, 0.89 in wall time; the machine's
-speed drifted by 17% between the two A runs.
-
-    python benchmarks/bench_propensity.py --systems riskset    # 2026-11-27 (third session), pairs in turn
-                                                               # (A: PYTHONPATH=<checkout of c91588d>/src)
-
-    system                             N     cv+refit wall s   cpu s      fit peak RSS   nonzero  gap
-    riskset before (A, c91588d)        1M        417.9          592       1041 MiB       1442    0
-    riskset, 4k tiles, prefetch (B)    1M        377.5          553       1162 MiB       1442    0
-    riskset, 4k tiles, prefetch (B)    1M        322.4          480       1135 MiB       1442    0
-    riskset before (A, c91588d)        1M        397.7          563       1097 MiB       1442    0
-
-The CSC products by 4k-row tiles and the sweeps' software prefetch (full sweeps ~1.5x at
-this size): B / A 0.90 and 0.81 in wall time, the same selected variance and refit.
-
-N x P = 1M x 20k, 1e8 non-zeros (X: 1.1 GiB as CSC float64 + int32). riskset's two
-threads work inside each fold fit (--jobs 1: folds one after another); glmnet is serial.
-At 100k rows riskset is 9.2x Cyclops in wall time and 5.2x in CPU time; at 1M it takes
-1.7x glmnet's wall time and 2.2x its CPU time at half its memory, or with the folds on
-both cores (--jobs 2) 0.84x glmnet's wall time and 1.56x its CPU time. Where the time goes
-(one thread, a path of 10 variances at 1M): ~40% Newton-CG Hessian-vector products
-(ColumnProducts.gram_times on the active columns' own row copy), ~30% full sweeps (an exp
-per non-zero moved), the rest new states and gradients; glmnet's IRLS makes ~10
-coordinate passes over the active set per variance, riskset ~3-4 Newton steps of ~8
-products each plus one or two sweeps.
-
-Earlier figures (a 2-core machine shared by six jobs, CPU seconds, before the kept row
-copies of the active set): 50k x 2k riskset 12.8 / glmnet 1.8 / Cyclops 5.8 / liblinear
-10.8 (gap 0.03) / saga 249; 200k x 5k riskset 76.5 (now 48) / glmnet 23.4 (now 17.4) /
-Cyclops 149 / liblinear 242.
+Recorded results: docs/benchmarks.md, section 'bench_propensity.py'.
 """
 from __future__ import annotations
 

@@ -21,25 +21,7 @@ K folds of cases, a grid of ``--grid`` variances plus at most ``--refine`` refin
 
 Peak memory is measured with tracemalloc (NumPy buffers) around building and fitting.
 
-Measured on this 2-core machine (2026-11-26, riskset 7371a8d), the second command under
-``/usr/bin/time -v``: 1M persons, 895,263 cases with events, 19.7M eras, 1,000 drugs, 25.1M
-non-zeros, 2.5M events. Era builder 58 s (peak 7.1 GiB); one fit, Normal prior: 4 cycles,
-9.1 s; Laplace (gamma 20): 5 cycles, 7.3 s (1.45 s per cycle against 2.26 for the Normal
-prior). Cross-validation, 10 folds x 8 variances + 4 refinements (130 fold fits, 139 fits in
-all) on 2 threads: 625 s wall (579 s in an earlier run), variance 0.00105, 228 non-zero,
-refit KKT 8e-10; whole process 12 min, peak RSS 9.6 GiB. System time was 28% of the CPU
-time (12.6M minor page faults): three quarters of the faults came from the conditional
-Hessian block's scipy temporaries (an S x N stratum matrix per call), since replaced by one
-compiled pass (a3819d6: at 200k cases, 5 folds x 4 variances, 33.4 -> 23.4 s on one
-thread). Repeated at 2114ab2 (2026-11-26, same command): cross-validation 520 s wall, same
-variance (0.001048) and 228 non-zero, refit KKT 5.7e-10; whole process 10 min 25 s, peak RSS
-9.3 GiB; system time still 26% of the CPU time (5.4M minor faults, was 12.6M): N-sized
-temporaries of 20M eras are 160 MB each, mapped and unmapped per call. At a631bc8 (CSC products
-by row tiles, unsigned row indices, the parabolic refinement: 1 refined variance instead of 4):
-384.5 s wall, same variance (0.001059) and 228 non-zero, peak RSS 8.5 GiB, 4.4M minor faults.
-Since c4d2642 a dense Hessian block's row copy reuses the previous one's row pointers: at
-300k cases (5.9M eras, ``--cases 300000 --exposures 15 --no-dense --cv 5``), interleaved runs
-of a631bc8 and c4d2642: 76.2 / 72.2 -> 64.7 / 65.9 s, minor faults 1.18M -> 0.65M, same peak RSS.
+Recorded results: docs/benchmarks.md, section 'bench_sccs.py'.
 """
 from __future__ import annotations
 
