@@ -23,7 +23,7 @@ def test_laplace_prior_shows_its_gamma_without_a_variance(logistic_data):
     assert repr(riskset.ElasticNet(1.0, 2.0)) == "ElasticNet(gamma=1, variance=2)"
     assert repr(riskset.NoPrior()) == "NoPrior()"
     summary = riskset.fit(logistic_data, "logistic", riskset.Laplace(gamma=4.0)).summary()
-    assert "prior Laplace(gamma=4)\n" in summary and "inf" not in summary.splitlines()[0]
+    assert "prior Laplace(gamma=4), 1 thread\n" in summary and "inf" not in summary.splitlines()[0]
 
 
 def test_summary_leaves_out_zero_coefficients_and_says_where_they_are(logistic_data):

@@ -1,4 +1,6 @@
 """The CCD solver's Newton polish: dense and matrix-free (conjugate-gradient) steps."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -334,3 +336,30 @@ def test_a_non_finite_objective_after_a_sweep_between_polishes_ends_the_fit(monk
     assert not fit.converged and fit.status == "not_converged"
     assert "sweeping the coordinates violating the KKT conditions: the objective became nan" in fit.message
     assert events[-2:] == ["violators", "sweep"] and swept[-1] == 1
+
+
+def test_newton_step_leaves_numerically_null_directions_alone():
+    """Two identical columns make the Newton block singular to rounding: the step moves along
+    the curvature it has and not along x1 - x2 (a plain solve moved them to +-1e12)."""
+    from riskset.solver.ccd import null_free_solve
+
+    A = np.array([[2.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0 + 1e-17]])
+    step, dropped = null_free_solve(A, np.array([1.0, 0.5, 0.5]))
+    assert dropped and np.all(np.abs(step) < 10) and step[1] == pytest.approx(step[2])
+    regular, dropped = null_free_solve(np.diag([1e-200, 1.0, 4.0]), np.array([1e-200, 1.0, 2.0]))
+    assert not dropped
+    np.testing.assert_allclose(regular, [1.0, 1.0, 0.5])
+
+
+def test_quasi_separation_hidden_by_rounding_is_no_converged_fit():
+    """x2 - x1 separates the outcome (ties aside) and x3 duplicates x1: the fit must not say
+    'converged' at coefficients of hundreds with standard errors larger still."""
+    x1 = np.array([-1.76, 0, -0.067, 0, 0, 0, -0.64, -1.9, 1, 0.21, 0, 1, 1])
+    x2 = np.array([0, 0, 0, 0, 1, 0, 1, 1, 0, 1, 0, 1, 1.0])
+    y = np.array([1, 0, 1, 0, 1, 1, 1, 1, 0, 1, 1, 1, 0.0])
+    data = riskset.from_arrays(np.c_[x1, x2, x1], y=y, weights=[2, 2, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = riskset.fit(data, "logistic")
+    big = fit.coef.abs() > 10
+    assert not (fit.converged and big.any()), fit.coef

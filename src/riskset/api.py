@@ -14,7 +14,7 @@ from riskset.data.hierarchy import GROUP_PREFIX, with_group_columns
 from riskset.data.normalize import normalized
 from riskset.exceptions import ConvergenceWarning, DataWarning, InputError
 from riskset.robust import robust_se
-from riskset.inference import refit_without_aliased, standard_errors
+from riskset.inference import CREEP_REACH, creeping, refit_without_aliased, standard_errors
 from riskset.profile_likelihood import profile_intervals
 from riskset import validation as check
 from riskset.models.base import Model, as_model
@@ -147,6 +147,11 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
             # the information vanishes along diverging coefficients: the others' SEs are those at the limit
             kept = np.flatnonzero(~aliased & ~held & ~np.isin(np.arange(len(names)), list(res.diverging)))
             se[kept] = standard_errors(datafit, res.state, kept)
+            computed = np.isin(np.arange(len(names)), kept)
+            creep = creeping(datafit, res.beta, se, computed) if res.converged else computed & False
+            if creep.any():
+                _refuse_creeping(res, creep, names, m.name)
+                se[creep] = np.nan
     result = FitResult(model_name=m.name, model_options=m.options(), coef=pd.Series(res.beta, index=names),
                        se=pd.Series(se, index=names), loglik=res.loglik, objective=res.objective,
                        converged=res.converged, message=res.message, n_iter=res.n_iter, prior=prior,
@@ -170,6 +175,19 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     result.timings = {"prepare": t_prepare - t0, "solve": t_solve - t_prepare,
                       "total": time.perf_counter() - t0}
     return result
+
+
+def _refuse_creeping(res, creep: np.ndarray, names, model: str) -> None:
+    """Mark ``res`` as an estimate that does not exist along the ``creep`` coefficients
+    (:func:`~riskset.inference.creeping`), with a warning naming them."""
+    res.diverging = {int(j): int(np.sign(res.beta[j])) for j in np.flatnonzero(creep)}
+    res.converged = False
+    listed = ", ".join(repr(names[j]) for j in np.flatnonzero(creep)[:5])
+    res.message = (f"the estimate does not exist: {listed} move the linear predictor by more than "
+                   f"{CREEP_REACH:g} with a standard error larger than the estimate (the likelihood keeps rising "
+                   f"along them: quasi-separation). Put a prior on them (e.g. riskset.Normal(variance=1)) or remove "
+                   f"them")
+    warnings.warn(f"{model} fit: {res.message}", ConvergenceWarning, stacklevel=3)
 
 
 def _fit_hierarchical(data, m: Model, prior: HierarchicalPrior, *, fixed, profile, **options) -> FitResult:

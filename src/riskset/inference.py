@@ -73,6 +73,53 @@ def _well_conditioned(info, diag, tol) -> bool:
     return bool(np.all(np.diag(chol) ** 2 > tol))
 
 
+#: A coefficient that moves the linear predictor by more than this (|beta_j| max |x_j|) while
+#: its standard error exceeds it creeps along a likelihood that keeps rising (Heinze &
+#: Schemper 2002): its estimate does not exist, however flat the likelihood looked to the solver.
+CREEP_REACH = 10.0
+
+#: A column whose residual on the other columns keeps less than this share of its sum of
+#: squares is nearly collinear with them: a large, imprecise coefficient is then expected.
+COLLINEAR_SHARE = 1e-6
+
+
+def creeping(datafit, beta: np.ndarray, se: np.ndarray, computed: np.ndarray) -> np.ndarray:
+    """Mask of the coefficients of an unpenalized fit whose estimate does not exist although the
+    solver settled (quasi-separation that rounding hid from :mod:`riskset.solver.separation`):
+    they move the linear predictor by more than :data:`CREEP_REACH`, their standard error (the
+    ``computed`` ones) is not smaller than themselves or does not exist (a singular information
+    at the fit), and their column is not nearly collinear with the others (whose coefficients are
+    large and imprecise by design: x2 = x1 + 1e-9 z)."""
+    X = datafit.X.tocsc()
+    columns = np.array([datafit.coef_of_column(j) for j in range(X.shape[1])], dtype=np.int64)
+    size = np.ones(beta.size)  # implicit columns (a GLM's intercept) are columns of ones
+    size[columns] = np.asarray(abs(X).max(axis=0).todense()).ravel() if X.shape[1] else 0.0
+    suspect = (np.abs(beta) * size > CREEP_REACH) & np.asarray(computed, bool) & ~(np.asarray(se) < np.abs(beta))
+    if not suspect.any():
+        return suspect
+    gram = _coefficient_gram(X, columns, beta.size)
+    for j in np.flatnonzero(suspect):
+        o = np.flatnonzero(np.arange(beta.size) != j)
+        explained = gram[j, o] @ np.linalg.lstsq(gram[np.ix_(o, o)], gram[o, j], rcond=None)[0] if o.size else 0.0
+        if gram[j, j] - explained < COLLINEAR_SHARE * gram[j, j]:
+            suspect[j] = False
+    return suspect
+
+
+def _coefficient_gram(X, columns: np.ndarray, p: int) -> np.ndarray:
+    """D'D of the design D with one column per coefficient: X's columns at ``columns``, the
+    implicit ones (a GLM's intercept) columns of ones."""
+    gram = np.zeros((p, p))
+    gram[np.ix_(columns, columns)] = (X.T @ X).toarray()
+    implicit = np.setdiff1d(np.arange(p), columns)
+    if implicit.size:
+        sums = np.asarray(X.sum(axis=0)).ravel()
+        gram[np.ix_(implicit, implicit)] = X.shape[0]
+        for k in implicit:
+            gram[k, columns] = gram[columns, k] = sums
+    return gram
+
+
 def refit_without_aliased(datafit, result, penalty: Penalty, options: SolverOptions | None = None,
                           warn: bool = True, fixed: np.ndarray | None = None):
     """``(result, aliased mask)`` of an unpenalized fit, R-style: the aliased coefficients

@@ -808,11 +808,8 @@ def newton_step(datafit, state, beta, active, pen: Penalty, rtol: float, side):
     qa, prior_slope = sub.l2, sub.gradient(beta[active], side)
     if dense_newton(datafit, active):
         grad = datafit.slopes(state, active) - prior_slope
-        try:
-            step = np.linalg.solve(np.diag(qa) - datafit.hessian(state, active), grad)
-        except np.linalg.LinAlgError:
-            return None
-        return step, 0.5 * float(grad @ step)
+        step = block_step(datafit, beta, active, pen, np.diag(qa) - datafit.hessian(state, active), grad)
+        return None if step is None else (step, 0.5 * float(grad @ step))
     quad = datafit.local_quadratic(state, active)
     if quad is None:
         return None
@@ -823,6 +820,56 @@ def newton_step(datafit, state, beta, active, pen: Penalty, rtol: float, side):
     system = LinearOperator((m, m), matvec=lambda v: qa * v - quad.hessian_times(v), dtype=np.float64)
     step, info = cg(system, grad, rtol=rtol, maxiter=10 * m, M=preconditioner(scale, quad.intercept, quad.coupling))
     return (step, 0.5 * float(grad @ step)) if info == 0 else None
+
+
+#: Eigenvalues of a Newton block, scaled to unit diagonal, at most this are numerically zero:
+#: rounding leaves identical columns eigenvalues of +-1e-16; a nearly collinear pair that is
+#: still identified (x2 = x1 + 1e-7 z) has 2e-15.
+NULL_CURVATURE = 4 * np.finfo(float).eps
+
+#: Relative objective gain below which a step along numerically null directions buys nothing.
+NULL_GAIN = 1e-12
+
+
+def block_step(datafit, beta, active, pen: Penalty, A: np.ndarray, grad: np.ndarray) -> np.ndarray | None:
+    """The Newton step A^-1 g on the formed block A (positive semi-definite), or None. Where A is
+    numerically singular (two identical columns), a plain solve moves the coefficients
+    arbitrarily far along the null direction (1e12 and -1e12) at an unchanged likelihood; the
+    step then leaves those directions out (:func:`null_free_solve`) unless moving along them
+    raises the objective by more than rounding (a nearly collinear pair that is identified,
+    whose information lies below double precision: its estimate is settled by the likelihood)."""
+    reduced = null_free_solve(A, grad)
+    try:
+        full = np.linalg.solve(A, grad)
+    except np.linalg.LinAlgError:
+        return None if reduced is None else reduced[0]
+    if reduced is None or not reduced[1]:
+        return full
+    objective = {}
+    for name, step in (("reduced", reduced[0]), ("full", full)):
+        moved = beta.copy()
+        moved[active] += step
+        objective[name] = datafit.loglik(datafit.new_state(moved)) - pen.value(moved)
+    gained = objective["full"] - objective["reduced"] > NULL_GAIN * (1.0 + abs(objective["reduced"]))
+    return full if gained and np.isfinite(objective["full"]) else reduced[0]
+
+
+def null_free_solve(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool] | None:
+    """(the solution of A s = b without components along directions of numerically zero
+    curvature, whether there were any), computed on A scaled to unit diagonal (coordinates
+    without curvature do not move); None where nothing can move."""
+    d = np.diag(A)
+    moving = d > 0
+    if not moving.any() or not np.all(np.isfinite(A)):
+        return None
+    scale = 1.0 / np.sqrt(d[moving])
+    w, V = np.linalg.eigh(A[np.ix_(moving, moving)] * scale[:, None] * scale[None, :])
+    keep = w > NULL_CURVATURE * max(float(w[-1]), 0.0)
+    if not keep.any():
+        return None
+    step = np.zeros(b.shape[0])
+    step[moving] = scale * (V[:, keep] @ ((V[:, keep].T @ (b[moving] * scale)) / w[keep]))
+    return step, bool(not keep.all() or not moving.all())
 
 
 def preconditioner(scale, intercept=None, coupling=None) -> LinearOperator:
