@@ -148,7 +148,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
             kept = np.flatnonzero(~aliased & ~held & ~np.isin(np.arange(len(names)), list(res.diverging)))
             se[kept] = standard_errors(datafit, res.state, kept)
             computed = np.isin(np.arange(len(names)), kept)
-            creep = creeping(datafit, res.beta, se, computed) if res.converged else computed & False
+            creep = creeping(datafit, res.beta, se, computed) if res.converged else np.zeros(len(names), bool)
             if creep.any():
                 _refuse_creeping(res, creep, names, m.name)
                 se[creep] = np.nan

@@ -165,23 +165,28 @@ class FineGrayDatafit(Datafit):
         self.kernels = K.KERNELS[formulation]
         # the user's censoring survival G(T-) per row (sorted order), fixed whatever the case weights
         self.given_G = None if censor_weights is None else np.asarray(censor_weights, dtype=np.float64)[order]
+        if self.given_G is not None:  # Cyclops' censorWeights: set once, shared by every reweighted view
+            events = np.flatnonzero(self.event == 1)
+            Gev = np.empty(self.n_slots)
+            Gev[self.slot[events]] = self.given_G[events]  # an event slot's risk set scaled by its events' G
+            self._set_censoring(self.given_G, Gev)
         self._set_weights(np.ascontiguousarray(weights[order]))
 
-    def _set_weights(self, cw):
-        """Case weights (sorted order) and everything that depends on them: G, d (gx0 on first use)."""
-        self.cw = cw
-        if self.given_G is None:
-            ut, G, G_left = censoring_survival(self.time, self.cens, cw)
-            left = G_left[np.searchsorted(ut, self.time)]
-            self.Gev = np.ascontiguousarray(G_left[np.searchsorted(ut, self.slot_time)])
-        else:  # Cyclops' censorWeights: a competing row divided by its own, an event slot scaled by its events'
-            left = self.given_G
-            events = np.flatnonzero(self.event == 1)
-            self.Gev = np.empty(self.n_slots)
-            self.Gev[self.slot[events]] = left[events]
+    def _set_censoring(self, left, Gev):
+        """G(T-) of each row (``left``; a competing row is divided by its own) and G(t_k-) of each
+        event slot (``Gev``)."""
         with np.errstate(divide="ignore"):
             self.invG = np.where(left > 0, 1.0 / left, 0.0)
         self.cinv = np.ascontiguousarray(np.where(self.comp == 1, self.invG, 0.0))
+        self.Gev = np.ascontiguousarray(Gev)
+
+    def _set_weights(self, cw):
+        """Case weights (sorted order) and everything that depends on them: G (the Kaplan-Meier
+        one, unless given), d (gx0 on first use)."""
+        self.cw = cw
+        if self.given_G is None:
+            ut, G, G_left = censoring_survival(self.time, self.cens, cw)
+            self._set_censoring(G_left[np.searchsorted(ut, self.time)], G_left[np.searchsorted(ut, self.slot_time)])
         self.slot_d = np.bincount(self.slot[self.event == 1], weights=cw[self.event == 1],
                                   minlength=self.n_slots).astype(np.float64)[:self.n_slots]
         self.__dict__.pop("gx0", None)

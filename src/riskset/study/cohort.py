@@ -67,7 +67,8 @@ class CohortStudy:
         """A one-page text summary: attrition, balance, the propensity model and the estimate."""
         b = balance_summary(self.balance)
         row = self.estimate.iloc[0]
-        ratio = self.outcome.coef_table().columns[self.outcome.coef_table().columns.str.endswith("_ratio")]
+        columns = self.outcome.coef_table().columns
+        ratio = columns[columns.str.endswith("_ratio")]
         lines = [f"Comparative cohort study: {self.outcome.model_name} outcome model, "
                  f"{self.population.estimand or 'no adjustment'}"
                  + (f" ({ESTIMANDS[self.population.estimand]})" if self.population.estimand else ""),
