@@ -77,7 +77,7 @@ def test_readme_blocks_run_in_order(tmp_path, monkeypatch):
     for block in ran:
         run_block(block, namespace, env, work)
     for made in ("cohort.duckdb", "fit.json", "cv.png", "cohort/outcomes.parquet", "plots", "study/case.json",
-                 "result.json", "demo"):
+                 "result.json", "demo", "sccs_study/time_effects.png", "sccs_cli/estimates.csv"):
         assert (work / made).exists(), f"the README's commands did not make {made}"
 
 

@@ -141,8 +141,9 @@ class Backend:
     @contextmanager
     def threads(self):
         """A pool of ``n_jobs`` threads that sweeps the CPU replicates of one batch in
-        parallel (the kernels release the GIL), or None: one thread, or the device."""
-        if self.on_device or self.n_jobs == 1:
+        parallel (the kernels release the GIL), or None: the device, or one thread, the caller's
+        (:func:`serial_kernel_pool`)."""
+        if self.on_device:
             yield None
             return
         with serial_kernel_pool(self.n_jobs) as pool:
@@ -182,6 +183,13 @@ def kernel_threads(n: int):
 @contextmanager
 def serial_kernel_pool(n_jobs: int):
     """A pool of ``n_jobs`` threads whose compiled kernels and BLAS each run on one thread: a
-    batch of fits in parallel threads (replicates, folds) uses ``n_jobs`` threads in all."""
+    batch of fits in parallel threads (replicates, folds) uses ``n_jobs`` threads in all. With
+    ``n_jobs`` 1 there is no pool (None): the tasks run in the caller's thread, its kernels and
+    BLAS on one thread (left at their defaults, an idle OpenMP or OpenBLAS worker spinning
+    beside the caller stalls every parallel region)."""
+    if n_jobs == 1:
+        with kernel_threads(1), blas_threads(1):
+            yield None
+        return
     with blas_threads(1), ThreadPoolExecutor(n_jobs, initializer=numba.set_num_threads, initargs=(1,)) as pool:
         yield pool

@@ -1,7 +1,10 @@
 """The ``riskset`` command line.
 
     riskset fit       fit a model to data (files, DuckDB) or to a JSON specification
-    riskset simulate  write a simulated cohort (the papers' sparse design)
+    riskset simulate  write simulated data (the papers' sparse design, a cohort study, a case series)
+    riskset study     a comparative cohort study (propensity scores, matching, balance, outcome model)
+    riskset sccs      a self-controlled case series from observation, exposure and outcome tables
+    riskset pool      evidence synthesis across databases
     riskset demo      a small cohort study on built-in simulated data
     riskset info      versions, CPU threads and GPU devices
     riskset ode       integrate a batch of ODE systems (parameter sweeps)
@@ -46,6 +49,7 @@ from riskset.arguments import (COUNT, FOLDS, LEVEL, NON_NEGATIVE, NUMBER, POSITI
 from riskset.backend import Backend
 from riskset.exceptions import ConvergenceWarning, InputError
 from riskset.study.cli import add_study, run_study
+from riskset.study.sccs_cli import add_sccs, run_sccs
 from riskset.synthesis.cli import KIND_CHOICES, add_pool, run_pool
 
 ROLE_OPTIONS = ("y", "time", "status", "start", "strata", "weights", "offset", "exposure", "subject",
@@ -82,6 +86,7 @@ def build_parser() -> Parser:
                                "and the CUDA devices found (or why none is usable).")
     add_pool(sub)
     add_study(sub, _add_data_source)
+    add_sccs(sub)
     try:
         from riskset.ode.cli import add_parser as add_ode
     except ImportError:
@@ -268,7 +273,11 @@ def _add_simulate(sub):
                                    "--model cohort: a new-user cohort study: a confounded treatment (covariate "
                                    "'treatment'),\na time-to-event outcome of true hazard ratio --hazard-ratio, "
                                    "optionally competing events\n(status 2) and claims-like skewed prevalences; "
-                                   "'riskset study --treatment treatment' analyses it.",
+                                   "'riskset study --treatment treatment' analyses it.\n"
+                                   "--model sccs: a self-controlled case series: tables observation, exposures and "
+                                   "outcomes\n(--n persons; three drugs of true rate ratios 2, 1 and 0.5, a "
+                                   "pre-exposure dip before the\nfirst, age and season effects); 'riskset sccs' "
+                                   "analyses them.",
                        epilog="Example:\n  riskset simulate --model cohort --n 20000 --p 500 --prevalence claims "
                               "--out cohort.duckdb\n  riskset study --duckdb cohort.duckdb --outcomes-sql 'SELECT * "
                               "FROM outcomes' \\\n      --covariates-sql 'SELECT * FROM covariates' --out study/")
@@ -277,7 +286,8 @@ def _add_simulate(sub):
     p.add_argument("--n", type=COUNT, default=100_000, help="rows (default 100000)")
     p.add_argument("--p", type=COUNT, default=1000, help="covariates (default 1000)")
     p.add_argument("--density", type=SHARE, default=0.05, help="share of non-zero covariate values (default 0.05)")
-    p.add_argument("--model", choices=MODELS + ("cohort",), default="cox", help="outcome model (default cox)")
+    p.add_argument("--model", choices=MODELS + ("cohort", "sccs"), default="cox",
+                   help="outcome model (default cox)")
     p.add_argument("--hazard-ratio", type=POSITIVE, default=0.7, help="cohort: the treatment's true hazard ratio "
                                                                       "(default 0.7)")
     p.add_argument("--competing-rate", type=NON_NEGATIVE, default=0.0,
@@ -876,6 +886,8 @@ def _cmd_simulate(args) -> int:
         _check_output(args.out.rstrip("/"), "--out")
     cohort_only = [o for o, v in (("--hazard-ratio", args.hazard_ratio != 0.7), ("--competing-rate",
                    args.competing_rate != 0), ("--prevalence", args.prevalence != "uniform")) if v]
+    if args.model == "sccs":
+        return _simulate_case_series(args, cohort_only)
     if args.model == "cohort":
         from riskset.simulate import simulate_cohort
 
@@ -895,6 +907,23 @@ def _cmd_simulate(args) -> int:
     with open(truth, "w") as f:
         json.dump({k: v for k, v in data.meta.items() if k not in ("confounders",)}, f, indent=1, default=float)
     print(f"wrote {' and '.join(where)} ({data.X.nnz} non-zeros) and {truth}")
+    return EXIT_OK
+
+
+def _simulate_case_series(args, cohort_only) -> int:
+    from riskset.data.export import write_frames
+    from riskset.simulate_sccs import simulate_case_series
+
+    design_only = cohort_only + [o for o, v in (("--p", args.p != 1000), ("--density", args.density != 0.05)) if v]
+    if design_only:
+        raise InputError(f"{', '.join(design_only)} do{'' if len(design_only) > 1 else 'es'} not apply to --model sccs")
+    sim = simulate_case_series(n=args.n, seed=args.seed)
+    where = write_frames({"observation": sim.observation, "exposures": sim.exposures, "outcomes": sim.outcomes},
+                         args.out)
+    truth = os.path.join(os.path.dirname(args.out) if args.out.endswith(".duckdb") else args.out, "truth.json")
+    with open(truth, "w") as f:
+        json.dump(sim.truth, f, indent=1)
+    print(f"wrote {', '.join(where)} ({sim.outcomes.person_id.nunique()} cases of {args.n} persons) and {truth}")
     return EXIT_OK
 
 
@@ -934,7 +963,7 @@ def _checked_data(args):
 
 
 _COMMANDS = {"fit": _cmd_fit, "simulate": _cmd_simulate, "demo": _cmd_demo, "info": _cmd_info, "ode": _cmd_ode,
-             "pool": run_pool, "study": _cmd_study}
+             "pool": run_pool, "study": _cmd_study, "sccs": run_sccs}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -36,21 +36,31 @@ def write_parquet(data: Dataset, directory: str) -> tuple[str, str]:
     offset are written as columns ``weight`` and ``offset``; read them back with
     ``from_long(..., weights="weight", offset="offset")``.
     """
-    os.makedirs(directory, exist_ok=True)
-    out, cov = to_long(data)
-    paths = os.path.join(directory, "outcomes.parquet"), os.path.join(directory, "covariates.parquet")
-    out.to_parquet(paths[0], index=False, write_page_checksum=True)
-    cov.to_parquet(paths[1], index=False, write_page_checksum=True)
-    return paths
+    outcomes, covariates = to_long(data)
+    return tuple(write_frames({"outcomes": outcomes, "covariates": covariates}, directory))
 
 
 def write_duckdb(data: Dataset, database: str) -> None:
     """Write tables ``outcomes`` and ``covariates`` into a DuckDB database (replacing them)."""
-    import duckdb
-
     outcomes, covariates = to_long(data)
-    with duckdb.connect(database) as con:
-        con.register("outcomes_df", outcomes)
-        con.register("covariates_df", covariates)
-        con.execute("CREATE OR REPLACE TABLE outcomes AS SELECT * FROM outcomes_df")
-        con.execute("CREATE OR REPLACE TABLE covariates AS SELECT * FROM covariates_df")
+    write_frames({"outcomes": outcomes, "covariates": covariates}, database)
+
+
+def write_frames(frames: dict, out: str) -> list[str]:
+    """Write each table of ``frames`` (name -> DataFrame) into the DuckDB database ``out``
+    (``*.duckdb``, replacing tables of those names) or as ``name.parquet`` (with page
+    checksums) into the folder ``out``; returns what was written."""
+    if out.endswith(".duckdb"):
+        import duckdb
+
+        with duckdb.connect(out) as con:
+            for name, frame in frames.items():
+                con.register(f"{name}_df", frame)
+                con.execute(f'CREATE OR REPLACE TABLE "{name}" AS SELECT * FROM "{name}_df"')
+        return [out]
+    os.makedirs(out, exist_ok=True)
+    paths = []
+    for name, frame in frames.items():
+        paths.append(os.path.join(out, f"{name}.parquet"))
+        frame.to_parquet(paths[-1], index=False, write_page_checksum=True)
+    return paths

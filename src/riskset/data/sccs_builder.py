@@ -41,8 +41,9 @@ import pandas as pd
 import scipy.sparse as sp
 
 from riskset.data.dataset import Dataset
+from riskset.data.sccs_time import TimeEffects, age_knots_at, month_cuts, season_knots_at, time_effect_columns
 from riskset.exceptions import DataWarning, InputError
-from riskset.validation import finite_number, finite_numbers, one_of
+from riskset.validation import finite_number, finite_numbers, one_of, positive_number
 
 
 def _col(df, name, what):
@@ -53,9 +54,13 @@ def _col(df, name, what):
 
 def _times(df, name, what):
     s = _col(df, name, what)
+    if not pd.api.types.is_datetime64_any_dtype(s) and not pd.api.types.is_numeric_dtype(s) and len(s) \
+            and pd.to_numeric(s, errors="coerce").isna().all():
+        s = pd.to_datetime(s, errors="coerce", format="ISO8601")  # dates written as text (a CSV file)
     if pd.api.types.is_datetime64_any_dtype(s):
-        # days since the epoch
+        # days since 1970-01-01
         v = s.to_numpy("datetime64[ns]").astype(np.int64) / 86_400e9
+        v[s.isna().to_numpy()] = np.nan
     else:
         v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(v)
@@ -69,8 +74,9 @@ def _times(df, name, what):
 def build_sccs(observation: pd.DataFrame, exposures: pd.DataFrame, outcomes: pd.DataFrame, *,
                person: str = "person_id", start: str = "start", end: str = "end", drug: str = "drug",
                date: str = "date", birth: str = "birth", risk_window_start: float = 0.0,
-               risk_window_end: float = 0.0, risk_window_anchor: str = "end", inclusive_end: bool = False,
-               age_cuts=None, calendar_cuts=None) -> Dataset:
+               risk_window_end: float = 0.0, risk_window_anchor: str = "end", pre_exposure: float | None = None,
+               inclusive_end: bool = False, age_knots=None, season_knots=None, age_cuts=None,
+               calendar_cuts=None) -> Dataset:
     """SCCS era table as a :class:`Dataset` (strata = case, y = events, offset = log length).
 
     Parameters
@@ -79,7 +85,19 @@ def build_sccs(observation: pd.DataFrame, exposures: pd.DataFrame, outcomes: pd.
     person, start, end, drug, date, birth : column names (``start``/``end`` are used
         in both the observation and the exposure table).
     risk_window_start, risk_window_end, risk_window_anchor : the risk window.
+    pre_exposure : length of a pre-exposure window ``[exposure start - pre_exposure, exposure
+        start)``, one covariate ``"<drug> pre-exposure"`` per drug: the rate just before an
+        exposure, kept out of the reference time (it is often lowered by contra-indication
+        or raised by the outcome prompting the treatment; SelfControlledCaseSeries' pre-exposure
+        era covariate).
     inclusive_end : ends are inclusive integer days.
+    age_knots, season_knots : age and season as smooth effects (splines), cutting every case's
+        observation at each calendar month (see :mod:`riskset.data.sccs_time`): a number of knots
+        (SelfControlledCaseSeries' default is 5 each; age knots at quantiles of the ages at the
+        outcomes, season knots evenly over the year) or the knots themselves (ages in the time
+        unit since ``birth``; months on the scale 0.5 .. 12.5). Times are then days since
+        1970-01-01 (dates are converted to them). Columns ``age_spline_k``, ``season_spline_k``;
+        ``meta['time_effects']`` keeps the knots.
     age_cuts : ages (time since ``birth``, same unit as the dates) where new age groups
         start; covariates ``age[a,b)`` (the group before the first cut is the reference).
     calendar_cuts : calendar times where new periods start; covariates ``calendar[a,b)``.
@@ -170,33 +188,47 @@ def build_sccs(observation: pd.DataFrame, exposures: pd.DataFrame, outcomes: pd.
                       f"left out: they last {risk_window_start - risk_window_end - shift:g} or less (first at row "
                       f"{exposures.index[i]!r}: start {e_start[i]:g}, end {e_end_raw[i]:g})", DataWarning,
                       stacklevel=2)
+    window_names = drugs_all.astype(str)
+    if pre_exposure is not None:  # [start - pre_exposure, start): no shift, the exposure's first day is not in it
+        length = positive_number("pre_exposure", pre_exposure)
+        e_case, empty = np.r_[e_case, e_case], np.r_[empty, np.zeros(e_start.size, bool)]
+        ws, we = np.r_[ws, e_start - length], np.r_[we, e_start]
+        window_names = np.r_[window_names, np.char.add(window_names, " pre-exposure")]
     sel = (e_case >= 0) & ~empty
-    e_case, ws, we, drugs_all = e_case[sel], ws[sel], we[sel], drugs_all[sel]
+    e_case, ws, we, window_names = e_case[sel], ws[sel], we[sel], window_names[sel]
     lo, hi = c_start[e_case], c_end[e_case]
     cs, ce = np.maximum(ws, lo), np.minimum(we, hi)
     outside = ce <= cs
     clipped = ~outside & ((cs != ws) | (ce != we))
     if outside.any() or clipped.any():
-        warnings.warn(f"sccs: clipped {int(clipped.sum())} exposure risk window(s) to the observation period "
+        warnings.warn(f"sccs: clipped {int(clipped.sum())} exposure window(s) to the observation period "
                       f"and dropped {int(outside.sum())} lying wholly outside it", DataWarning, stacklevel=2)
-    counts["exposures_clipped"] = int(clipped.sum())
-    counts["exposures_dropped_outside"] = int(outside.sum())
+    counts["windows_clipped"] = int(clipped.sum())
+    counts["windows_dropped_outside"] = int(outside.sum())
     keep = ~outside
-    e_case, cs, ce, drugs_kept = e_case[keep], cs[keep], ce[keep], drugs_all[keep]
-    drug_codes, drug_names = pd.factorize(pd.Series(drugs_kept), sort=True)
+    e_case, cs, ce = e_case[keep], cs[keep], ce[keep]
+    drug_codes, drug_names = pd.factorize(pd.Series(window_names[keep]), sort=True)
 
     # -- age and calendar cut-points ----------------------------------------------------
     split_case, split_time = [], []
     age_cuts = np.sort(finite_numbers("age_cuts", age_cuts)) if age_cuts is not None else None
     cal_cuts = np.sort(finite_numbers("calendar_cuts", calendar_cuts)) if calendar_cuts is not None else None
+    birth_days = _times(observation, birth, "observation")[case_obs] \
+        if age_cuts is not None or age_knots is not None else None
     if age_cuts is not None:
-        b = _times(observation, birth, "observation")[case_obs]
-        t = (b[:, None] + age_cuts[None, :]).ravel()
+        t = (birth_days[:, None] + age_cuts[None, :]).ravel()
         split_case.append(np.repeat(np.arange(n_cases), age_cuts.size))
         split_time.append(t)
     if cal_cuts is not None:
         split_case.append(np.repeat(np.arange(n_cases), cal_cuts.size))
         split_time.append(np.tile(cal_cuts, n_cases))
+    if age_knots is not None:
+        age_knots = age_knots_at(ev_time - birth_days[ev_case], age_knots)
+    season_knots = season_knots_at(season_knots) if season_knots is not None else None
+    if age_knots is not None or season_knots is not None:
+        case, day = month_cuts(c_start, c_end)
+        split_case.append(case)
+        split_time.append(day)
     if split_case:
         sc, st = np.concatenate(split_case), np.concatenate(split_time)
         inner = (st > c_start[sc]) & (st < c_end[sc])
@@ -258,10 +290,18 @@ def build_sccs(observation: pd.DataFrame, exposures: pd.DataFrame, outcomes: pd.
         names.extend(f"{label}[{edges[k]:g},{edges[k + 1]:g})" for k in present)
 
     if age_cuts is not None:
-        b = _times(observation, birth, "observation")[case_obs]
-        group_columns(np.searchsorted(age_cuts, era_start - b[era_case], side="right"), age_cuts, "age")
+        group_columns(np.searchsorted(age_cuts, era_start - birth_days[era_case], side="right"), age_cuts, "age")
     if cal_cuts is not None:
         group_columns(np.searchsorted(cal_cuts, era_start, side="right"), cal_cuts, "calendar")
+    spline_blocks, spline_names = time_effect_columns(era_case, era_start, c_start, birth_days, age_knots,
+                                                      season_knots)
+    blocks += spline_blocks
+    names += spline_names
+    n_age = sum(name.startswith("age_spline_") for name in spline_names)
+    time_effects = TimeEffects(age_knots=tuple(map(float, age_knots)) if n_age else (),
+                               age_columns=tuple(spline_names[:n_age]),
+                               season_knots=tuple(map(float, season_knots)) if season_knots is not None else (),
+                               season_columns=tuple(spline_names[n_age:]))
 
     X = sp.hstack(blocks, format="csr") if len(blocks) > 1 else Xd
     # merge neighbouring eras of one case with identical covariates (e.g. where two
@@ -286,7 +326,8 @@ def build_sccs(observation: pd.DataFrame, exposures: pd.DataFrame, outcomes: pd.
     counts["events"] = float(events.sum())
     return Dataset(X=X, covariate_names=names, row_ids=np.arange(n_eras), y=events, offset=np.log(length),
                    strata=era_case, strata_labels=labels,
-                   meta={"eras": eras, "sccs": counts, "roles": {"strata": f"{person} (case)",
+                   meta={"eras": eras, "sccs": counts, "time_effects": time_effects,
+                         "roles": {"strata": f"{person} (case)",
                                                                  "offset": "log(era length)"}})
 
 

@@ -27,12 +27,12 @@ def run_tasks(fn, context, tasks, *, executor=None, n_jobs: int | None = None, p
     results = [None] * len(tasks)
     if executor is None:
         n_jobs = min(resolve_jobs(n_jobs), max(1, len(tasks)))
-        if n_jobs == 1:
-            for i, t in enumerate(tasks):
-                results[i] = fn(context, t)
-                bar and bar.update(1)
-        else:
-            with serial_kernel_pool(n_jobs) as pool:  # each task's kernels on one thread
+        with serial_kernel_pool(n_jobs) as pool:  # each task's kernels on one thread
+            if pool is None:
+                for i, t in enumerate(tasks):
+                    results[i] = fn(context, t)
+                    bar and bar.update(1)
+            else:
                 futures = {pool.submit(fn, context, t): i for i, t in enumerate(tasks)}
                 for fut in as_completed(futures):
                     results[futures[fut]] = fut.result()

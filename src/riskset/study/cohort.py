@@ -13,7 +13,6 @@ L1-penalized with a cross-validated variance and the treatment unpenalized (the 
 from __future__ import annotations
 
 import os
-import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -22,7 +21,7 @@ from scipy.special import ndtri
 
 from riskset.api import fit as fit_model
 from riskset.data.dataset import Dataset
-from riskset.exceptions import DataWarning, InputError
+from riskset.exceptions import InputError
 from riskset.results import FitResult
 from riskset.selection.bootstrap import BootstrapResult, bootstrap
 from riskset.selection.cv import COHORT_METHOD_CV, CVResult, cross_validate
@@ -32,6 +31,7 @@ from riskset.selection.executors import run_tasks
 from riskset.study.balance import balance_summary, covariate_balance
 from riskset.study.calibration import EmpiricalNull, calibrate_ci, calibrate_p, fit_null
 from riskset.study.population import ESTIMANDS, Population
+from riskset.study.progress import StepProgress, strata_without_events_expected
 from riskset.study.propensity import PropensityModel, fit_propensity, preference_score
 
 ADJUSTMENTS = ("match", "stratify", "iptw", "none")
@@ -163,7 +163,7 @@ def cohort_study(data: Dataset, outcome_model: str = "cox", *, treatment: str = 
     if outcome_model not in OUTCOME_MODELS:
         raise InputError(f"outcome_model must be one of {', '.join(OUTCOME_MODELS)}, got {outcome_model!r}")
     controls = _check_controls(negative_controls, data)
-    steps = _Progress(progress, 4 + bool(outcome_covariates) + bool(n_boot) + bool(controls))
+    steps = StepProgress(progress, 4 + bool(outcome_covariates) + bool(n_boot) + bool(controls))
     steps.next("propensity model")
     model, scored = fit_propensity(data, treatment=treatment, prior=ps_prior, cv=ps_cv, seed=seed, n_jobs=n_jobs)
     population = scored
@@ -223,8 +223,7 @@ class _Outcome:
     options: dict
 
     def fit(self, data: Dataset, n_jobs=None) -> FitResult:
-        with warnings.catch_warnings():  # matched sets without an event are expected (most, for a rare outcome)
-            warnings.filterwarnings("ignore", "(.*: )?dropped .* without (any event|a case)", DataWarning)
+        with strata_without_events_expected():
             return fit_model(data, self.model, self.prior, profile=[self.treatment], n_jobs=n_jobs, **self.options)
 
 
@@ -301,28 +300,3 @@ def _estimate(fit: FitResult, boot: BootstrapResult | None, treatment: str, data
     out.update(target_rows=int(t.sum()), comparator_rows=int((~t).sum()), target_events=int(events[t].sum()),
                comparator_events=int(events[~t].sum()), converged=bool(fit.converged))
     return pd.DataFrame([out])
-
-
-class _Progress:
-    """A progress bar over the study's steps (none when ``on`` is False)."""
-
-    def __init__(self, on: bool, total: int):
-        if on:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=total, desc="study", unit="step")
-        else:
-            self.bar = None
-        self.started = False
-
-    def next(self, what: str):
-        if self.bar is not None:
-            if self.started:
-                self.bar.update(1)
-            self.bar.set_description(f"study: {what}")
-            self.started = True
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.update(1)
-            self.bar.close()
