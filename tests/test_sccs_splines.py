@@ -138,7 +138,8 @@ def test_case_series_command_errors(tmp_path, capsys, extra, message):
     for name in ("observation", "exposures", "outcomes"):
         paths[name] = tmp_path / f"{name}.csv"
         getattr(sim, name).to_csv(paths[name], index=False)
-    args = ["sccs"] + [a for name, p in paths.items() for a in (f"--{name}", str(p))] + ["--out", str(tmp_path / "o"), "--quiet"]
+    args = ["sccs"] + [a for name, p in paths.items() for a in (f"--{name}", str(p))]
+    args += ["--out", str(tmp_path / "o"), "--quiet"]
     assert main(args + extra) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("riskset sccs: error:") and message in err
