@@ -56,7 +56,7 @@ LAYERS = (
     # a comparative cohort study: propensity scores, matching, stratification, weights, balance
     ("riskset.study",),
     # scikit-learn estimators over riskset.fit; simulated data sets
-    ("riskset.estimators", "riskset.simulate"),
+    ("riskset.estimators", "riskset.simulate", "riskset.simulate_sccs"),
     # the package namespace
     ("riskset",),
     # the demo study (through the namespace); the ODE subsystem (a command of its own)

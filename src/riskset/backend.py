@@ -181,6 +181,13 @@ def kernel_threads(n: int):
 
 
 @contextmanager
+def one_thread():
+    """Inside: the compiled kernels and BLAS called from this thread run on one thread."""
+    with kernel_threads(1), blas_threads(1):
+        yield
+
+
+@contextmanager
 def serial_kernel_pool(n_jobs: int):
     """A pool of ``n_jobs`` threads whose compiled kernels and BLAS each run on one thread: a
     batch of fits in parallel threads (replicates, folds) uses ``n_jobs`` threads in all. With
@@ -188,7 +195,7 @@ def serial_kernel_pool(n_jobs: int):
     BLAS on one thread (left at their defaults, an idle OpenMP or OpenBLAS worker spinning
     beside the caller stalls every parallel region)."""
     if n_jobs == 1:
-        with kernel_threads(1), blas_threads(1):
+        with one_thread():
             yield None
         return
     with blas_threads(1), ThreadPoolExecutor(n_jobs, initializer=numba.set_num_threads, initargs=(1,)) as pool:

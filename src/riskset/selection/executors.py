@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from concurrent.futures import as_completed
 
-from riskset.backend import serial_kernel_pool
+from riskset.backend import one_thread, serial_kernel_pool
 from riskset.cores import resolve_jobs
 
 
@@ -41,7 +41,7 @@ def run_tasks(fn, context, tasks, *, executor=None, n_jobs: int | None = None, p
         client, owned = _dask_client(executor)
         try:
             shared = client.scatter(context, broadcast=True)
-            futures = [client.submit(fn, shared, t, pure=False) for t in tasks]
+            futures = [client.submit(_on_one_thread, fn, shared, t, pure=False) for t in tasks]
             index = {f.key: i for i, f in enumerate(futures)}
             from distributed import as_completed as dask_completed
 
@@ -54,6 +54,13 @@ def run_tasks(fn, context, tasks, *, executor=None, n_jobs: int | None = None, p
                 client.cluster.close()
     bar and bar.close()
     return results
+
+
+def _on_one_thread(fn, context, task):
+    """``fn(context, task)`` with its kernels and BLAS on one thread: a Dask worker runs as many
+    tasks at once as it has threads."""
+    with one_thread():
+        return fn(context, task)
 
 
 def _dask_client(executor):
