@@ -65,8 +65,11 @@ from riskset.solver.separation import diverging_coefficients, nonexistence_messa
 POLISH_EVERY = 5
 
 #: Largest active set whose Newton step solves the formed Hessian block; larger sets use
-#: conjugate gradients on Hessian-vector products (:func:`newton_step`) ...
-DENSE_NEWTON_MAX = 100
+#: conjugate gradients on Hessian-vector products (:func:`newton_step`). A Cox model stratified
+#: by matched pairs has one rank of curvature per event: with more active coordinates than
+#: events its block is singular, conjugate gradients never converge, and only the formed block
+#: (its null directions left out) gives a step; eigh of a 400 block takes ~20 ms ...
+DENSE_NEWTON_MAX = 400
 #: ... and most work of forming the block (``Datafit.hessian_work``, non-zeros visited): a Cox
 #: block costs nnz_A x |A| (N = 1M, 5% density, |A| = 94: 440M, 0.75 s, where a conjugate-
 #: gradient Newton step took ~0.1 s); 5e7 is about one such step.
