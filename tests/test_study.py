@@ -184,6 +184,35 @@ def test_study_command(tmp_path, capsys):
     assert "treatment 'nope' is not a covariate" in capsys.readouterr().err
 
 
+def test_study_command_with_negative_controls(tmp_path, capsys):
+    from riskset import cli
+
+    data = simulate_cohort(n=2000, p=10, n_confounders=4, seed=4)
+    frame = pd.DataFrame(data.X.toarray(), columns=data.covariate_names).assign(time=data.time, status=data.status)
+    rng = np.random.default_rng(3)
+    confounding = np.asarray(data.X[:, 1:5].sum(axis=1)).ravel()
+    for k in range(4):  # outcomes the treatment does not cause, raised by the confounders as the outcome is
+        t = rng.exponential(1 / (0.05 * np.exp(0.5 * confounding)))
+        frame[f"nc{k}_time"], frame[f"nc{k}_status"] = np.minimum(t, 5.0), (t < 5.0).astype(int)
+    frame.to_csv(tmp_path / "cohort.csv", index=False)
+    base = ["study", "--data", str(tmp_path / "cohort.csv"), "--time", "time", "--status", "status",
+            "--ps-variance", "1", "--out", str(tmp_path / "out"), "--quiet"]
+    controls = [a for k in range(4) for a in ("--negative-control", f"nc{k}=nc{k}_time:nc{k}_status")]
+    assert cli.main(base + controls) == 0
+    table = pd.read_csv(tmp_path / "out" / "negative_controls.csv")
+    assert table.outcome.tolist() == ["nc0", "nc1", "nc2", "nc3"]
+    assert (tmp_path / "out" / "calibration.png").exists()
+    estimate = pd.read_csv(tmp_path / "out" / "estimate.csv")
+    assert 0 <= estimate.calibrated_p.iloc[0] <= 1
+    # the controls' columns are outcomes, not covariates of the propensity model
+    assert not pd.read_csv(tmp_path / "out" / "propensity_model.csv").name.str.startswith("nc").any()
+    capsys.readouterr()
+    assert cli.main(base + ["--negative-control", "nc9=nc9_time:nc9_status"]) == 2
+    assert "column(s) 'nc9_time', 'nc9_status' not in the --data table" in capsys.readouterr().err
+    assert cli.main(base + ["--negative-control", "nc0=nc0_time"]) == 2
+    assert "takes NAME=TIME:STATUS with --model cox" in capsys.readouterr().err
+
+
 def test_simulated_cohort_with_claims_prevalences_and_competing_events():
     data = simulate_cohort(n=4000, p=300, density=0.03, prevalence="claims", competing_rate=0.5, seed=2)
     share = np.asarray(data.X[:, 1:].mean(axis=0)).ravel()

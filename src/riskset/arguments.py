@@ -61,6 +61,10 @@ def bounded(convert, low=None, high=None, *, low_open=False, high_open=False):
     return parse
 
 
+#: The data options naming a column of a table, one per Dataset role (``--censor-weights`` for censor_weights).
+ROLE_OPTIONS = ("y", "time", "status", "start", "strata", "weights", "offset", "exposure", "subject",
+                "censor_weights")
+
 COUNT = bounded(int, 1)
 SEED = bounded(int, 0)
 FOLDS = bounded(int, 2)

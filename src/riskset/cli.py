@@ -44,16 +44,14 @@ import warnings
 
 from riskset import __version__
 from riskset.data.normalize import NORMALIZATIONS
-from riskset.arguments import (COUNT, FOLDS, LEVEL, NON_NEGATIVE, NUMBER, POSITIVE, SEED, SHARE, Parser, UsageError,
-                               bounded)
+from riskset.arguments import (COUNT, FOLDS, LEVEL, NON_NEGATIVE, NUMBER, POSITIVE, ROLE_OPTIONS, SEED, SHARE, Parser,
+                               UsageError, bounded)
 from riskset.backend import Backend
 from riskset.exceptions import ConvergenceWarning, InputError
 from riskset.study.cli import add_study, run_study
 from riskset.study.sccs_cli import add_sccs, run_sccs
 from riskset.synthesis.cli import KIND_CHOICES, add_pool, run_pool
 
-ROLE_OPTIONS = ("y", "time", "status", "start", "strata", "weights", "offset", "exposure", "subject",
-                "censor_weights")
 #: What a role's column holds, where its name does not say it.
 ROLE_HELP = {"censor_weights": "Fine-Gray censoring weights G(T-) in [0, 1] (Cyclops' censorWeights; default: "
                                "the Kaplan-Meier estimate)"}

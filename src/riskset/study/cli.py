@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from riskset.arguments import COUNT, FOLDS, NON_NEGATIVE, POSITIVE, SEED, SHARE, bounded
+from riskset.arguments import COUNT, FOLDS, NON_NEGATIVE, POSITIVE, ROLE_OPTIONS, SEED, SHARE, bounded
 from riskset.exceptions import InputError
 from riskset.solver.prior import Laplace
 from riskset.study.adjustment import IPTW_ESTIMANDS
@@ -60,6 +60,11 @@ def add_study(sub, add_data_source) -> None:
                    help="also put the covariates in the outcome model (L1, cross-validated; treatment unpenalized)")
     s.add_argument("--bootstrap", type=bounded(int, 0), default=0, metavar="N", help="bootstrap draws of the "
                                                                                      "outcome model (default 0)")
+    s.add_argument("--negative-control", action="append", default=[], metavar="NAME=TIME:STATUS",
+                   help="an outcome known not to be caused by the treatment, from columns of the --data table "
+                        "(NAME=TIME:STATUS for cox and fine_gray, NAME=Y for logistic and poisson); repeat it: "
+                        "their estimates calibrate the p-value and interval (writes negative_controls.csv and "
+                        "calibration.png)")
     s.add_argument("--seed", type=SEED, default=1, help="random seed (default 1)")
     s.add_argument("--jobs", type=COUNT, help="CPU threads (default: every core this process may use)")
     s.add_argument("--out", required=True, metavar="DIR", help="folder for the tables, plots and summary")
@@ -75,18 +80,52 @@ def run_study(args, load_data) -> int:
     if args.adjustment != "iptw" and (args.estimand != "ate" or args.max_weight is not None):
         raise InputError("--estimand and --max-weight apply to --adjustment iptw")
     cv = dict(n_folds=args.folds, n_repeats=args.repeats, auto=True, tol=2e-7, seed=args.seed)
+    controls = _negative_controls(args) if args.negative_control else None
     study = cohort_study(load_data(args), args.model, treatment=args.treatment, adjustment=args.adjustment,
                          caliper=args.caliper, max_ratio=args.max_ratio, n_strata=args.ps_strata,
                          estimand=args.estimand, max_weight=args.max_weight, trim=args.trim,
                          equipoise=_bounds(args.equipoise),
                          ps_prior=None if args.ps_variance is None else Laplace(variance=args.ps_variance),
                          ps_cv=cv, outcome_covariates=args.outcome_covariates, outcome_cv=cv, n_boot=args.bootstrap,
-                         seed=args.seed, n_jobs=args.jobs, progress=not args.quiet)
+                         negative_controls=controls, seed=args.seed, n_jobs=args.jobs, progress=not args.quiet)
     written = study.save(args.out)
     if not args.quiet:
         print(study.summary())
         print(f"\nwrote {len(written)} files into {args.out}")
     return 0 if study.outcome.converged else 1
+
+
+def _negative_controls(args) -> dict:
+    """The --negative-control outcomes, name -> {field: column values}, read from the --data
+    table; their columns are left out of the covariates (``args.covariates`` set to the others)."""
+    from riskset.data.ingest import _read_table, _to_pandas
+
+    if not args.data:
+        raise InputError("--negative-control reads columns of the --data table; give --data FILE")
+    fields = ("time", "status") if args.model in ("cox", "fine_gray") else ("y",)
+    form = "NAME=TIME:STATUS" if len(fields) == 2 else "NAME=Y"
+    frame = _to_pandas(_read_table(args.data))
+    controls, used = {}, set()
+    for text in args.negative_control:
+        name, _, columns = text.partition("=")
+        columns = columns.split(":") if columns else []
+        if not name or len(columns) != len(fields) or not all(columns):
+            raise InputError(f"--negative-control takes {form} with --model {args.model}, got {text!r}")
+        absent = [c for c in columns if c not in frame.columns]
+        if absent:
+            raise InputError(f"--negative-control {name}: column(s) {', '.join(map(repr, absent))} not in the "
+                             f"--data table {args.data!r}")
+        if name in controls:
+            raise InputError(f"--negative-control {name!r} is given twice")
+        controls[name] = {field: frame[c].to_numpy() for field, c in zip(fields, columns)}
+        used.update(columns)
+    if args.covariates is None:
+        roles = {getattr(args, r) for r in ROLE_OPTIONS if getattr(args, r)}
+        args.covariates = ",".join(c for c in frame.columns if c not in used | roles)
+    elif used & set(args.covariates.split(",")):
+        both = sorted(used & set(args.covariates.split(",")))
+        raise InputError(f"--covariates names negative-control column(s) {both}")
+    return controls
 
 
 def _bounds(text):

@@ -129,7 +129,7 @@ def cohort_study(data: Dataset, outcome_model: str = "cox", *, treatment: str = 
                  equipoise: tuple | None = None, ps_prior=None, ps_cv: dict | None = None,
                  outcome_covariates: bool = False, outcome_cv: dict | None = None, n_boot: int = 0,
                  negative_controls: dict | None = None, seed: int = 1, n_jobs: int | None = None,
-                 progress: bool = True, **model_options) -> CohortStudy:
+                 executor=None, progress: bool = True, **model_options) -> CohortStudy:
     """Run a comparative cohort study of ``treatment`` (a 0/1 covariate of ``data``) on the
     outcome of ``data`` (module docstring).
 
@@ -147,7 +147,8 @@ def cohort_study(data: Dataset, outcome_model: str = "cox", *, treatment: str = 
         fields over the rows of ``data`` ({"time": ..., "status": ...}, or {"y": ...}): each is
         fitted as the outcome is, on the same adjusted population, and their estimates give
         the empirical null that calibrates the outcome's p-value and interval
-        (:mod:`riskset.study.calibration`).
+        (:mod:`riskset.study.calibration`). They fan out over ``n_jobs`` threads, or over a Dask
+        ``executor`` (as :func:`riskset.cross_validate` takes it).
 
     >>> import riskset
     >>> from riskset.simulate import simulate_cohort
@@ -201,7 +202,7 @@ def cohort_study(data: Dataset, outcome_model: str = "cox", *, treatment: str = 
     if controls:
         steps.next("negative controls")
         control_table = pd.DataFrame(run_tasks(_control_estimate, outcome, list(controls.items()), n_jobs=n_jobs,
-                                               progress=False))
+                                               executor=executor, progress=False))
         null = fit_null(control_table.log_rr, control_table.se)
         estimate = _calibrated(estimate, null)
     steps.close()
