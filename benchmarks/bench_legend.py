@@ -5,7 +5,7 @@ peak memory of each step of a comparative cohort study.
                                       [--repeats 10] [--boot 100] [--jobs N] [--steps ...]
 
 The cohort is ``riskset.simulate.simulate_cohort`` with claims-like skewed prevalences (mean
-``--density``), a confounded treatment, an outcome in about 3% of the patients (follow-up 0.15
+``--density``), a confounded treatment, an outcome in about 3% of the patients (follow-up 0.3
 years) and a competing event; LEGEND-HTN had 1,014,618 patients before matching, 434,866 after,
 9,811 covariates at 2.9%. The steps, as CohortMethod runs them around Cyclops:
 
@@ -86,6 +86,8 @@ def main():
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--boot", type=int, default=100)
+    ap.add_argument("--ps-variance", type=float, default=None,
+                    help="the propensity model's L1 variance, fixed (default: cross-validated)")
     ap.add_argument("--jobs", type=int, default=None, help="threads (default every usable core)")
     ap.add_argument("--steps", default=",".join(STEPS), help=f"which of {','.join(STEPS)}")
     ap.add_argument("--seed", type=int, default=1)
@@ -106,15 +108,19 @@ def main():
     warnings.simplefilter("ignore")
     with Meter() as m:
         data = simulate_cohort(n=args.n, p=args.p, density=args.density, prevalence="claims", hazard_ratio=0.8,
-                               follow_up=0.15, competing_rate=0.5, seed=args.seed)
+                               n_confounders=3,
+                               follow_up=0.3, competing_rate=0.5, seed=args.seed)
     record("simulate", m, data.n_rows, data.X.nnz,
            f"{(data.status == 1).mean():.1%} events, {(data.status == 2).mean():.1%} competing")
     population = None
     if "propensity" in steps:
         with Meter() as m:
-            model, scored = fit_propensity(data, cv=folds, n_jobs=args.jobs)
+            model, scored = fit_propensity(data, cv=folds, n_jobs=args.jobs, prior=None if args.ps_variance is None
+                                           else riskset.Laplace(variance=args.ps_variance))
+        how = "fixed" if model.cv is None else f"CV {args.folds}x{args.repeats}"
         record("propensity", m, data.n_rows, data.X.nnz,
-               f"variance {model.cv.selected_variance:.3g}, {int((model.fit.coef != 0).sum())} non-zero")
+               f"variance {args.ps_variance if model.cv is None else model.cv.selected_variance:.3g} ({how}), "
+               f"{int((model.fit.coef != 0).sum())} non-zero")
         population = scored
     if "match" in steps and population is not None:
         with Meter() as m:
