@@ -48,13 +48,16 @@ def add_sccs(sub) -> None:
                         f"{', '.join(f'{k}={v}' for k, v in COLUMNS.items())})")
     d = p.add_argument_group("design")
     d.add_argument("--risk-window", default="0,0", metavar="START,END",
-                   help="risk window [exposure start + START, exposure ANCHOR + END) (default 0,0: the era)")
+                   help="risk window [exposure start + START, exposure ANCHOR + END) (default 0,0: the era; "
+                        "a negative START as --risk-window=-7,0)")
     d.add_argument("--anchor", choices=("start", "end"), default="end", help="what END counts from (default end)")
     d.add_argument("--pre-exposure", type=POSITIVE, metavar="DAYS", help="a pre-exposure window of DAYS before "
                                                                          "every exposure (default none)")
     d.add_argument("--inclusive-end", action="store_true", help="end dates are inclusive days (OMOP eras)")
-    d.add_argument("--age-knots", type=KNOTS, default=5, help="age spline knots (default 5; 0: no age term)")
-    d.add_argument("--season-knots", type=KNOTS, default=5, help="season spline knots (default 5; 0: no season)")
+    d.add_argument("--age-knots", type=KNOTS, default=5, metavar="N",
+                   help="age spline knots (default 5; 0: no age term)")
+    d.add_argument("--season-knots", type=KNOTS, default=5, metavar="N",
+                   help="season spline knots (default 5; 0: no season)")
     m = p.add_argument_group("model")
     m.add_argument("--interest", metavar="A,B,...", help="exposure columns of interest: unpenalized, with profile "
                                                          "intervals (default every exposure)")
