@@ -901,9 +901,7 @@ def _cmd_simulate(args) -> int:
         where = [args.out]
     else:
         where = list(write_parquet(data, args.out))
-    truth = os.path.join(os.path.dirname(args.out) if args.out.endswith(".duckdb") else args.out, "truth.json")
-    with open(truth, "w") as f:
-        json.dump({k: v for k, v in data.meta.items() if k not in ("confounders",)}, f, indent=1, default=float)
+    truth = _write_truth(args.out, {k: v for k, v in data.meta.items() if k not in ("confounders",)})
     print(f"wrote {' and '.join(where)} ({data.X.nnz} non-zeros) and {truth}")
     return EXIT_OK
 
@@ -918,11 +916,17 @@ def _simulate_case_series(args, cohort_only) -> int:
     sim = simulate_case_series(n=args.n, seed=args.seed)
     where = write_frames({"observation": sim.observation, "exposures": sim.exposures, "outcomes": sim.outcomes},
                          args.out)
-    truth = os.path.join(os.path.dirname(args.out) if args.out.endswith(".duckdb") else args.out, "truth.json")
-    with open(truth, "w") as f:
-        json.dump(sim.truth, f, indent=1)
+    truth = _write_truth(args.out, sim.truth)
     print(f"wrote {', '.join(where)} ({sim.outcomes.person_id.nunique()} cases of {args.n} persons) and {truth}")
     return EXIT_OK
+
+
+def _write_truth(out: str, truth: dict) -> str:
+    """Write ``truth`` as truth.json beside the simulated data ``out`` (a .duckdb file, or a folder)."""
+    path = os.path.join(os.path.dirname(out) if out.endswith(".duckdb") else out, "truth.json")
+    with open(path, "w") as f:
+        json.dump(truth, f, indent=1, default=float)
+    return path
 
 
 def _cmd_demo(args) -> int:

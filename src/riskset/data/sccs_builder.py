@@ -41,7 +41,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from riskset.data.dataset import Dataset
-from riskset.data.sccs_time import TimeEffects, age_knots_at, month_cuts, season_knots_at, time_effect_columns
+from riskset.data.sccs_time import age_knots_at, month_cuts, season_knots_at, time_effect_columns
 from riskset.exceptions import DataWarning, InputError
 from riskset.validation import finite_number, finite_numbers, one_of, positive_number
 
@@ -293,15 +293,10 @@ def build_sccs(observation: pd.DataFrame, exposures: pd.DataFrame, outcomes: pd.
         group_columns(np.searchsorted(age_cuts, era_start - birth_days[era_case], side="right"), age_cuts, "age")
     if cal_cuts is not None:
         group_columns(np.searchsorted(cal_cuts, era_start, side="right"), cal_cuts, "calendar")
-    spline_blocks, spline_names = time_effect_columns(era_case, era_start, c_start, birth_days, age_knots,
+    spline_blocks, time_effects = time_effect_columns(era_case, era_start, c_start, birth_days, age_knots,
                                                       season_knots)
     blocks += spline_blocks
-    names += spline_names
-    n_age = sum(name.startswith("age_spline_") for name in spline_names)
-    time_effects = TimeEffects(age_knots=tuple(map(float, age_knots)) if n_age else (),
-                               age_columns=tuple(spline_names[:n_age]),
-                               season_knots=tuple(map(float, season_knots)) if season_knots is not None else (),
-                               season_columns=tuple(spline_names[n_age:]))
+    names += list(time_effects.age_columns + time_effects.season_columns)
 
     X = sp.hstack(blocks, format="csr") if len(blocks) > 1 else Xd
     # merge neighbouring eras of one case with identical covariates (e.g. where two

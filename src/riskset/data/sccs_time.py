@@ -102,24 +102,28 @@ def season_knots_at(knots) -> np.ndarray:
 
 
 def time_effect_columns(era_case, era_start, case_start, case_birth, age_knots, season_knots):
-    """Age and season spline columns of the eras (CSR blocks) and their names.
+    """Age and season spline columns of the eras (CSR blocks) and their :class:`TimeEffects`.
 
     ``era_case``/``era_start``: each era's case and start day; ``case_start``/``case_birth``:
     each case's observation start and birth day (``case_birth`` None without age).
     """
+    blocks, age_columns, season_columns = [], (), ()
+    if age_knots is None and season_knots is None:
+        return blocks, TimeEffects((), (), (), ())
     month = month_index(era_start)
     anchor = np.maximum(month_start(month), case_start[era_case])
-    blocks, names = [], []
     if age_knots is not None:
         age = np.clip(anchor - case_birth[era_case], age_knots[0], age_knots[-1])
         blocks.append(sp.csr_matrix(bspline_basis(age, age_knots)))
-        names += [f"age_spline_{k + 1}" for k in range(blocks[-1].shape[1])]
+        age_columns = tuple(f"age_spline_{k + 1}" for k in range(blocks[-1].shape[1]))
     if season_knots is not None:
         month_of_year = (month % 12 + 1).astype(np.float64)
         basis = cyclic_bspline_basis(month_of_year, season_knots)[:, :-1]  # the last is the reference
         blocks.append(sp.csr_matrix(basis))
-        names += [f"season_spline_{k + 1}" for k in range(basis.shape[1])]
-    return blocks, names
+        season_columns = tuple(f"season_spline_{k + 1}" for k in range(basis.shape[1]))
+    knots = [() if k is None else tuple(map(float, k)) for k in (age_knots, season_knots)]
+    return blocks, TimeEffects(age_knots=knots[0], age_columns=age_columns, season_knots=knots[1],
+                               season_columns=season_columns)
 
 
 def time_effect_curves(coef, effects: TimeEffects) -> dict[str, pd.DataFrame]:
