@@ -468,3 +468,23 @@ def test_a_newton_step_after_a_gradient_reads_its_sums_and_a_move_forgets_them(m
     assert len(passes) == before + 1  # afresh
     for got, want in zip((quad.gradient, quad.curvature), fresh(beta)):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("pairs", [True, False])
+def test_hessian_rank_bounds_the_numerical_rank(pairs):
+    """Matched pairs: one rank per pair whose event has its partner still at risk (for generic
+    covariates the bound is the rank itself); an unstratified model: the rows at risk at each
+    event time less one. A fold's view (weight 0 on every seventh row) counts only its rows."""
+    rng = np.random.default_rng(3)
+    n, p = 80, 120
+    time = rng.exponential(size=n)
+    status = np.zeros(n, np.int64)
+    status[rng.choice(n, 25, replace=False)] = 1
+    X = sp.csc_matrix(rng.normal(size=(n, p)))
+    df = CoxDatafit(X, time, status, strata=np.repeat(np.arange(n // 2), 2) if pairs else None)
+    view = df.reweighted(np.where(np.arange(n) % 7 == 0, 0.0, 1.0))
+    for fit in (df, view):
+        H = fit.hessian(fit.new_state(rng.normal(scale=0.1, size=p)), np.arange(p))
+        rank = np.linalg.matrix_rank(H, tol=1e-9 * max(np.abs(H).max(), 1.0))
+        assert rank == fit.hessian_rank if pairs else rank <= fit.hessian_rank
+    assert 0 < view.hessian_rank < df.hessian_rank

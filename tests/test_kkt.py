@@ -260,7 +260,7 @@ def test_a_warm_starts_entrants_join_its_first_newton_step(monkeypatch, dense_ma
     full = fit_ccd(datafit, l1, np.zeros_like(l1))
     fold = datafit.reweighted(np.where(np.arange(data.n_rows) % 10 == 5, 0.0, 1.0))
     pen, free = Penalty(l1, np.zeros_like(l1)), np.ones(datafit.n_coef, bool)
-    enter = ccd.opening_entrants(full.beta, fold.gradient(fold.new_state(full.beta)), pen, free, 5000)
+    enter = ccd.opening_entrants(fold, full.beta, fold.gradient(fold.new_state(full.beta)), pen, free, 5000)
     assert enter is not None and enter.size >= 2
 
     events = []

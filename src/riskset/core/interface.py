@@ -258,6 +258,15 @@ class Datafit(ABC):
     def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:
         """Dense block d2l/dbeta_a dbeta_b for a, b in ``columns`` (a small set)."""
 
+    @property
+    def hessian_rank(self) -> int:
+        """An upper bound on the rank of the log-likelihood's Hessian, whatever the
+        coefficients: more active coordinates without a quadratic penalty than this make the
+        Newton block singular (the solver then leaves them to coordinate steps). Here the rows
+        (a GLM's curvature is a sum of one rank-one term per row); the risk-set families count
+        the curvature of their risk sets."""
+        return self.n_rows
+
     def hessian_work(self, columns: np.ndarray) -> float:
         """The work of forming :meth:`hessian` on ``columns`` (stored non-zeros visited): the
         solver forms the block for a Newton step only up to

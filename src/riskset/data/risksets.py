@@ -295,3 +295,15 @@ def check_survival(time, status, start=None, subject=None, row_ids=None):
 
 def _py(v):
     return v.item() if isinstance(v, np.generic) else v
+
+
+def risk_set_rank(ks, ke, weights, slot_d) -> int:
+    """Sum over event slots with a positive weighted count ``slot_d`` of (rows at risk there with
+    a positive weight - 1): a bound on the rank of a Cox Hessian, each event time's term being
+    a weighted covariance over its risk set (rows by entry and exit slots ``ks``, ``ke``)."""
+    positive = weights > 0
+    n_slots = slot_d.shape[0]
+    change = (np.bincount(ks[positive], minlength=n_slots + 1)[:n_slots + 1]
+              - np.bincount(ke[positive], minlength=n_slots + 1)[:n_slots + 1])
+    at_risk = np.cumsum(change)[:n_slots]
+    return int(np.maximum(at_risk[slot_d > 0] - 1, 0).sum())

@@ -37,7 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from riskset.data.risksets import (build_risk_sets, check_survival, column_breakpoints, expand_time_varying,
-                                   interval_labels, slots_at_nonzeros)
+                                   interval_labels, risk_set_rank, slots_at_nonzeros)
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
@@ -118,10 +118,18 @@ class CoxDatafit(Datafit):
         new.cw = cw
         new.efron = self.ties == "efron" and bool(np.any(slot_m > 1))
         new.__dict__.pop("gx0", None)
+        new.__dict__.pop("hessian_rank", None)
         carry_static_gradient(self, new)
         positive = np.flatnonzero(cw > 0)
         new.scored_rows = positive if positive.size * FEW_ROWS <= self.n_rows else None
         return new
+
+    @cached_property
+    def hessian_rank(self) -> int:
+        """The Hessian is the sum over event times of the weighted covariance of x across the
+        risk set: rank at most (rows at risk with positive weight - 1) per event time with a
+        positive weight (a matched pair: one per event)."""
+        return risk_set_rank(self.ks, self.ke, self.cw, self.rs.slot_d)
 
     @cached_property
     def gx0(self):

@@ -138,22 +138,25 @@ class SolverOptions:
         accuracy of "converged".
     max_iter : cap on the number of cycles.
     polish_max_active : largest active set polished by Newton steps while cycling (0 =
-        never); sets above :data:`DENSE_NEWTON_MAX`, or whose Hessian block costs more than
-        :data:`DENSE_WORK_MAX` to form, take conjugate-gradient steps, and only the others
-        are polished to machine precision before each KKT check (:func:`final_polish`).
+        never, None = any size); sets above :data:`DENSE_NEWTON_MAX`, or whose Hessian block
+        costs more than :data:`DENSE_WORK_MAX` to form, take conjugate-gradient steps, and only
+        the others are polished to machine precision before each KKT check (:func:`final_polish`).
+        Unbounded by default: plain coordinate descent on a large ill-conditioned active set
+        (a propensity model's 5,200 active covariates among 16,000 patients) creeps, one full
+        sweep per cycle, where a conjugate-gradient step costs a few (docs/performance.md).
     progress : show a progress bar over cycles.
     """
 
     tol: float = 1e-10
     kkt_tol: float = 1e-4
     max_iter: int = 1000
-    polish_max_active: int = 5000
+    polish_max_active: int | None = None
     progress: bool = False
 
     @property
     def final_polish_max_active(self) -> int:
         """Largest active set polished to machine precision before a KKT check."""
-        return min(self.polish_max_active, DENSE_NEWTON_MAX)
+        return DENSE_NEWTON_MAX if self.polish_max_active is None else min(self.polish_max_active, DENSE_NEWTON_MAX)
 
 
 #: How a fit ended (``SolverResult.status``, ``FitResult.status``).
@@ -399,7 +402,7 @@ def _cycles(datafit, beta, state, pen: Penalty, coords, opts, objective=None, op
     free = np.isin(np.arange(datafit.n_coef), coords)
     if opening and datafit.sweep_passes >= OPENING_SWEEP_PASSES and not ctl.done:
         grad = datafit.gradient(state) if grad is None else grad
-        enter = opening_entrants(beta, grad, pen, free, opts.polish_max_active)
+        enter = opening_entrants(datafit, beta, grad, pen, free, opts.polish_max_active)
         if enter is not None:
             beta, state = polish_rounds(datafit, beta, state, pen, free, opts, ctl, radius, Opening(enter, grad))
     bar = _progress_bar(opts.progress)
@@ -503,7 +506,7 @@ def polish_rounds(datafit, beta, state, pen: Penalty, free, opts: SolverOptions,
             if ctl.done:
                 return beta, state
         elif not gained > opts.tol:  # the KKT check failed on the active set and the polish no longer gains
-            if polish_set(beta, pen, free, opts.polish_max_active) is None:
+            if polish_set(datafit, beta, pen, free, opts.polish_max_active) is None:
                 return beta, state  # nothing polished (polishing off): the sweeps of plain CCD go on
             return sweep_violators(datafit, beta, state, grad, pen, free, opts, ctl, radius)
     return beta, state
@@ -578,7 +581,7 @@ def likely_entrants(beta, grad, pen: Penalty) -> np.ndarray:
     return pen.at_center(beta) & (pen.l1 > 0) & (np.abs(grad) >= LIKELY_ENTRANT_RATE * pen.l1)
 
 
-def opening_entrants(beta, grad, pen: Penalty, free, max_active) -> np.ndarray | None:
+def opening_entrants(datafit, beta, grad, pen: Penalty, free, max_active) -> np.ndarray | None:
     """The opening of a warm start whose active set is nearly right (a cross-validation fold
     or a bootstrap draw started from the full-data fit at the same prior, the next point of a
     fine path): where the log-likelihood's gradient ``grad`` shows that at most 5 +
@@ -596,12 +599,14 @@ def opening_entrants(beta, grad, pen: Penalty, free, max_active) -> np.ndarray |
     variances 1 and 1e-5 took 20-45% less time, at the same optimum).
 
     None where the opening does not apply (too many entrants, none at a cold start, or an
-    active set too large to polish): the fit opens with a full sweep."""
+    active set too large to polish or singular by count, :func:`polish_set`): the fit opens
+    with a full sweep."""
     enter = entrants(beta, grad, pen, free & (pen.l1 > 0))
     if cold_start(beta, pen, free):
-        unpenalized = np.count_nonzero(free & (pen.l1 == 0))
-        return enter if 0 < enter.size and enter.size + unpenalized <= max_active else None
-    active = polish_set(beta, pen, free, max_active)
+        block = np.union1d(enter, np.flatnonzero(free & (pen.l1 == 0)))
+        fits = 0 < enter.size and within(block.size, max_active) and not singular_by_rank(datafit, block, pen)
+        return enter if fits else None
+    active = polish_set(datafit, beta, pen, free, max_active)
     if active is None:
         return None
     return enter if enter.size <= 5 + OPENING_ENTRANTS * active.size else None
@@ -728,7 +733,7 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
     """
     if objective is None:
         objective = datafit.loglik(state) - pen.value(beta)
-    active = polish_set(beta, pen, free, max_active)
+    active = polish_set(datafit, beta, pen, free, max_active)
     side = None
     if joining is not None:
         active = np.union1d(np.zeros(0, np.int64) if active is None else active, joining[0])
@@ -772,7 +777,7 @@ def polish(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_st
         if tol > 0 and not crossed.any() and ahead <= threshold:
             settled = ahead / scale
             break
-        active, side = polish_set(beta, pen, free, max_active), None  # crossing coordinates have left it
+        active, side = polish_set(datafit, beta, pen, free, max_active), None  # crossing coordinates have left it
         if active is None:
             break
     return beta, state, objective, settled, rtol
@@ -928,15 +933,38 @@ def final_polish(datafit, beta, state, pen: Penalty, free, opts: SolverOptions, 
 
 def final_polish_set(datafit, beta, pen: Penalty, free, opts: SolverOptions):
     """The coordinates :func:`final_polish` would move, or None if it leaves the fit as it is."""
-    active = polish_set(beta, pen, free, opts.final_polish_max_active)
+    active = polish_set(datafit, beta, pen, free, opts.final_polish_max_active)
     return active if active is not None and dense_newton(datafit, active) else None
 
 
-def polish_set(beta, pen: Penalty, free, max_active):
-    """The coordinates :func:`polish` would move (free, and off their center or without an
-    L1 term), or None if there are none or more than ``max_active``."""
-    active = np.flatnonzero(free & (~pen.at_center(beta) | (pen.l1 == 0)))
-    return active if 0 < active.size <= max_active else None
+def polish_set(datafit, beta, pen: Penalty, free, max_active):
+    """The coordinates :func:`polish` would move (:func:`active_set`), or None if there are none,
+    more than ``max_active`` (None: no bound), or, where the Newton step would take conjugate
+    gradients (:func:`dense_newton`), more of them without a quadratic penalty than the rank of
+    the datafit's Hessian (:attr:`~riskset.core.interface.Datafit.hessian_rank`): the block is
+    then singular and conjugate gradients run to :data:`CG_MAX_ITER` for nothing (a Cox model
+    stratified by matched pairs with more active coordinates than events, each polish of a
+    cross-validation fold; a formed block is solved without its null directions instead)."""
+    active = active_set(beta, pen, free)
+    if not active.size or not within(active.size, max_active):
+        return None
+    return None if singular_by_rank(datafit, active, pen) else active
+
+
+def singular_by_rank(datafit, columns, pen: Penalty) -> bool:
+    """Whether the Newton block of ``columns`` is singular by count alone and would be solved by
+    conjugate gradients (:func:`polish_set`)."""
+    return np.count_nonzero(pen.l2[columns] == 0) > datafit.hessian_rank and not dense_newton(datafit, columns)
+
+
+def active_set(beta, pen: Penalty, free) -> np.ndarray:
+    """The free coordinates off their center or without an L1 term."""
+    return np.flatnonzero(free & (~pen.at_center(beta) | (pen.l1 == 0)))
+
+
+def within(size: int, max_active: int | None) -> bool:
+    """Whether ``size`` coordinates are few enough to polish (``max_active`` None: any number)."""
+    return max_active is None or size <= max_active
 
 
 def _progress_bar(show):

@@ -17,7 +17,7 @@ import numpy as np
 
 from riskset.core.penalty import Penalty
 from riskset.core.replicates import ReplicateBatch
-from riskset.solver.ccd import (AT_GAMMA_MAX, OPENING_SWEEP_PASSES, CycleControl, Opening, SolverOptions,
+from riskset.solver.ccd import (AT_GAMMA_MAX, active_set, OPENING_SWEEP_PASSES, CycleControl, Opening, SolverOptions,
                                 end_of_fit, final_polish, final_polish_set, fit_status, informed_units, kkt_unit,
                                 opening_entrants, polish_rounds, polish_set, state_problem, warm_start, zero_test)
 
@@ -198,7 +198,7 @@ def _opening(batch, state, beta, pen: Penalty, base, rows, opts, control, radius
     grads.update(zip(read, batch.map(slopes, list(read))))
     opened = {}
     for r in rows:
-        enter = opening_entrants(beta[r], grads[r], pen.row(r), base[r], opts.polish_max_active)
+        enter = opening_entrants(batch.view(r), beta[r], grads[r], pen.row(r), base[r], opts.polish_max_active)
         if enter is not None:
             opened[r] = Opening(enter, grads[r], exact=r not in read)
     _polish_rounds(batch, state, beta, pen, base, list(opened), opts, control, radius, opened)
@@ -209,7 +209,7 @@ def _polish_rounds(batch, state, beta, pen: Penalty, base, rows, opts, control, 
     (``opening``: replicate -> its :class:`~riskset.solver.ccd.Opening`)."""
     opening = opening or {}
     rows = [r for r in rows if r in opening
-            or polish_set(beta[r], pen.row(r), base[r], opts.polish_max_active) is not None]
+            or polish_set(batch.view(r), beta[r], pen.row(r), base[r], opts.polish_max_active) is not None]
 
     def one(r):
         b, st = polish_rounds(batch.view(r), beta[r].copy(), batch.view_state(state, r, beta), pen.row(r), base[r],
@@ -223,7 +223,7 @@ def _final_polish(batch, state, beta, pen: Penalty, base, rows, opts) -> dict:
     """:func:`riskset.solver.ccd.final_polish` of replicates ``rows`` on their own views; returns
     their new objectives."""
     size = opts.final_polish_max_active  # first without the views (a device batch builds them on the host)
-    rows = [r for r in rows if polish_set(beta[r], pen.row(r), base[r], size) is not None]
+    rows = [r for r in rows if 0 < active_set(beta[r], pen.row(r), base[r]).size <= size]
     rows = [r for r in rows if final_polish_set(batch.view(r), beta[r], pen.row(r), base[r], opts) is not None]
 
     def one(r):
