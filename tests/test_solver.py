@@ -401,3 +401,19 @@ def test_newton_blocks_singular_by_count_are_left_to_coordinate_steps(monkeypatc
     res = fit_ccd(df, l1, np.zeros(p), options=SolverOptions(max_iter=5000))
     assert res.converged and any(refused)
     assert sizes and max(sizes) <= df.hessian_rank
+
+
+def test_truncated_conjugate_gradient_steps_still_ascend(monkeypatch):
+    """Conjugate gradients stopped by their iteration cap return their iterate, an ascent step on
+    the quadratic model (the line search then takes what it gains), not nothing; the fit still
+    reaches the optimum."""
+    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)
+    monkeypatch.setattr(ccd, "CG_MAX_ITER", 2)
+    df, l1, l2 = lasso_problem("cox")
+    exact = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-14, polish_max_active=0, max_iter=5000))
+    rough = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-5, polish_max_active=0))
+    active = np.flatnonzero(rough.beta)
+    found = ccd.newton_step(df, rough.state, rough.beta, active, Penalty(l1, l2), 1e-12, np.sign(rough.beta[active]))
+    assert found is not None and found[1] > 0 and active.size > 2
+    newton = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-10))
+    assert newton.converged and newton.objective >= exact.objective - 1e-9 * abs(exact.objective)
