@@ -303,7 +303,6 @@ def risk_set_rank(ks, ke, weights, slot_d) -> int:
     a weighted covariance over its risk set (rows by entry and exit slots ``ks``, ``ke``)."""
     positive = weights > 0
     n_slots = slot_d.shape[0]
-    change = (np.bincount(ks[positive], minlength=n_slots + 1)[:n_slots + 1]
-              - np.bincount(ke[positive], minlength=n_slots + 1)[:n_slots + 1])
+    change = np.bincount(ks[positive], minlength=n_slots + 1) - np.bincount(ke[positive], minlength=n_slots + 1)
     at_risk = np.cumsum(change)[:n_slots]
     return int(np.maximum(at_risk[slot_d > 0] - 1, 0).sum())

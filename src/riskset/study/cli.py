@@ -97,31 +97,32 @@ def run_study(args, load_data) -> int:
 
 def _negative_controls(args) -> dict:
     """The --negative-control outcomes, name -> {field: column values}, read from the --data
-    table; their columns are left out of the covariates (``args.covariates`` set to the others)."""
-    from riskset.data.ingest import _read_table, _to_pandas
+    table (only their columns leave Arrow); their columns are left out of the covariates
+    (``args.covariates`` set to the others)."""
+    from riskset.data.ingest import _read_table
 
     if not args.data:
         raise InputError("--negative-control reads columns of the --data table; give --data FILE")
     fields = ("time", "status") if args.model in ("cox", "fine_gray") else ("y",)
     form = "NAME=TIME:STATUS" if len(fields) == 2 else "NAME=Y"
-    frame = _to_pandas(_read_table(args.data))
+    table = _read_table(args.data)
     controls, used = {}, set()
     for text in args.negative_control:
         name, _, columns = text.partition("=")
         columns = columns.split(":") if columns else []
         if not name or len(columns) != len(fields) or not all(columns):
             raise InputError(f"--negative-control takes {form} with --model {args.model}, got {text!r}")
-        absent = [c for c in columns if c not in frame.columns]
+        absent = [c for c in columns if c not in table.column_names]
         if absent:
             raise InputError(f"--negative-control {name}: column(s) {', '.join(map(repr, absent))} not in the "
                              f"--data table {args.data!r}")
         if name in controls:
             raise InputError(f"--negative-control {name!r} is given twice")
-        controls[name] = {field: frame[c].to_numpy() for field, c in zip(fields, columns)}
+        controls[name] = {field: table.column(c).to_pandas().to_numpy() for field, c in zip(fields, columns)}
         used.update(columns)
     if args.covariates is None:
         roles = {getattr(args, r) for r in ROLE_OPTIONS if getattr(args, r)}
-        args.covariates = ",".join(c for c in frame.columns if c not in used | roles)
+        args.covariates = ",".join(c for c in table.column_names if c not in used | roles)
     elif used & set(args.covariates.split(",")):
         both = sorted(used & set(args.covariates.split(",")))
         raise InputError(f"--covariates names negative-control column(s) {both}")
