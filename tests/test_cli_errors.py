@@ -97,6 +97,8 @@ BAD = {
                                                                                            "coefficient(s) 'x9'"),
     "profile unknown": (WIDE + ["--profile", "x9"], "--profile names unknown coefficient(s) 'x9'"),
     "cv-auto without cv": (WIDE + ["--cv-auto"], "give --cv K too"),
+    "cv-early-stop without cv": (WIDE + ["--cv-early-stop", "1"], "give --cv K too"),
+    "cv-early-stop negative": (WIDE + ["--prior", "laplace", "--cv", "3", "--cv-early-stop", "-1"], "--cv-early-stop"),
     "cv more folds than rows": (WIDE + ["--prior", "normal", "--variance", "1", "--cv", "61"],
                                 "n_folds must be between 2 and the number of units (60), got 61"),
     "weight 1e300": (["fit", "--data", "{heavy_csv}", "--y", "y", "--weights", "w"],

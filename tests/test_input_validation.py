@@ -100,6 +100,8 @@ BAD_ARGUMENTS = [
      ["n_folds", "1"]),
     ("cv n_repeats", lambda d, c: riskset.cross_validate(d, "logistic", riskset.Laplace(1.0), n_repeats=0),
      ["n_repeats", "0"]),
+    ("cv early_stop", lambda d, c: riskset.cross_validate(d, "logistic", riskset.Laplace(1.0), early_stop=0),
+     ["early_stop", "0"]),
     ("cv prior none", lambda d, c: riskset.cross_validate(d, "logistic", riskset.NoPrior()),
      ["prior", "'none'"]),
     ("path variances", lambda d, c: riskset.regularization_path(d, "logistic", riskset.Laplace(1.0),

@@ -55,8 +55,12 @@ def test_cross_validation_picks_a_variance_in_the_flat_optimum_of_a_brute_force_
             datafit = riskset.models.get_model("logistic").datafit(test)
             total += datafit.loglik(datafit.new_state(fit.coef.to_numpy()))
         brute[v] = total / 5
-    cv_grid = cv.summary.set_index("variance")["mean"].reindex(grid)
-    assert np.allclose(cv_grid.to_numpy(), [brute[v] for v in grid], atol=1e-4)  # warm starts change nothing
+    cv_grid = cv.summary.set_index("variance")["mean"].reindex(grid).to_numpy()
+    # the grid is walked until two variances score below the peak (early_stop=2), no further
+    peak = int(np.argmax([brute[v] for v in grid]))
+    assert peak + 3 < grid.size and np.array_equal(np.isnan(cv_grid), np.arange(grid.size) > peak + 2)
+    scored = ~np.isnan(cv_grid)
+    assert np.allclose(cv_grid[scored], [brute[v] for v in grid[scored]], atol=1e-4)  # warm starts change nothing
     best = max(brute.values())
     se = cv.summary["se"].max()
     assert cv.summary.set_index("variance").loc[cv.selected_variance, "mean"] >= best - se
@@ -199,7 +203,7 @@ def test_the_refinement_falls_back_to_golden_section_at_the_bracket_end():
 def test_refined_cross_validation_scores_every_split_at_each_new_variance():
     data = riskset.simulate(n=1500, p=20, model="logistic", seed=5)
     cv = riskset.cross_validate(data, "logistic", riskset.Laplace(gamma=1.0), n_folds=4, n_grid=5, progress=False,
-                                auto=True, n_refine=3)
+                                auto=True, n_refine=3, early_stop=None)
     counts = cv.scores.groupby("variance").size()
     grid = np.sort(cv.scores["variance"].unique())
     assert (counts == 4).all() and 5 < grid.size <= 8

@@ -67,6 +67,7 @@ ROLE_OPTIONS = ("y", "time", "status", "start", "strata", "weights", "offset", "
 
 COUNT = bounded(int, 1)
 SEED = bounded(int, 0)
+NON_NEGATIVE_INT = bounded(int, 0)
 FOLDS = bounded(int, 2)
 POSITIVE = bounded(float, 0, low_open=True)
 NON_NEGATIVE = bounded(float, 0)

@@ -44,8 +44,8 @@ import warnings
 
 from riskset import __version__
 from riskset.data.normalize import NORMALIZATIONS
-from riskset.arguments import (COUNT, FOLDS, LEVEL, NON_NEGATIVE, NUMBER, POSITIVE, ROLE_OPTIONS, SEED, SHARE, Parser,
-                               UsageError, bounded)
+from riskset.arguments import (COUNT, FOLDS, LEVEL, NON_NEGATIVE, NON_NEGATIVE_INT, NUMBER, POSITIVE, ROLE_OPTIONS,
+                               SEED, SHARE, Parser, UsageError, bounded)
 from riskset.backend import Backend
 from riskset.exceptions import ConvergenceWarning, InputError
 from riskset.study.cli import add_study, run_study
@@ -187,6 +187,9 @@ def _add_fit(sub):
     sel.add_argument("--cv-grid", type=FOLDS, metavar="G", help="variances on the grid (default 10)")
     sel.add_argument("--cv-auto", action="store_true",
                      help="refine the best grid variance by a parabolic search in log-variance")
+    sel.add_argument("--cv-early-stop", type=NON_NEGATIVE_INT, metavar="N",
+                     help="leave the grid (walked from the strongest prior) once N consecutive variances score "
+                          "below the best (default 2; 0 scores every variance)")
     sel.add_argument("--bootstrap", type=COUNT, metavar="B", help="B bootstrap replicates by subject: percentile "
                                                                 "intervals and non-zero proportions")
     sel.add_argument("--seed", type=SEED, help="seed of folds and bootstrap samples (default 0)")
@@ -500,7 +503,8 @@ def _analysis_inputs(args):
 
 def _analysis_options(args, tol) -> dict:
     """Keyword arguments of riskset.selection.analyses.analyse shared by every way of fitting."""
-    cv = dict(n_folds=args.cv, n_repeats=args.cv_repeats, n_grid=args.cv_grid, auto=args.cv_auto) if args.cv else None
+    cv = dict(n_folds=args.cv, n_repeats=args.cv_repeats, n_grid=args.cv_grid, auto=args.cv_auto,
+              early_stop=args.cv_early_stop or None) if args.cv else None
     if cv is not None and args.group_variance is not None:  # a hierarchical prior's group variance, held
         cv["group_variances"] = [args.group_variance]
     return dict(cv=cv, n_boot=args.bootstrap, seed=args.seed or 0, n_jobs=args.jobs, tol=tol,
@@ -645,10 +649,11 @@ def _check_approximation_options(args) -> None:
 
 def _check_selection_options(args) -> None:
     """Options of cross-validation, bootstrap and parallel fits without the step they belong to."""
-    cv_only = [o for o in ("--cv-repeats", "--cv-grid", "--cv-auto") if _given(args, o)]
+    cv_only = [o for o in ("--cv-repeats", "--cv-grid", "--cv-auto", "--cv-early-stop") if _given(args, o)]
     if cv_only and not args.cv:
         raise InputError(f"{', '.join(cv_only)} set(s) up cross-validation: give --cv K too")
     args.cv_repeats, args.cv_grid = args.cv_repeats or 1, args.cv_grid or 10
+    args.cv_early_stop = 2 if args.cv_early_stop is None else args.cv_early_stop
     replicates = bool(args.cv or args.bootstrap)
     several = bool(args.spec and len(args.spec) > 1)
     needs = {"--seed": ("seeds the folds and bootstrap samples", replicates),

@@ -1,14 +1,16 @@
 """Cross-validation of the prior variance (Cyclops' ``cvType = "grid"`` and ``"auto"``).
 
-The full data are first fitted along the variance grid (the regularization path).
-Each task then fits a batch of (repetition, fold) training weightings at every grid
-point, each fit warm-started from the full-data fit at that point (a training set
-holds (k-1)/k of the rows, so its optimum is close: typically one full sweep and a
-Newton polish or two), and scores the held-out rows by their predictive log-likelihood (one
-split per task on the CPU, every split in one device batch on the GPU; see
-:mod:`riskset.selection.common`). The selected variance maximizes the mean score over
-splits (``auto``: refined between grid points by a parabolic search, each new variance
-fitted on all data first); the refit on all data starts from the nearest full-data fit.
+The variance grid is walked from the strongest prior to the weakest. At each variance
+the full data are fitted first (warm-started from the previous variance: the
+regularization path), then each task fits a batch of (repetition, fold) training
+weightings, each warm-started from that full-data fit (a training set holds (k-1)/k of
+the rows, so its optimum is close: typically one full sweep and a Newton polish or two),
+and scores the held-out rows by their predictive log-likelihood (one split per task on
+the CPU, every split in one device batch on the GPU; see :mod:`riskset.selection.common`).
+The walk stops once the mean score has fallen past its peak (``early_stop``). The
+selected variance maximizes the mean score over splits (``auto``: refined between grid
+points by a parabolic search, each new variance scored as a grid point is); the refit on
+all data starts from the nearest full-data fit.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from riskset.models.base import Model, as_model
 from riskset.results import FitResult
 from riskset.api import fit
 from riskset.selection.common import Context, checked_grid, varied_prior, prior_with_variance, variance_grid
-from riskset.selection.executors import run_tasks
+from riskset.selection.executors import TaskRunner
 from riskset.selection.folds import assign_folds, checked_splits
 from riskset.solver.prior import HierarchicalPrior, Prior
 
@@ -65,9 +67,10 @@ class CVResult:
 
 def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_grid: int = 10,
                    n_folds: int = 10, n_repeats: int = 1, seed: int = 0, auto: bool = False,
-                   n_refine: int = 4, executor=None, n_jobs: int | None = None, progress: bool = True,
-                   tol: float = 1e-8, refit: bool = True, backend: str = "cpu", dtype: str = "float64",
-                   held_out=None, group_variances=None, normalize: str | None = None, **model_options) -> CVResult:
+                   n_refine: int = 4, early_stop: int | None = 2, executor=None, n_jobs: int | None = None,
+                   progress: bool = True, tol: float = 1e-8, refit: bool = True, backend: str = "cpu",
+                   dtype: str = "float64", held_out=None, group_variances=None, normalize: str | None = None,
+                   **model_options) -> CVResult:
     """Choose the prior variance by k-fold cross-validation, repeated ``n_repeats`` times.
 
     Parameters
@@ -84,6 +87,12 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
         the variance at gamma_max (everything zero) down 10^2.5 in gamma.
     auto : after the grid, refine the best variance by ``n_refine`` golden-section
         steps in log-variance between its grid neighbours (bracket, then refine).
+    early_stop : the grid is walked from the strongest prior to the weakest and left once
+        this many consecutive variances score below the best so far (the maximum is then
+        bracketed; Cyclops' auto search, which assumes one mode, leaves after one). The weak
+        end of a grid is where fits are slowest (many active covariates, little curvature)
+        and, past the peak, of no use to the choice. None scores every variance; ``scores``
+        and ``summary`` hold the variances scored.
     executor, n_jobs : where the (repeat, fold) tasks run; see
         :func:`riskset.selection.executors.run_tasks`.
     backend, dtype : ``"gpu"`` fits every split in one batch on the device (see
@@ -111,7 +120,8 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     if normalize is not None:
         scaled, _ = normalized(data, normalize)
         chosen = cross_validate(scaled, m, prior, variances=variances, n_grid=n_grid, n_folds=n_folds,
-                                n_repeats=n_repeats, seed=seed, auto=auto, n_refine=n_refine, executor=executor,
+                                n_repeats=n_repeats, seed=seed, auto=auto, n_refine=n_refine,
+                                early_stop=early_stop, executor=executor,
                                 n_jobs=n_jobs, progress=progress, tol=tol, refit=False, backend=backend, dtype=dtype,
                                 held_out=held_out, group_variances=group_variances)
         if refit:
@@ -122,12 +132,14 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
         return _cross_validate_hierarchical(
             data, m, prior, group_variances, refit=refit, tol=tol, backend=backend, dtype=dtype, variances=variances,
             n_grid=n_grid, n_folds=n_folds, n_repeats=n_repeats, seed=seed, auto=auto, n_refine=n_refine,
-            executor=executor, n_jobs=n_jobs, progress=progress, held_out=held_out)
+            early_stop=early_stop, executor=executor, n_jobs=n_jobs, progress=progress, held_out=held_out)
     if group_variances is not None:
         raise InputError("group_variances is the grid of a hierarchical prior's group variance: give "
                          "prior=riskset.Hierarchical(...)")
     n_folds, n_repeats = check.positive_int("n_folds", n_folds, minimum=2), check.positive_int("n_repeats", n_repeats)
     seed, n_refine = check.seed("seed", seed), check.positive_int("n_refine", n_refine, minimum=0)
+    if early_stop is not None:
+        early_stop = check.positive_int("early_stop", early_stop)
     check.positive_number("tol", tol)
     where = Backend.of(backend, dtype, n_jobs)
     where.check_executor(executor)
@@ -142,25 +154,21 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     ctx = Context(data, m, prior, tol, where)
     grid = variance_grid(ctx, grid, n_grid)
     _require_informative_training(ctx, held_out, splits, n_folds)
-    path = ctx.path(grid, progress, desc="full-data path")
-    likely = np.array([ctx.likely_entrants(path[g], v) for g, v in enumerate(grid)])
-    tasks = _batches(ctx, held_out, grid, np.broadcast_to(path, (len(splits),) + path.shape),
-                     np.broadcast_to(likely, (len(splits),) + likely.shape))
-    results = run_tasks(_score_task, ctx, tasks, executor=executor, n_jobs=n_jobs, progress=progress,
-                        desc="cross-validation")
-    scores = np.concatenate([s for s, _ in results])     # (splits, grid)
-    converged = np.concatenate([k for _, k in results])  # (splits, grid)
-    rows = [dict(variance=v, repeat=r, fold=k, score=scores[i, g], converged=bool(converged[i, g]))
-            for i, (r, k) in enumerate(splits) for g, v in enumerate(grid)]
-    full = {float(np.log(v)): path[g] for g, v in enumerate(grid)}  # log-variance -> full-data fit
-    if auto and grid.size >= 3:
-        rows += _refine(ctx, splits, held_out, grid, rows, full, n_refine, executor, where.n_jobs, progress)
-    scores = pd.DataFrame(rows)
+    with TaskRunner(ctx, executor=executor, n_jobs=n_jobs, progress=progress, desc="cross-validation") as runner:
+        search = _Search(ctx, runner, held_out, splits)
+        runner.expect(grid.size * search.fits_per_variance)
+        for v in grid:
+            search.score(v)
+            if early_stop is not None and search.past_peak(early_stop):
+                break
+        if auto and len(search.means) >= 3:
+            _refine(search, grid[:len(search.means)], n_refine)
+    scores = pd.DataFrame(search.rows)
     _warn_unconverged(scores)
     summary = _summarize(scores)
     best = float(summary.loc[summary["mean"].idxmax(), "variance"])
     chosen = prior_with_variance(prior, best)
-    start = pd.Series(full[min(full, key=lambda u: abs(u - np.log(best)))], index=ctx.names)
+    start = pd.Series(search.nearest_fit(np.log(best)), index=ctx.names)
     final = fit(data, m, chosen, tol=tol, backend=backend, dtype=dtype, warm_start=start) if refit else None
     return CVResult(scores, summary, best, chosen, final)
 
@@ -247,44 +255,69 @@ def _summarize(scores):
     return summary
 
 
-def _refine(ctx, splits, held_out, grid, rows, full, n_refine, executor, n_jobs, progress):
+class _Search:
+    """The variances a cross-validation has scored: each fitted on all data first (from the
+    full-data fit at the nearest variance so far), then every split from that fit (a training
+    set holds (k-1)/k of the rows, so its optimum is close), its held-out rows scored."""
+
+    def __init__(self, ctx: Context, runner: TaskRunner, held_out: np.ndarray, splits: list):
+        self.ctx, self.runner, self.held_out, self.splits = ctx, runner, held_out, splits
+        self.batch = ctx.batch(ctx.base_weights)
+        self.full = {}   # log-variance -> full-data fit
+        self.means = []  # mean score per variance, in the order scored
+        self.rows = []   # one per (variance, split)
+        size = ctx.backend.batch_size or len(splits)
+        self.fits_per_variance = 1 + -(-len(splits) // size)  # the full-data fit and the tasks (progress units)
+
+    def nearest_fit(self, log_variance: float) -> np.ndarray | None:
+        """The full-data fit at the scored variance nearest ``log_variance`` (None before any)."""
+        if not self.full:
+            return None
+        return self.full[min(self.full, key=lambda u: abs(u - log_variance))]
+
+    def score(self, v: float) -> float:
+        """Fit and score every split at variance ``v``; the mean score over splits."""
+        ctx, logv = self.ctx, float(np.log(v))
+        start = self.nearest_fit(logv)
+        beta = ctx.fit_batch(self.batch, [prior_with_variance(ctx.prior, v)], None if start is None else start[None])
+        self.full[logv] = beta.beta[0]
+        self.runner.done()
+        starts = np.broadcast_to(self.full[logv], (len(self.splits), 1, self.full[logv].size))
+        likely = np.broadcast_to(ctx.likely_entrants(self.full[logv], v), starts.shape)
+        out = self.runner.map(_score_task, _batches(ctx, self.held_out, np.array([v]), starts, likely))
+        fold_scores = np.concatenate([s for s, _ in out])[:, 0]
+        converged = np.concatenate([c for _, c in out])[:, 0]
+        self.rows.extend(dict(variance=v, repeat=r, fold=k, score=s, converged=bool(c))
+                         for (r, k), s, c in zip(self.splits, fold_scores, converged))
+        self.means.append(float(fold_scores.mean()))
+        return self.means[-1]
+
+    def past_peak(self, patience: int) -> bool:
+        """The last ``patience`` variances scored all below the best so far (the grid is
+        walked from strong priors to weak: the maximum is bracketed)."""
+        return len(self.means) - 1 - int(np.argmax(self.means)) >= patience
+
+
+def _refine(search: _Search, grid: np.ndarray, n_refine: int) -> None:
     """Search the best variance between the grid neighbours of the best grid point, in
     log-variance, by successive parabolic interpolation (:func:`next_log_variance`; Cyclops'
     auto search also steps to the vertex of a quadratic in log-variance): at most
     ``n_refine`` new variances, at least one (the first vertex, a check of the model
     through three distant grid points), fewer when the search resolves the maximum to the
-    bracket golden-section search would leave after ``n_refine`` steps.
-
-    Each new variance is first fitted on all data (from the full-data fit at the nearest
-    variance so far), and every split starts from that fit, as on the grid: one fit at N
-    shared by all splits, each fold fit then as short as a grid point's (at N = 1M, 10 x 1
-    folds, a refinement took 22 s from the folds' own fits at the nearest variance).
-    ``full`` (log-variance -> full-data fit, the grid's) gains the new variances' fits."""
-    summary = _summarize(pd.DataFrame(rows))
-    i = int(np.clip(summary["mean"].to_numpy().argmax(), 1, grid.size - 2))
+    bracket golden-section search would leave after ``n_refine`` steps. ``grid``: the grid
+    variances scored so far, ascending; each new variance is scored as a grid point is
+    (:meth:`_Search.score`)."""
+    means = np.array(search.means[:grid.size])
+    i = int(np.clip(means.argmax(), 1, grid.size - 2))
     lo, hi = float(np.log(grid[i - 1])), float(np.log(grid[i + 1]))
-    means = dict(zip(np.log(summary["variance"].to_numpy()), summary["mean"].to_numpy()))
-    scores = {float(x): m for x, m in means.items() if lo <= x <= hi}
-    batch = ctx.batch(ctx.base_weights)
+    scores = {float(np.log(v)): m for v, m in zip(grid, means) if lo <= np.log(v) <= hi}
     resolution = (hi - lo) * _GOLDEN**n_refine / 2
-    new_rows = []
     for step in range(n_refine):
         logv = next_log_variance(scores, resolution if step else 0.0)  # the first vertex is always tried
         if logv is None:
             break
-        v = float(np.exp(logv))
-        nearest = full[min(full, key=lambda u: abs(u - logv))]
-        full[logv] = ctx.fit_batch(batch, [prior_with_variance(ctx.prior, v)], nearest[None]).beta[0]
-        start = np.broadcast_to(full[logv], (len(splits), 1, full[logv].size))
-        likely = np.broadcast_to(ctx.likely_entrants(full[logv], v), start.shape)
-        out = run_tasks(_score_task, ctx, _batches(ctx, held_out, np.array([v]), start, likely),
-                        executor=executor, n_jobs=n_jobs, progress=progress, desc=f"refining variance {v:.3g}")
-        fold_scores = np.concatenate([s for s, _ in out])[:, 0]
-        converged = np.concatenate([c for _, c in out])[:, 0]
-        new_rows.extend(dict(variance=v, repeat=r, fold=k, score=s, converged=bool(c))
-                        for (r, k), s, c in zip(splits, fold_scores, converged))
-        scores[logv] = float(fold_scores.mean())
-    return new_rows
+        search.runner.expect(search.fits_per_variance)
+        scores[logv] = search.score(float(np.exp(logv)))
 
 
 def next_log_variance(scores: dict, resolution: float) -> float | None:
