@@ -326,3 +326,25 @@ def test_reweighted_view_equals_prepared_with_weights(rng, kind):
     w[np.flatnonzero(data.strata == data.strata[-1])[0]] += 1.0
     with pytest.raises(InputError, match="constant within each stratum"):
         df.reweighted(w)
+
+
+@pytest.mark.parametrize("ties", ["exact", "breslow"])
+def test_hessian_rank_bounds_the_numerical_rank(ties):
+    """Matched sets of 3 with one case: two ranks of curvature per set, none from a set without
+    a case or of weight 0 (a fold's view), whatever the number of covariates."""
+    rng = np.random.default_rng(4)
+    n_sets, p = 30, 120
+    strata = np.repeat(np.arange(n_sets), 3)
+    y = np.zeros(3 * n_sets)
+    y[3 * np.arange(n_sets - 4)] = 1.0  # the last 4 sets hold no case
+    X = sp.csc_matrix(rng.normal(size=(3 * n_sets, p)))
+    data = Dataset(X=X, covariate_names=[f"x{j}" for j in range(p)], row_ids=np.arange(3 * n_sets), y=y,
+                   strata=strata)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)  # the sets without a case are dropped
+        df = ConditionalLogistic(ties=ties).datafit(data)
+    view = df.reweighted(np.where(strata % 5 == 0, 0.0, 1.0))
+    assert df.hessian_rank == 2 * (n_sets - 4) and view.hessian_rank == 2 * (n_sets - 4 - 6)
+    for fit in (df, view):
+        H = fit.hessian(fit.new_state(rng.normal(scale=0.1, size=p)), np.arange(p))
+        assert np.linalg.matrix_rank(H, tol=1e-9 * np.abs(H).max()) == fit.hessian_rank

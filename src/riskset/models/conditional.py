@@ -43,6 +43,8 @@ exact sets of up to 64 cases).
 """
 from __future__ import annotations
 
+from functools import cached_property
+
 import warnings
 
 import numpy as np
@@ -95,9 +97,18 @@ class ConditionalDatafit(Datafit):
     def _set_stratum_weights(self, c_s):
         """c_s and what depends on it: y = c_s y_raw, n_s and the static sum_r y_r x_rj per column."""
         self.c_s = np.ascontiguousarray(c_s, dtype=np.float64)
+        self.__dict__.pop("hessian_rank", None)
         self.y = self.y_raw * self.c_s[self.row_stratum]
         self.n_s = np.bincount(self.row_stratum, weights=self.y, minlength=self.n_strata).astype(np.float64)
         self.xy = np.ascontiguousarray(self.X.T @ self.y, dtype=np.float64)
+
+    @cached_property
+    def hessian_rank(self) -> int:
+        """The Hessian is a sum over strata of a covariance of x across the stratum's rows (of
+        the rows' own x in the multinomial form, of sums of m rows' in the exact one): rank at
+        most (rows - 1) per stratum of positive weight with an event (a matched pair: one)."""
+        counted = (self.c_s > 0) & (self.n_s > 0)
+        return int(np.maximum(np.diff(self.stratum_ptr)[counted] - 1, 0).sum())
 
     def data_weights(self):
         """Case weights in Dataset row order: each row carries its stratum's weight c_s."""
