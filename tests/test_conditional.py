@@ -348,3 +348,23 @@ def test_hessian_rank_bounds_the_numerical_rank(ties):
     for fit in (df, view):
         H = fit.hessian(fit.new_state(rng.normal(scale=0.1, size=p)), np.arange(p))
         assert np.linalg.matrix_rank(H, tol=1e-9 * np.abs(H).max()) == fit.hessian_rank
+
+
+def test_column_runs_are_the_runs_of_equal_stratum_in_int32():
+    """Each column's non-zeros split into runs of one stratum, as a NumPy reading of the
+    definition gives them; the arrays with an entry per run (up to one per non-zero) in int32."""
+    from riskset.kernels.cpu.conditional import column_runs
+
+    rng = np.random.default_rng(5)
+    X = sp.random(900, 40, density=0.1, format="csc", random_state=2)
+    X.sort_indices()
+    strata = np.sort(rng.integers(0, 120, 900))
+    col_runs, run_start, run_stratum = column_runs(X.indptr, X.indices, strata)
+    assert run_start.dtype == np.int32 and run_stratum.dtype == np.int32
+    for j in range(X.shape[1]):
+        s = strata[X.indices[X.indptr[j]:X.indptr[j + 1]]]
+        heads = X.indptr[j] + np.flatnonzero(np.r_[True, s[1:] != s[:-1]]) if s.size else np.zeros(0, int)
+        runs = slice(col_runs[j], col_runs[j + 1])
+        np.testing.assert_array_equal(run_start[runs], heads)
+        np.testing.assert_array_equal(run_stratum[runs], strata[X.indices[heads]])
+    assert run_start[-1] == X.nnz

@@ -233,6 +233,7 @@ def test_refresh_of_the_moved_strata_equals_a_full_refresh(moves):
 
 def test_a_column_touches_only_the_strata_of_its_rows():
     df = small_strata_datafit()
+    assert df.col_strata.dtype == np.int32  # up to one entry per non-zero: the narrow type
     for j in range(df.n_coef):
         rows = df.indices[df.indptr[j]:df.indptr[j + 1]]
         np.testing.assert_array_equal(df.col_strata[df.strata_ptr[j]:df.strata_ptr[j + 1]],

@@ -54,6 +54,12 @@ def row_indices(indices: np.ndarray) -> np.ndarray:
     return indices.view(np.uint32) if indices.dtype == np.int32 else indices
 
 
+def index_type(largest: int):
+    """The narrowest signed integer type the derived index arrays use for 0..``largest``
+    (int32 where it holds them: half the bytes of an array with an entry per non-zero)."""
+    return np.int32 if largest < 2**31 else np.int64
+
+
 def canonical_csc(X) -> sp.csc_matrix:
     """``X`` as a float64 CSC matrix in canonical form, sharing X's arrays when it already
     is one (checked in O(nnz), never assumed); otherwise duplicates are summed and indices

@@ -37,6 +37,7 @@ import math
 import numpy as np
 from numba import njit
 
+from riskset.core.design import index_type
 from riskset.core.sweep import compile_family
 
 
@@ -139,14 +140,44 @@ def column_runs(indptr, indices, row_stratum):
     non-zeros; column j's runs are col_runs[j]:col_runs[j + 1], run k spans the non-zeros
     run_start[k]:run_start[k + 1] and lies in stratum run_stratum[k]. The kernels walk a
     column run by run, reading its strata in order instead of looking up each non-zero's
-    row (one scattered load per non-zero fewer)."""
-    nnz = int(indptr[-1])
-    st = row_stratum[indices[:nnz]]
-    col = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))
-    head = np.ones(nnz, bool)
-    head[1:] = (st[1:] != st[:-1]) | (col[1:] != col[:-1])
-    starts = np.flatnonzero(head)
-    return np.searchsorted(starts, indptr).astype(np.int64), np.r_[starts, nnz].astype(np.int64), st[head]
+    row (one scattered load per non-zero fewer). ``run_start`` and ``run_stratum`` (up to
+    one entry per non-zero) are int32 where their values fit; no temporary per non-zero."""
+    p, nnz = indptr.shape[0] - 1, int(indptr[-1])
+    n_strata = int(row_stratum[-1]) + 1 if row_stratum.shape[0] else 0
+    col_runs = np.zeros(p + 1, np.int64)
+    _count_runs(indptr, indices, row_stratum, col_runs)
+    n_runs = int(col_runs[p])
+    run_start = np.empty(n_runs + 1, index_type(nnz))
+    run_stratum = np.empty(n_runs, index_type(n_strata))
+    _fill_runs(indptr, indices, row_stratum, col_runs, run_start, run_stratum)
+    return col_runs, run_start, run_stratum
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _count_runs(indptr, indices, row_stratum, col_runs):
+    """col_runs[j + 1] = col_runs[j] + the runs of equal stratum among column j's non-zeros."""
+    for j in range(indptr.shape[0] - 1):
+        n, prev = 0, -1
+        for i in range(indptr[j], indptr[j + 1]):
+            s = row_stratum[indices[i]]
+            if s != prev:
+                n += 1
+                prev = s
+        col_runs[j + 1] = col_runs[j] + n
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _fill_runs(indptr, indices, row_stratum, col_runs, run_start, run_stratum):
+    for j in range(indptr.shape[0] - 1):
+        k, prev = col_runs[j], -1
+        for i in range(indptr[j], indptr[j + 1]):
+            s = row_stratum[indices[i]]
+            if s != prev:
+                run_start[k] = i
+                run_stratum[k] = s
+                k += 1
+                prev = s
+    run_start[run_start.shape[0] - 1] = indptr[indptr.shape[0] - 1]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
