@@ -353,7 +353,7 @@ def test_hessian_rank_bounds_the_numerical_rank(ties):
 def test_column_runs_are_the_runs_of_equal_stratum_in_int32():
     """Each column's non-zeros split into runs of one stratum, as a NumPy reading of the
     definition gives them; the arrays with an entry per run (up to one per non-zero) in int32."""
-    from riskset.kernels.cpu.conditional import column_runs
+    from riskset.core.design import column_runs
 
     rng = np.random.default_rng(5)
     X = sp.random(900, 40, density=0.1, format="csc", random_state=2)
@@ -368,3 +368,9 @@ def test_column_runs_are_the_runs_of_equal_stratum_in_int32():
         np.testing.assert_array_equal(run_start[runs], heads)
         np.testing.assert_array_equal(run_stratum[runs], strata[X.indices[heads]])
     assert run_start[-1] == X.nnz
+    again = column_runs(X.indptr, X.indices, strata, starts=False)
+    assert again[1] is None and np.array_equal(again[0], col_runs) and np.array_equal(again[2], run_stratum)
+    one = column_runs(X.indptr, X.indices, np.zeros(900, np.int64))  # one stratum: a run per non-empty column
+    np.testing.assert_array_equal(np.diff(one[0]), np.diff(X.indptr) > 0)
+    np.testing.assert_array_equal(one[1][:-1], X.indptr[:-1][np.diff(X.indptr) > 0])
+    assert not one[2].any()

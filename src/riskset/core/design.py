@@ -60,6 +60,60 @@ def index_type(largest: int):
     return np.int32 if largest < 2**31 else np.int64
 
 
+def column_runs(indptr, indices, row_stratum, starts: bool = True):
+    """(col_runs, run_start, run_stratum): the runs of equal stratum among each column's
+    non-zeros (rows sorted by stratum: a column's runs are the distinct strata of its rows,
+    ascending); column j's runs are col_runs[j]:col_runs[j + 1], run k spans the non-zeros
+    run_start[k]:run_start[k + 1] and lies in stratum run_stratum[k]. The stratified kernels
+    walk a column run by run, or refresh only its strata, instead of looking up each
+    non-zero's row. O(nnz), O(P) with one stratum; no temporary per non-zero.
+    ``run_start`` and ``run_stratum`` (up to one entry per non-zero) are int32 where their
+    values fit; ``run_start`` is None unless ``starts``."""
+    p, nnz = indptr.shape[0] - 1, int(indptr[-1])
+    single = row_stratum.shape[0] == 0 or row_stratum[0] == row_stratum[-1]
+    col_runs = np.zeros(p + 1, np.int64)
+    _count_runs(indptr, indices, row_stratum, single, col_runs)
+    n_runs = int(col_runs[p])
+    run_start = np.empty(n_runs + 1 if starts else 0, index_type(nnz))
+    run_stratum = np.empty(n_runs, index_type(int(row_stratum[-1]) if row_stratum.shape[0] else 0))
+    _fill_runs(indptr, indices, row_stratum, single, col_runs, run_start, run_stratum)
+    return col_runs, (run_start if starts else None), run_stratum
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _count_runs(indptr, indices, row_stratum, single, col_runs):
+    for j in range(indptr.shape[0] - 1):
+        n, prev = 0, -1
+        for i in range(indptr[j], indptr[j + 1]):
+            s = row_stratum[indices[i]]
+            if s != prev:
+                n += 1
+                prev = s
+                if single:
+                    break
+        col_runs[j + 1] = col_runs[j] + n
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _fill_runs(indptr, indices, row_stratum, single, col_runs, run_start, run_stratum):
+    """Fill the runs counted by :func:`_count_runs` (``run_start`` if it has room)."""
+    with_starts = run_start.shape[0] > 0
+    for j in range(indptr.shape[0] - 1):
+        k, prev = col_runs[j], -1
+        for i in range(indptr[j], indptr[j + 1]):
+            s = row_stratum[indices[i]]
+            if s != prev:
+                if with_starts:
+                    run_start[k] = i
+                run_stratum[k] = s
+                k += 1
+                prev = s
+                if single:
+                    break
+    if with_starts:
+        run_start[run_start.shape[0] - 1] = indptr[indptr.shape[0] - 1]
+
+
 def canonical_csc(X) -> sp.csc_matrix:
     """``X`` as a float64 CSC matrix in canonical form, sharing X's arrays when it already
     is one (checked in O(nnz), never assumed); otherwise duplicates are summed and indices

@@ -49,6 +49,7 @@ import warnings
 
 import numpy as np
 
+from riskset.core.design import column_runs
 from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import conditional as conditional_kernels
@@ -90,7 +91,7 @@ class ConditionalDatafit(Datafit):
                         else np.ascontiguousarray(exact_m, dtype=np.int64))
         self.rows = np.arange(self.n_rows) if rows is None else rows  # Dataset row of each datafit row
         self.indicator = self.products.unit  # per column: every stored value is 1
-        self.col_runs, self.run_start, self.run_stratum = conditional_kernels.column_runs(
+        self.col_runs, self.run_start, self.run_stratum = column_runs(
             self.indptr, self.indices, self.row_stratum)
         self.max_m = int(self.exact_m.max()) if n_strata else 0
 

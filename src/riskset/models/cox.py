@@ -36,6 +36,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from riskset.core.design import column_runs
 from riskset.data.risksets import (build_risk_sets, check_survival, column_breakpoints, expand_time_varying,
                                    interval_labels, risk_set_rank, slots_at_nonzeros)
 from riskset.exceptions import DataWarning, InputError
@@ -93,7 +94,7 @@ class CoxDatafit(Datafit):
         self.slot_ptr = np.r_[0, np.flatnonzero(rs.slot_last) + 1].astype(np.int64)
         self.n_strata = self.slot_ptr.shape[0] - 1
         self.all_strata = np.arange(self.n_strata, dtype=np.int64)
-        self.strata_ptr, self.col_strata = K.column_strata(self.indptr, self.indices, rs.row_stratum)
+        self.strata_ptr, _, self.col_strata = column_runs(self.indptr, self.indices, rs.row_stratum, starts=False)
         self.row_pieces = K.row_pieces(rs.row_stratum, rs.ke)  # the O(N) passes in parallel (K.new_state)
         self.walk_chunk = K.WALK_CHUNK  # non-zeros per chunk of a column's parallel walk and move
         self.codes = None

@@ -15,7 +15,7 @@ so that for column j, with mu_s = sum_{r in s} w_r x_rj / W_s,
 
 and only the strata holding a non-zero of column j contribute to the second terms:
 one pass over the non-zeros of j (sorted by row, hence in runs of one stratum each,
-listed once by :func:`column_runs`) is O(nnz_j); g_j alone (the sweep's screen of a
+listed once by :func:`riskset.core.design.column_runs`) is O(nnz_j); g_j alone (the sweep's screen of a
 coordinate at its prior center) needs no second moment. A move updates eta, w at
 those rows and W_s by the difference.
 
@@ -37,7 +37,6 @@ import math
 import numpy as np
 from numba import njit
 
-from riskset.core.design import index_type
 from riskset.core.sweep import compile_family
 
 
@@ -135,51 +134,6 @@ def _exact_inclusion(w, a, b, m, pi):
 
 
 # -- state, moves and derivatives -------------------------------------------------
-def column_runs(indptr, indices, row_stratum):
-    """(col_runs, run_start, run_stratum): the runs of equal stratum among each column's
-    non-zeros; column j's runs are col_runs[j]:col_runs[j + 1], run k spans the non-zeros
-    run_start[k]:run_start[k + 1] and lies in stratum run_stratum[k]. The kernels walk a
-    column run by run, reading its strata in order instead of looking up each non-zero's
-    row (one scattered load per non-zero fewer). ``run_start`` and ``run_stratum`` (up to
-    one entry per non-zero) are int32 where their values fit; no temporary per non-zero."""
-    p, nnz = indptr.shape[0] - 1, int(indptr[-1])
-    n_strata = int(row_stratum[-1]) + 1 if row_stratum.shape[0] else 0
-    col_runs = np.zeros(p + 1, np.int64)
-    _count_runs(indptr, indices, row_stratum, col_runs)
-    n_runs = int(col_runs[p])
-    run_start = np.empty(n_runs + 1, index_type(nnz))
-    run_stratum = np.empty(n_runs, index_type(n_strata))
-    _fill_runs(indptr, indices, row_stratum, col_runs, run_start, run_stratum)
-    return col_runs, run_start, run_stratum
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _count_runs(indptr, indices, row_stratum, col_runs):
-    """col_runs[j + 1] = col_runs[j] + the runs of equal stratum among column j's non-zeros."""
-    for j in range(indptr.shape[0] - 1):
-        n, prev = 0, -1
-        for i in range(indptr[j], indptr[j + 1]):
-            s = row_stratum[indices[i]]
-            if s != prev:
-                n += 1
-                prev = s
-        col_runs[j + 1] = col_runs[j] + n
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _fill_runs(indptr, indices, row_stratum, col_runs, run_start, run_stratum):
-    for j in range(indptr.shape[0] - 1):
-        k, prev = col_runs[j], -1
-        for i in range(indptr[j], indptr[j + 1]):
-            s = row_stratum[indices[i]]
-            if s != prev:
-                run_start[k] = i
-                run_stratum[k] = s
-                k += 1
-                prev = s
-    run_start[run_start.shape[0] - 1] = indptr[indptr.shape[0] - 1]
-
-
 @njit(cache=True, nogil=True, error_model="numpy")
 def stratum_shift(eta, a, b):
     """The largest eta[a:b] (0 if none is finite or larger than -inf). Every term of the
@@ -408,7 +362,7 @@ def exact_hessian_block(sub_ptr, sub_idx, sub_val, k, w, stratum_ptr, exact_m, c
 
 # -- the compiled family contract (riskset.core.sweep) ---------------------------------
 # data = (col_runs, run_start, run_stratum, indices, values, indicator, xy, stratum_ptr, n_s, exact_m, c_s)
-# (the first three from :func:`column_runs`); state = (eta, w, W, B, dB, d2B).
+# (the first three from :func:`riskset.core.design.column_runs`); state = (eta, w, W, B, dB, d2B).
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_refresh(data, state):

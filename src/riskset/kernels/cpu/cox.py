@@ -35,7 +35,6 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from riskset.core.design import index_type
 from riskset.core.sweep import compile_family
 from riskset.core.prefetch import DISTANCE, prefetch
 
@@ -202,52 +201,6 @@ def moved_weight(eta, w, r, x, delta, factor, indicator):
     wn = wo * (factor if indicator else math.exp(delta * x))
     w[r] = wn
     return wn - wo
-
-
-def column_strata(indptr, indices, row_stratum):
-    """(ptr, strata): ``strata[ptr[j] : ptr[j+1]]`` are the distinct strata of the rows of
-    column j's non-zeros, ascending (rows are sorted by stratum), in O(nnz); O(P) with one
-    stratum. ``strata`` (up to one entry per non-zero) is int32 where the codes fit."""
-    p = indptr.shape[0] - 1
-    single = row_stratum.shape[0] == 0 or row_stratum[0] == row_stratum[-1]
-    ptr = np.zeros(p + 1, np.int64)
-    _count_column_strata(indptr, indices, row_stratum, single, ptr)
-    strata = np.empty(ptr[p], index_type(int(row_stratum[-1]) if row_stratum.shape[0] else 0))
-    _fill_column_strata(indptr, indices, row_stratum, single, ptr, strata)
-    return ptr, strata
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _count_column_strata(indptr, indices, row_stratum, single, ptr):
-    for j in range(indptr.shape[0] - 1):
-        n = 0
-        if single:
-            n = 1 if indptr[j + 1] > indptr[j] else 0
-        else:
-            prev = -1
-            for i in range(indptr[j], indptr[j + 1]):
-                s = row_stratum[indices[i]]
-                if s != prev:
-                    n += 1
-                    prev = s
-        ptr[j + 1] = ptr[j] + n
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _fill_column_strata(indptr, indices, row_stratum, single, ptr, strata):
-    for j in range(indptr.shape[0] - 1):
-        k = ptr[j]
-        if single:
-            if ptr[j + 1] > k:
-                strata[k] = row_stratum[0]
-            continue
-        prev = -1
-        for i in range(indptr[j], indptr[j + 1]):
-            s = row_stratum[indices[i]]
-            if s != prev:
-                strata[k] = s
-                k += 1
-                prev = s
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
