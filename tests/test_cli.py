@@ -75,7 +75,7 @@ def test_cross_validation_and_bootstrap_from_the_command_line(tmp_path):
                      "--cv", "3", "--cv-grid", "4", "--cv-early-stop", "0", "--bootstrap", "6", "--plot-dir",
                      str(tmp_path / "plots"), "--out", str(out), "--quiet"]) == 0
     res = json.loads(out.read_text())
-    assert len(res["cross_validation"]) == 4  # every grid variance scored and len(res["bootstrap"]) == 11
+    assert len(res["cross_validation"]) == 4 and len(res["bootstrap"]) == 11  # every grid variance scored
     chosen = max(res["cross_validation"], key=lambda r: r["mean"])["variance"]
     assert res["prior"]["gamma"] == pytest.approx((2 / chosen) ** 0.5)
     assert (tmp_path / "plots" / "cross_validation.png").exists()
