@@ -209,31 +209,28 @@ def _require_informative_training(ctx: Context, held_out, splits, n_folds):
                              f"with an event for n_folds = {n_folds}: use fewer folds (or more data)")
 
 
-def _batches(ctx, held_out, grid, starts, likely):
-    """Tasks of ``ctx.backend.batch_size`` splits each: (held-out masks, grid, starts (splits,
-    grid, P), their likely entrants (splits, grid, P): :meth:`Context.likely_entrants`)."""
-    size = ctx.backend.batch_size or held_out.shape[0]
-    return [(held_out[a:a + size], grid, starts[a:a + size], likely[a:a + size])
-            for a in range(0, held_out.shape[0], size)]
+def _batches(ctx, held_out, v, start, likely):
+    """Tasks of :func:`_batch_size` splits each, every split fitted at variance ``v`` from the
+    full-data fit ``start`` whose likely entrants are ``likely`` (:meth:`Context.likely_entrants`)."""
+    size = _batch_size(ctx, held_out.shape[0])
+    return [(held_out[a:a + size], v, start, likely) for a in range(0, held_out.shape[0], size)]
+
+
+def _batch_size(ctx, n_splits: int) -> int:
+    """Splits per task: the backend's batch (one on the CPU), or every split in one."""
+    return ctx.backend.batch_size or n_splits
 
 
 def _score_task(ctx: Context, task):
-    """Fit a batch of training weightings at each point of ``grid`` from its starting
-    points; held-out scores.
-
-    Returns scores (splits, grid) and whether each fit converged (splits, grid).
-    """
-    held_out, grid, starts, likely = task
+    """Fit a batch of training weightings at one variance from the same start; their held-out
+    scores and whether each fit converged."""
+    held_out, v, start, likely = task
+    n = held_out.shape[0]
     train = ctx.batch(np.where(held_out, 0.0, ctx.base_weights))
     score = ctx.scorer(np.where(held_out, ctx.base_weights, 0.0))
-    scores = np.zeros((held_out.shape[0], grid.size))
-    converged = np.zeros((held_out.shape[0], grid.size), bool)
-    for g, v in enumerate(grid):
-        res = ctx.fit_batch(train, [prior_with_variance(ctx.prior, v)] * held_out.shape[0], starts[:, g],
-                            likely[:, g])
-        scores[:, g] = score(res.beta)
-        converged[:, g] = res.converged
-    return scores, converged
+    res = ctx.fit_batch(train, [prior_with_variance(ctx.prior, v)] * n, np.broadcast_to(start, (n, start.size)),
+                        np.broadcast_to(likely, (n, likely.size)))
+    return score(res.beta), res.converged
 
 
 def _warn_unconverged(scores: pd.DataFrame) -> None:
@@ -266,8 +263,8 @@ class _Search:
         self.full = {}   # log-variance -> full-data fit
         self.means = []  # mean score per variance, in the order scored
         self.rows = []   # one per (variance, split)
-        size = ctx.backend.batch_size or len(splits)
-        self.fits_per_variance = 1 + -(-len(splits) // size)  # the full-data fit and the tasks (progress units)
+        # progress units per variance: the full-data fit and the tasks
+        self.fits_per_variance = 1 + -(-len(splits) // _batch_size(ctx, len(splits)))
 
     def nearest_fit(self, log_variance: float) -> np.ndarray | None:
         """The full-data fit at the scored variance nearest ``log_variance`` (None before any)."""
@@ -279,14 +276,13 @@ class _Search:
         """Fit and score every split at variance ``v``; the mean score over splits."""
         ctx, logv = self.ctx, float(np.log(v))
         start = self.nearest_fit(logv)
-        beta = ctx.fit_batch(self.batch, [prior_with_variance(ctx.prior, v)], None if start is None else start[None])
-        self.full[logv] = beta.beta[0]
+        full = ctx.fit_batch(self.batch, [prior_with_variance(ctx.prior, v)], None if start is None else start[None])
+        self.full[logv] = full.beta[0]
         self.runner.done()
-        starts = np.broadcast_to(self.full[logv], (len(self.splits), 1, self.full[logv].size))
-        likely = np.broadcast_to(ctx.likely_entrants(self.full[logv], v), starts.shape)
-        out = self.runner.map(_score_task, _batches(ctx, self.held_out, np.array([v]), starts, likely))
-        fold_scores = np.concatenate([s for s, _ in out])[:, 0]
-        converged = np.concatenate([c for _, c in out])[:, 0]
+        likely = ctx.likely_entrants(self.full[logv], v)
+        out = self.runner.map(_score_task, _batches(ctx, self.held_out, v, self.full[logv], likely))
+        fold_scores = np.concatenate([s for s, _ in out])
+        converged = np.concatenate([c for _, c in out])
         self.rows.extend(dict(variance=v, repeat=r, fold=k, score=s, converged=bool(c))
                          for (r, k), s, c in zip(self.splits, fold_scores, converged))
         self.means.append(float(fold_scores.mean()))
