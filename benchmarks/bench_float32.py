@@ -11,6 +11,7 @@ gives both times, their ratio and the largest coefficient difference.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import numpy as np
@@ -26,7 +27,7 @@ def timed_fit(model, data, dtype, penalty):
     datafit = get_model(model).datafit(data)
     if dtype == "float32":
         datafit.values = datafit.values.astype(np.float32)
-        datafit.products = ColumnProducts(datafit.indptr, datafit.indices, datafit.values, datafit.n_rows)
+        datafit.products = ColumnProducts(dataclasses.replace(datafit.design, values=datafit.values))
     t0 = time.perf_counter()
     result = fit_ccd(datafit, np.full(datafit.n_coef, penalty), np.zeros(datafit.n_coef))
     return time.perf_counter() - t0, result

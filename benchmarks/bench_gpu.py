@@ -265,7 +265,7 @@ def pass_table(args, bandwidth):
                 k = min(50, p)
                 beta[rng.choice(p, k, replace=False)] = rng.normal(scale=0.1, size=k)
                 state = dev.new_state(beta)
-                nnz = cpu_df.X.nnz + (n if getattr(cpu_df, "first", 0) else 0)
+                nnz = cpu_df.design.nnz + (n if getattr(cpu_df, "first", 0) else 0)
                 if model in ("cox", "fine_gray"):
                     ns = cpu_df.rs.n_slots if model == "cox" else cpu_df.n_slots
                     kinds = {"exact state + loglik": (lambda: dev._loglik_all(state),

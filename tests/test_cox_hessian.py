@@ -30,7 +30,7 @@ def design(seed, n, p, n_strata, start, weights):
 def reference_hessian(df, state, cols):
     """-X' diag(v) X + N1' Q2 N1 - N1' R2 E1 - E1' R2 N1 + E1' T2 E1 with N1 = AtRisk (w x),
     E1 = EventAt (w x) as dense (n_slots x N) matrices (state synced by df.hessian)."""
-    X = df.X[:, cols].toarray()
+    X = df.design.to_csc(cols).toarray()
     slots = np.arange(df.rs.n_slots)[:, None]
     at_risk = (df.ks[None, :] <= slots) & (slots < df.ke[None, :])
     event_at = (df.event[None, :] == 1) & (df.ke[None, :] - 1 == slots)

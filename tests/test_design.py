@@ -18,7 +18,7 @@ import riskset
 import riskset.core.interface as interface
 import riskset.data.risksets as risksets
 import riskset.models.cox as cox
-from riskset.core.design import canonical_csc, is_canonical, take_rows
+from riskset.core.design import CompactCSC, canonical_csc, is_canonical, row_indices, take_rows, unit_columns
 from riskset.data.dataset import Dataset
 from riskset.models.conditional import ConditionalLogistic, ConditionalPoisson
 from riskset.models.cox import CoxDatafit
@@ -39,6 +39,31 @@ def messy_csc(n, p, seed, density=0.3):
     data = rng.integers(-8, 9, indices.size) / 4.0  # explicit zeros among them
     indptr = np.r_[0, np.cumsum([r.size for r in rows])].astype(np.int32)
     return sp.csc_matrix((data, indices, indptr), shape=(n, p))
+
+
+def mixed_csc(n, p, seed, density=0.3):
+    """A canonical CSC matrix whose odd columns are indicators (every stored value 1), whose
+    even columns hold multiples of 1/4, and whose last column is empty."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, p, density=density, format="csc", random_state=seed)
+    X.data = np.where(np.arange(p)[np.repeat(np.arange(p), np.diff(X.indptr))] % 2 == 1, 1.0,
+                      rng.integers(-8, 9, X.nnz) / 4 + 3.0)
+    X.data[X.indptr[p - 1]:] = 0.0
+    X.eliminate_zeros()
+    return X
+
+
+def assert_compact(design: CompactCSC):
+    """No value stored per non-zero of an indicator column: ``values`` holds the valued
+    columns' values and one run of ones as long as the longest indicator column."""
+    counts = np.diff(design.indptr)
+    if design.unit.any():
+        expected = counts[~design.unit].sum() + counts[design.unit].max(initial=0)
+    else:
+        expected = design.nnz
+    assert design.values.shape[0] == expected
+    for j in range(design.n_cols):
+        assert np.all(design.column(j)[1] == 1.0) == bool(design.unit[j]) or counts[j] == 0
 
 
 def scipy_canonical(X):
@@ -87,7 +112,7 @@ def scipy_preparation(monkeypatch):
     preparation that riskset.core.design replaced (the references)."""
     def use():
         monkeypatch.setattr(interface, "canonical_csc", scipy_canonical)
-        monkeypatch.setattr(interface, "take_rows", scipy_take_rows)
+        monkeypatch.setattr(interface, "take_rows", lambda X, rows: CompactCSC.of(scipy_take_rows(X, rows)))
         monkeypatch.setattr(risksets, "sorted_unique", np.unique)
 
         def slots(indices, rs):
@@ -104,11 +129,12 @@ def test_take_rows_is_scipy_fancy_indexing_sorted(n, p, seed):
     rng = np.random.default_rng(seed)
     X = scipy_canonical(messy_csc(n, p, seed)) if n else sp.csc_matrix((0, p))
     assert is_canonical(X.indptr, X.indices, n)
-    for rows in (rng.permutation(n), np.sort(rng.permutation(n)[: n // 2]), rng.permutation(n)[: n // 3],
-                 np.arange(n)):
-        out = take_rows(X, rows)
-        assert_same_csc(out, scipy_take_rows(X, rows))
-        assert out.has_canonical_format
+    for design in (X, scipy_canonical(mixed_csc(n, p, seed)) if n else X):
+        for rows in (rng.permutation(n), np.sort(rng.permutation(n)[: n // 2]), rng.permutation(n)[: n // 3],
+                     np.arange(n)):
+            out = take_rows(design, rows)
+            assert_same_csc(out.to_csc(), scipy_take_rows(design, rows))
+            assert_compact(out)
 
 
 def test_take_rows_refuses_repeated_rows():
@@ -154,7 +180,7 @@ def test_cox_datafit_equals_the_scipy_preparation(case, ties, formulation, scipy
     scipy_preparation()
     ref = CoxDatafit(X.copy(), *args, ties=ties, formulation=formulation)
     assert_same_datafit(new, ref)
-    assert_same_csc(new.X, scipy_canonical(sp.csc_matrix(X)[ref.order]))  # as the code before: permute, then sort
+    assert_same_csc(new.design.to_csc(), scipy_canonical(sp.csc_matrix(X)[ref.order]))  # as the code before: permute, then sort
 
 
 def test_fine_gray_datafit_equals_the_scipy_preparation(scipy_preparation):
@@ -207,4 +233,83 @@ def test_row_indices_are_read_unsigned_without_a_copy():
     assert row_indices(wide).dtype == np.int64
     d = riskset.simulate(n=200, p=5, model="cox", seed=1)
     datafit = riskset.models.get_model("cox").datafit(d)
-    assert datafit.indices.dtype == np.uint32 and np.shares_memory(datafit.indices, datafit.X.indices)
+    assert datafit.indices.dtype == np.uint32 and datafit.products.indices is datafit.indices
+
+
+# -- the compact design: indicator columns store no values --------------------------------------
+def test_compact_design_reads_back_every_value():
+    X = scipy_canonical(mixed_csc(300, 7, seed=21))
+    design = CompactCSC.of(X)
+    assert design.unit.tolist() == [False, True, False, True, False, True, True]  # the empty column: no value to store
+    assert_compact(design)
+    assert_same_csc(design.to_csc(), X)
+    np.testing.assert_array_equal(design.full_values(), X.data)
+    np.testing.assert_array_equal(design.to_csc([5, 0, 2]).toarray(), X[:, [5, 0, 2]].toarray())
+    assert design.full_values(np.float32).dtype == np.float32
+    valued = scipy_canonical(messy_csc(200, 4, seed=2))  # no indicator: X's own values, shared
+    assert CompactCSC.of(valued).values is valued.data
+
+
+def test_an_indicator_design_allocates_no_values_per_non_zero():
+    """A prepared model of binary covariates holds no float64 per stored non-zero: neither the
+    design, nor the products, nor any other array of the datafit."""
+    d = riskset.simulate(n=3000, p=40, density=0.1, model="cox", seed=3)
+    datafit = riskset.models.get_model("cox").datafit(d)
+    nnz = datafit.design.nnz
+    assert datafit.design.unit.all() and datafit.values.shape[0] <= d.n_rows
+    big_floats = [name for name, value in vars(datafit).items()
+                  if isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.size >= nnz]
+    assert big_floats == []
+
+
+def uncompacted(X: sp.csc_matrix) -> CompactCSC:
+    """The design with a value stored per non-zero, as every datafit held it before the compact form."""
+    indptr = X.indptr.astype(np.int64)
+    return CompactCSC(X.shape[0], X.shape[1], indptr, row_indices(X.indices), X.data,
+                      np.zeros(X.shape[1], np.int64), unit_columns(indptr, X.data))
+
+
+class _Uncompacted:
+    of = staticmethod(uncompacted)
+
+
+def _fit_cases():
+    rng = np.random.default_rng(8)
+    n = 500
+    X = sp.hstack([riskset.simulate(n=n, p=12, density=0.2, model="cox", seed=4).X,
+                   sp.csc_matrix(np.round(rng.normal(size=(n, 2)), 2))], format="csc")
+    time = rng.integers(1, 40, n).astype(float)
+    status = (rng.random(n) < 0.5).astype(np.int64)
+    weights = rng.integers(1, 4, n).astype(float)
+    strata = rng.integers(0, 60, n)
+    start = np.where(rng.random(n) < 0.5, 0.0, np.floor(rng.random(n) * time))
+    y = (rng.random(n) < 0.3).astype(float)
+    return {
+        "cox": (riskset.from_arrays(X, time=time, status=status, weights=weights), "cox"),
+        "cox strata start-stop": (riskset.from_arrays(X, time=time, status=status, start=start, strata=strata % 4),
+                                  "cox"),
+        "fine_gray": (riskset.from_arrays(X, time=time, status=rng.integers(0, 3, n)), "fine_gray"),
+        "logistic": (riskset.from_arrays(X, y=y, weights=weights), "logistic"),
+        "poisson": (riskset.from_arrays(X, y=rng.poisson(1.0, n).astype(float)), "poisson"),
+        "conditional logistic": (riskset.from_arrays(X, y=y, strata=strata), "conditional_logistic"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_fit_cases()))
+def test_compact_design_fits_bit_for_bit_as_the_full_one(case, monkeypatch):
+    """Every family's fit (and a bootstrap-weighted replicate batch through cross-validation)
+    reads the same numbers from the compact design as from a value stored per non-zero."""
+    data, model = _fit_cases()[case]
+    prior = riskset.Laplace(variance=0.05)
+
+    def run():
+        fit = riskset.fit(data, model, prior, progress=False)
+        cv = riskset.cross_validate(data, model, riskset.Laplace(), n_folds=3, n_grid=3, progress=False, seed=1)
+        return fit.coef.to_numpy(), fit.loglik, cv.selected_variance, cv.scores.select_dtypes("number").to_numpy().tobytes()
+
+    compact = run()
+    monkeypatch.setattr(interface, "take_rows", lambda X, rows: uncompacted(take_rows(X, rows).to_csc()))
+    monkeypatch.setattr(interface, "CompactCSC", _Uncompacted)
+    full = run()
+    np.testing.assert_array_equal(compact[0], full[0])
+    assert compact[1:] == full[1:]

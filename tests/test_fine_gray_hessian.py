@@ -82,7 +82,7 @@ def test_public_fit_with_many_active_coefficients(rng):
 def reference_hessian(df, state, cols):
     """-X' diag(v) X + N1' diag(d / D^2) N1 from the dense (slots x rows) membership
     a_kr = [s_r <= k] + [s_r > k] cinv_r G(t_k-), the likelihood's definition (D = a w)."""
-    X = df.X[:, cols].toarray()
+    X = df.design.to_csc(cols).toarray()
     k = np.arange(df.n_slots)[:, None]
     a = (df.slot[None, :] <= k) + (df.slot[None, :] > k) * df.cinv[None, :] * df.Gev[:, None]
     D = a @ state.w

@@ -163,7 +163,7 @@ def robust_covariance(fit, data, model=None, columns=None) -> pd.DataFrame:
     names = [names[j] for j in cols]
     P, Kn = len(cols), df.n_slots
     info = -df.hessian(state, cols)
-    X = df.X[:, cols].toarray()
+    X = df.design.to_csc(cols).toarray()
     cw, w = df.cw, state.w
     r = np.exp(state.eta - state.shift[0])      # relative hazard on the scale of w and D (K.sync)
     ev, comp, cens = df.event.astype(bool), df.comp.astype(bool), df.cens.astype(bool)

@@ -90,7 +90,7 @@ def creeping(datafit, beta: np.ndarray, se: np.ndarray, computed: np.ndarray) ->
     ``computed`` ones) is not smaller than themselves or does not exist (a singular information
     at the fit), and their column is not nearly collinear with the others (whose coefficients are
     large and imprecise by design: x2 = x1 + 1e-9 z)."""
-    X = datafit.X.tocsc()
+    X = datafit.design.to_csc()
     columns = np.array([datafit.coef_of_column(j) for j in range(X.shape[1])], dtype=np.int64)
     size = np.ones(beta.size)  # implicit columns (a GLM's intercept) are columns of ones
     size[columns] = np.asarray(abs(X).max(axis=0).todense()).ravel() if X.shape[1] else 0.0

@@ -40,6 +40,7 @@ from typing import Callable
 import numpy as np
 from numba import njit, prange
 
+from riskset.core.design import CompactCSC
 from riskset.core.prefetch import DISTANCE, prefetch
 
 #: Fewest rows of a block of the threaded kernels (a block's work must dwarf its start-up).
@@ -67,19 +68,6 @@ ROW_COPY_AFTER = 4
 RECURRING_BYTES = 1 << 28
 #: ... and the products asked once it remembers (by a digest) to know a second ask.
 RECURRING_SEEN = 256
-
-
-@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def indicator_columns(indptr, values):
-    """Boolean per column: every stored value is 1 (kernels then skip multiplications)."""
-    n_cols = indptr.shape[0] - 1
-    out = np.ones(n_cols, np.bool_)
-    for c in prange(n_cols):
-        for k in range(indptr[c], indptr[c + 1]):
-            if values[k] != 1.0:
-                out[c] = False
-                break
-    return out
 
 
 def row_blocks(n_rows: int, max_blocks: int = MAX_BLOCKS) -> np.ndarray:
@@ -119,15 +107,16 @@ class ColumnProducts:
     the datafit share it, and its row-major copy.
     """
 
-    def __init__(self, indptr, indices, values, n_rows: int):
-        self.indptr, self.indices, self.values = indptr, indices, values
-        self.n_rows, self.n_cols = n_rows, indptr.shape[0] - 1
-        self.bounds = row_blocks(n_rows)
-        self.tiles = row_tiles(n_rows, self.n_cols, int(indptr[-1]))
+    def __init__(self, design: CompactCSC):
+        self.indptr, self.indices = design.indptr, design.indices
+        # the value of non-zero k of column j is values[k + value_shift[j]] (CompactCSC)
+        self.values, self.value_shift, self.unit = design.values, design.value_shift, design.unit
+        self.n_rows, self.n_cols = design.n_rows, design.n_cols
+        self.bounds = row_blocks(self.n_rows)
+        self.tiles = row_tiles(self.n_rows, self.n_cols, design.nnz)
         self._tile_ptr = self._tile_rows = None
         self._csr = None
         self._kept = _Kept()
-        self._unit = None
         self._norms = None
         self._lock = threading.Lock()
         self._recurring, self._seen = OrderedDict(), OrderedDict()
@@ -160,7 +149,7 @@ class ColumnProducts:
             csr_times(rptr, rcol, rval, full, ones, self.bounds, out)
         else:
             ptr, rows = self.tile_rows()
-            tiled_times(ptr, self.tiles, rows, self.values, self.unit, cols, b, out)
+            tiled_times(ptr, self.tiles, rows, self.values, self.value_shift, self.unit, cols, b, out)
         return out
 
     def times_at(self, rows, cols, b) -> np.ndarray:
@@ -281,7 +270,7 @@ class ColumnProducts:
         out = np.zeros((m, m))
         layout = self._gram_on_rows(cols)
         if layout is None:
-            csc_gram(self.indptr, self.indices, self.values, cols, c, out)
+            csc_gram(self.indptr, self.indices, self.values, self.value_shift, cols, c, out)
             return np.triu(out) + np.triu(out, 1).T
         if layout == "subset":
             real = cols >= 0
@@ -315,8 +304,8 @@ class ColumnProducts:
         if kept is None or kept[0] != key:
             real = np.flatnonzero(cols >= 0)
             rptr = np.empty(self.n_rows + 1, np.int64) if kept is None else kept[1][0]
-            kept = key, csc_subset_to_csr(self.indptr, self.indices, self.values, cols[real], real, rptr, unit,
-                                          self.bounds)
+            kept = key, csc_subset_to_csr(self.indptr, self.indices, self.values, self.value_shift, cols[real], real,
+                                          rptr, unit, self.bounds)
             self._kept.rows = kept
         return kept[1]
 
@@ -341,19 +330,12 @@ class ColumnProducts:
         columns are computed on first use and shared by the reweighted views."""
         with self._lock:
             if self._norms is None:
-                self._norms = csc_column_norms(self.indptr, self.values)
+                self._norms = csc_column_norms(self.indptr, self.values, self.value_shift)
         cols = _index(cols)
         out = np.full(cols.shape[0], np.sqrt(self.n_rows))
         real = cols >= 0
         out[real] = self._norms[cols[real]]
         return out
-
-    @property
-    def unit(self) -> np.ndarray:
-        """Per column: all its stored values are 1 (computed on first use)."""
-        if self._unit is None:
-            self._unit = indicator_columns(self.indptr, self.values)
-        return self._unit
 
     # -- layouts -----------------------------------------------------------------------
     def row_major(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -376,7 +358,7 @@ class ColumnProducts:
         rptr[0] = 0
         rcol = np.empty(self.indptr[-1], itype)
         rval = np.empty(0 if unit else self.indptr[-1])
-        csc_to_csr(self.indptr, self.indices, self.values, self.bounds, rptr, rcol, rval)
+        csc_to_csr(self.indptr, self.indices, self.values, self.value_shift, self.bounds, rptr, rcol, rval)
         return rptr, rcol, rval
 
     def nnz(self, cols) -> int:
@@ -444,7 +426,8 @@ class ColumnProducts:
             partial = np.empty((nt, m))
             partial2 = np.empty((nt, m) if squares else (0, 0))
             ptr, rows = self.tile_rows()
-            tiled_dot(ptr, self.tiles, rows, self.values, self.unit, cols, z, squares, partial, partial2)
+            tiled_dot(ptr, self.tiles, rows, self.values, self.value_shift, self.unit, cols, z, squares, partial,
+                      partial2)
             _sum_blocks(partial, out)
             if squares:
                 _sum_blocks(partial2, out2)
@@ -469,14 +452,15 @@ def _first_at_or_after(indices, lo, hi, row):
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def csc_column_norms(indptr, values):
-    """||x_j||_2 of every column of a CSC matrix."""
+def csc_column_norms(indptr, values, value_shift):
+    """||x_j||_2 of every column of a compact CSC matrix (core.design.CompactCSC)."""
     n_cols = indptr.shape[0] - 1
     out = np.empty(n_cols)
     for j in prange(n_cols):
         s = 0.0
+        vs = value_shift[j]
         for k in range(indptr[j], indptr[j + 1]):
-            s += values[k] * values[k]
+            s += values[k + vs] * values[k + vs]
         out[j] = np.sqrt(s)
     return out
 
@@ -507,7 +491,7 @@ def csc_tile_offsets(ptr, indices, tiles, rows):
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def tiled_times(ptr, tiles, rows, values, unit, cols, b, out):
+def tiled_times(ptr, tiles, rows, values, value_shift, unit, cols, b, out):
     """out = X[:, cols] @ b, tile by tile (each tile's rows add their terms in the order of
     ``cols``); ``rows``: the non-zeros' offsets in their tiles (:meth:`ColumnProducts.tile_rows`);
     ``unit`` columns (all values 1) are read without their values."""
@@ -526,12 +510,13 @@ def tiled_times(ptr, tiles, rows, values, unit, cols, b, out):
                 for k in range(ptr[t, j], ptr[t + 1, j]):
                     tile[rows[k]] += ba
             else:
+                vs = value_shift[j]
                 for k in range(ptr[t, j], ptr[t + 1, j]):
-                    tile[rows[k]] += values[k] * ba
+                    tile[rows[k]] += values[k + vs] * ba
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def tiled_dot(ptr, tiles, rows, values, unit, cols, z, squares, partial, partial2):
+def tiled_dot(ptr, tiles, rows, values, value_shift, unit, cols, z, squares, partial, partial2):
     """partial[t, a] = the sum over tile t of x_ia z_i for column ``cols[a]`` (and partial2 of
     x_ia^2 z_i if ``squares``); ``rows`` as in :func:`tiled_times`."""
     for t in prange(tiles.shape[0] - 1):
@@ -548,10 +533,11 @@ def tiled_dot(ptr, tiles, rows, values, unit, cols, z, squares, partial, partial
                 s = _gathered_sum(tile, rows, ptr[t, j], ptr[t + 1, j])
                 s2 = s
             else:
+                vs = value_shift[j]
                 for k in range(ptr[t, j], ptr[t + 1, j]):
-                    xz = values[k] * tile[rows[k]]
+                    xz = values[k + vs] * tile[rows[k]]
                     s += xz
-                    s2 += values[k] * xz
+                    s2 += values[k + vs] * xz
             partial[t, a] = s
             if squares:
                 partial2[t, a] = s2
@@ -576,7 +562,7 @@ def _gathered_sum(z, indices, lo, hi):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _column_pair(indptr, indices, values, ja, jb, c):
+def _column_pair(indptr, indices, values, value_shift, ja, jb, c):
     """sum_i c_i x_ia x_ib by merging two sorted columns (-1: the column of ones)."""
     s = 0.0
     if ja < 0 and jb < 0:
@@ -585,14 +571,16 @@ def _column_pair(indptr, indices, values, ja, jb, c):
         return s
     if ja < 0 or jb < 0:
         j = jb if ja < 0 else ja
+        vs = value_shift[j]
         for k in range(indptr[j], indptr[j + 1]):
-            s += c[indices[k]] * values[k]
+            s += c[indices[k]] * values[k + vs]
         return s
     ka, ea, kb, eb = indptr[ja], indptr[ja + 1], indptr[jb], indptr[jb + 1]
+    va, vb = value_shift[ja], value_shift[jb]
     while ka < ea and kb < eb:
         ra, rb = indices[ka], indices[kb]
         if ra == rb:
-            s += c[ra] * values[ka] * values[kb]
+            s += c[ra] * values[ka + va] * values[kb + vb]
             ka += 1
             kb += 1
         elif ra < rb:
@@ -603,12 +591,12 @@ def _column_pair(indptr, indices, values, ja, jb, c):
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def csc_gram(indptr, indices, values, cols, c, out):
+def csc_gram(indptr, indices, values, value_shift, cols, c, out):
     """Upper triangle of X[:, cols]' diag(c) X[:, cols], one merge per pair of columns."""
     m = cols.shape[0]
     for a in prange(m):
         for b in range(a, m):
-            out[a, b] = _column_pair(indptr, indices, values, cols[a], cols[b], c)
+            out[a, b] = _column_pair(indptr, indices, values, value_shift, cols[a], cols[b], c)
 
 
 # -- the row-major copy --------------------------------------------------------------------
@@ -626,7 +614,7 @@ def csc_row_counts(indptr, indices, bounds, counts):
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def csc_to_csr(indptr, indices, values, bounds, rptr, rcol, rval):
+def csc_to_csr(indptr, indices, values, value_shift, bounds, rptr, rcol, rval):
     """Fill the CSR copy (columns ascending within a row); ``rptr`` holds each row's start
     and ends as its end, which is the next row's start: the row pointers. ``rval`` empty:
     no values stored."""
@@ -641,13 +629,13 @@ def csc_to_csr(indptr, indices, values, bounds, rptr, rcol, rval):
                 q = rptr[i + 1]
                 rcol[q] = j
                 if store:
-                    rval[q] = values[k]
+                    rval[q] = values[k + value_shift[j]]
                 rptr[i + 1] = q + 1
                 k += 1
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def csc_subset_to_csr(indptr, indices, values, cols, positions, rptr, unit, bounds):
+def csc_subset_to_csr(indptr, indices, values, value_shift, cols, positions, rptr, unit, bounds):
     """(row pointers, positions, values) of the row-major copy of X[:, cols]: the entry of
     column ``cols[a]`` holds ``positions[a]`` in place of the column; no values if ``unit``.
     ``rptr`` (N + 1, any contents) receives the row pointers. By row blocks on all threads:
@@ -678,7 +666,7 @@ def csc_subset_to_csr(indptr, indices, values, cols, positions, rptr, unit, boun
                 q = fill[indices[k] - lo]
                 rcol[q] = positions[a]
                 if not unit:
-                    rval[q] = values[k]
+                    rval[q] = values[k + value_shift[cols[a]]]
                 fill[indices[k] - lo] = q + 1
                 k += 1
     return rptr, rcol, rval

@@ -15,8 +15,14 @@ comparison sort of every column): O(nnz log nnz) and several copies. Here:
   they run in parallel (``prange``) and the result does not depend on the thread count.
 
 The output equals scipy's ``X[rows]`` after ``sort_indices`` (tests/test_design.py).
+
+The prepared design is a :class:`CompactCSC`: the values of a column whose stored values
+are all 1 (an indicator, the common covariate of claims data) are not stored, so an
+indicator design holds 4 bytes per non-zero (its row indices) instead of 12.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -114,6 +120,120 @@ def _fill_runs(indptr, indices, row_stratum, single, col_runs, run_start, run_st
         run_start[run_start.shape[0] - 1] = indptr[indptr.shape[0] - 1]
 
 
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def unit_columns(indptr, values):
+    """Boolean per column: every stored value is 1 (an indicator; kernels skip its values)."""
+    n_cols = indptr.shape[0] - 1
+    out = np.ones(n_cols, np.bool_)
+    for c in prange(n_cols):
+        for k in range(indptr[c], indptr[c + 1]):
+            if values[k] != 1.0:
+                out[c] = False
+                break
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class CompactCSC:
+    """A canonical CSC design as the kernels read it, without the values of its indicator columns.
+
+    The value of stored non-zero ``k`` of column ``j`` is ``values[k + value_shift[j]]``:
+    ``values`` holds the values of the columns that are not all ones (``unit[j]`` False), in
+    column order, then one run of ones as long as the longest indicator column, which every
+    indicator column reads (its shift points there). A design of indicators stores no value
+    per non-zero; one without indicators shares its CSC's values unchanged (shift 0).
+    """
+
+    n_rows: int
+    n_cols: int
+    indptr: np.ndarray  #: int64, n_cols + 1
+    indices: np.ndarray  #: row indices as the kernels read them (:func:`row_indices`)
+    values: np.ndarray  #: float64: the stored values of the valued columns, then the ones
+    value_shift: np.ndarray  #: int64 per column: where its values lie in ``values``, less indptr[j]
+    unit: np.ndarray  #: bool per column: every stored value is 1
+
+    @classmethod
+    def of(cls, X: sp.csc_matrix, unit: np.ndarray | None = None) -> CompactCSC:
+        """The compact form of a canonical float64 CSC ``X``, sharing its row indices (and its
+        values when no column is an indicator)."""
+        indptr = np.asarray(X.indptr, dtype=np.int64)
+        unit = unit_columns(indptr, X.data) if unit is None else unit
+        values, shift = _compact_values(indptr, X.data, unit)
+        return cls(X.shape[0], X.shape[1], indptr, row_indices(X.indices), values, shift, unit)
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indptr[-1])
+
+    def column(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Row indices and values of the non-zeros of column j (views)."""
+        a, b, s = self.indptr[j], self.indptr[j + 1], self.value_shift[j]
+        return self.indices[a:b], self.values[a + s:b + s]
+
+    def full_values(self, dtype=np.float64) -> np.ndarray:
+        """A value per stored non-zero (a new array, for consumers that read X's values by
+        position: the device copy, scipy)."""
+        out = np.empty(self.nnz, dtype)
+        _expand_values(self.indptr, self.values, self.value_shift, out)
+        return out
+
+    def to_csc(self, columns=None) -> sp.csc_matrix:
+        """The design as a scipy CSC matrix with every value stored (a copy), or only its
+        ``columns`` (for the few Python-level uses that need a scipy matrix of a subset)."""
+        if columns is None:
+            indptr, indices, values = self.indptr, self.indices, self.full_values()
+            shape = (self.n_rows, self.n_cols)
+        else:
+            cols = np.asarray(columns, dtype=np.int64).reshape(-1)
+            counts = self.indptr[cols + 1] - self.indptr[cols]
+            indptr = np.r_[0, np.cumsum(counts)].astype(np.int64)
+            parts = [self.column(j) for j in cols]
+            indices = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, self.indices.dtype)
+            values = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+            shape = (self.n_rows, cols.shape[0])
+        itype = np.int32 if max(self.nnz, self.n_rows) < 2**31 - 1 else np.int64
+        out = sp.csc_matrix((values, indices.astype(itype), indptr.astype(itype)), shape=shape)
+        out.has_canonical_format = True
+        return out
+
+
+def _compact_values(indptr, data, unit):
+    """(values, value_shift) of :class:`CompactCSC` from a value per non-zero."""
+    if not unit.any():
+        return data, np.zeros(indptr.shape[0] - 1, np.int64)
+    values, shift = _compact_layout(indptr, unit)
+    _gather_valued(indptr, data, unit, shift, values)
+    return values, shift
+
+
+def _compact_layout(indptr, unit):
+    """(values, value_shift) of :class:`CompactCSC` for a design of column pointers ``indptr``
+    and indicator columns ``unit``: the valued columns' places empty, the ones filled."""
+    counts = np.diff(indptr)
+    if not unit.any():
+        return np.empty(int(indptr[-1])), np.zeros(counts.shape[0], np.int64)
+    start = np.r_[0, np.cumsum(np.where(unit, 0, counts))]
+    ones_at = int(start[-1])
+    values = np.empty(ones_at + int(counts[unit].max(initial=0)))
+    values[ones_at:] = 1.0
+    return values, (np.where(unit, ones_at, start[:-1]) - indptr[:-1]).astype(np.int64)
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def _gather_valued(indptr, data, unit, shift, values):
+    for j in prange(indptr.shape[0] - 1):
+        if not unit[j]:
+            for k in range(indptr[j], indptr[j + 1]):
+                values[k + shift[j]] = data[k]
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def _expand_values(indptr, values, shift, out):
+    for j in prange(indptr.shape[0] - 1):
+        for k in range(indptr[j], indptr[j + 1]):
+            out[k] = values[k + shift[j]]
+
+
 def canonical_csc(X) -> sp.csc_matrix:
     """``X`` as a float64 CSC matrix in canonical form, sharing X's arrays when it already
     is one (checked in O(nnz), never assumed); otherwise duplicates are summed and indices
@@ -128,9 +248,10 @@ def canonical_csc(X) -> sp.csc_matrix:
     return X
 
 
-def take_rows(X: sp.csc_matrix, rows: np.ndarray) -> sp.csc_matrix:
+def take_rows(X: sp.csc_matrix, rows: np.ndarray) -> CompactCSC:
     """``X[rows]`` for a canonical CSC ``X`` and distinct ``rows`` (a permutation or a
-    selection), canonical, with the index dtype scipy would give it."""
+    selection), canonical and compact: the values of X's indicator columns are neither
+    moved nor stored."""
     n_rows = X.shape[0]
     rows = np.asarray(rows, dtype=np.int64)
     new_row = np.full(n_rows, -1, np.int64)
@@ -139,19 +260,18 @@ def take_rows(X: sp.csc_matrix, rows: np.ndarray) -> sp.csc_matrix:
         raise ValueError("take_rows: the rows must be distinct")
     itype = np.int32 if max(X.nnz, n_rows, rows.shape[0]) < 2**31 - 1 else np.int64
     if rows.shape[0] == n_rows:  # a permutation keeps every column's count
-        indptr = X.indptr.astype(itype)
+        indptr = X.indptr.astype(np.int64)
     else:
-        indptr = np.empty(X.shape[1] + 1, itype)
+        indptr = np.empty(X.shape[1] + 1, np.int64)
         indptr[0] = 0
         _count_kept(X.indptr, X.indices, new_row, indptr[1:])
         np.cumsum(indptr[1:], out=indptr[1:])
+    unit = unit_columns(np.asarray(X.indptr, dtype=np.int64), X.data)
+    values, shift = _compact_layout(indptr, unit)
     indices = np.empty(indptr[-1], itype)
-    values = np.empty(indptr[-1])
     digit_bits = max(1, int(rows.shape[0] - 1).bit_length())
-    _fill_sorted(X.indptr, X.indices, X.data, new_row, indptr, indices, values, digit_bits)
-    out = sp.csc_matrix((values, indices, indptr), shape=(rows.shape[0], X.shape[1]))
-    out.has_canonical_format = True
-    return out
+    _fill_sorted(X.indptr, X.indices, X.data, new_row, indptr, indices, values, shift, unit, digit_bits)
+    return CompactCSC(rows.shape[0], X.shape[1], indptr, row_indices(indices), values, shift, unit)
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
@@ -165,25 +285,30 @@ def _count_kept(indptr, indices, new_row, counts):
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def _fill_sorted(indptr, indices, values, new_row, out_ptr, out_indices, out_values, key_bits):
-    """Each column's kept non-zeros at their new rows, sorted by new row (keys < 2^key_bits)."""
+def _fill_sorted(indptr, indices, values, new_row, out_ptr, out_indices, out_values, out_shift, unit, key_bits):
+    """Each column's kept non-zeros at their new rows, sorted by new row (keys < 2^key_bits);
+    the values of the valued columns move with them (to ``out_values[k + out_shift[j]]``)."""
     for j in prange(indptr.shape[0] - 1):
         a, b = out_ptr[j], out_ptr[j + 1]
-        _radix_column(indptr[j], indptr[j + 1], indices, values, new_row, out_indices[a:b], out_values[a:b],
-                      key_bits)
+        s = 0 if unit[j] else b - a  # an indicator column's values are not moved
+        column_values = out_values[a + out_shift[j]:a + out_shift[j] + s]
+        _radix_column(indptr[j], indptr[j + 1], indices, values, new_row, out_indices[a:b], column_values, key_bits)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _radix_column(k0, k1, indices, values, new_row, out_indices, out_values, key_bits):
     """A column's kept non-zeros k0 <= k < k1 in new row order: gathered, then sorted unless
-    they came in order (radix sort; insertion sort for short columns)."""
+    they came in order (radix sort; insertion sort for short columns); their values alongside
+    unless ``out_values`` is empty."""
     t = 0
     in_order = True
+    with_values = out_values.shape[0] > 0
     for k in range(k0, k1):
         r = new_row[indices[k]]
         if r >= 0:
             out_indices[t] = r
-            out_values[t] = values[k]
+            if with_values:
+                out_values[t] = values[k]
             in_order = in_order and (t == 0 or out_indices[t - 1] < r)
             t += 1
     if in_order:
@@ -198,22 +323,28 @@ def _radix_column(k0, k1, indices, values, new_row, out_indices, out_values, key
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _insertion_sort(keys, values):
+    """Sort ``keys``, and ``values`` alongside unless it is empty."""
+    with_values = values.shape[0] > 0
     for a in range(1, keys.shape[0]):
-        k, v = keys[a], values[a]
+        k = keys[a]
+        v = values[a] if with_values else 0.0
         b = a - 1
         while b >= 0 and keys[b] > k:
             keys[b + 1] = keys[b]
-            values[b + 1] = values[b]
+            if with_values:
+                values[b + 1] = values[b]
             b -= 1
         keys[b + 1] = k
-        values[b + 1] = v
+        if with_values:
+            values[b + 1] = v
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _radix_sort(keys, values, bits, passes):
-    """Least-significant-digit radix sort of ``keys`` (< 2^(bits passes)), ``values`` alongside:
-    per pass, the digit counts of every key, then one stable counting scatter."""
+    """Least-significant-digit radix sort of ``keys`` (< 2^(bits passes)), ``values`` alongside
+    unless empty: per pass, the digit counts of every key, then one stable counting scatter."""
     m = keys.shape[0]
+    with_values = values.shape[0] > 0
     src_k, src_v = keys, values
     dst_k, dst_v = np.empty_like(keys), np.empty_like(values)
     mask = (1 << bits) - 1
@@ -230,9 +361,11 @@ def _radix_sort(keys, values, bits, passes):
             t = start[d]
             start[d] = t + 1
             dst_k[t] = src_k[a]
-            dst_v[t] = src_v[a]
+            if with_values:
+                dst_v[t] = src_v[a]
         src_k, dst_k = dst_k, src_k
         src_v, dst_v = dst_v, src_v
     if passes % 2:
         keys[:] = src_k
-        values[:] = src_v
+        if with_values:
+            values[:] = src_v

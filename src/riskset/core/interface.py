@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from riskset.core.columns import ColumnProducts
-from riskset.core.design import canonical_csc, row_indices, take_rows
+from riskset.core.design import CompactCSC, canonical_csc, take_rows
 from riskset.core.step import CENTER, L1
 from riskset.core.sweep import CompiledFamily
 
@@ -84,9 +84,9 @@ class Datafit(ABC):
 
     Attributes
     ----------
-    X : scipy.sparse.csc_matrix, shape (n_rows, n_coef)
-        Design in model row order, float64, canonical CSC (sorted indices, no
-        duplicates). Intercepts are explicit dense columns.
+    design : riskset.core.design.CompactCSC, shape (n_rows, n_coef)
+        Design in model row order, canonical CSC (sorted indices, no duplicates), the
+        values of its indicator columns not stored. Intercepts are explicit dense columns.
     offset : ndarray, shape (n_rows,)
         Fixed part of the linear predictor.
     """
@@ -112,36 +112,33 @@ class Datafit(ABC):
     device_family: ClassVar[str | None] = None
 
     def __init__(self, X: sp.csc_matrix, offset: np.ndarray | None = None, rows: np.ndarray | None = None):
-        """``X`` (any sparse or dense matrix) becomes :attr:`X`, canonical float64 CSC; with ``rows``
-        (distinct rows of X, in the datafit's order) :attr:`X` is ``X[rows]``, built in O(nnz)
+        """``X`` (any sparse or dense matrix) becomes :attr:`design`, canonical and compact; with
+        ``rows`` (distinct rows of X, in the datafit's order) it is ``X[rows]``, built in O(nnz)
         (:mod:`riskset.core.design`). ``offset`` is in datafit row order."""
         X = canonical_csc(X)
-        if rows is not None:
-            X = take_rows(X, rows)
-        self.X = X
-        n = X.shape[0]
+        self.design = take_rows(X, rows) if rows is not None else CompactCSC.of(X)
+        n = self.design.n_rows
         self.offset = np.zeros(n) if offset is None else np.ascontiguousarray(offset, dtype=np.float64)
         self.has_offset = bool(np.any(self.offset))  # else X beta is the linear predictor (no pass adding zeros)
-        # CSC components handed to the kernels, shared with X (no copy of the non-zeros).
-        self.indptr = np.asarray(X.indptr, dtype=np.int64)
-        self.indices = row_indices(X.indices)
-        self.values = X.data
+        # the design's arrays handed to the kernels: the value of non-zero k of column j is
+        # values[k + value_shift[j]]; indicator[j]: column j's values are all 1
+        self.indptr, self.indices = self.design.indptr, self.design.indices
+        self.values, self.value_shift, self.indicator = self.design.values, self.design.value_shift, self.design.unit
         # products of column sets with vectors (its row-major copy is built on first use and
-        # shared, like X, by the reweighted views)
-        self.products = ColumnProducts(self.indptr, self.indices, self.values, n)
+        # shared, like the design, by the reweighted views)
+        self.products = ColumnProducts(self.design)
 
     @property
     def n_rows(self) -> int:
-        return self.X.shape[0]
+        return self.design.n_rows
 
     @property
     def n_coef(self) -> int:
-        return self.X.shape[1]
+        return self.design.n_cols
 
     def column(self, j: int) -> tuple[np.ndarray, np.ndarray]:
         """Row indices and values of the non-zeros of column j."""
-        a, b = self.indptr[j], self.indptr[j + 1]
-        return self.indices[a:b], self.values[a:b]
+        return self.design.column(j)
 
     def coef_of_column(self, j: int) -> int:
         """The coefficient of column j of ``X`` (families with implicit columns, such as a

@@ -90,7 +90,6 @@ class ConditionalDatafit(Datafit):
         self.exact_m = (np.zeros(n_strata, np.int64) if exact_m is None
                         else np.ascontiguousarray(exact_m, dtype=np.int64))
         self.rows = np.arange(self.n_rows) if rows is None else rows  # Dataset row of each datafit row
-        self.indicator = self.products.unit  # per column: every stored value is 1
         self.col_runs, self.run_start, self.run_stratum = column_runs(
             self.indptr, self.indices, self.row_stratum)
         self.max_m = int(self.exact_m.max()) if n_strata else 0
@@ -101,7 +100,7 @@ class ConditionalDatafit(Datafit):
         self.__dict__.pop("hessian_rank", None)
         self.y = self.y_raw * self.c_s[self.row_stratum]
         self.n_s = np.bincount(self.row_stratum, weights=self.y, minlength=self.n_strata).astype(np.float64)
-        self.xy = np.ascontiguousarray(self.X.T @ self.y, dtype=np.float64)
+        self.xy = self.products.dot(np.arange(self.n_coef), self.y)
 
     @cached_property
     def hessian_rank(self) -> int:
@@ -166,8 +165,8 @@ class ConditionalDatafit(Datafit):
     kernels = conditional_kernels.KERNELS
 
     def kernel_data(self):
-        return (self.col_runs, self.run_start, self.run_stratum, self.indices, self.values, self.indicator,
-                self.xy, self.stratum_ptr, self.n_s, self.exact_m, self.c_s)
+        return (self.col_runs, self.run_start, self.run_stratum, self.indices, self.values, self.value_shift,
+                self.indicator, self.xy, self.stratum_ptr, self.n_s, self.exact_m, self.c_s)
 
     def residuals(self, state):
         """dl/deta per row."""
@@ -228,7 +227,7 @@ class ConditionalDatafit(Datafit):
         conditional_kernels.multinomial_hessian_block(rptr, rcol, rval, k, state.w, self.n_s, self.stratum_ptr,
                                                       self.exact_m, H)
         if np.any(self.exact_m > 0):
-            sub = self.X[:, columns].tocsr()
+            sub = self.design.to_csc(columns).tocsr()
             sub.sort_indices()
             conditional_kernels.exact_hessian_block(sub.indptr.astype(np.int64), sub.indices.astype(np.int64),
                                                     sub.data, k, state.w, self.stratum_ptr, self.exact_m, self.c_s, H)

@@ -87,7 +87,6 @@ class CoxDatafit(Datafit):
         self.ks, self.ke, self.event = rs.ks, rs.ke, rs.event
         self.has_start = rs.has_start
         # static: sum over event rows of c x_j
-        self.indicator = self.products.unit  # per column: every stored value is 1
         # static per stored non-zero: entry / exit slot and status of its row (sequential reads)
         if formulation == "sparse":
             self.ksn, self.ken, self.evn = slots_at_nonzeros(self.indices, rs)
@@ -192,10 +191,10 @@ class CoxDatafit(Datafit):
         :mod:`riskset.backend`)."""
         rs = self.rs
         if self.formulation == "scan":
-            return (self.indptr, self.indices, self.values, self.cw, self.ks, self.ke, self.event, rs.slot_d,
-                    rs.slot_m, rs.slot_last, self.efron)
-        return (self.indptr, self.indices, self.values, self.indicator, self.gx0, self.ksn, self.ken, self.evn,
-                self.has_start, NO_CODES if self.codes is None else self.codes, rs.slot_stratum, rs.slot_d,
+            return (self.indptr, self.indices, self.values, self.value_shift, self.cw, self.ks, self.ke, self.event,
+                    rs.slot_d, rs.slot_m, rs.slot_last, self.efron)
+        return (self.indptr, self.indices, self.values, self.value_shift, self.indicator, self.gx0, self.ksn, self.ken,
+                self.evn, self.has_start, NO_CODES if self.codes is None else self.codes, rs.slot_stratum, rs.slot_d,
                 rs.slot_m, self.slot_ptr, self.efron, self.strata_ptr, self.col_strata, numba.get_num_threads() > 1,
                 self.walk_chunk)
 

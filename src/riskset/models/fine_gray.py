@@ -161,7 +161,6 @@ class FineGrayDatafit(Datafit):
             dtype=np.int32 if self.slot_time.shape[0] < 2**31 - 1 else np.int64)
         self.n_slots = self.slot_time.shape[0]
         self.row_pieces = row_pieces(np.zeros(n, np.int64))  # one stratum: the passes of K.sync
-        self.indicator = self.products.unit  # per column: every stored value is 1
         self.kernels = K.KERNELS[formulation]
         # the user's censoring survival G(T-) per row (sorted order), fixed whatever the case weights
         self.given_G = None if censor_weights is None else np.asarray(censor_weights, dtype=np.float64)[order]
@@ -228,8 +227,8 @@ class FineGrayDatafit(Datafit):
 
     # -- state ----------------------------------------------------------------------------
     def kernel_data(self):
-        return (self.indptr, self.indices, self.values, self.indicator, self.gx0, self.cw, self.event, self.slot,
-                self.cinv, self.slot_d, self.Gev)
+        return (self.indptr, self.indices, self.values, self.value_shift, self.indicator, self.gx0, self.cw, self.event,
+                self.slot, self.cinv, self.slot_d, self.Gev)
 
     def new_state(self, beta):
         """State at ``beta``. It owns every array a sweep writes (the scan's work arrays
@@ -333,7 +332,7 @@ class FineGrayDatafit(Datafit):
         robust covariance of :mod:`riskset.competing_risks` reads them)."""
         N1 = np.zeros((self.n_slots, len(cols)))
         K.numerators(np.ascontiguousarray(cols, dtype=np.int64), self.indptr, self.indices, self.values,
-                     state.w, self.slot, self.cinv, self.Gev, N1)
+                     self.value_shift, state.w, self.slot, self.cinv, self.Gev, N1)
         return N1
 
     def diagnose(self, state, beta):

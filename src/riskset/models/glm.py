@@ -40,11 +40,10 @@ class GLMDatafit(Datafit):
         self.first = int(intercept)
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.w = np.ones(self.n_rows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
-        self.indicator = self.products.unit
 
     @property
     def n_coef(self):
-        return self.X.shape[1] + self.first
+        return self.design.n_cols + self.first
 
     def coef_of_column(self, j):
         return j + self.first
@@ -83,7 +82,7 @@ class GLMDatafit(Datafit):
     kernels = glm_kernels.KERNELS
 
     def kernel_data(self):
-        return (self.family, self.first, self.indptr, self.indices, self.values, self.indicator)
+        return (self.family, self.first, self.indptr, self.indices, self.values, self.value_shift, self.indicator)
 
     def gradient(self, state):
         return self.slopes(state, np.arange(self.n_coef))
@@ -172,8 +171,8 @@ class GLMDatafit(Datafit):
         ranges = np.empty((columns.size, 3, 2))
         is_x = columns >= self.first
         x_ranges = np.empty((int(is_x.sum()), 3, 2))
-        separability_kernels.class_ranges(self.indptr, self.indices, self.values, columns[is_x] - self.first,
-                                          row_class, sizes, x_ranges)
+        separability_kernels.class_ranges(self.indptr, self.indices, self.values, self.value_shift,
+                                          columns[is_x] - self.first, row_class, sizes, x_ranges)
         ranges[is_x] = x_ranges
         ranges[~is_x, :, 0] = np.where(sizes > 0, 1.0, np.inf)  # the intercept: x = 1
         ranges[~is_x, :, 1] = np.where(sizes > 0, 1.0, -np.inf)

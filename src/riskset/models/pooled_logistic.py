@@ -121,7 +121,7 @@ class PooledLogisticDatafit(Datafit):
         src = self.src[sel]
         sums = np.full(sel.size, per_subject.sum())
         cov = src >= 0
-        sums[cov] = self.X[:, src[cov]].T @ per_subject
+        sums[cov] = self.products.dot(src[cov], per_subject)
         return sel, sums
 
     @property
@@ -142,7 +142,7 @@ class PooledLogisticDatafit(Datafit):
             cov = sel[self.src[sel] >= 0]
             lin[m] += beta[dense].sum()
             if cov.size:
-                lin[m] += self.X[:, self.src[cov]] @ beta[cov]
+                lin[m] += self.products.times(self.src[cov], beta[cov])
         lin[0] += self.offset
         return lin
 
@@ -187,7 +187,8 @@ class PooledLogisticDatafit(Datafit):
     kernels = pooled_kernels.KERNELS
 
     def kernel_data(self):
-        return (self.indptr, self.indices, self.values, self.src, self.fidx, self.ysum, self.K, self.wt, self.ftab)
+        return (self.indptr, self.indices, self.values, self.value_shift, self.src, self.fidx, self.ysum, self.K, self.wt,
+                self.ftab)
 
     def gradient(self, state):
         g = self.ysum.copy()

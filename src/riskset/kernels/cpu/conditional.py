@@ -68,11 +68,11 @@ def _log_esp(w, a, b, m, big, B):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _exact_stratum_derivs(w, a, b, m, big, idx, val, p, q, B, dB, d2B):
+def _exact_stratum_derivs(w, a, b, m, big, idx, val, vs, p, q, B, dB, d2B):
     """First and second derivative of log e_m(w[a:b]) along a direction x.
 
     x is given sparsely by ``idx[p:q]`` (rows, ascending, all inside [a, b)) and
-    ``val[p:q]``; every other row of the stratum has x = 0. ``big`` = :func:`_stratum_scale`.
+    ``val[p + vs:q + vs]``; every other row of the stratum has x = 0. ``big`` = :func:`_stratum_scale`.
     """
     for k in range(m + 1):
         B[k] = 0.0
@@ -84,7 +84,7 @@ def _exact_stratum_derivs(w, a, b, m, big, idx, val, p, q, B, dB, d2B):
         v = w[r] / big
         x = 0.0
         if ptr < q and idx[ptr] == r:
-            x = val[ptr]
+            x = val[ptr + vs]
             ptr += 1
         top = m if m < r - a + 1 else r - a + 1  # min(m, rows so far)
         if x == 0.0:
@@ -192,8 +192,9 @@ def _column_derivatives(data, state, j, curvature):
     run. With ``curvature`` False, dl/dbeta_j alone (the second derivative is returned as
     0): the multinomial strata skip their second moments (the exact ones' recursion gives
     both at once); g is the same number either way."""
-    col_runs, run_start, run_stratum, indices, values, indicator, xy, stratum_ptr, n_s, exact_m, c_s = data
+    col_runs, run_start, run_stratum, indices, values, value_shift, indicator, xy, stratum_ptr, n_s, exact_m, c_s = data
     eta, w, W, B, dB, d2B = state
+    vs = value_shift[j]
     g = xy[j]
     h = 0.0
     for k in range(col_runs[j], col_runs[j + 1]):
@@ -204,7 +205,7 @@ def _column_derivatives(data, state, j, curvature):
             a = stratum_ptr[s]
             b = stratum_ptr[s + 1]
             big = _stratum_scale(w, a, b)
-            d1, d2 = _exact_stratum_derivs(w, a, b, exact_m[s], big, indices, values, p, q, B, dB, d2B)
+            d1, d2 = _exact_stratum_derivs(w, a, b, exact_m[s], big, indices, values, vs, p, q, B, dB, d2B)
             g -= c_s[s] * d1
             if curvature:
                 h -= c_s[s] * d2
@@ -212,10 +213,10 @@ def _column_derivatives(data, state, j, curvature):
             s1 = 0.0
             s2 = 0.0
             for t in range(p, q):
-                wx = w[indices[t]] * values[t]
+                wx = w[indices[t]] * values[t + vs]
                 s1 += wx
                 if curvature:
-                    s2 += wx * values[t]
+                    s2 += wx * values[t + vs]
             mu = s1 / W[s]
             g -= n_s[s] * mu
             if curvature:
@@ -224,19 +225,20 @@ def _column_derivatives(data, state, j, curvature):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def move(col_runs, run_start, run_stratum, indices, values, indicator, j, delta, eta, w, W):
+def move(col_runs, run_start, run_stratum, indices, values, value_shift, indicator, j, delta, eta, w, W):
     """beta_j += delta: eta, w at the non-zeros of column j and W of their strata.
 
     w is multiplied by exp(delta x) (it carries its stratum's shift, :func:`refresh_weights`);
     for an indicator column by exp(delta): one exp per move.
     """
     factor = math.exp(delta)
+    vs = value_shift[j]
     for k in range(col_runs[j], col_runs[j + 1]):
         s = run_stratum[k]
         for t in range(run_start[k], run_start[k + 1]):
             r = indices[t]
-            eta[r] += delta * values[t]
-            e = w[r] * (factor if indicator[j] else math.exp(delta * values[t]))
+            eta[r] += delta * values[t + vs]
+            e = w[r] * (factor if indicator[j] else math.exp(delta * values[t + vs]))
             W[s] += e - w[r]
             w[r] = e
 
@@ -361,7 +363,7 @@ def exact_hessian_block(sub_ptr, sub_idx, sub_val, k, w, stratum_ptr, exact_m, c
 
 
 # -- the compiled family contract (riskset.core.sweep) ---------------------------------
-# data = (col_runs, run_start, run_stratum, indices, values, indicator, xy, stratum_ptr, n_s, exact_m, c_s)
+# data = (col_runs, run_start, run_stratum, indices, values, value_shift, indicator, xy, stratum_ptr, n_s, exact_m, c_s)
 # (the first three from :func:`riskset.core.design.column_runs`); state = (eta, w, W, B, dB, d2B).
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -381,9 +383,9 @@ def contract_terms(data, state, j):
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_move(data, state, j, delta):
-    col_runs, run_start, run_stratum, indices, values, indicator, xy, stratum_ptr, n_s, exact_m, c_s = data
+    col_runs, run_start, run_stratum, indices, values, value_shift, indicator, xy, stratum_ptr, n_s, exact_m, c_s = data
     eta, w, W, B, dB, d2B = state
-    move(col_runs, run_start, run_stratum, indices, values, indicator, j, delta, eta, w, W)
+    move(col_runs, run_start, run_stratum, indices, values, value_shift, indicator, j, delta, eta, w, W)
 
 
 KERNELS = compile_family("conditional", contract_refresh, contract_gradient, contract_terms, contract_move)

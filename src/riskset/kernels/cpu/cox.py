@@ -204,18 +204,20 @@ def moved_weight(eta, w, r, x, delta, factor, indicator):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, evn, has_start, ex, en, ev):
+def move_sparse(indptr, indices, values, value_shift, indicator, j, delta, eta, w, ksn, ken, evn, has_start, ex, en,
+                ev):
     """beta_j += delta: eta, w and the slot sums at the non-zeros of column j
     (:func:`moved_weight`). Without start times the entry sums ``en`` are never read
     (every row enters at its stratum's first slot)."""
     ind = indicator[j]
+    vs = value_shift[j]
     factor = math.exp(delta)
     end = indptr[j + 1]
     for i in range(indptr[j], end):
         if i + DISTANCE < end:
             prefetch(w, indices[i + DISTANCE])
             prefetch(eta, indices[i + DISTANCE])
-        dw = moved_weight(eta, w, indices[i], values[i], delta, factor, ind)
+        dw = moved_weight(eta, w, indices[i], values[i + vs], delta, factor, ind)
         ex[ken[i]] += dw
         if has_start:
             en[ksn[i]] += dw
@@ -224,12 +226,13 @@ def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def move_scan(indptr, indices, values, j, delta, eta, w):
+def move_scan(indptr, indices, values, value_shift, j, delta, eta, w):
     """beta_j += delta for the scan formulation: eta and w only (w_r *= exp(delta x), as
     :func:`moved_weight`: w carries its stratum's shift, see :func:`stratum_shifts`)."""
+    vs = value_shift[j]
     for i in range(indptr[j], indptr[j + 1]):
         r = indices[i]
-        x = values[i]
+        x = values[i + vs]
         eta[r] += delta * x
         w[r] *= math.exp(delta * x)
 
@@ -576,7 +579,7 @@ def loglik_slots(D, ev, slot_d, slot_m, efron):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def coordinate_sorted(indptr, indices, values, j, gx0, w, ksn, ken, evn,
+def coordinate_sorted(indptr, indices, values, value_shift, j, gx0, w, ksn, ken, evn,
                       A1c, A2c, R1, R2, T2, efron):
     """(g_j, h_j) in O(nnz_j) for right-censored rows (sorted order = descending exit slot).
 
@@ -584,22 +587,23 @@ def coordinate_sorted(indptr, indices, values, j, gx0, w, ksn, ken, evn,
     the row of each stored non-zero (static, so the walk reads them sequentially).
     """
     out = np.empty(8)
-    walk_chunk(indptr[j], indptr[j + 1], indptr[j + 1], gx0, indices, values, w, ksn, ken, evn, A1c, A2c, R1, R2,
-               T2, efron, out)
+    walk_chunk(indptr[j], indptr[j + 1], indptr[j + 1], gx0, indices, values, value_shift[j], w, ksn, ken, evn, A1c,
+               A2c, R1, R2, T2, efron, out)
     return out[0], out[1] + out[2]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def coordinate_breakpoints(indptr, indices, values, j, gx0, w, ksn, ken, evn, slot_stratum, codes,
+def coordinate_breakpoints(indptr, indices, values, value_shift, j, gx0, w, ksn, ken, evn, slot_stratum, codes,
                            A1c, A2c, R1, R2, T2, efron):
     """(g_j, h_j) in O(nnz_j) for (start, stop] rows, walking the column's sorted breakpoints."""
     a = indptr[j]
     b = indptr[j + 1]
+    vs = value_shift[j]
     g = gx0
     h = 0.0
     for i in range(a, b):
         r = indices[i]
-        x = values[i]
+        x = values[i + vs]
         wx = w[r] * x
         a1 = A1c[ken[i]] - A1c[ksn[i]]
         g -= wx * a1
@@ -626,7 +630,7 @@ def coordinate_breakpoints(indptr, indices, values, j, gx0, w, ksn, ken, evn, sl
             if pk != pos:
                 break
             if efron and (ck & 1) and evn[nzk]:
-                e += w[indices[nzk]] * values[nzk]
+                e += w[indices[nzk]] * values[nzk + vs]
             k += 1
         if e != 0.0:
             p = pos - 1
@@ -634,7 +638,7 @@ def coordinate_breakpoints(indptr, indices, values, j, gx0, w, ksn, ken, evn, sl
         for q in range(i, k):
             cq = codes[q]
             nzq = cq >> 1
-            wx = w[indices[nzq]] * values[nzq]
+            wx = w[indices[nzq]] * values[nzq + vs]
             if cq & 1:
                 c -= wx
             else:
@@ -651,13 +655,15 @@ def coordinate_breakpoints(indptr, indices, values, j, gx0, w, ksn, ken, evn, sl
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def coordinate_scan(indptr, indices, values, j, xd, w, cw, ks, ke, event, slot_d, slot_m, slot_last, efron):
+def coordinate_scan(indptr, indices, values, value_shift, j, xd, w, cw, ks, ke, event, slot_d, slot_m, slot_last,
+                    efron):
     """(g_j, h_j) by full O(N + n_slots) scans (the papers' formulation); independent of the
     cached aggregates. ``xd`` is a zero work vector of length N (restored on return)."""
     a = indptr[j]
     b = indptr[j + 1]
+    vs = value_shift[j]
     for i in range(a, b):
-        xd[indices[i]] = values[i]
+        xd[indices[i]] = values[i + vs]
     ns = slot_d.shape[0]
     ex0 = np.zeros(ns)
     en0 = np.zeros(ns)
@@ -744,7 +750,7 @@ def walk_chunks(a, b, ksn, ken, size):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def walk_chunk(lo, hi, b, g0, indices, values, w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron, out):
+def walk_chunk(lo, hi, b, g0, indices, values, vs, w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron, out):
     """:func:`coordinate_sorted`'s sums over the whole runs lo .. hi-1 of a column ending at
     ``b``, its running risk-set sum c started at 0 and g at ``g0``. ``out`` = (g, h, S, K0, K1, K2, c, reset):
     K0, K1, K2 are the sums of dA2, c dA2 and e R2 over the runs before the chunk's first
@@ -762,7 +768,7 @@ def walk_chunk(lo, hi, b, g0, indices, values, w, ksn, ken, evn, A1c, A2c, R1, R
     for i in range(lo, hi):
         if i + DISTANCE < hi:
             prefetch(w, indices[i + DISTANCE])
-        x = values[i]
+        x = values[i + vs]
         wx = w[indices[i]] * x
         kr = ken[i]
         a1 = A1c[kr] - A1c[ksn[i]]
@@ -805,14 +811,15 @@ def walk_chunk(lo, hi, b, g0, indices, values, w, ksn, ken, evn, A1c, A2c, R1, R
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def coordinate_chunked(indptr, indices, values, j, gx0, w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron, size,
-                       gradient_only):
+def coordinate_chunked(indptr, indices, values, value_shift, j, gx0, w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron,
+                       size, gradient_only):
     """(g_j, h_j) of :func:`coordinate_sorted` by chunks of :func:`walk_chunks` in parallel,
     then their carries added in chunk order (the same bits on 2 or 16 threads; equal to the
     serial walk up to rounding); ``gradient_only``: (g_j, 0) from the chunks' g alone, bit
     for bit the g of the full walk (the screen of a coordinate at its center)."""
     a = indptr[j]
     b = indptr[j + 1]
+    vs = value_shift[j]
     bounds = walk_chunks(a, b, ksn, ken, size)
     n = bounds.shape[0] - 1
     part = np.empty((n, 8))
@@ -823,13 +830,13 @@ def coordinate_chunked(indptr, indices, values, j, gx0, w, ksn, ken, evn, A1c, A
             for i in range(bounds[k], end):
                 if i + DISTANCE < end:
                     prefetch(w, indices[i + DISTANCE])
-                wx = w[indices[i]] * values[i]
+                wx = w[indices[i]] * values[i + vs]
                 g -= wx * (A1c[ken[i]] - A1c[ksn[i]])
                 if efron and evn[i]:
                     g += wx * R1[ken[i] - 1]
             part[k, 0] = g
         else:
-            walk_chunk(bounds[k], bounds[k + 1], b, 0.0, indices, values, w, ksn, ken, evn, A1c, A2c, R1, R2, T2,
+            walk_chunk(bounds[k], bounds[k + 1], b, 0.0, indices, values, vs, w, ksn, ken, evn, A1c, A2c, R1, R2, T2,
                        efron, part[k])
     g = gx0
     if gradient_only:
@@ -848,11 +855,12 @@ def coordinate_chunked(indptr, indices, values, j, gx0, w, ksn, ken, evn, A1c, A
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def move_chunked(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, evn, ex, ev, size):
+def move_chunked(indptr, indices, values, value_shift, indicator, j, delta, eta, w, ksn, ken, evn, ex, ev, size):
     """:func:`move_sparse` of a right-censored column by chunks of :func:`walk_chunks` in
     parallel: every row and slot sum takes the same additions in the same order (no slot
     is shared by two chunks), so the result is the serial one, bit for bit."""
     ind = indicator[j]
+    vs = value_shift[j]
     factor = math.exp(delta)
     bounds = walk_chunks(indptr[j], indptr[j + 1], ksn, ken, size)
     for k in prange(bounds.shape[0] - 1):
@@ -861,21 +869,22 @@ def move_chunked(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken,
             if i + DISTANCE < end:
                 prefetch(w, indices[i + DISTANCE])
                 prefetch(eta, indices[i + DISTANCE])
-            dw = moved_weight(eta, w, indices[i], values[i], delta, factor, ind)
+            dw = moved_weight(eta, w, indices[i], values[i + vs], delta, factor, ind)
             ex[ken[i]] += dw
             if evn[i]:
                 ev[ken[i] - 1] += dw
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def gradient_column(indptr, indices, values, j, gx0, w, ksn, ken, evn, A1c, R1, efron):
+def gradient_column(indptr, indices, values, value_shift, j, gx0, w, ksn, ken, evn, A1c, R1, efron):
     """dl/dbeta_j alone in O(nnz_j) (the g of :func:`coordinate_sorted`, bit for bit)."""
     g = gx0
+    vs = value_shift[j]
     end = indptr[j + 1]
     for i in range(indptr[j], end):
         if i + DISTANCE < end:
             prefetch(w, indices[i + DISTANCE])
-        wx = w[indices[i]] * values[i]
+        wx = w[indices[i]] * values[i + vs]
         g -= wx * (A1c[ken[i]] - A1c[ksn[i]])
         if efron and evn[i]:
             g += wx * R1[ken[i] - 1]
@@ -1118,7 +1127,7 @@ def hessian_block(rowptr, rcol, rval, w, v, ks, ke, event, entry, slot_stratum, 
 
 # -- the compiled family contract (riskset.core.sweep) ---------------------------------
 # "sparse" formulation, O(nnz_j) per coordinate:
-#   data  = (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
+#   data  = (indptr, indices, values, value_shift, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
 #            slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel, walk_chunk)
 #   state = (eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved)
 # ``codes`` (the column breakpoints) are read only with start times. ``col_strata[strata_ptr[j]
@@ -1139,7 +1148,7 @@ MOVED_COLUMNS = 8
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_refresh(data, state):
     """The aggregates of the strata that moves left stale, from the slot sums (O(their slots))."""
-    (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
+    (indptr, indices, values, value_shift, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
      slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel, walk_chunk) = data
     eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved = state
     count = moved[0]
@@ -1159,46 +1168,49 @@ def sparse_refresh(data, state):
 def chunked(data, j):
     """Whether column j walks and moves by chunks in parallel: more than one thread, no start
     times (whose entry sums two chunks could share), more than two chunks of non-zeros."""
-    (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
+    (indptr, indices, values, value_shift, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
      slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel, walk_chunk) = data
     return parallel and not has_start and indptr[j + 1] - indptr[j] > 2 * walk_chunk
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_gradient(data, state, j):
-    (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
+    (indptr, indices, values, value_shift, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
      slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel, walk_chunk) = data
     eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved = state
     if chunked(data, j):
-        return coordinate_chunked(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron,
-                                  walk_chunk, True)[0]
-    return gradient_column(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, R1, efron)
+        return coordinate_chunked(indptr, indices, values, value_shift, j, gx0[j], w, ksn, ken, evn, A1c, A2c, R1, R2,
+                                  T2, efron, walk_chunk, True)[0]
+    return gradient_column(indptr, indices, values, value_shift, j, gx0[j], w, ksn, ken, evn, A1c, R1, efron)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_terms(data, state, j):
     """The walk over the column's non-zeros in slot order: sorted rows, or breakpoints with start times."""
-    (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
+    (indptr, indices, values, value_shift, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
      slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel, walk_chunk) = data
     eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved = state
     if has_start:
-        return coordinate_breakpoints(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, slot_stratum, codes,
-                                      A1c, A2c, R1, R2, T2, efron)
+        return coordinate_breakpoints(indptr, indices, values, value_shift, j, gx0[j], w, ksn, ken, evn, slot_stratum,
+                                      codes, A1c, A2c, R1, R2, T2, efron)
     if chunked(data, j):
-        return coordinate_chunked(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron,
-                                  walk_chunk, False)
-    return coordinate_sorted(indptr, indices, values, j, gx0[j], w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron)
+        return coordinate_chunked(indptr, indices, values, value_shift, j, gx0[j], w, ksn, ken, evn, A1c, A2c, R1, R2,
+                                  T2, efron, walk_chunk, False)
+    return coordinate_sorted(indptr, indices, values, value_shift, j, gx0[j], w, ksn, ken, evn, A1c, A2c, R1, R2, T2,
+                             efron)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_move(data, state, j, delta):
-    (indptr, indices, values, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
+    (indptr, indices, values, value_shift, indicator, gx0, ksn, ken, evn, has_start, codes, slot_stratum,
      slot_d, slot_m, slot_ptr, efron, strata_ptr, col_strata, parallel, walk_chunk) = data
     eta, w, ex, en, ev, D, Q1, Q2, R1, R2, T2, A1c, A2c, moved = state
     if chunked(data, j):
-        move_chunked(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, evn, ex, ev, walk_chunk)
+        move_chunked(indptr, indices, values, value_shift, indicator, j, delta, eta, w, ksn, ken, evn, ex, ev,
+                     walk_chunk)
     else:
-        move_sparse(indptr, indices, values, indicator, j, delta, eta, w, ksn, ken, evn, has_start, ex, en, ev)
+        move_sparse(indptr, indices, values, value_shift, indicator, j, delta, eta, w, ksn, ken, evn, has_start, ex,
+                    en, ev)
     count = moved[0]
     if count != ALL_MOVED:
         if count + 1 < moved.shape[0]:
@@ -1213,7 +1225,7 @@ SPARSE_KERNELS = compile_family("cox_sparse", sparse_refresh, sparse_gradient, s
 
 # "scan" formulation, O(N + n_slots) per coordinate (the scan costs the same with or
 # without h_j, so no separate screen):
-#   data  = (indptr, indices, values, cw, ks, ke, event, slot_d, slot_m, slot_last, efron)
+#   data  = (indptr, indices, values, value_shift, cw, ks, ke, event, slot_d, slot_m, slot_last, efron)
 #   state = (eta, w, xd)
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -1223,16 +1235,17 @@ def scan_refresh(data, state):
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def scan_terms(data, state, j):
-    indptr, indices, values, cw, ks, ke, event, slot_d, slot_m, slot_last, efron = data
+    indptr, indices, values, value_shift, cw, ks, ke, event, slot_d, slot_m, slot_last, efron = data
     eta, w, xd = state
-    return coordinate_scan(indptr, indices, values, j, xd, w, cw, ks, ke, event, slot_d, slot_m, slot_last, efron)
+    return coordinate_scan(indptr, indices, values, value_shift, j, xd, w, cw, ks, ke, event, slot_d, slot_m, slot_last,
+                           efron)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def scan_move(data, state, j, delta):
-    indptr, indices, values, cw, ks, ke, event, slot_d, slot_m, slot_last, efron = data
+    indptr, indices, values, value_shift, cw, ks, ke, event, slot_d, slot_m, slot_last, efron = data
     eta, w, xd = state
-    move_scan(indptr, indices, values, j, delta, eta, w)
+    move_scan(indptr, indices, values, value_shift, j, delta, eta, w)
 
 
 SCAN_KERNELS = compile_family("cox_scan", scan_refresh, None, scan_terms, scan_move)

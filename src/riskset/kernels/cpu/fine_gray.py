@@ -137,19 +137,20 @@ def loglik_terms(eta, cw, event, shift, slot_d, D):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def coordinate_sparse(indptr, indices, values, j, gx0, w, slot, cinv, A1, B1, A2, A2G, A2GG):
+def coordinate_sparse(indptr, indices, values, value_shift, j, gx0, w, slot, cinv, A1, B1, A2, A2G, A2GG):
     """(g_j, h_j) in O(nnz_j) (aggregates must be current)."""
     a = indptr[j]
     b = indptr[j + 1]
     if a == b:
         return gx0, 0.0
     K = A1.shape[0] - 1
+    vs = value_shift[j]
     E = 0.0
     for i in range(a, b):
         r = indices[i]
         ig = cinv[r]
         if ig != 0.0:
-            E += w[r] * values[i] * ig
+            E += w[r] * values[i + vs] * ig
     g = gx0
     h = 0.0
     e = E
@@ -158,7 +159,7 @@ def coordinate_sparse(indptr, indices, values, j, gx0, w, slot, cinv, A1, B1, A2
     c = 0.0
     for i in range(a, b):
         r = indices[i]
-        x = values[i]
+        x = values[i + vs]
         wx = w[r] * x
         s = slot[r]
         br = A1[s]
@@ -176,14 +177,15 @@ def coordinate_sparse(indptr, indices, values, j, gx0, w, slot, cinv, A1, B1, A2
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, slot, cinv, W, Wc):
+def move_sparse(indptr, indices, values, value_shift, indicator, j, delta, eta, w, slot, cinv, W, Wc):
     """beta_j += delta: eta, w (:func:`~riskset.kernels.cpu.cox.moved_weight`) and the slot
     sums at the non-zeros of column j (O(nnz_j))."""
     ind = indicator[j]
+    vs = value_shift[j]
     factor = math.exp(delta)
     for i in range(indptr[j], indptr[j + 1]):
         r = indices[i]
-        dw = moved_weight(eta, w, r, values[i], delta, factor, ind)
+        dw = moved_weight(eta, w, r, values[i + vs], delta, factor, ind)
         s = slot[r]
         W[s] += dw
         ig = cinv[r]
@@ -192,7 +194,7 @@ def move_sparse(indptr, indices, values, indicator, j, delta, eta, w, slot, cinv
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work):
+def coordinate_scan(indptr, indices, values, value_shift, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work):
     """(g_j, h_j) by full O(N + K) scans, independent of any cached aggregate.
 
     ``xd`` is a zero work vector of length N (restored on return); ``work`` a
@@ -200,8 +202,9 @@ def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, sl
     """
     a = indptr[j]
     b = indptr[j + 1]
+    vs = value_shift[j]
     for i in range(a, b):
-        xd[indices[i]] = values[i]
+        xd[indices[i]] = values[i + vs]
     work[:, :] = 0.0
     g = 0.0
     # one pass over all rows: (w, wx, wx^2) per slot, ordinary and competing (/G) parts
@@ -257,13 +260,14 @@ def coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, sl
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def gradient_column(indptr, indices, values, j, gx0, w, slot, cinv, A1, B1):
+def gradient_column(indptr, indices, values, value_shift, j, gx0, w, slot, cinv, A1, B1):
     """dl/dbeta_j alone in O(nnz_j) (the g of :func:`coordinate_sparse`, bit for bit)."""
     sb0 = B1[0]
     g = gx0
+    vs = value_shift[j]
     for i in range(indptr[j], indptr[j + 1]):
         r = indices[i]
-        wx = w[r] * values[i]
+        wx = w[r] * values[i + vs]
         s = slot[r]
         br = A1[s]
         ig = cinv[r]
@@ -287,7 +291,7 @@ def row_terms(w, slot, cinv, A1, B1, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def numerators(cols, indptr, indices, values, w, slot, cinv, Gev, N1):
+def numerators(cols, indptr, indices, values, value_shift, w, slot, cinv, Gev, N1):
     """N1[k, a] = sum over the risk set of slot k of (weighted) w x_a, for columns ``cols``."""
     K = Gev.shape[0]
     ex = np.zeros(K + 1)
@@ -296,9 +300,10 @@ def numerators(cols, indptr, indices, values, w, slot, cinv, Gev, N1):
         j = cols[a]
         ex[:] = 0.0
         ec[:] = 0.0
+        vs = value_shift[j]
         for i in range(indptr[j], indptr[j + 1]):
             r = indices[i]
-            wx = w[r] * values[i]
+            wx = w[r] * values[i + vs]
             s = slot[r]
             ex[s] += wx
             ig = cinv[r]
@@ -441,13 +446,13 @@ def hessian_vector_rows(u, w, v, slot, cinv, Gev, q2, U, Uc, z):
 
 
 # -- the compiled family contract (riskset.core.sweep), one family per formulation --------------
-# data  = (indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev) for both;
+# data  = (indptr, indices, values, value_shift, indicator, gx0, cw, event, slot, cinv, slot_d, Gev) for both;
 # state = (eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty) for "sparse", (eta, w, xd, work) for "scan".
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_refresh(data, state):
     """The aggregates from the slot sums, if a move left them stale (``dirty[0]``)."""
-    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    indptr, indices, values, value_shift, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
     eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
     if dirty[0]:
         refresh(W, Wc, slot_d, Gev, D, A1, SB, A2, A2G, A2GG)
@@ -456,24 +461,24 @@ def sparse_refresh(data, state):
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_gradient(data, state, j):
-    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    indptr, indices, values, value_shift, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
     eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
-    return gradient_column(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, SB)
+    return gradient_column(indptr, indices, values, value_shift, j, gx0[j], w, slot, cinv, A1, SB)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_terms(data, state, j):
-    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    indptr, indices, values, value_shift, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
     eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
-    return coordinate_sparse(indptr, indices, values, j, gx0[j], w, slot, cinv, A1, SB, A2, A2G, A2GG)
+    return coordinate_sparse(indptr, indices, values, value_shift, j, gx0[j], w, slot, cinv, A1, SB, A2, A2G, A2GG)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_move(data, state, j, delta):
     """beta_j += delta: eta, w and the slot sums; the aggregates are stale until the next refresh."""
-    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    indptr, indices, values, value_shift, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
     eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
-    move_sparse(indptr, indices, values, indicator, j, delta, eta, w, slot, cinv, W, Wc)
+    move_sparse(indptr, indices, values, value_shift, indicator, j, delta, eta, w, slot, cinv, W, Wc)
     dirty[0] = True
 
 
@@ -485,17 +490,17 @@ def scan_refresh(data, state):
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def scan_terms(data, state, j):
     """(g_j, h_j) by a full scan (which costs the same without h_j: no separate screen)."""
-    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    indptr, indices, values, value_shift, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
     eta, w, xd, work = state
-    return coordinate_scan(indptr, indices, values, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work)
+    return coordinate_scan(indptr, indices, values, value_shift, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def scan_move(data, state, j, delta):
     """beta_j += delta: eta and w at the non-zeros of column j."""
-    indptr, indices, values, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
+    indptr, indices, values, value_shift, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
     eta, w, xd, work = state
-    move_scan(indptr, indices, values, j, delta, eta, w)
+    move_scan(indptr, indices, values, value_shift, j, delta, eta, w)
 
 
 #: The compiled family of each formulation (``FineGrayDatafit.kernels``).

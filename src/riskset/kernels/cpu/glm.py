@@ -60,7 +60,7 @@ def _set_mean(family, rows, i):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def coordinate(indptr, indices, values, c, rows):
+def coordinate(indptr, indices, values, value_shift, c, rows):
     """(dl/dbeta, d2l/dbeta^2) of CSC column ``c``, or of the implicit intercept if c < 0."""
     g = 0.0
     h = 0.0
@@ -70,11 +70,12 @@ def coordinate(indptr, indices, values, c, rows):
             h -= rows[i, CURV]
         return g, h
     end = indptr[c + 1]
+    vs = value_shift[c]
     for k in range(indptr[c], end):
         if k + DISTANCE < end:
             prefetch(rows, indices[k + DISTANCE])
         i = indices[k]
-        x = values[k]
+        x = values[k + vs]
         g += x * rows[i, RESID]
         h -= x * x * rows[i, CURV]
     return g, h
@@ -95,7 +96,7 @@ def _update_row(family, rows, i, dx, factor):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def move(family, indptr, indices, values, indicator, c, delta, rows):
+def move(family, indptr, indices, values, value_shift, indicator, c, delta, rows):
     """beta += delta for CSC column ``c`` (the implicit intercept if c < 0): update the
     state of the column's non-zero rows (least squares keeps no exp(eta): no ``exp``)."""
     factor = math.exp(delta) if family != GAUSSIAN else 1.0
@@ -105,10 +106,11 @@ def move(family, indptr, indices, values, indicator, c, delta, rows):
         return
     scaled = not indicator[c] and family != GAUSSIAN
     end = indptr[c + 1]
+    vs = value_shift[c]
     for k in range(indptr[c], end):
         if k + DISTANCE < end:
             prefetch(rows, indices[k + DISTANCE])
-        dx = delta * values[k]
+        dx = delta * values[k + vs]
         _update_row(family, rows, indices[k], dx, math.exp(dx) if scaled else factor)
 
 
@@ -141,7 +143,7 @@ def _row_loglik(family, e, expeta, y, w):
 
 
 # -- the compiled family contract (riskset.core.sweep) ---------------------------------
-# data = (family, first, indptr, indices, values, indicator); state = (rows,).
+# data = (family, first, indptr, indices, values, value_shift, indicator); state = (rows,).
 # Coefficient j is CSC column j - first (the implicit intercept when negative).
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -151,14 +153,14 @@ def contract_refresh(data, state):
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_terms(data, state, j):
-    family, first, indptr, indices, values, indicator = data
-    return coordinate(indptr, indices, values, j - first, state[0])
+    family, first, indptr, indices, values, value_shift, indicator = data
+    return coordinate(indptr, indices, values, value_shift, j - first, state[0])
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_move(data, state, j, delta):
-    family, first, indptr, indices, values, indicator = data
-    move(family, indptr, indices, values, indicator, j - first, delta, state[0])
+    family, first, indptr, indices, values, value_shift, indicator = data
+    move(family, indptr, indices, values, value_shift, indicator, j - first, delta, state[0])
 
 
 # no separate screen: g alone is no cheaper (resid and curv share a row's cache line)

@@ -86,7 +86,7 @@ def refresh_all(lin, K, wt, ftab, G, H, SP):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def coordinate(indptr, indices, values, src, m, ysum, G, H):
+def coordinate(indptr, indices, values, value_shift, src, m, ysum, G, H):
     """(g, h) of the virtual column c_i F_m(k); src < 0 means c = 1 (all subjects)."""
     g = ysum
     h = 0.0
@@ -95,25 +95,27 @@ def coordinate(indptr, indices, values, src, m, ysum, G, H):
             g -= G[m, i]
             h -= H[m, i]
     else:
+        vs = value_shift[src]
         for p in range(indptr[src], indptr[src + 1]):
             i = indices[p]
-            c = values[p]
+            c = values[p + vs]
             g -= c * G[m, i]
             h -= c * c * H[m, i]
     return g, h
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def move(indptr, indices, values, src, m, delta, lin, K, wt, ftab, G, H, SP):
+def move(indptr, indices, values, value_shift, src, m, delta, lin, K, wt, ftab, G, H, SP):
     """beta_v += delta for the virtual column c_i F_m(k): refresh the touched subjects."""
     if src < 0:
         for i in range(K.shape[0]):
             lin[m, i] += delta
             _refresh_subject(i, lin, K, wt, ftab, G, H, SP)
     else:
+        vs = value_shift[src]
         for p in range(indptr[src], indptr[src + 1]):
             i = indices[p]
-            lin[m, i] += delta * values[p]
+            lin[m, i] += delta * values[p + vs]
             _refresh_subject(i, lin, K, wt, ftab, G, H, SP)
 
 
@@ -156,7 +158,7 @@ def cross_moments(lin, K, wt, ftab, ma, mb, out):
 
 
 # -- the compiled family contract (riskset.core.sweep) ------------------------------------------
-# data = (indptr, indices, values, src, fidx, ysum, K, wt, ftab), state = (lin, G, H, SP).
+# data = (indptr, indices, values, value_shift, src, fidx, ysum, K, wt, ftab), state = (lin, G, H, SP).
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_refresh(data, state):
@@ -165,16 +167,16 @@ def contract_refresh(data, state):
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_terms(data, state, j):
-    indptr, indices, values, src, fidx, ysum, K, wt, ftab = data
+    indptr, indices, values, value_shift, src, fidx, ysum, K, wt, ftab = data
     lin, G, H, SP = state
-    return coordinate(indptr, indices, values, src[j], fidx[j], ysum[j], G, H)
+    return coordinate(indptr, indices, values, value_shift, src[j], fidx[j], ysum[j], G, H)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_move(data, state, j, delta):
-    indptr, indices, values, src, fidx, ysum, K, wt, ftab = data
+    indptr, indices, values, value_shift, src, fidx, ysum, K, wt, ftab = data
     lin, G, H, SP = state
-    move(indptr, indices, values, src[j], fidx[j], delta, lin, K, wt, ftab, G, H, SP)
+    move(indptr, indices, values, value_shift, src[j], fidx[j], delta, lin, K, wt, ftab, G, H, SP)
 
 
 # no separate screen: g alone is no cheaper (g and h read the same non-zeros)

@@ -4,9 +4,10 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def class_ranges(indptr, indices, values, columns, row_class, class_size, out):
+def class_ranges(indptr, indices, values, value_shift, columns, row_class, class_size, out):
     """Per column c of ``columns``: the smallest and largest value of x_c within each row class.
 
+    The value of non-zero p of column j is ``values[p + value_shift[j]]`` (core.design.CompactCSC).
     ``row_class[i]`` in {0, 1, 2} (-1: row ignored); ``class_size[k]`` rows are in class k,
     so a class with fewer stored entries than rows also holds an implicit 0.
     ``out[a, k] = (min, max)`` of class k for column ``columns[a]`` (+inf, -inf if empty). O(nnz).
@@ -22,7 +23,7 @@ def class_ranges(indptr, indices, values, columns, row_class, class_size, out):
             k = row_class[indices[p]]
             if k < 0:
                 continue
-            v = values[p]
+            v = values[p + value_shift[j]]
             seen[k] += 1
             out[a, k, 0] = min(out[a, k, 0], v)
             out[a, k, 1] = max(out[a, k, 1], v)

@@ -131,10 +131,12 @@ FLOAT32_MAX_VALUE = 1e18
 def _check_float32_range(datafit) -> None:
     """InputError naming the covariate whose values a float32 device cannot hold (they would
     become inf on the device), with the way out."""
-    values = np.abs(datafit.values)
+    values = np.abs(datafit.values)  # the valued columns' values in column order, then ones
     if values.size and values.max() > FLOAT32_MAX_VALUE:
         k = int(np.argmax(values))
-        j = int(np.searchsorted(datafit.indptr, k, side="right") - 1)
+        valued = np.flatnonzero(~datafit.indicator)
+        starts = datafit.indptr[valued] + datafit.value_shift[valued]
+        j = int(valued[np.searchsorted(starts, k, side="right") - 1])
         raise InputError(f"covariate {datafit.coef_label(datafit.coef_of_column(j))!r} has the value "
                          f"{datafit.values[k]:.3g}: beyond {FLOAT32_MAX_VALUE:g}, float32 on the device would "
                          "overflow; rescale the covariate or use dtype='float64'")

@@ -92,14 +92,16 @@ class DeviceDatafit(Datafit):
         return min(self.nt, 256)
 
     def __init__(self, cpu: Datafit, dtype="float64", weights: np.ndarray | None = None):
-        # Datafit.__init__ is not called: X and the static arrays are the CPU datafit's.
+        # Datafit.__init__ is not called: the design and the static arrays are the CPU datafit's
+        # (the device holds a value per non-zero: Datafit.design.full_values).
         self.cpu = cpu
         self.names = cpu.names
         self.exact_separability = cpu.exact_separability
         self.dtype = state_dtype(dtype)
         self.nt = threads_per_block()
-        self.X, self.offset = cpu.X, cpu.offset
-        self.indptr, self.indices, self.values = cpu.indptr, cpu.indices, cpu.values
+        self.design, self.offset = cpu.design, cpu.offset
+        self.indptr, self.indices = cpu.indptr, cpu.indices
+        self.values, self.value_shift, self.indicator = cpu.values, cpu.value_shift, cpu.indicator
         self.itype = np.int32 if self.n_rows < 2**31 - 1 else np.int64
         self._static = None
         self.weights = None if weights is None else np.atleast_2d(np.asarray(weights, dtype=np.float64))

@@ -98,7 +98,7 @@ def run_terms(r, k, run_start, run_stratum, stratum_ptr, exact_m, indices, value
         a = stratum_ptr[s]
         b = stratum_ptr[s + 1]
         wr = w[r]
-        d1, d2 = exact_stratum_derivs(wr, a, b, m, stratum_scale(wr, a, b), indices, values, p, q, B, dB, d2B)
+        d1, d2 = exact_stratum_derivs(wr, a, b, m, stratum_scale(wr, a, b), indices, values, 0, p, q, B, dB, d2B)
         return -c_s[r, s] * d1, -c_s[r, s] * d2
     s1 = 0.0
     s2 = 0.0
@@ -191,7 +191,7 @@ class ConditionalDeviceDatafit(DeviceDatafit):
         col_runs, run_start, run_stratum = cpu.col_runs, cpu.run_start, cpu.run_stratum
         stype = np.int32 if cpu.n_strata < 2**31 - 1 else np.int64
         return dict(indices=device_copy(cpu.indices.astype(self.itype)),
-                    values=device_copy(cpu.values.astype(self.dtype)),
+                    values=device_copy(cpu.design.full_values(self.dtype)),
                     indicator=device_copy(np.asarray(cpu.indicator, np.uint8)),
                     col_runs=device_copy(col_runs), run_start=device_copy(run_start),
                     run_stratum=device_copy(run_stratum.astype(stype)),

@@ -698,7 +698,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         one8 = np.zeros(1, np.uint8)
         static = dict(indptr=device_copy(cpu.indptr.astype(np.int64)),
                       indices=device_copy(idx.astype(self.itype)),
-                      values=device_copy(cpu.values.astype(self.dtype)),
+                      values=device_copy(cpu.design.full_values(self.dtype)),
                       indicator=device_copy(np.asarray(cpu.indicator, np.uint8)),
                       ksn=device_copy(ks[idx].astype(stype)),
                       ken=device_copy(ke[idx].astype(stype)),
@@ -773,7 +773,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
                 slot_m = np.stack([np.bincount(eslot, weights=(c[ev] > 0), minlength=ns) for c in cw])
             else:
                 slot_m = np.zeros((1, 1))
-            gx0 = np.asarray((cpu.X.T @ (cw * ev[None, :]).T).T)
+            gx0 = np.stack([cpu.products.dot(np.arange(cpu.n_coef), c * ev) for c in cw])
             self._per_rep = dict(cw=device_copy(cw, self.dtype),
                                  slot_d=device_copy(slot_d, np.float64),
                                  slot_m=device_copy(slot_m, np.float64),

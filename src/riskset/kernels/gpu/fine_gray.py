@@ -375,7 +375,7 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
         slot = np.asarray(cpu.slot, st)
         return dict(indptr=device_copy(cpu.indptr.astype(np.int64)),
                     indices=device_copy(cpu.indices.astype(self.itype)),
-                    values=device_copy(cpu.values.astype(self.dtype)),
+                    values=device_copy(cpu.design.full_values(self.dtype)),
                     indicator=device_copy(np.asarray(cpu.indicator, np.uint8)),
                     slot=device_copy(slot),
                     slotn=device_copy(slot[cpu.indices]),

@@ -160,7 +160,7 @@ class GLMDeviceDatafit(DeviceDatafit):
 
     def _make_static(self):
         cpu = self.cpu
-        indptr, indices, values = cpu.indptr.astype(np.int64), cpu.indices, cpu.values
+        indptr, indices, values = cpu.indptr.astype(np.int64), cpu.indices, cpu.design.full_values()
         indicator = np.asarray(cpu.indicator, np.uint8)
         if cpu.first:  # implicit intercept: an explicit column of ones on the device
             n = self.n_rows
