@@ -167,8 +167,8 @@ def run(args):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
         sparse_df = SCCS().datafit(data)
-        dense_df = None if args.no_dense else DenseSCCSDatafit(sparse_df.design.to_csc(), sparse_df.y_raw, sparse_df.row_stratum,
-                                                                sparse_df.offset)
+        dense_df = None if args.no_dense else DenseSCCSDatafit(sparse_df.design.to_csc(), sparse_df.y_raw,
+                                                                sparse_df.row_stratum, sparse_df.offset)
     p = sparse_df.n_coef
     for df in (sparse_df, dense_df):  # warm up the JIT
         if df is not None:

@@ -180,7 +180,8 @@ def test_cox_datafit_equals_the_scipy_preparation(case, ties, formulation, scipy
     scipy_preparation()
     ref = CoxDatafit(X.copy(), *args, ties=ties, formulation=formulation)
     assert_same_datafit(new, ref)
-    assert_same_csc(new.design.to_csc(), scipy_canonical(sp.csc_matrix(X)[ref.order]))  # as the code before: permute, then sort
+    # as the code before: permute, then sort
+    assert_same_csc(new.design.to_csc(), scipy_canonical(sp.csc_matrix(X)[ref.order]))
 
 
 def test_fine_gray_datafit_equals_the_scipy_preparation(scipy_preparation):
@@ -305,7 +306,8 @@ def test_compact_design_fits_bit_for_bit_as_the_full_one(case, monkeypatch):
     def run():
         fit = riskset.fit(data, model, prior, progress=False)
         cv = riskset.cross_validate(data, model, riskset.Laplace(), n_folds=3, n_grid=3, progress=False, seed=1)
-        return fit.coef.to_numpy(), fit.loglik, cv.selected_variance, cv.scores.select_dtypes("number").to_numpy().tobytes()
+        scores = cv.scores.select_dtypes("number").to_numpy()
+        return fit.coef.to_numpy(), fit.loglik, cv.selected_variance, scores.tobytes()
 
     compact = run()
     monkeypatch.setattr(interface, "take_rows", lambda X, rows: uncompacted(take_rows(X, rows).to_csc()))

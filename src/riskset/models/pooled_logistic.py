@@ -187,8 +187,8 @@ class PooledLogisticDatafit(Datafit):
     kernels = pooled_kernels.KERNELS
 
     def kernel_data(self):
-        return (self.indptr, self.indices, self.values, self.value_shift, self.src, self.fidx, self.ysum, self.K, self.wt,
-                self.ftab)
+        return (self.indptr, self.indices, self.values, self.value_shift, self.src, self.fidx, self.ysum, self.K,
+                self.wt, self.ftab)
 
     def gradient(self, state):
         g = self.ysum.copy()
