@@ -8,6 +8,7 @@ import scipy.sparse as sp
 import riskset
 from riskset.core import columns
 from riskset.core.columns import ColumnProducts
+from riskset.core.design import CompactCSC, canonical_csc
 from riskset.models import get_model
 from riskset.solver import ccd
 from riskset.solver.ccd import SolverOptions, fit_ccd
@@ -21,7 +22,7 @@ def products(X, monkeypatch, layout):
     monkeypatch.setattr(columns, "TILE_ROWS", 32)
     X = sp.csc_matrix(X)
     X.sort_indices()
-    cp = ColumnProducts(X.indptr.astype(np.int64), X.indices, X.data, X.shape[0])
+    cp = ColumnProducts(CompactCSC.of(canonical_csc(X)))
     monkeypatch.setattr(ColumnProducts, "_rows_cheaper", lambda self, cols, threads=1: layout == "csr")
     gram_layout = {"csc": None, "csr": "all", "subset": "subset"}[layout]  # subset: X_A's own row copy
     monkeypatch.setattr(ColumnProducts, "_gram_on_rows", lambda self, cols: gram_layout)
@@ -161,7 +162,7 @@ def test_gram_layout_follows_the_work(rng):
     """Few columns: merge pairs; a few dozen sparse ones: their own row copy; most of X: X's."""
     X = sp.random(4000, 200, density=0.05, random_state=np.random.RandomState(5), format="csc")
     X.sort_indices()
-    cp = ColumnProducts(X.indptr.astype(np.int64), X.indices, X.data, X.shape[0])
+    cp = ColumnProducts(CompactCSC.of(canonical_csc(X)))
     assert cp._gram_on_rows(np.array([3, 8])) is None
     assert cp._gram_on_rows(np.r_[-1, np.arange(40)]) == "subset"
     assert cp._gram_on_rows(np.arange(150)) == "all"
@@ -222,15 +223,15 @@ def test_tiles_of_more_than_2_16_rows_keep_32_bit_offsets():
     rng = np.random.default_rng(3)
     n, p = 300_000, 5_000
     X = sp.random(n, p, density=2e-5, format="csc", random_state=rng, data_rvs=lambda k: rng.normal(size=k))
-    cp = columns.ColumnProducts(X.indptr, X.indices.astype(np.uint32), X.data, n)
+    cp = columns.ColumnProducts(CompactCSC.of(canonical_csc(X)))
     ptr, offsets = cp.tile_rows()
     assert np.diff(cp.tiles).max() > 1 << 16 and offsets.dtype == np.uint32
     cols, b, z = np.arange(0, p, 3), rng.normal(size=-(-p // 3)), rng.normal(size=n)
     out = np.empty(n)
-    columns.tiled_times(ptr, cp.tiles, offsets, cp.values, cp.unit, cols, b, out)
+    columns.tiled_times(ptr, cp.tiles, offsets, cp.values, cp.value_shift, cp.unit, cols, b, out)
     assert np.allclose(out, X[:, cols] @ b, rtol=1e-12, atol=1e-12)
     partial, partial2 = np.empty((cp.tiles.size - 1, cols.size)), np.empty((0, 0))
-    columns.tiled_dot(ptr, cp.tiles, offsets, cp.values, cp.unit, cols, z, False, partial, partial2)
+    columns.tiled_dot(ptr, cp.tiles, offsets, cp.values, cp.value_shift, cp.unit, cols, z, False, partial, partial2)
     assert np.allclose(partial.sum(axis=0), X[:, cols].T @ z, rtol=1e-12, atol=1e-12)
 
 
@@ -246,7 +247,7 @@ def test_a_product_updated_over_the_rows_that_changed_is_the_direct_one(indicato
     """dot_changed: X' z_new from X' z_old over the rows where z changed, once X's row-major copy
     is at hand; None (compute it directly) without the copy or when over a quarter changed."""
     X = design(rng, indicators, n=400)
-    cp = ColumnProducts(X.indptr.astype(np.int64), X.indices, X.data, X.shape[0])
+    cp = ColumnProducts(CompactCSC.of(canonical_csc(X)))
     z_old = rng.normal(size=400)
     z_new = z_old.copy()
     changed = rng.choice(400, 60, replace=False)
@@ -281,11 +282,11 @@ def test_a_training_folds_static_gradient_comes_from_the_full_datas(model, rng):
 
 def test_column_norms_of_a_set_with_the_ones_column():
     X = sp.random(200, 6, density=0.3, format="csc", random_state=4)
-    cp = ColumnProducts(X.indptr.astype(np.int64), X.indices, X.data, X.shape[0])
+    cp = ColumnProducts(CompactCSC.of(canonical_csc(X)))
     want = np.r_[np.sqrt(200.0), np.sqrt(np.asarray(X.multiply(X).sum(axis=0)).ravel()[[0, 5, 2]])]
     np.testing.assert_allclose(cp.column_norms(np.array([-1, 0, 5, 2])), want, rtol=1e-14)
     empty = sp.csc_matrix((50, 0))
-    assert ColumnProducts(empty.indptr.astype(np.int64), empty.indices, empty.data, 50).column_norms([-1]).tolist() \
+    assert ColumnProducts(CompactCSC.of(canonical_csc(empty))).column_norms([-1]).tolist() \
         == [np.sqrt(50.0)]
 
 
@@ -334,7 +335,7 @@ def test_the_row_major_copy_keeps_the_narrowest_column_indices(n_cols, itype):
     X = sp.random(40, n_cols, density=2e-3, format="csc", random_state=rng, data_rvs=lambda k: rng.normal(size=k))
     X[:, n_cols - 1] = 1.0  # the last column's index needs every bit
     X = X.tocsc()
-    cp = ColumnProducts(X.indptr.astype(np.int64), X.indices.astype(np.uint32), X.data, X.shape[0])
+    cp = ColumnProducts(CompactCSC.of(canonical_csc(X)))
     rptr, rcol, rval = cp.row_major()
     assert rcol.dtype == itype and rcol.max() == n_cols - 1
     z = rng.normal(size=X.shape[0])
