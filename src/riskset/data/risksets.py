@@ -121,11 +121,18 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
     return values[np.r_[True, values[1:] != values[:-1]]] if values.size else values
 
 
+#: Slot counts below which the per-non-zero slots are 16-bit (times in days: claims data).
+NARROW_SLOTS = 2**16
+
+
 def slots_at_nonzeros(indices, rs: RiskSets):
     """Entry slot, exit slot and status of the row of every stored non-zero (``indices``: their
-    rows): ``ks[indices]``, ``ke[indices]`` (of their type: int32 when the slots fit) and ``event[indices]``."""
+    rows): ``ks[indices]``, ``ke[indices]`` and ``event[indices]``. The slots are uint16 where
+    every slot index (0 .. n_slots) fits, as with times in days (2 bytes per non-zero each, not
+    4), else of ``ks``'s type (int32 when the slots fit)."""
     nnz = indices.shape[0]
-    ksn, ken, evn = np.empty(nnz, rs.ks.dtype), np.empty(nnz, rs.ke.dtype), np.empty(nnz, np.uint8)
+    stype = np.uint16 if rs.n_slots < NARROW_SLOTS else rs.ks.dtype
+    ksn, ken, evn = np.empty(nnz, stype), np.empty(nnz, stype), np.empty(nnz, np.uint8)
     _gather_rows(indices, rs.ks, rs.ke, rs.event, ksn, ken, evn)
     return ksn, ken, evn
 
