@@ -293,6 +293,9 @@ def _fit_cases():
         "logistic": (riskset.from_arrays(X, y=y, weights=weights), "logistic"),
         "poisson": (riskset.from_arrays(X, y=rng.poisson(1.0, n).astype(float)), "poisson"),
         "conditional logistic": (riskset.from_arrays(X, y=y, strata=strata), "conditional_logistic"),
+        "conditional poisson": (riskset.from_arrays(X, y=rng.poisson(0.5, n).astype(float), strata=strata),
+                                "conditional_poisson"),
+        "pooled logistic": (riskset.from_arrays(X, time=np.ceil(time / 8), status=status), "pooled_logistic"),
     }
 
 

@@ -288,7 +288,9 @@ class FitResult:
         pos = {n: i for i, n in enumerate(data.covariate_names)}
         cols = [pos[n] for n in self.coef.index if n in pos]
         beta = np.array([self.coef[n] for n in self.coef.index if n in pos])
-        eta = data.X[:, cols] @ beta if cols else np.zeros(data.n_rows)
+        full = np.zeros(data.n_covariates)  # X times a zero-padded beta: no copy of X's columns
+        full[cols] = beta
+        eta = data.X @ full
         if "intercept" in self.coef.index and "intercept" not in pos:
             eta = eta + self.coef["intercept"]
         if data.offset is not None:

@@ -15,8 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from riskset.core.design import canonical_csc
 from riskset.data.dataset import check_dataset
 from riskset.exceptions import InputError
+from riskset.kernels.cpu import separability as separability_kernels
 from riskset.models.base import Model, get_model
 from riskset.solver.separation import univariable_directions
 
@@ -81,12 +83,15 @@ def univariable_correlation(data, covariates=None, threshold: float = 0.0) -> pd
     columns = _columns(names, covariates, "covariates names unknown covariate(s):")
     if not (np.isfinite(threshold) and 0 <= threshold <= 1):
         raise InputError(f"threshold must be a correlation between 0 and 1, got {threshold!r}")
-    X = data.X[:, columns].tocsc()
+    X = canonical_csc(data.X)  # the data's own matrix where it is canonical: no copy of X
     y = np.asarray(data.y, dtype=np.float64)
     n = y.size
-    mean_x = np.asarray(X.sum(axis=0)).ravel() / n
-    var_x = np.asarray(X.multiply(X).sum(axis=0)).ravel() / n - mean_x ** 2
-    cov = (X.T @ y) / n - mean_x * y.mean()
+    moments = np.empty((columns.shape[0], 3))
+    separability_kernels.column_moments(X.indptr.astype(np.int64), X.indices, X.data, columns.astype(np.int64), y,
+                                        moments)
+    mean_x = moments[:, 0] / n
+    var_x = moments[:, 1] / n - mean_x ** 2
+    cov = moments[:, 2] / n - mean_x * y.mean()
     with np.errstate(divide="ignore", invalid="ignore"):
         corr = cov / np.sqrt(np.maximum(var_x, 0.0) * y.var())
     corr = np.where(var_x > 0, np.clip(corr, -1.0, 1.0), np.nan)

@@ -7,11 +7,13 @@ row order (see ``Model.datafit``). Builders for the supported input shapes live 
 """
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit, prange
 
 from riskset.exceptions import DataWarning, InputError
 from riskset.validation import coef_mapping, coef_names
@@ -25,7 +27,7 @@ OUTCOME_FIELDS = ("y", "time", "status", "start", "weights", "offset", "censor_w
 #: "converged" fit sets the coefficient to 0, and from 1e-160 (x^2 underflows) the
 #: standard error is infinite. These bounds leave 50 orders of magnitude for sums over
 #: rows, weights and products of two columns; values beyond them are refused
-#: (:func:`check_covariate_scale`), never fitted wrongly.
+#: (:func:`check_covariate_values`), never fitted wrongly.
 COVARIATE_MAX = 1e100
 COVARIATE_MIN = 1e-100
 
@@ -161,15 +163,7 @@ class Dataset:
             arr = getattr(self, name)
             if arr is not None:
                 check_finite(arr, name, self.row_ids)
-        if not np.all(np.isfinite(self.X.data)):
-            bad = np.flatnonzero(~np.isfinite(self.X.data))[0]
-            col = np.searchsorted(self.X.indptr, bad, side="right") - 1
-            row = self.X.indices[bad]
-            raise InputError(
-                f"covariate {self.covariate_names[col]!r} has a non-finite value "
-                f"({self.X.data[bad]}) at {row_label(self.row_ids, row)}"
-            )
-        check_covariate_scale(self.X, self.covariate_names, self.row_ids)
+        check_covariate_values(self.X, self.covariate_names, self.row_ids)
         if self.weights is not None:
             check_weights(self.weights, self.row_ids)
 
@@ -200,14 +194,18 @@ class Dataset:
             used, strata = np.unique(strata[rows], return_inverse=True)
             labels = None if labels is None else labels[used]
         subject = None if self.subject is None else np.unique(self.subject[rows], return_inverse=True)[1]
-        return replace(self, X=self.X[rows].tocsc(), row_ids=self.row_ids[rows], strata=strata,
-                       strata_labels=labels, subject=subject, **kw)
+        every_row = rows.shape[0] == self.n_rows and np.array_equal(rows, np.arange(self.n_rows))
+        X = self.X if every_row else self.X[rows].tocsc()  # every row: the matrix itself, not a copy
+        return replace(self, X=X, row_ids=self.row_ids[rows], strata=strata, strata_labels=labels, subject=subject,
+                       **kw)
 
     def select(self, names) -> "Dataset":
         """The same rows with only the covariates ``names`` (in that order; integer
         covariate ids name ``str(id)``)."""
         cols = self.covariate_index(names)
-        return replace(self, X=self.X[:, cols], covariate_names=[self.covariate_names[j] for j in cols])
+        every_column = np.array_equal(cols, np.arange(self.n_covariates))
+        return replace(self, X=self.X if every_column else self.X[:, cols],
+                       covariate_names=[self.covariate_names[j] for j in cols])
 
     def drop_empty_covariates(self) -> "Dataset":
         """Drop covariates without a non-zero value, with a warning naming them."""
@@ -263,32 +261,59 @@ def check_weights(weights: np.ndarray, row_ids) -> None:
             f"estimates stay the same; model-based standard errors treat the weights as counts)")
 
 
-def check_covariate_scale(X: sp.csc_matrix, names, row_ids) -> None:
-    """Raise InputError for a covariate value beyond :data:`COVARIATE_MAX` in magnitude, or a
-    covariate whose every value is below :data:`COVARIATE_MIN` (but not all zero): the
-    message names the covariate, the row and the value, and says how to rescale."""
-    size = np.abs(X.data)
-    big = np.flatnonzero(size > COVARIATE_MAX)
+def check_covariate_values(X: sp.csc_matrix, names, row_ids) -> None:
+    """Raise InputError for a covariate value that is not finite or beyond :data:`COVARIATE_MAX`
+    in magnitude, or a covariate whose every value is below :data:`COVARIATE_MIN` (but not all
+    zero): the message names the covariate, the row and the value (and says how to rescale).
+    One compiled pass over the stored values, no temporary per value."""
+    indptr = np.asarray(X.indptr, dtype=np.int64)
+    n_cols = indptr.shape[0] - 1
+    col_max, first_bad, first_big, n_big = np.zeros(n_cols), np.empty(n_cols, np.int64), np.empty(n_cols, np.int64), \
+        np.empty(n_cols, np.int64)
+    _column_magnitudes(indptr, X.data, COVARIATE_MAX, col_max, first_bad, first_big, n_big)
+    bad = first_bad[first_bad >= 0]
+    if bad.size:
+        e = int(bad.min())
+        col = int(np.searchsorted(indptr, e, side="right") - 1)
+        raise InputError(f"covariate {names[col]!r} has a non-finite value ({X.data[e]}) at "
+                         f"{row_label(row_ids, X.indices[e])}")
+    big = first_big[first_big >= 0]
     if big.size:
-        e = big[0]
-        col = int(np.searchsorted(X.indptr, e, side="right") - 1)
+        e = int(big.min())
+        col = int(np.searchsorted(indptr, e, side="right") - 1)
         raise InputError(
             f"covariate {names[col]!r} has the value {X.data[e]:g} at {row_label(row_ids, X.indices[e])} "
-            f"({big.size} value(s) beyond +-{COVARIATE_MAX:g}): values this large cannot be fitted in double "
+            f"({int(n_big.sum())} value(s) beyond +-{COVARIATE_MAX:g}): values this large cannot be fitted in double "
             "precision. Rescale the covariate (e.g. divide it by a power of ten, or take its log) or fix the value")
-    nonempty = np.flatnonzero(np.diff(X.indptr) > 0)
-    if nonempty.size == 0:
-        return
-    col_max = np.maximum.reduceat(size, X.indptr[nonempty])
-    tiny = nonempty[(col_max < COVARIATE_MIN) & (col_max > 0)]
+    tiny = np.flatnonzero((col_max < COVARIATE_MIN) & (col_max > 0))
     if tiny.size:
         col = int(tiny[0])
-        a, b = X.indptr[col], X.indptr[col + 1]
-        e = a + int(np.argmax(size[a:b]))
+        a, b = indptr[col], indptr[col + 1]
+        e = a + int(np.argmax(np.abs(X.data[a:b])))
         raise InputError(
             f"covariate {names[col]!r} has no value larger than {COVARIATE_MIN:g} in magnitude (largest "
             f"{X.data[e]:g} at {row_label(row_ids, X.indices[e])}): values this small cannot be fitted in double "
             "precision. Rescale the covariate (e.g. multiply it by a power of ten)")
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def _column_magnitudes(indptr, data, limit, col_max, first_bad, first_big, n_big):
+    """Per column: the largest finite |value| (0 without one), its first stored value that is not
+    finite and its first beyond ``limit`` in magnitude (-1 without), and how many are beyond."""
+    for j in prange(indptr.shape[0] - 1):
+        m, bad, big, count = 0.0, -1, -1, 0
+        for p in range(indptr[j], indptr[j + 1]):
+            v = abs(data[p])
+            if not math.isfinite(v):
+                if bad < 0:
+                    bad = p
+                continue
+            if v > limit:
+                count += 1
+                if big < 0:
+                    big = p
+            m = max(m, v)
+        col_max[j], first_bad[j], first_big[j], n_big[j] = m, bad, big, count
 
 
 def check_dataset(name: str, value) -> Dataset:

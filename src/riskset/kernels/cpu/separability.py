@@ -1,6 +1,6 @@
 """Numba kernel of the univariable separability check of the GLM families."""
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -31,3 +31,18 @@ def class_ranges(indptr, indices, values, value_shift, columns, row_class, class
             if seen[k] < class_size[k]:
                 out[a, k, 0] = min(out[a, k, 0], 0.0)
                 out[a, k, 1] = max(out[a, k, 1], 0.0)
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def column_moments(indptr, indices, data, columns, y, out):
+    """``out[a] = (sum x, sum x^2, sum x y)`` over the stored entries of CSC column ``columns[a]``
+    (``data``: a value per stored entry). O(nnz of the columns), no copy of X."""
+    for a in prange(columns.shape[0]):
+        j = columns[a]
+        s = s2 = sy = 0.0
+        for p in range(indptr[j], indptr[j + 1]):
+            v = data[p]
+            s += v
+            s2 += v * v
+            sy += v * y[indices[p]]
+        out[a, 0], out[a, 1], out[a, 2] = s, s2, sy
