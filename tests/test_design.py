@@ -24,6 +24,7 @@ from riskset.models.conditional import ConditionalLogistic, ConditionalPoisson
 from riskset.models.cox import CoxDatafit
 from riskset.models.fine_gray import FineGrayDatafit
 from riskset.models.glm import GLMDatafit
+from riskset.models.pooled_logistic import PooledLogistic
 
 
 def messy_csc(n, p, seed, density=0.3):
@@ -295,7 +296,7 @@ def _fit_cases():
         "conditional logistic": (riskset.from_arrays(X, y=y, strata=strata), "conditional_logistic"),
         "conditional poisson": (riskset.from_arrays(X, y=rng.poisson(0.5, n).astype(float), strata=strata),
                                 "conditional_poisson"),
-        "pooled logistic": (riskset.from_arrays(X, time=np.ceil(time / 8), status=status), "pooled_logistic"),
+        "pooled logistic": (riskset.from_arrays(X, time=np.ceil(time / 8), status=status), PooledLogistic(1.0)),
     }
 
 
