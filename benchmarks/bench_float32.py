@@ -26,8 +26,8 @@ def timed_fit(model, data, dtype, penalty):
 
     datafit = get_model(model).datafit(data)
     if dtype == "float32":
-        datafit.values = datafit.values.astype(np.float32)
-        datafit.products = ColumnProducts(dataclasses.replace(datafit.design, values=datafit.values))
+        datafit.design = dataclasses.replace(datafit.design, values=datafit.values.astype(np.float32))
+        datafit.products = ColumnProducts(datafit.design)
     t0 = time.perf_counter()
     result = fit_ccd(datafit, np.full(datafit.n_coef, penalty), np.zeros(datafit.n_coef))
     return time.perf_counter() - t0, result

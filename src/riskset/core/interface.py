@@ -120,13 +120,31 @@ class Datafit(ABC):
         n = self.design.n_rows
         self.offset = np.zeros(n) if offset is None else np.ascontiguousarray(offset, dtype=np.float64)
         self.has_offset = bool(np.any(self.offset))  # else X beta is the linear predictor (no pass adding zeros)
-        # the design's arrays handed to the kernels: the value of non-zero k of column j is
-        # values[k + value_shift[j]]; indicator[j]: column j's values are all 1
-        self.indptr, self.indices = self.design.indptr, self.design.indices
-        self.values, self.value_shift, self.indicator = self.design.values, self.design.value_shift, self.design.unit
         # products of column sets with vectors (its row-major copy is built on first use and
         # shared, like the design, by the reweighted views)
         self.products = ColumnProducts(self.design)
+
+    # the design's arrays as the kernels read them: the value of non-zero k of column j is
+    # values[k + value_shift[j]] (CompactCSC); indicator[j]: column j's values are all 1
+    @property
+    def indptr(self) -> np.ndarray:
+        return self.design.indptr
+
+    @property
+    def indices(self) -> np.ndarray:
+        return self.design.indices
+
+    @property
+    def values(self) -> np.ndarray:
+        return self.design.values
+
+    @property
+    def value_shift(self) -> np.ndarray:
+        return self.design.value_shift
+
+    @property
+    def indicator(self) -> np.ndarray:
+        return self.design.unit
 
     @property
     def n_rows(self) -> int:

@@ -268,8 +268,8 @@ def check_covariate_values(X: sp.csc_matrix, names, row_ids) -> None:
     One compiled pass over the stored values, no temporary per value."""
     indptr = np.asarray(X.indptr, dtype=np.int64)
     n_cols = indptr.shape[0] - 1
-    col_max, first_bad, first_big, n_big = np.zeros(n_cols), np.empty(n_cols, np.int64), np.empty(n_cols, np.int64), \
-        np.empty(n_cols, np.int64)
+    col_max = np.zeros(n_cols)
+    first_bad, first_big, n_big = (np.empty(n_cols, np.int64) for _ in range(3))
     _column_magnitudes(indptr, X.data, COVARIATE_MAX, col_max, first_bad, first_big, n_big)
     bad = first_bad[first_bad >= 0]
     if bad.size:

@@ -100,8 +100,6 @@ class DeviceDatafit(Datafit):
         self.dtype = state_dtype(dtype)
         self.nt = threads_per_block()
         self.design, self.offset = cpu.design, cpu.offset
-        self.indptr, self.indices = cpu.indptr, cpu.indices
-        self.values, self.value_shift, self.indicator = cpu.values, cpu.value_shift, cpu.indicator
         self.itype = np.int32 if self.n_rows < 2**31 - 1 else np.int64
         self._static = None
         self.weights = None if weights is None else np.atleast_2d(np.asarray(weights, dtype=np.float64))
