@@ -1,4 +1,4 @@
-"""The Cox Hessian block (CoxDatafit.hessian, kernels/cpu/cox.hessian_block) against the
+"""The Cox Hessian block (CoxDatafit.hessian, kernels/cpu/cox_hessian.hessian_block) against the
 risk-set sums written out as dense slot x row matrices, on random designs with ties, Efron
 ties, strata, (start, stop] rows, case weights (zeros included) and empty columns."""
 import numpy as np

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 import riskset
 from riskset.backend import Backend, kernel_threads, serial_kernel_pool
 from riskset.kernels.cpu import cox as K
+from riskset.kernels.cpu import cox_aggregates, cox_hessian, cox_rows, cox_walks
 from riskset.models.cox import CoxDatafit
 
 TWO = numba.config.NUMBA_NUM_THREADS >= 2
@@ -78,7 +79,7 @@ def test_chunked_walks_and_moves_equal_the_serial_ones(case, monkeypatch):
     """Columns walked and moved by chunks of 64 non-zeros on 2 threads: (g, h) equal the serial
     walk's to 1e-12, the screen's g is the chunked walk's g bit for bit, and a move leaves
     the same bits as the serial move."""
-    monkeypatch.setattr(K, "WALK_CHUNK", 64)
+    monkeypatch.setattr(cox_walks, "WALK_CHUNK", 64)
     df = CoxDatafit(*survival_arrays(**CASES[case]), ties="efron" if case == "efron" else "breslow")
     assert np.diff(df.indptr).min() > 2 * df.walk_chunk
     beta = np.linspace(-0.3, 0.3, df.n_coef)
@@ -99,7 +100,7 @@ def test_chunked_walks_and_moves_equal_the_serial_ones(case, monkeypatch):
 @needs_two
 @pytest.mark.parametrize("case", ["plain", "stratified"])
 def test_a_fit_with_chunked_walks_on_two_threads_equals_the_serial_fit(case, monkeypatch):
-    monkeypatch.setattr(K, "WALK_CHUNK", 64)
+    monkeypatch.setattr(cox_walks, "WALK_CHUNK", 64)
     data = survival(**CASES[case])
     one, two, again = fit_on(1, data), fit_on(2, data), fit_on(2, data)
     assert one.converged and two.converged
@@ -111,8 +112,8 @@ def test_the_data_take_the_parallel_paths():
     """The cases above reach the blocked scans and the parallel small strata."""
     df = CoxDatafit(*survival_arrays(strata=True))
     sizes = np.diff(df.slot_ptr)
-    assert sizes.max() >= K.BLOCKED_SLOTS
-    assert sizes[sizes < K.BLOCKED_SLOTS].sum() >= K.PARALLEL_SLOTS
+    assert sizes.max() >= cox_aggregates.BLOCKED_SLOTS
+    assert sizes[sizes < cox_aggregates.BLOCKED_SLOTS].sum() >= cox_aggregates.PARALLEL_SLOTS
 
 
 def survival_arrays(**kw):
@@ -143,7 +144,7 @@ def test_blocked_scans_give_the_same_bits_on_one_and_two_threads(case):
     for threads in (1, 2):
         state = df.new_state(beta)
         with kernel_threads(threads):
-            K.refresh_blocked(0, df.slot_ptr[1], state.ex, state.en, state.ev, df.rs.slot_d, df.rs.slot_m,
+            cox_aggregates.refresh_blocked(0, df.slot_ptr[1], state.ex, state.en, state.ev, df.rs.slot_d, df.rs.slot_m,
                               df.has_start, df.efron, True, state.D, state.Q1, state.Q2, state.R1, state.R2,
                               state.T2, state.A1c, state.A2c)
         out.append(np.concatenate([state.D, state.Q1, state.A1c, state.A2c, state.R1, state.T2]))
@@ -155,7 +156,7 @@ def test_blocked_scans_give_the_same_bits_on_one_and_two_threads(case):
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_each_exit_slot_lies_in_one_piece_of_rows(case):
-    """The pieces of rows (K.row_pieces) that the parallel sums by exit slot run over hold
+    """The pieces of rows (cox_rows.row_pieces) that the parallel sums by exit slot run over hold
     every row of a slot (and of an event's slot, ke - 1) in one piece, and no piece crosses a stratum."""
     df = CoxDatafit(*survival_arrays(**CASES[case]), ties="efron" if case == "efron" else "breslow")
     ptr, piece_stratum = df.row_pieces
@@ -183,10 +184,11 @@ def test_the_passes_over_rows_give_the_same_bits_on_one_and_two_threads(case):
         w, shift, ex, en, ev = np.empty(df.n_rows), np.empty(df.n_strata), np.empty(ns), np.empty(ns), np.empty(ns)
         v, z, U1, E1u, C = np.empty(df.n_rows), np.empty(df.n_rows), np.empty(ns), np.empty(ns), np.empty(ns)
         with kernel_threads(threads):
-            K.new_state(state.eta, df.cw, w, df.ks, df.ke, df.event, df.has_start, *pieces, shift, ex, en, ev)
-            K.row_hazard_terms(state.w, df.ks, df.ke, df.event, state.A1c, state.R1, df.efron, df.has_start,
-                               pieces[0], v)
-            K.hessian_vector_rows(u, state.w, v, df.ks, df.ke, df.event, df.slot_ptr, df.efron, df.has_start,
+            cox_rows.weights_and_slot_sums(state.eta, df.cw, w, df.ks, df.ke, df.event, df.has_start, *pieces, shift,
+                                           ex, en, ev)
+            cox_hessian.row_hazard_terms(state.w, df.ks, df.ke, df.event, state.A1c, state.R1, df.efron, df.has_start,
+                                         pieces[0], v)
+            cox_hessian.hessian_vector_rows(u, state.w, v, df.ks, df.ke, df.event, df.slot_ptr, df.efron, df.has_start,
                                   pieces[0], state.Q2, state.R2, state.T2, U1, E1u, C, z)
         out.append(np.concatenate([w, shift, ex, en, ev, v, z]))
     np.testing.assert_array_equal(out[0], out[1])
@@ -198,7 +200,7 @@ def test_a_hessian_vector_product_over_pieces_equals_the_formed_block_times_the_
     """A stratum of more than BLOCKED_SLOTS event times, rows in many pieces: the Hessian-vector
     product (its passes over rows in parallel) equals the dense block's product."""
     df = CoxDatafit(*survival_arrays(**CASES[case]), ties="efron" if case == "efron" else "breslow")
-    assert df.slot_ptr[1] >= K.BLOCKED_SLOTS
+    assert df.slot_ptr[1] >= cox_aggregates.BLOCKED_SLOTS
     state = df.new_state(np.linspace(-0.3, 0.3, df.n_coef))
     cols = np.arange(df.n_coef)
     b = np.linspace(1.0, -1.0, df.n_coef)

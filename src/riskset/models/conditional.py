@@ -155,7 +155,8 @@ class ConditionalDatafit(Datafit):
         state.W = np.empty(self.n_strata)
         state.B, state.dB, state.d2B = (np.zeros(self.max_m + 1) for _ in range(3))
         conditional_kernels.refresh_weights(state.eta, state.w, state.W, self.stratum_ptr)
-        state.kernel = (state.eta, state.w, state.W, state.B, state.dB, state.d2B)
+        state.kernel = conditional_kernels.State(eta=state.eta, w=state.w, W=state.W, B=state.B, dB=state.dB,
+                                                 d2B=state.d2B)
         return state
 
     def loglik(self, state):
@@ -165,8 +166,10 @@ class ConditionalDatafit(Datafit):
     kernels = conditional_kernels.KERNELS
 
     def kernel_data(self):
-        return (self.col_runs, self.run_start, self.run_stratum, self.indices, self.values, self.value_shift,
-                self.indicator, self.xy, self.stratum_ptr, self.n_s, self.exact_m, self.c_s)
+        return conditional_kernels.Data(col_runs=self.col_runs, run_start=self.run_start, run_stratum=self.run_stratum,
+                                        indices=self.indices, values=self.values, value_shift=self.value_shift,
+                                        indicator=self.indicator, xy=self.xy, stratum_ptr=self.stratum_ptr,
+                                        n_s=self.n_s, exact_m=self.exact_m, c_s=self.c_s)
 
     def residuals(self, state):
         """dl/deta per row."""

@@ -11,7 +11,7 @@ i = 1..m, weighted event count d = sum c_i, ``w = c exp(eta)``)::
 without start), within the row's stratum. l is invariant to adding a constant to eta
 within a stratum; the sums are computed with the stratum's largest eta subtracted, so
 that an uncentered covariate (a calendar year) or the coefficient of a covariate constant within
-strata leaves them in floating-point range (:func:`~riskset.kernels.cpu.cox.stratum_shifts`).
+strata leaves them in floating-point range (:func:`~riskset.kernels.cpu.cox_rows.stratum_shifts`).
 
 Two formulations of the per-coordinate gradient and Hessian (``formulation=``):
 
@@ -41,6 +41,10 @@ from riskset.data.risksets import (build_risk_sets, check_survival, column_break
                                    interval_labels, risk_set_rank, slots_at_nonzeros)
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
+from riskset.kernels.cpu import cox_walks
+from riskset.kernels.cpu.cox_aggregates import loglik_slots, refresh, rows_denominators
+from riskset.kernels.cpu.cox_hessian import hessian_block, hessian_vector_rows, row_hazard_terms
+from riskset.kernels.cpu.cox_rows import case_weights, row_pieces, weights_and_slot_sums
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
                                  drop_constant_covariates, refuse_kind, require_information, risk_set_block_work,
                                  weight_overflow, HAZARD_KINDS, NO_RESPONSE, VARIANCES)
@@ -94,8 +98,8 @@ class CoxDatafit(Datafit):
         self.n_strata = self.slot_ptr.shape[0] - 1
         self.all_strata = np.arange(self.n_strata, dtype=np.int64)
         self.strata_ptr, _, self.col_strata = column_runs(self.indptr, self.indices, rs.row_stratum, starts=False)
-        self.row_pieces = K.row_pieces(rs.row_stratum, rs.ke)  # the O(N) passes in parallel (K.new_state)
-        self.walk_chunk = K.WALK_CHUNK  # non-zeros per chunk of a column's parallel walk and move
+        self.row_pieces = row_pieces(rs.row_stratum, rs.ke)  # the O(N) passes in parallel (weights_and_slot_sums)
+        self.walk_chunk = cox_walks.WALK_CHUNK  # non-zeros per chunk of a column's parallel walk and move
         self.codes = None
         if formulation == "sparse" and self.has_start:
             self.codes = column_breakpoints(self.indptr, self.indices, self.ks, self.ke)
@@ -112,7 +116,7 @@ class CoxDatafit(Datafit):
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         cw, slot_d, slot_m = np.empty(self.n_rows), np.zeros(self.rs.n_slots), np.zeros(self.rs.n_slots)
-        K.case_weights(np.ascontiguousarray(weights, dtype=np.float64), self.data_rows, self.event, self.ke, cw, slot_d,
+        case_weights(np.ascontiguousarray(weights, dtype=np.float64), self.data_rows, self.event, self.ke, cw, slot_d,
                        slot_m)
         new.rs = replace(self.rs, slot_d=slot_d, slot_m=slot_m)
         new.cw = cw
@@ -170,7 +174,7 @@ class CoxDatafit(Datafit):
         state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))
         n, ns = self.n_rows, self.rs.n_slots
         state.w = np.empty(n)
-        state.shift = np.empty(self.n_strata)  # per stratum: w = c exp(eta - shift), K.stratum_shifts
+        state.shift = np.empty(self.n_strata)  # per stratum: w = c exp(eta - shift), stratum_shifts
         for name in ("ex", "en", "ev", "D", "Q1", "Q2", "A1c", "A2c"):  # every slot written by _sync
             setattr(state, name, np.empty(ns))
         for name in ("R1", "R2", "T2"):  # Efron's: written by _sync with ties, else read as zeros
@@ -179,10 +183,11 @@ class CoxDatafit(Datafit):
         self._sync(state)
         if self.formulation == "scan":
             state.xd = np.zeros(n)  # the column of the scan, scattered to rows
-            state.kernel = (state.eta, state.w, state.xd)
+            state.kernel = K.ScanState(eta=state.eta, w=state.w, xd=state.xd)
         else:
-            state.kernel = (state.eta, state.w, state.ex, state.en, state.ev, state.D, state.Q1, state.Q2, state.R1,
-                            state.R2, state.T2, state.A1c, state.A2c, state.moved)
+            state.kernel = K.SparseState(eta=state.eta, w=state.w, ex=state.ex, en=state.en, ev=state.ev, D=state.D,
+                                         Q1=state.Q1, Q2=state.Q2, R1=state.R1, R2=state.R2, T2=state.T2,
+                                         A1c=state.A1c, A2c=state.A2c, moved=state.moved)
         return state
 
     def kernel_data(self):
@@ -191,20 +196,25 @@ class CoxDatafit(Datafit):
         :mod:`riskset.backend`)."""
         rs = self.rs
         if self.formulation == "scan":
-            return (self.indptr, self.indices, self.values, self.value_shift, self.cw, self.ks, self.ke, self.event,
-                    rs.slot_d, rs.slot_m, rs.slot_last, self.efron)
-        return (self.indptr, self.indices, self.values, self.value_shift, self.indicator, self.gx0, self.ksn, self.ken,
-                self.evn, self.has_start, NO_CODES if self.codes is None else self.codes, rs.slot_stratum, rs.slot_d,
-                rs.slot_m, self.slot_ptr, self.efron, self.strata_ptr, self.col_strata, numba.get_num_threads() > 1,
-                self.walk_chunk)
+            return K.ScanData(indptr=self.indptr, indices=self.indices, values=self.values,
+                              value_shift=self.value_shift, cw=self.cw, ks=self.ks, ke=self.ke, event=self.event,
+                              slot_d=rs.slot_d, slot_m=rs.slot_m, slot_last=rs.slot_last, efron=self.efron)
+        return K.SparseData(indptr=self.indptr, indices=self.indices, values=self.values, value_shift=self.value_shift,
+                            indicator=self.indicator, gx0=self.gx0, ksn=self.ksn, ken=self.ken, evn=self.evn,
+                            has_start=self.has_start, codes=NO_CODES if self.codes is None else self.codes,
+                            slot_stratum=rs.slot_stratum, slot_d=rs.slot_d, slot_m=rs.slot_m,
+                            slot_ptr=self.slot_ptr, efron=self.efron, strata_ptr=self.strata_ptr,
+                            col_strata=self.col_strata, parallel=numba.get_num_threads() > 1,
+                            walk_chunk=self.walk_chunk)
 
     def _sync(self, state):
         """Exact recomputation of w, the slot sums and the aggregates from eta (O(N)), unless
         current (``FitState.synced``)."""
         if state.synced:
             return
-        state.event_terms = K.new_state(state.eta, self.cw, state.w, self.ks, self.ke, self.event, self.has_start,
-                                        *self.row_pieces, state.shift, state.ex, state.en, state.ev)
+        state.event_terms = weights_and_slot_sums(state.eta, self.cw, state.w, self.ks, self.ke, self.event,
+                                                  self.has_start, *self.row_pieces, state.shift, state.ex, state.en,
+                                                  state.ev)
         self._refresh(state, full=True)
         state.hazards = state.hazard_sums = None  # v and X' v of this state, once asked (_row_hazards, gradient)
         state.loglik = None
@@ -213,7 +223,7 @@ class CoxDatafit(Datafit):
     def _refresh(self, state, full=False):
         """The aggregates of every stratum from the slot sums; none is stale after it."""
         rs = self.rs
-        K.refresh(self.all_strata, self.n_strata, self.slot_ptr, state.ex, state.en, state.ev, rs.slot_d, rs.slot_m,
+        refresh(self.all_strata, self.n_strata, self.slot_ptr, state.ex, state.en, state.ev, rs.slot_d, rs.slot_m,
                   self.has_start, self.efron, full, numba.get_num_threads() > 1, state.D, state.Q1, state.Q2, state.R1,
                   state.R2, state.T2, state.A1c, state.A2c)
         state.moved[0] = 0
@@ -221,7 +231,7 @@ class CoxDatafit(Datafit):
     def loglik(self, state):
         self._sync(state)
         if state.loglik is None:
-            state.loglik = state.event_terms + K.loglik_slots(state.D, state.ev, self.rs.slot_d, self.rs.slot_m,
+            state.loglik = state.event_terms + loglik_slots(state.D, state.ev, self.rs.slot_d, self.rs.slot_m,
                                                              self.efron)
         return state.loglik
 
@@ -229,7 +239,7 @@ class CoxDatafit(Datafit):
         """The log-likelihood at ``beta``; a view whose rows of positive weight are few (at most
         1 / :data:`FEW_ROWS` of the rows: a fold's held-out rows) reads them alone: their linear
         predictor by the row-major copy of X, their slot sums and denominators in one pass
-        (:func:`~riskset.kernels.cpu.cox.rows_denominators`), where a state passes over every
+        (:func:`~riskset.kernels.cpu.cox_aggregates.rows_denominators`), where a state passes over every
         row."""
         rows = self.scored_rows
         if rows is None:
@@ -240,9 +250,9 @@ class CoxDatafit(Datafit):
             eta += self.offset[rows]
         ns = self.rs.n_slots
         ex, en, ev, D = np.empty(ns), np.empty(ns), np.empty(ns), np.empty(ns)
-        event_terms = K.rows_denominators(rows, eta, self.cw, self.ks, self.ke, self.event, self.has_start,
+        event_terms = rows_denominators(rows, eta, self.cw, self.ks, self.ke, self.event, self.has_start,
                                           self.rs.row_stratum, self.slot_ptr, np.empty(self.n_strata), ex, en, ev, D)
-        return event_terms + K.loglik_slots(D, ev, self.rs.slot_d, self.rs.slot_m, self.efron)
+        return event_terms + loglik_slots(D, ev, self.rs.slot_d, self.rs.slot_m, self.efron)
 
     def gradient(self, state):
         """dl/dbeta = gx0 - X' v with v the per-row hazard terms (:meth:`_row_hazards`); X' v is
@@ -260,19 +270,19 @@ class CoxDatafit(Datafit):
         return self._row_hazards(state), self.products.column_norms(np.arange(self.n_coef))
 
     def _row_hazards(self, state):
-        """v = :func:`~riskset.kernels.cpu.cox.row_hazard_terms` at the (synced) state, computed
+        """v = :func:`~riskset.kernels.cpu.cox_hessian.row_hazard_terms` at the (synced) state, computed
         once per state: the gradient is gx0 - X' v and the first Hessian term -X' diag(v) X."""
         self._sync(state)
         if state.hazards is None:
             state.hazards = np.empty(self.n_rows)
-            K.row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron,
+            row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron,
                                self.has_start, self.row_pieces[0], state.hazards)
         return state.hazards
 
     def hessian(self, state, columns):
         """Exact block: -Xc' diag(v) Xc + N1' diag(Q2) N1 - N1' diag(R2) E1 - E1' diag(R2) N1 + E1' diag(T2) E1
         (N1 / E1: risk-set / event sums of w x per event slot), in O(nnz of the columns x
-        |columns| + N) from the rows of the columns (:func:`~riskset.kernels.cpu.cox.hessian_block`).
+        |columns| + N) from the rows of the columns (:func:`~riskset.kernels.cpu.cox_hessian.hessian_block`).
         """
         self._sync(state)
         cols = np.ascontiguousarray(columns, dtype=np.int64)
@@ -280,7 +290,7 @@ class CoxDatafit(Datafit):
         v = self._row_hazards(state)
         rowptr, rcol, rval = self.products.rows_of(cols)
         H = np.empty((m, m))
-        K.hessian_block(rowptr, rcol, rval, state.w, v, self.ks, self.ke, self.event, self._entry_points,
+        hessian_block(rowptr, rcol, rval, state.w, v, self.ks, self.ke, self.event, self._entry_points,
                         self.rs.slot_stratum, self.efron, state.A2c, state.R2, state.T2, H)
         return H
 
@@ -288,7 +298,7 @@ class CoxDatafit(Datafit):
     def _entry_points(self):
         """Rows entering their risk sets after their stratum's first slot (start times), in
         (stratum ascending, entry slot descending) order: the entry points of
-        :func:`~riskset.kernels.cpu.cox.hessian_block`."""
+        :func:`~riskset.kernels.cpu.cox_hessian.hessian_block`."""
         late = np.flatnonzero(self.rs.slot_first[self.ks] == 0)
         return np.ascontiguousarray(late[np.lexsort((-self.ks[late], self.rs.slot_stratum[self.ks[late]]))])
 
@@ -314,7 +324,7 @@ class CoxDatafit(Datafit):
 
         def hessian_times(b):
             self.products.times(cols, b, u)
-            K.hessian_vector_rows(u, state.w, v, self.ks, self.ke, self.event, self.slot_ptr, self.efron,
+            hessian_vector_rows(u, state.w, v, self.ks, self.ke, self.event, self.slot_ptr, self.efron,
                                   self.has_start, self.row_pieces[0], state.Q2, state.R2, state.T2, U1, E1u, C, z)
             return self.products.dot(cols, z)
 
@@ -326,7 +336,8 @@ class CoxDatafit(Datafit):
     # -- baseline hazard (used by riskset.survival) ---------------------------------------
     def hazard_increments(self, state):
         """(slot_time, slot_stratum, increment) of the Breslow (or Efron) baseline hazard: Q1 of the
-        shifted weights times exp(-shift) of the slot's stratum (:func:`~riskset.kernels.cpu.cox.stratum_shifts`)."""
+        shifted weights times exp(-shift) of the slot's stratum
+        (:func:`~riskset.kernels.cpu.cox_rows.stratum_shifts`)."""
         self._sync(state)
         keep = self.rs.slot_d > 0
         stratum = self.rs.slot_stratum[keep]

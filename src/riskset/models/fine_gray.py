@@ -40,7 +40,7 @@ import scipy.sparse as sp
 from riskset.data.dataset import row_label
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
-from riskset.kernels.cpu.cox import row_pieces
+from riskset.kernels.cpu.cox_rows import row_pieces
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
                                  drop_constant_covariates, refuse_kind, require_information, risk_set_block_work,
                                  weight_overflow, HAZARD_KINDS, NO_RESPONSE, VARIANCES)
@@ -227,8 +227,9 @@ class FineGrayDatafit(Datafit):
 
     # -- state ----------------------------------------------------------------------------
     def kernel_data(self):
-        return (self.indptr, self.indices, self.values, self.value_shift, self.indicator, self.gx0, self.cw, self.event,
-                self.slot, self.cinv, self.slot_d, self.Gev)
+        return K.Data(indptr=self.indptr, indices=self.indices, values=self.values, value_shift=self.value_shift,
+                      indicator=self.indicator, gx0=self.gx0, cw=self.cw, event=self.event, slot=self.slot,
+                      cinv=self.cinv, slot_d=self.slot_d, Gev=self.Gev)
 
     def new_state(self, beta):
         """State at ``beta``. It owns every array a sweep writes (the scan's work arrays
@@ -247,10 +248,10 @@ class FineGrayDatafit(Datafit):
         if self.formulation == "scan":
             state.xd = np.zeros(self.n_rows)
             state.work = np.zeros((6, ns + 1))
-            state.kernel = (state.eta, state.w, state.xd, state.work)
+            state.kernel = K.ScanState(eta=state.eta, w=state.w, xd=state.xd, work=state.work)
         else:
-            state.kernel = (state.eta, state.w, state.W, state.Wc, state.D, state.A1, state.B1, state.A2, state.A2G,
-                            state.A2GG, state.dirty)
+            state.kernel = K.SparseState(eta=state.eta, w=state.w, W=state.W, Wc=state.Wc, D=state.D, A1=state.A1,
+                                         B1=state.B1, A2=state.A2, A2G=state.A2G, A2GG=state.A2GG, dirty=state.dirty)
         self._sync(state)
         return state
 

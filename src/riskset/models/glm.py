@@ -73,7 +73,7 @@ class GLMDatafit(Datafit):
         glm_kernels.refresh_rows(self.family, rows)
         state = FitState(rows[:, glm_kernels.ETA])
         state.rows = rows
-        state.kernel = (rows,)
+        state.kernel = glm_kernels.State(rows=rows)
         return state
 
     def loglik(self, state):
@@ -82,7 +82,8 @@ class GLMDatafit(Datafit):
     kernels = glm_kernels.KERNELS
 
     def kernel_data(self):
-        return (self.family, self.first, self.indptr, self.indices, self.values, self.value_shift, self.indicator)
+        return glm_kernels.Data(family=self.family, first=self.first, indptr=self.indptr, indices=self.indices,
+                                values=self.values, value_shift=self.value_shift, indicator=self.indicator)
 
     def gradient(self, state):
         return self.slopes(state, np.arange(self.n_coef))

@@ -100,7 +100,7 @@ class PooledLogisticDatafit(Datafit):
 
     def __init__(self, Z, K, d, src, fidx, ftab, weights=None, offset=None):
         super().__init__(Z, offset)
-        self.K = np.ascontiguousarray(K, dtype=np.int64)
+        self.n_intervals = np.ascontiguousarray(K, dtype=np.int64)
         self.d = np.ascontiguousarray(d, dtype=np.float64)
         self.src = np.ascontiguousarray(src, dtype=np.int64)
         self.fidx = np.ascontiguousarray(fidx, dtype=np.int64)
@@ -111,7 +111,7 @@ class PooledLogisticDatafit(Datafit):
         # static event sums: sum_i wt d c F_m(K_i)
         self.ysum = np.empty(len(self.src))
         for m in range(self.nf):
-            at_event = self.wt * self.d * (self.ftab[m, self.K] if m else 1.0)  # F_0 = 1 (one-column ftab)
+            at_event = self.wt * self.d * (self.ftab[m, self.n_intervals] if m else 1.0)  # F_0 = 1 (one-column ftab)
             sel, sums = self._column_sums(m, at_event)
             self.ysum[sel] = sums
 
@@ -130,7 +130,7 @@ class PooledLogisticDatafit(Datafit):
 
     @property
     def n_person_periods(self) -> int:
-        return int(self.K.sum(dtype=np.float64))  # float: K_i may be up to 2^53 each
+        return int(self.n_intervals.sum(dtype=np.float64))  # float: K_i may be up to 2^53 each
 
     def lin(self, beta):
         """Per-subject coefficient of each time function, shape (nf, N)."""
@@ -173,12 +173,12 @@ class PooledLogisticDatafit(Datafit):
         state.G = np.empty((self.nf, n))
         state.H = np.empty((self.nf, n))
         state.SP = np.empty(n)
-        pooled_kernels.refresh_all(lin, self.K, self.wt, self.ftab, state.G, state.H, state.SP)
-        state.kernel = (lin, state.G, state.H, state.SP)
+        pooled_kernels.refresh_all(lin, self.n_intervals, self.wt, self.ftab, state.G, state.H, state.SP)
+        state.kernel = pooled_kernels.State(lin=lin, G=state.G, H=state.H, SP=state.SP)
         return state
 
     def loglik(self, state):
-        return pooled_kernels.loglik(state.lin, self.K, self.wt, self.d, self.ftab, state.SP)
+        return pooled_kernels.loglik(state.lin, self.n_intervals, self.wt, self.d, self.ftab, state.SP)
 
     def data_weights(self):
         """Case weights in Dataset row order (0 for subjects dropped with follow-up time 0)."""
@@ -187,8 +187,9 @@ class PooledLogisticDatafit(Datafit):
     kernels = pooled_kernels.KERNELS
 
     def kernel_data(self):
-        return (self.indptr, self.indices, self.values, self.value_shift, self.src, self.fidx, self.ysum, self.K,
-                self.wt, self.ftab)
+        return pooled_kernels.Data(indptr=self.indptr, indices=self.indices, values=self.values,
+                                   value_shift=self.value_shift, src=self.src, fidx=self.fidx, ysum=self.ysum,
+                                   n_intervals=self.n_intervals, weights=self.wt, ftab=self.ftab)
 
     def gradient(self, state):
         g = self.ysum.copy()
@@ -206,7 +207,7 @@ class PooledLogisticDatafit(Datafit):
         ma = np.array([p[0] for p in pairs], dtype=np.int64)
         mb = np.array([p[1] for p in pairs], dtype=np.int64)
         Q = np.empty((len(pairs), self.n_rows))
-        pooled_kernels.cross_moments(state.lin, self.K, self.wt, self.ftab, ma, mb, Q)
+        pooled_kernels.cross_moments(state.lin, self.n_intervals, self.wt, self.ftab, ma, mb, Q)
         return fm, used, pairs, Q
 
     def hessian(self, state, columns):

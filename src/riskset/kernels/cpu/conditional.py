@@ -33,6 +33,7 @@ Every stratum carries a weight c_s (case weight, constant within the stratum): y
 and n_s are already multiplied by it, exact strata multiply their terms by c_s.
 """
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -192,23 +193,23 @@ def _column_derivatives(data, state, j, curvature):
     run. With ``curvature`` False, dl/dbeta_j alone (the second derivative is returned as
     0): the multinomial strata skip their second moments (the exact ones' recursion gives
     both at once); g is the same number either way."""
-    col_runs, run_start, run_stratum, indices, values, value_shift, indicator, xy, stratum_ptr, n_s, exact_m, c_s = data
-    eta, w, W, B, dB, d2B = state
-    vs = value_shift[j]
-    g = xy[j]
+    d, st = data, state
+    indices, values, w = d.indices, d.values, st.w
+    vs = d.value_shift[j]
+    g = d.xy[j]
     h = 0.0
-    for k in range(col_runs[j], col_runs[j + 1]):
-        s = run_stratum[k]
-        p = run_start[k]
-        q = run_start[k + 1]
-        if exact_m[s] > 0:
-            a = stratum_ptr[s]
-            b = stratum_ptr[s + 1]
+    for k in range(d.col_runs[j], d.col_runs[j + 1]):
+        s = d.run_stratum[k]
+        p = d.run_start[k]
+        q = d.run_start[k + 1]
+        if d.exact_m[s] > 0:
+            a = d.stratum_ptr[s]
+            b = d.stratum_ptr[s + 1]
             big = _stratum_scale(w, a, b)
-            d1, d2 = _exact_stratum_derivs(w, a, b, exact_m[s], big, indices, values, vs, p, q, B, dB, d2B)
-            g -= c_s[s] * d1
+            d1, d2 = _exact_stratum_derivs(w, a, b, d.exact_m[s], big, indices, values, vs, p, q, st.B, st.dB, st.d2B)
+            g -= d.c_s[s] * d1
             if curvature:
-                h -= c_s[s] * d2
+                h -= d.c_s[s] * d2
         else:  # g -= n_s mu_s, h -= n_s (second moment - mu_s^2)
             s1 = 0.0
             s2 = 0.0
@@ -217,10 +218,10 @@ def _column_derivatives(data, state, j, curvature):
                 s1 += wx
                 if curvature:
                     s2 += wx * values[t + vs]
-            mu = s1 / W[s]
-            g -= n_s[s] * mu
+            mu = s1 / st.W[s]
+            g -= d.n_s[s] * mu
             if curvature:
-                h -= n_s[s] * (s2 / W[s] - mu * mu)
+                h -= d.n_s[s] * (s2 / st.W[s] - mu * mu)
     return g, h
 
 
@@ -363,8 +364,35 @@ def exact_hessian_block(sub_ptr, sub_idx, sub_val, k, w, stratum_ptr, exact_m, c
 
 
 # -- the compiled family contract (riskset.core.sweep) ---------------------------------
-# data = (col_runs, run_start, run_stratum, indices, values, value_shift, indicator, xy, stratum_ptr, n_s, exact_m, c_s)
-# (the first three from :func:`riskset.core.design.column_runs`); state = (eta, w, W, B, dB, d2B).
+
+class Data(NamedTuple):
+    """The static data: the runs of each column's non-zeros by stratum (the first three, from
+    :func:`riskset.core.design.column_runs`), the design, X'y, and per stratum its rows, case
+    count, exact-likelihood size (0: multinomial) and weight."""
+
+    col_runs: np.ndarray
+    run_start: np.ndarray
+    run_stratum: np.ndarray
+    indices: np.ndarray
+    values: np.ndarray
+    value_shift: np.ndarray
+    indicator: np.ndarray
+    xy: np.ndarray
+    stratum_ptr: np.ndarray
+    n_s: np.ndarray
+    exact_m: np.ndarray
+    c_s: np.ndarray
+
+
+class State(NamedTuple):
+    """What a sweep writes: eta, w, the stratum sums W and the exact recursion's work vectors."""
+
+    eta: np.ndarray
+    w: np.ndarray
+    W: np.ndarray
+    B: np.ndarray
+    dB: np.ndarray
+    d2B: np.ndarray
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_refresh(data, state):
@@ -383,9 +411,9 @@ def contract_terms(data, state, j):
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_move(data, state, j, delta):
-    col_runs, run_start, run_stratum, indices, values, value_shift, indicator, xy, stratum_ptr, n_s, exact_m, c_s = data
-    eta, w, W, B, dB, d2B = state
-    move(col_runs, run_start, run_stratum, indices, values, value_shift, indicator, j, delta, eta, w, W)
+    d, s = data, state
+    move(d.col_runs, d.run_start, d.run_stratum, d.indices, d.values, d.value_shift, d.indicator, j, delta, s.eta, s.w,
+         s.W)
 
 
 KERNELS = compile_family("conditional", contract_refresh, contract_gradient, contract_terms, contract_move)

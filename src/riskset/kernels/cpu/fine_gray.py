@@ -44,19 +44,22 @@ Each formulation is a compiled family (:mod:`riskset.core.sweep`): :data:`KERNEL
 maps ``"sparse"`` and ``"scan"`` to their :class:`~riskset.core.sweep.CompiledFamily`.
 """
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from riskset.core.sweep import compile_family
-from riskset.kernels.cpu.cox import (accumulate_row, add_inner, add_listed, add_outer, add_row_square, clear_listed,
-                                     fold_halves, move_scan, moved_weight, row_weights, stratum_shifts)
+from riskset.kernels.cpu.cox_hessian import (accumulate_row, add_inner, add_listed, add_outer, add_row_square,
+                                             clear_listed, fold_halves)
+from riskset.kernels.cpu.cox_rows import moved_weight, row_weights, stratum_shifts
+from riskset.kernels.cpu.cox_walks import move_scan
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def sync(eta, cw, slot, cinv, piece_ptr, piece_stratum, shift, w, W, Wc):
     """w = c exp(eta - shift), shift the largest eta of a row of positive weight (the Cox
-    kernels' :func:`~riskset.kernels.cpu.cox.stratum_shifts` and ``row_weights`` over the
+    kernels' :func:`~riskset.kernels.cpu.cox_rows.stratum_shifts` and ``row_weights`` over the
     pieces of one stratum), and the slot sums W, Wc from scratch, added in row order (O(N))."""
     stratum_shifts(eta, cw, piece_ptr, piece_stratum, shift)
     row_weights(eta, cw, piece_ptr, piece_stratum, shift, w)
@@ -446,40 +449,79 @@ def hessian_vector_rows(u, w, v, slot, cinv, Gev, q2, U, Uc, z):
 
 
 # -- the compiled family contract (riskset.core.sweep), one family per formulation --------------
-# data  = (indptr, indices, values, value_shift, indicator, gx0, cw, event, slot, cinv, slot_d, Gev) for both;
-# state = (eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty) for "sparse", (eta, w, xd, work) for "scan".
+
+class Data(NamedTuple):
+    """The static arrays of both formulations."""
+
+    indptr: np.ndarray       # the design (:class:`riskset.core.design.CompactCSC`)
+    indices: np.ndarray
+    values: np.ndarray
+    value_shift: np.ndarray
+    indicator: np.ndarray
+    gx0: np.ndarray          # per column: sum over events of interest of c x
+    cw: np.ndarray           # per row: case weight, event of interest, static slot s_r, cinv_r
+    event: np.ndarray
+    slot: np.ndarray
+    cinv: np.ndarray
+    slot_d: np.ndarray       # per event slot: d_k, Gev_k
+    Gev: np.ndarray
+
+
+class SparseState(NamedTuple):
+    """What a sparse sweep writes: eta, w, the slot sums, the aggregates, and ``dirty[0]``: a
+    move left the aggregates stale."""
+
+    eta: np.ndarray
+    w: np.ndarray
+    W: np.ndarray
+    Wc: np.ndarray
+    D: np.ndarray
+    A1: np.ndarray
+    B1: np.ndarray           # the suffix sums SB (module docstring)
+    A2: np.ndarray
+    A2G: np.ndarray
+    A2GG: np.ndarray
+    dirty: np.ndarray
+
+
+class ScanState(NamedTuple):
+    """What a scan sweep writes: eta, w, the column scattered to rows and the scan's work rows."""
+
+    eta: np.ndarray
+    w: np.ndarray
+    xd: np.ndarray
+    work: np.ndarray
+
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_refresh(data, state):
     """The aggregates from the slot sums, if a move left them stale (``dirty[0]``)."""
-    indptr, indices, values, value_shift, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
-    eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
-    if dirty[0]:
-        refresh(W, Wc, slot_d, Gev, D, A1, SB, A2, A2G, A2GG)
-        dirty[0] = False
+    s = state
+    if s.dirty[0]:
+        refresh(s.W, s.Wc, data.slot_d, data.Gev, s.D, s.A1, s.B1, s.A2, s.A2G, s.A2GG)
+        s.dirty[0] = False
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_gradient(data, state, j):
-    indptr, indices, values, value_shift, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
-    eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
-    return gradient_column(indptr, indices, values, value_shift, j, gx0[j], w, slot, cinv, A1, SB)
+    d, s = data, state
+    return gradient_column(d.indptr, d.indices, d.values, d.value_shift, j, d.gx0[j], s.w, d.slot, d.cinv, s.A1, s.B1)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_terms(data, state, j):
-    indptr, indices, values, value_shift, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
-    eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
-    return coordinate_sparse(indptr, indices, values, value_shift, j, gx0[j], w, slot, cinv, A1, SB, A2, A2G, A2GG)
+    d, s = data, state
+    return coordinate_sparse(d.indptr, d.indices, d.values, d.value_shift, j, d.gx0[j], s.w, d.slot, d.cinv, s.A1,
+                             s.B1, s.A2, s.A2G, s.A2GG)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_move(data, state, j, delta):
     """beta_j += delta: eta, w and the slot sums; the aggregates are stale until the next refresh."""
-    indptr, indices, values, value_shift, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
-    eta, w, W, Wc, D, A1, SB, A2, A2G, A2GG, dirty = state
-    move_sparse(indptr, indices, values, value_shift, indicator, j, delta, eta, w, slot, cinv, W, Wc)
-    dirty[0] = True
+    d, s = data, state
+    move_sparse(d.indptr, d.indices, d.values, d.value_shift, d.indicator, j, delta, s.eta, s.w, d.slot, d.cinv, s.W,
+                s.Wc)
+    s.dirty[0] = True
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -490,17 +532,15 @@ def scan_refresh(data, state):
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def scan_terms(data, state, j):
     """(g_j, h_j) by a full scan (which costs the same without h_j: no separate screen)."""
-    indptr, indices, values, value_shift, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
-    eta, w, xd, work = state
-    return coordinate_scan(indptr, indices, values, value_shift, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work)
+    d, s = data, state
+    return coordinate_scan(d.indptr, d.indices, d.values, d.value_shift, j, s.xd, s.w, d.cw, d.event, d.slot, d.cinv,
+                           d.slot_d, d.Gev, s.work)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def scan_move(data, state, j, delta):
     """beta_j += delta: eta and w at the non-zeros of column j."""
-    indptr, indices, values, value_shift, indicator, gx0, cw, event, slot, cinv, slot_d, Gev = data
-    eta, w, xd, work = state
-    move_scan(indptr, indices, values, value_shift, j, delta, eta, w)
+    move_scan(data.indptr, data.indices, data.values, data.value_shift, j, delta, state.eta, state.w)
 
 
 #: The compiled family of each formulation (``FineGrayDatafit.kernels``).

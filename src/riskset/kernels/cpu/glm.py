@@ -15,6 +15,7 @@ exp(eta), resid, curv, y and w side by side, so a move or a gradient touches one
 cache line per non-zero instead of six scattered ones.
 """
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
@@ -143,8 +144,24 @@ def _row_loglik(family, e, expeta, y, w):
 
 
 # -- the compiled family contract (riskset.core.sweep) ---------------------------------
-# data = (family, first, indptr, indices, values, value_shift, indicator); state = (rows,).
-# Coefficient j is CSC column j - first (the implicit intercept when negative).
+
+class Data(NamedTuple):
+    """The static data: the family and the design, whose column j - first is coefficient j
+    (the implicit intercept when negative)."""
+
+    family: int
+    first: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    values: np.ndarray
+    value_shift: np.ndarray
+    indicator: np.ndarray
+
+
+class State(NamedTuple):
+    """What a sweep writes: the per-row record (eta, y, w, resid, curvature...: the columns of ``rows``)."""
+
+    rows: np.ndarray
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_refresh(data, state):
@@ -153,14 +170,14 @@ def contract_refresh(data, state):
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_terms(data, state, j):
-    family, first, indptr, indices, values, value_shift, indicator = data
-    return coordinate(indptr, indices, values, value_shift, j - first, state[0])
+    d = data
+    return coordinate(d.indptr, d.indices, d.values, d.value_shift, j - d.first, state.rows)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_move(data, state, j, delta):
-    family, first, indptr, indices, values, value_shift, indicator = data
-    move(family, indptr, indices, values, value_shift, indicator, j - first, delta, state[0])
+    d = data
+    move(d.family, d.indptr, d.indices, d.values, d.value_shift, d.indicator, j - d.first, delta, state.rows)
 
 
 # no separate screen: g alone is no cheaper (resid and curv share a row's cache line)

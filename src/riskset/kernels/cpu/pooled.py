@@ -29,7 +29,9 @@ O(1) per subject whatever the interval width (``ftab`` then has a single column)
 :data:`KERNELS` is the family on the compiled contract of :mod:`riskset.core.sweep`.
 """
 import math
+from typing import NamedTuple
 
+import numpy as np
 from numba import njit
 
 from riskset.core.sweep import compile_family
@@ -158,7 +160,31 @@ def cross_moments(lin, K, wt, ftab, ma, mb, out):
 
 
 # -- the compiled family contract (riskset.core.sweep) ------------------------------------------
-# data = (indptr, indices, values, value_shift, src, fidx, ysum, K, wt, ftab), state = (lin, G, H, SP).
+
+class Data(NamedTuple):
+    """The static data: the subject-level design, the virtual columns (subject covariate
+    ``src[v]``, -1 for the constant, times time function ``fidx[v]``), their static event sums
+    ``ysum``, and per subject its interval count K_i and weight, with the table of F_m(k)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    values: np.ndarray
+    value_shift: np.ndarray
+    src: np.ndarray
+    fidx: np.ndarray
+    ysum: np.ndarray
+    n_intervals: np.ndarray
+    weights: np.ndarray
+    ftab: np.ndarray
+
+
+class State(NamedTuple):
+    """What a sweep writes: the per-subject linear parts lin[m, i] and the sums G, H, SP."""
+
+    lin: np.ndarray
+    G: np.ndarray
+    H: np.ndarray
+    SP: np.ndarray
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_refresh(data, state):
@@ -167,16 +193,15 @@ def contract_refresh(data, state):
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_terms(data, state, j):
-    indptr, indices, values, value_shift, src, fidx, ysum, K, wt, ftab = data
-    lin, G, H, SP = state
-    return coordinate(indptr, indices, values, value_shift, src[j], fidx[j], ysum[j], G, H)
+    d = data
+    return coordinate(d.indptr, d.indices, d.values, d.value_shift, d.src[j], d.fidx[j], d.ysum[j], state.G, state.H)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_move(data, state, j, delta):
-    indptr, indices, values, value_shift, src, fidx, ysum, K, wt, ftab = data
-    lin, G, H, SP = state
-    move(indptr, indices, values, value_shift, src[j], fidx[j], delta, lin, K, wt, ftab, G, H, SP)
+    d, s = data, state
+    move(d.indptr, d.indices, d.values, d.value_shift, d.src[j], d.fidx[j], delta, s.lin, d.n_intervals, d.weights,
+         d.ftab, s.G, s.H, s.SP)
 
 
 # no separate screen: g alone is no cheaper (g and h read the same non-zeros)
