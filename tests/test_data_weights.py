@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 import riskset
+from riskset.core.interface import Datafit
 from riskset.data.dataset import Dataset
 from riskset.models.base import get_model
 from riskset.models.pooled_logistic import PooledLogistic
@@ -106,5 +107,10 @@ def test_reweighting_by_data_weights_gives_the_same_datafit(family):
 
 
 def test_a_family_without_weights_says_so():
-    with pytest.raises(NotImplementedError, match="BareDatafit"):
-        BareDatafit(sp.csc_matrix(np.eye(2))).data_weights()
+    """Case weights are part of the required core: a family without them cannot be built."""
+
+    class NoWeights(BareDatafit):
+        data_weights = Datafit.data_weights
+
+    with pytest.raises(TypeError, match="NoWeights.*data_weights"):
+        NoWeights(sp.csc_matrix(np.eye(2)))

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import riskset
+from riskset.core.interface import Reweightable
 from riskset.selection.folds import resampling_units
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from test_data_weights import FAMILIES
@@ -168,7 +169,10 @@ def test_a_warm_start_opened_by_a_polish_ends_at_the_optimum(family, monkeypatch
     units = resampling_units(data, model)  # rows, subjects or strata
     held_out = np.random.default_rng(5).random(units.max() + 1) < 0.15
     weights = np.where(held_out[units], 0.0, 1.0 if data.weights is None else data.weights)
-    fold = datafit.reweighted(weights) or model.datafit(dataclasses.replace(data, weights=weights))
+    if isinstance(datafit, Reweightable):
+        fold = datafit.reweighted(weights)
+    else:  # pooled logistic: prepared again
+        fold = model.datafit(dataclasses.replace(data, weights=weights))
     opened = fit_ccd(fold, l1, np.zeros_like(l1), beta0=full.beta, options=SolverOptions(kkt_tol=1e-6))
     cold = fit_ccd(fold, l1, np.zeros_like(l1), options=SolverOptions(tol=1e-14, kkt_tol=1e-8, polish_max_active=0))
     _assert_at_the_optimum(fold, opened, cold, gamma, penalized)

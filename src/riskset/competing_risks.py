@@ -118,10 +118,10 @@ def _datafit_at_fit(fit, data, model=None):
     coef = pd.Series(fit.coef if hasattr(fit, "coef") else fit, dtype=np.float64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
-        df = model.datafit(data)
+        datafit = model.datafit(data)
         names = model.coef_names(data)
     beta = coef.reindex(names).fillna(0.0).to_numpy()
-    return df, df.new_state(beta), names, model
+    return datafit, datafit.new_state(beta), names, model
 
 
 def baseline_subdistribution_hazard(fit, data, model=None) -> pd.DataFrame:
@@ -130,8 +130,8 @@ def baseline_subdistribution_hazard(fit, data, model=None) -> pd.DataFrame:
     Columns ``time`` (distinct event-of-interest times), ``hazard`` (increment
     ``d_k / D_k``) and ``cumhaz``, at ``x = 0`` and offset 0.
     """
-    df, state, _, _ = _datafit_at_fit(fit, data, model)
-    t, inc = df.hazard_increments(state)
+    datafit, state, _, _ = _datafit_at_fit(fit, data, model)
+    t, inc = datafit.hazard_increments(state)
     return pd.DataFrame({"time": t, "hazard": inc, "cumhaz": np.cumsum(inc)})
 
 
@@ -158,17 +158,17 @@ def robust_covariance(fit, data, model=None, columns=None) -> pd.DataFrame:
     ``columns`` (positions among the coefficients; default all): the coefficients it is
     computed for, the others held at their values (a fit's aliased or diverging ones).
     """
-    df, state, names, _ = _datafit_at_fit(fit, data, model)
-    cols = np.arange(df.n_coef) if columns is None else np.asarray(columns, dtype=np.int64)
+    datafit, state, names, _ = _datafit_at_fit(fit, data, model)
+    cols = np.arange(datafit.n_coef) if columns is None else np.asarray(columns, dtype=np.int64)
     names = [names[j] for j in cols]
-    P, Kn = len(cols), df.n_slots
-    info = -df.hessian(state, cols)
-    X = df.design.to_csc(cols).toarray()
-    cw, w = df.cw, state.w
+    P, Kn = len(cols), datafit.n_slots
+    info = -datafit.hessian(state, cols)
+    X = datafit.design.to_csc(cols).toarray()
+    cw, w = datafit.cw, state.w
     r = np.exp(state.eta - state.shift[0])      # relative hazard on the scale of w and D (K.sync)
-    ev, comp, cens = df.event.astype(bool), df.comp.astype(bool), df.cens.astype(bool)
-    slot, invG, Gev, d, D = df.slot, df.invG, df.Gev, df.slot_d, state.D
-    N1 = df.numerators(state, cols)              # (K, P)
+    ev, comp, cens = datafit.event.astype(bool), datafit.comp.astype(bool), datafit.cens.astype(bool)
+    slot, invG, Gev, d, D = datafit.slot, datafit.invG, datafit.Gev, datafit.slot_d, state.D
+    N1 = datafit.numerators(state, cols)              # (K, P)
     Dsafe = np.where(d > 0, D, 1.0)              # slots without (weighted) events carry nothing
     Ebar = np.where(d[:, None] > 0, N1 / Dsafe[:, None], 0.0)
     dL = np.where(d > 0, d / Dsafe, 0.0)
@@ -178,14 +178,14 @@ def robust_covariance(fit, data, model=None, columns=None) -> pd.DataFrame:
     B1 = np.r_[0.0, np.cumsum(dL * Gev)]
     FB = np.vstack([np.zeros((1, P)), np.cumsum((dL * Gev)[:, None] * Ebar, axis=0)])
     # eta_i: score residual of subject i
-    U = np.zeros((df.n_rows, P))
+    U = np.zeros((datafit.n_rows, P))
     U[ev] = X[ev] - Ebar[slot[ev]]
     U -= r[:, None] * (X * A1[slot][:, None] - F[slot])
     U[comp] -= (r * invG)[comp][:, None] * (X[comp] * B1[slot[comp]][:, None] - FB[slot[comp]])
-    if df.given_G is not None:  # censoring weights given: known, no term for estimating them
+    if datafit.given_G is not None:  # censoring weights given: known, no term for estimating them
         return _sandwich(U, cw, info, names)
     # psi_i: term of the censoring Kaplan-Meier, at distinct censoring times u
-    ut, inv = np.unique(df.time, return_inverse=True)            # ascending distinct times
+    ut, inv = np.unique(datafit.time, return_inverse=True)            # ascending distinct times
     n_at = np.bincount(inv, weights=cw, minlength=ut.shape[0])
     n_c = np.bincount(inv, weights=cw * cens, minlength=ut.shape[0])
     Y = np.cumsum(n_at[::-1])[::-1]
@@ -195,7 +195,7 @@ def robust_covariance(fit, data, model=None, columns=None) -> pd.DataFrame:
     np.add.at(Sxc_t, inv[comp], X[comp] * cw_comp[comp][:, None])
     S0c = np.r_[0.0, np.cumsum(S0c_t)[:-1]]                      # competing rows with T < u
     Sxc = np.vstack([np.zeros((1, P)), np.cumsum(Sxc_t, axis=0)[:-1]])
-    m = Kn - np.searchsorted(df.slot_time[::-1], ut, side="left")  # event slots with te >= u: k < m
+    m = Kn - np.searchsorted(datafit.slot_time[::-1], ut, side="left")  # event slots with te >= u: k < m
     q = Sxc * B1[m][:, None] - S0c[:, None] * FB[m]
     with np.errstate(divide="ignore", invalid="ignore"):
         jump = np.where(n_c > 0, n_c / Y ** 2, 0.0)

@@ -172,11 +172,11 @@ def baseline_hazard(fit, data, model=None) -> pd.DataFrame:
     beta = np.array([coef.get(n, 0.0) for n in prep.names])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
-        df = model.datafit(data)
-    if df.n_coef != beta.shape[0]:
+        datafit = model.datafit(data)
+    if datafit.n_coef != beta.shape[0]:
         raise InputError("the fit's coefficients do not match the data")
-    state = df.new_state(beta)
-    t, s, inc = df.hazard_increments(state)
+    state = datafit.new_state(beta)
+    t, s, inc = datafit.hazard_increments(state)
     out = pd.DataFrame({"time": t, "hazard": inc})
     out["cumhaz"] = out.groupby(s)["hazard"].cumsum().to_numpy() if s.size else []
     if data.strata is not None:

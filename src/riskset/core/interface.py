@@ -5,10 +5,18 @@ order the family needs, e.g. Cox rows sorted by stratum and descending time). Th
 solver, selection, inference and results talk to a datafit only through the methods
 declared here; every loop over rows lives in a compiled kernel behind them. A family's
 CPU kernels are the four functions of the compiled contract
-(:mod:`riskset.core.sweep`), over a tuple of static arrays (:meth:`Datafit.kernel_data`)
-and a tuple of state arrays (``FitState.kernel``); ``coordinate``, ``move`` and
-``sweep`` are written once here on top of them. A device datafit
+(:mod:`riskset.core.sweep`), over a named record of static arrays (:meth:`Datafit.kernel_data`)
+and one of state arrays (``FitState.kernel``), both declared in the family's kernel module;
+``coordinate``, ``move`` and ``sweep`` are written once here on top of them. A device datafit
 (:mod:`riskset.kernels.gpu.base`) implements the same methods with device kernels.
+
+The contract is a required core (:class:`Datafit`: state, log-likelihood, gradient,
+Hessian block and local quadratic, the compiled kernels, case weights) and named
+capabilities a family declares by inheriting them, which the callers test with
+``isinstance``: :class:`Reweightable` (replicates as views of one prepared datafit),
+:class:`SlopeRows` (screened KKT checks), :class:`ClosedFormStart` (the restricted start),
+:class:`ExactSeparation` (a direct test of monotone likelihood) and :class:`RunsOnDevice`
+(GPU kernels).
 
 Sign convention everywhere: ``l`` is the log-likelihood, which is *maximized*;
 ``gradient = dl/dbeta`` and ``hessian = d2l/dbeta2`` (negative semi-definite).
@@ -60,8 +68,8 @@ class FitState:
     """Mutable state of one fit: the linear predictor and family-specific arrays.
 
     ``eta`` holds X @ beta (+ offset) in the datafit's row order. Families add their
-    own arrays (exp(eta), risk-set sums ...) as attributes, and ``kernel``: the tuple of
-    the state arrays their compiled kernels read and write (the same arrays).
+    own arrays (exp(eta), risk-set sums ...) as attributes, and ``kernel``: the named record
+    of the state arrays their compiled kernels read and write (the same arrays).
 
     ``synced``: the family's exact recomputation of those arrays from ``eta`` (which its
     log-likelihood, gradient and Hessian start from) is current: set by the family, cleared
@@ -71,7 +79,7 @@ class FitState:
     for the last trial's).
     """
 
-    kernel: tuple = ()
+    kernel: tuple = ()  # the family's state record (a NamedTuple)
     synced: bool = False
     loglik: float | None = None
 
@@ -94,22 +102,12 @@ class Datafit(ABC):
     #: Coefficient names, set by the caller that builds the datafit (for messages).
     names: list[str] | None = None
 
-    #: Whether :meth:`univariable_separation` is an exact test (a family's direct check)
-    #: rather than the generic reading of the slope far out, which rows of very large weight
-    #: (e.g. pooled logistic's 1e9 virtual intervals of one subject) can mislead; only an
-    #: exact answer may declare a divergence the ray test cannot resolve.
-    exact_separability: bool = False
-
     #: What a full CCD sweep costs, in gradients (passes over X): an order of magnitude
     #: (a GLM ~5; conditional strata ~10; a risk-set family ~30, its sums refreshed per moved
     #: coordinate). The solver opens a warm start near its
     #: optimum with a gradient and a Newton polish in place of a sweep where a sweep costs at
     #: least :data:`riskset.solver.ccd.OPENING_SWEEP_PASSES` (:func:`~riskset.solver.ccd.opening_entrants`).
     sweep_passes: ClassVar[float] = 5.0
-
-    #: The family's kernels on the GPU backend (:mod:`riskset.kernels.gpu`: "glm", "cox",
-    #: "fine_gray", "conditional"), or None where it has none.
-    device_family: ClassVar[str | None] = None
 
     def __init__(self, X: sp.csc_matrix, offset: np.ndarray | None = None, rows: np.ndarray | None = None):
         """``X`` (any sparse or dense matrix) becomes :attr:`design`, canonical and compact; with
@@ -192,10 +190,10 @@ class Datafit(ABC):
     #: with variants (Cox's O(N) scan formulation) sets it per instance.
     kernels: CompiledFamily
 
+    @abstractmethod
     def kernel_data(self) -> tuple:
-        """The static arrays the family's kernels read, in their order (built on each call:
-        reweighted views share X but not their case weights)."""
-        raise NotImplementedError(f"{type(self).__name__} has no compiled kernels")
+        """The named record of the static arrays the family's kernels read (built on each
+        call: reweighted views share X but not their case weights)."""
 
     @abstractmethod
     def new_state(self, beta: np.ndarray) -> FitState:
@@ -260,15 +258,6 @@ class Datafit(ABC):
         whose gradient is a product of the columns with a row vector reads only theirs)."""
         return self.gradient(state)[coefs]
 
-    def slope_rows(self, state: FitState) -> tuple[np.ndarray, np.ndarray] | None:
-        """(r, norms) where each slope is a product with one row vector r at ``state``,
-        dl/dbeta_j = a_j +- x_j' r with a_j the same at every state and ``norms[j]`` = ||x_j||_2
-        (x_j: coefficient j's column; r a copy where the state changes in place):
-        between two states slope j moves by at most norms[j] ||r - r'||_2, the bound of the
-        screened KKT checks (:mod:`riskset.solver.screening`). None (here) where the family's
-        gradient has no such form."""
-        return None
-
     @abstractmethod
     def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:
         """Dense block d2l/dbeta_a dbeta_b for a, b in ``columns`` (a small set)."""
@@ -290,12 +279,13 @@ class Datafit(ABC):
         about a product of the columns' rows (the GLMs; the risk-set families override)."""
         return 0.0
 
+    @abstractmethod
     def data_weights(self) -> np.ndarray:
-        """This datafit's case weights in Dataset row order, as :meth:`reweighted` takes them
-        (``reweighted(data_weights())`` is this datafit): one per Dataset row up to the last
-        row the datafit reads, 0 for rows it left out (e.g. strata without events). The
-        points of a profile likelihood on the GPU are replicates with these weights."""
-        raise NotImplementedError(f"{type(self).__name__} does not report its case weights")
+        """This datafit's case weights in Dataset row order, as
+        :meth:`Reweightable.reweighted` takes them (``reweighted(data_weights())`` is this
+        datafit): one per Dataset row up to the last row the datafit reads, 0 for rows it left
+        out (e.g. strata without events). The points of a profile likelihood on the GPU are
+        replicates with these weights."""
 
     @staticmethod
     def scatter_to_data_rows(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -309,18 +299,11 @@ class Datafit(ABC):
         out[rows] = weights
         return out
 
+    @abstractmethod
     def local_quadratic(self, state: FitState, columns: np.ndarray) -> "LocalQuadratic | None":
         """The log-likelihood's gradient and Hessian on ``columns`` without forming the
-        Hessian (matrix-free Newton steps on large active sets), or ``None`` if the family
-        has none."""
-        return None
-
-    def unpenalized_start(self, beta: np.ndarray, coefs: np.ndarray) -> np.ndarray | None:
-        """``beta`` with the coefficients ``coefs`` at the maximum of the log-likelihood over
-        them (the others held), where it has a closed form; else None. The solver's
-        restricted start (the unpenalized coefficients fitted, the penalized ones at their
-        centers) begins there and its Newton steps then have nothing left to do."""
-        return None
+        Hessian (matrix-free Newton steps on large active sets), or ``None`` where the
+        family has no such form for this data (the solver then forms :meth:`hessian`)."""
 
     def diagnose(self, state: FitState, beta: np.ndarray) -> str | None:
         """What is wrong with a state the solver reached (a non-finite linear predictor or
@@ -335,7 +318,7 @@ class Datafit(ABC):
         for ever iff its slope g'(0) is positive and stays >= 0 far out, at |b| max|x_j| =
         :data:`SEPARABILITY_REACH`, where every row behind the leading value of its risk set
         has a relative weight below e^-REACH x (its gap). O(rows + nnz_j) per column (one
-        state); families with a direct test (GLMs: O(nnz_j)) override it. A covariate whose
+        state); families with a direct test (:class:`ExactSeparation`) override it. A covariate whose
         rows behind the leader are closer than ~1e-7 of its range may go unnoticed (0).
         """
         columns = np.asarray(columns, dtype=np.int64)
@@ -358,12 +341,6 @@ class Datafit(ABC):
                 out[a] = int(np.sign(slope))
         return out
 
-    def recedes(self, direction: np.ndarray) -> bool | None:
-        """Whether the log-likelihood never decreases along ``direction`` from any point (a
-        direction of recession, read from the data), or None where the family has no such
-        test: the solver's ray test (:mod:`riskset.solver.separation`) decides there."""
-        return None
-
     def separation_pattern(self, name: str, direction: int) -> str:
         """What the data look like when coefficient ``name`` alone separates (for messages)."""
         extreme = "largest" if direction > 0 else "smallest"
@@ -379,19 +356,72 @@ class Datafit(ABC):
         quad = self.local_quadratic(state, columns)
         return quad.curvature if quad is not None else -np.diag(self.hessian(state, columns))
 
+    @abstractmethod
     def missing_information(self) -> str | None:
         """Why the likelihood, with the datafit's case weights, carries no information about
         the coefficients (no row of positive weight, no event compared with another row ...),
         or None. Checked when a model builds its datafit (:func:`require_information`) and for
         every training set and draw of cross-validation and the bootstrap."""
-        return None
 
-    def reweighted(self, weights: np.ndarray) -> "Datafit | None":
-        """The same datafit with new case weights (given in Dataset row order), sharing X
-        and every static structure; ``None`` if the family cannot reweight in place (the
-        caller then prepares a new datafit). Weight 0 removes a row: replicates of
-        cross-validation and the bootstrap are reweighted views of one datafit."""
-        return None
+
+# -- capabilities a family declares by inheriting them -----------------------------------------
+
+class Reweightable(ABC):
+    """New case weights without a new preparation: replicates of cross-validation and the
+    bootstrap are reweighted views of one datafit (a family without it is prepared again
+    for each replicate)."""
+
+    @abstractmethod
+    def reweighted(self, weights: np.ndarray) -> Datafit | None:
+        """The same datafit with case weights ``weights`` (Dataset row order), sharing X and
+        every static structure; weight 0 removes a row. None where these weights cannot be
+        applied in place (a device batch whose CPU view cannot)."""
+
+
+class SlopeRows(ABC):
+    """Each slope is a product of its column with one row vector: the screened KKT checks of
+    :mod:`riskset.solver.screening` bound how far a slope moved without reading its column."""
+
+    @abstractmethod
+    def slope_rows(self, state: FitState) -> tuple[np.ndarray, np.ndarray]:
+        """(r, norms): dl/dbeta_j = a_j +- x_j' r with a_j the same at every state and
+        ``norms[j]`` = ||x_j||_2 (x_j: coefficient j's column; r a copy where the state changes
+        in place): between two states slope j moves by at most norms[j] ||r - r'||_2."""
+
+
+class ClosedFormStart(ABC):
+    """The log-likelihood's maximum over a set of coefficients, the others held, in closed
+    form where it has one: the solver's restricted start (the unpenalized coefficients
+    fitted, the penalized ones at their centers) begins there."""
+
+    @abstractmethod
+    def unpenalized_start(self, beta: np.ndarray, coefs: np.ndarray) -> np.ndarray | None:
+        """``beta`` with the coefficients ``coefs`` at that maximum, or None where this set
+        has no closed form."""
+
+
+class ExactSeparation(ABC):
+    """A direct test of monotone likelihood read from the data, where the generic reading of
+    the slope far out (:meth:`Datafit.univariable_separation`) can be misled by rows of very
+    large weight: only an exact answer may declare a divergence the ray test of
+    :mod:`riskset.solver.separation` cannot resolve."""
+
+    @abstractmethod
+    def univariable_separation(self, columns: np.ndarray) -> np.ndarray:
+        """As :meth:`Datafit.univariable_separation`, exactly."""
+
+    @abstractmethod
+    def recedes(self, direction: np.ndarray) -> bool:
+        """Whether the log-likelihood never decreases along ``direction`` from any point (a
+        direction of recession)."""
+
+
+class RunsOnDevice:
+    """The family has GPU kernels: ``device_datafit`` names its device datafit class
+    ("module:Class", the module under :mod:`riskset.kernels.gpu`), imported only when a fit
+    asks for the GPU backend (:func:`riskset.kernels.gpu.to_device`)."""
+
+    device_datafit: ClassVar[str]
 
 
 #: |b| max|x_j| at which :meth:`Datafit.univariable_separation` reads the slope far out.

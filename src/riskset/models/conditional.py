@@ -54,11 +54,12 @@ from riskset.data.dataset import Dataset
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import conditional as conditional_kernels
 from riskset.models.cox import CoxDatafit
+from riskset.core.interface import Reweightable, RunsOnDevice
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, refuse_kind, require_information,
                                  weight_overflow, HAZARD_KINDS, NO_RESPONSE)
 
 
-class ConditionalDatafit(Datafit):
+class ConditionalDatafit(Datafit, Reweightable, RunsOnDevice):
     """Stratified multinomial / exact conditional log-likelihood.
 
     Parameters (rows already sorted by stratum, strata coded 0..S-1 ascending)
@@ -74,7 +75,7 @@ class ConditionalDatafit(Datafit):
 
     sweep_passes = 10.0  # stratum sums refreshed per moved coordinate (Datafit.sweep_passes)
 
-    device_family = "conditional"
+    device_datafit = "conditional:ConditionalDeviceDatafit"
 
     def __init__(self, X, y, strata, offset=None, stratum_weight=None, exact_m=None, rows=None):
         super().__init__(X, offset, rows)
@@ -343,9 +344,9 @@ class ConditionalPoisson(_Conditional):
         rows, codes, old = sorted_by_stratum(data, keep)
         c_s = None if c_all is None else c_all[np.unique(old)]
         offset = None if data.offset is None else np.asarray(data.offset)[rows]
-        df = ConditionalDatafit(data.X, y[rows], codes, offset, c_s, rows=rows)
-        df.row_ids = data.row_ids[rows]
-        return require_information(df, self.name)
+        datafit = ConditionalDatafit(data.X, y[rows], codes, offset, c_s, rows=rows)
+        datafit.row_ids = data.row_ids[rows]
+        return require_information(datafit, self.name)
 
 
 class ConditionalLogistic(_Conditional):
@@ -410,13 +411,13 @@ class ConditionalLogistic(_Conditional):
         exact_m = np.where(m >= 2, m, 0) if self.ties == "exact" else None
         offset = None if data.offset is None else np.asarray(data.offset)[rows]
         if self.ties == "efron":  # each set a stratum of a Cox model, every row at one time
-            df = CoxDatafit(data.X[rows], np.ones(rows.size), y[rows].astype(np.uint8), strata=codes,
+            datafit = CoxDatafit(data.X[rows], np.ones(rows.size), y[rows].astype(np.uint8), strata=codes,
                             weights=None if c_s is None else c_s[codes], offset=offset, ties="efron")
-            df.data_rows = np.ascontiguousarray(rows[df.order])
-            return require_information(df, self.name)
-        df = ConditionalDatafit(data.X, y[rows], codes, offset, c_s, exact_m, rows=rows)
-        df.row_ids = data.row_ids[rows]
-        return require_information(df, self.name)
+            datafit.data_rows = np.ascontiguousarray(rows[datafit.order])
+            return require_information(datafit, self.name)
+        datafit = ConditionalDatafit(data.X, y[rows], codes, offset, c_s, exact_m, rows=rows)
+        datafit.row_ids = data.row_ids[rows]
+        return require_information(datafit, self.name)
 
 
 __all__ = ["ConditionalDatafit", "ConditionalLogistic", "ConditionalPoisson"]

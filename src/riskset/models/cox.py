@@ -45,6 +45,7 @@ from riskset.kernels.cpu import cox_walks
 from riskset.kernels.cpu.cox_aggregates import loglik_slots, refresh, rows_denominators
 from riskset.kernels.cpu.cox_hessian import hessian_block, hessian_vector_rows, row_hazard_terms
 from riskset.kernels.cpu.cox_rows import case_weights, row_pieces, weights_and_slot_sums
+from riskset.core.interface import Reweightable, RunsOnDevice, SlopeRows
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
                                  drop_constant_covariates, refuse_kind, require_information, risk_set_block_work,
                                  weight_overflow, HAZARD_KINDS, NO_RESPONSE, VARIANCES)
@@ -58,7 +59,7 @@ NO_CODES = np.zeros(0, np.int32)  # the column breakpoints of right-censored dat
 FEW_ROWS = 4
 
 
-class CoxDatafit(Datafit):
+class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
     """Cox log partial likelihood over rows in (stratum, time descending) order.
 
     Parameters: ``X`` and the outcome arrays in *input* order; the datafit sorts them.
@@ -67,7 +68,7 @@ class CoxDatafit(Datafit):
 
     sweep_passes = 30.0  # risk-set sums refreshed per moved coordinate (Datafit.sweep_passes)
 
-    device_family = "cox"
+    device_datafit = "cox:CoxDeviceDatafit"
 
     def __init__(self, X, time, status, start=None, strata=None, weights=None, offset=None,
                  ties="breslow", formulation="sparse"):
@@ -476,10 +477,10 @@ class CoxModel(Model):
     def datafit(self, data) -> CoxDatafit:
         self._cache = None
         p = self._prepared(data, warn=True)
-        df = CoxDatafit(p.X, p.time, p.status, p.start, p.strata, p.weights, p.offset, ties=self.ties,
+        datafit = CoxDatafit(p.X, p.time, p.status, p.start, p.strata, p.weights, p.offset, ties=self.ties,
                         formulation=self.formulation)
-        df.data_rows = np.ascontiguousarray(p.rows[df.order])
-        return require_information(df, self.name)
+        datafit.data_rows = np.ascontiguousarray(p.rows[datafit.order])
+        return require_information(datafit, self.name)
 
     def coef_names(self, data):
         return list(self._prepared(data, warn=False).names)

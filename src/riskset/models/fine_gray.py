@@ -41,6 +41,7 @@ from riskset.data.dataset import row_label
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as K
 from riskset.kernels.cpu.cox_rows import row_pieces
+from riskset.core.interface import Reweightable, RunsOnDevice
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
                                  drop_constant_covariates, refuse_kind, require_information, risk_set_block_work,
                                  weight_overflow, HAZARD_KINDS, NO_RESPONSE, VARIANCES)
@@ -122,7 +123,7 @@ def check_times(time, row_ids=None):
     return time
 
 
-class FineGrayDatafit(Datafit):
+class FineGrayDatafit(Datafit, Reweightable, RunsOnDevice):
     """Fine-Gray log pseudo-likelihood over rows sorted by time descending.
 
     Parameters: ``X``, ``time`` and the 0/1 flags ``event`` (of interest),
@@ -132,7 +133,7 @@ class FineGrayDatafit(Datafit):
 
     sweep_passes = 30.0  # risk-set sums refreshed per moved coordinate (Datafit.sweep_passes)
 
-    device_family = "fine_gray"
+    device_datafit = "fine_gray:FineGrayDeviceDatafit"
 
     def __init__(self, X, time, event, competing, censored, weights=None, offset=None, formulation="sparse",
                  censor_weights=None):

@@ -17,6 +17,7 @@ from riskset.data.dataset import Dataset, row_label
 from riskset.exceptions import InputError
 from riskset.kernels.cpu import glm as glm_kernels
 from riskset.kernels.cpu import separability as separability_kernels
+from riskset.core.interface import ClosedFormStart, ExactSeparation, Reweightable, RunsOnDevice, SlopeRows
 from riskset.models.base import Datafit, FitState, LocalQuadratic, Model, no_weight, refuse_kind, require_information
 
 #: Moves of the linear predictor against a row's outcome, relative to the largest move, that
@@ -24,7 +25,7 @@ from riskset.models.base import Datafit, FitState, LocalQuadratic, Model, no_wei
 RECESSION_RTOL = 1e-10
 
 
-class GLMDatafit(Datafit):
+class GLMDatafit(Datafit, Reweightable, SlopeRows, ClosedFormStart, ExactSeparation, RunsOnDevice):
     """Datafit of a GLM family with canonical link (kernels in ``kernels.cpu.glm``).
 
     With ``intercept=True`` coefficient 0 is an implicit column of ones, so the
@@ -32,7 +33,7 @@ class GLMDatafit(Datafit):
     j - 1 of X.
     """
 
-    device_family = "glm"
+    device_datafit = "glm:GLMDeviceDatafit"
 
     def __init__(self, family: int, X, y, weights=None, offset=None, intercept: bool = False):
         super().__init__(X, offset)
@@ -152,8 +153,6 @@ class GLMDatafit(Datafit):
         if np.all(np.isfinite(state.rows[:, fields])):
             return None
         return "the linear predictor or a fitted mean is not finite"
-
-    exact_separability = True
 
     def univariable_separation(self, columns):
         """Exact O(nnz) check (:func:`riskset.kernels.cpu.separability.class_ranges`).

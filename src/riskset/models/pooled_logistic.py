@@ -441,9 +441,9 @@ class PooledLogistic(Model):
         Z = data.X if not zero.any() else data.X[rows].tocsc()
         w = None if data.weights is None else np.asarray(data.weights)[rows]
         off = None if data.offset is None else np.asarray(data.offset)[rows]
-        df = PooledLogisticDatafit(Z, K[rows], status[rows], src, fidx, ftab, w, off)
-        df.rows = rows
-        return require_information(df, self.name)
+        datafit = PooledLogisticDatafit(Z, K[rows], status[rows], src, fidx, ftab, w, off)
+        datafit.rows = rows
+        return require_information(datafit, self.name)
 
     # -- prediction ----------------------------------------------------------------------
     def _beta(self, fit, data):

@@ -25,6 +25,7 @@ import pandas as pd
 
 from riskset import validation as check
 from riskset.backend import Backend
+from riskset.core.interface import Reweightable
 from riskset.core.penalty import Penalty
 from riskset.core.replicates import ReplicateBatch
 from riskset.exceptions import InputError
@@ -58,7 +59,7 @@ class Context:
 
     def view(self, weights: np.ndarray) -> Datafit:
         """The datafit with row weights ``weights`` (Dataset row order)."""
-        view = self.datafit.reweighted(weights)
+        view = self.datafit.reweighted(weights) if isinstance(self.datafit, Reweightable) else None
         if view is None:  # the family cannot reweight in place: prepare again
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

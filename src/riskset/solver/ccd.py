@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.sparse.linalg import LinearOperator, cg
 
-from riskset.core.interface import Datafit, FitState
+from riskset.core.interface import ClosedFormStart, Datafit, FitState
 from riskset.core.penalty import Penalty
 from riskset.solver.screening import kkt_gradient, reference
 from riskset.solver.separation import diverging_coefficients, nonexistence_message
@@ -667,7 +667,8 @@ def _restricted_start(datafit, beta, state, pen: Penalty, free, opts):
     unpen = np.flatnonzero(free & (l1 == 0))
     grad = None
     if unpen.size:
-        closed_form = datafit.unpenalized_start(beta, unpen)  # e.g. a GLM's intercept alone: the mean outcome
+        # e.g. a GLM's intercept alone: the mean outcome
+        closed_form = datafit.unpenalized_start(beta, unpen) if isinstance(datafit, ClosedFormStart) else None
         if closed_form is not None:
             beta, state = closed_form, datafit.new_state(closed_form)
         beta, state, start = _cycles(datafit, beta, state, pen, unpen, opts)

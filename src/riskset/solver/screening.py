@@ -1,7 +1,7 @@
 """The gradient of a KKT check, reading only the columns that a bound cannot clear.
 
 Where every slope is a product of its column with one row vector r
-(:meth:`~riskset.core.interface.Datafit.slope_rows`: dl/dbeta_j = a_j - x_j' r), slope j
+(:meth:`~riskset.core.interface.SlopeRows.slope_rows`: dl/dbeta_j = a_j - x_j' r), slope j
 moves between two states by x_j' (r_ref - r), at most ||x_j|| ||r - r_ref|| (Cauchy-Schwarz).
 From the last exact gradient g_ref of a fit (its :class:`Reference`), a free coordinate at
 its prior center whose |g_ref_j| plus that bound stays below its L1 rate meets its KKT
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from riskset.core.interface import SlopeRows
 from riskset.core.penalty import Penalty
 
 #: Relative slack under the rate for the rounding of g_ref and of the bound (far below any
@@ -38,18 +39,16 @@ class Reference:
 def reference(datafit, state, grad) -> Reference | None:
     """The reference of the exact gradient ``grad`` at ``state``, or None where the family's
     slopes have no row vector."""
-    terms = datafit.slope_rows(state)
-    return None if terms is None else Reference(grad, terms[0])
+    return Reference(grad, datafit.slope_rows(state)[0]) if isinstance(datafit, SlopeRows) else None
 
 
 def kkt_gradient(datafit, state, beta, pen: Penalty, free, ref: Reference | None) -> tuple[np.ndarray, bool]:
     """(the gradient for a KKT check at ``state``, whether it is exact): exact where less than
     half of the coefficients can be cleared from ``ref`` (the rest would then cost about a
     full gradient)."""
-    terms = None if ref is None else datafit.slope_rows(state)
-    if terms is None:
+    if ref is None or not isinstance(datafit, SlopeRows):
         return datafit.gradient(state), True
-    rows, norms = terms
+    rows, norms = datafit.slope_rows(state)
     bound = norms * float(np.linalg.norm(rows - ref.rows))
     clear = free & pen.at_center(beta) & (pen.l1 > 0) & (np.abs(ref.grad) + bound <= (1.0 - SLACK) * pen.l1)
     read = np.flatnonzero(~clear)

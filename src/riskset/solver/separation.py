@@ -22,7 +22,7 @@ device datafits alike:
 3. the ray test: ``l(beta + t d) >= l(beta) - eps`` for t in :data:`RAY_STEPS` (a finite
    maximum loses at least ~ info / 2 per unit step), and ``l`` with beta's component along
    d removed is clearly lower than ``l(beta)`` (the direction matters: not an aliased column).
-   Where the datafit reads it from the data (:meth:`~riskset.core.interface.Datafit.recedes`,
+   Where the datafit reads it from the data (:meth:`~riskset.core.interface.ExactSeparation.recedes`,
    the GLMs: every row's linear predictor moves only the way its outcome lets it go), that
    exact test replaces the ray: at a fit that separates every row (l ~ -1e-13, the 30
    covariates of the breast-cancer data) a single coefficient's ray lost less than ``eps``
@@ -40,6 +40,8 @@ were it one, the first step of the ray would lose likelihood.
 from __future__ import annotations
 
 import numpy as np
+
+from riskset.core.interface import ExactSeparation
 
 #: Contribution to the linear predictor (log-odds, log-hazard ...) beyond which an
 #: unpenalized coefficient is tested for divergence (a ratio of e^5 ~ 150 per unit of x).
@@ -93,7 +95,7 @@ def diverging_coefficients(datafit, beta, l1, l2, free) -> dict[int, int]:
     if not np.isfinite(ll):
         return {}
     alone = {int(j): int(np.sign(beta[j])) for j in candidates if _is_recession(datafit, beta, _on(beta, [j]), ll)}
-    if datafit.exact_separability:
+    if isinstance(datafit, ExactSeparation):
         for j, separates in zip(candidates, univariable_directions(datafit, candidates)):
             if separates != 0 and separates == np.sign(beta[j]):
                 alone.setdefault(int(j), int(separates))
@@ -139,9 +141,11 @@ def _on(beta, coords) -> np.ndarray:
 
 def _is_recession(datafit, beta, direction, ll) -> bool:
     """The test of ``direction`` from ``beta`` (item 3 of the module docstring): the datafit's
-    exact one where it has one (:meth:`~riskset.core.interface.Datafit.recedes`), else the ray."""
-    recedes = datafit.recedes(direction)
-    if recedes is False or (recedes is None and not _ray_climbs(datafit, beta, direction, ll)):
+    exact one where it has one (:meth:`~riskset.core.interface.ExactSeparation.recedes`), else the ray."""
+    if isinstance(datafit, ExactSeparation):
+        if not datafit.recedes(direction):
+            return False
+    elif not _ray_climbs(datafit, beta, direction, ll):
         return False
     back = beta - (beta @ direction) / (direction @ direction) * direction  # beta's component along it removed
     return bool(ll - _loglik_at(datafit, back) > MATTERS_RTOL * (abs(ll) + 1.0))

@@ -12,8 +12,8 @@ trust-region radii cross to the host. ``replicate_batch(datafit, weights, dtype)
 the :class:`~riskset.core.replicates.ReplicateBatch` of R row weightings of one X,
 which :func:`riskset.solver.replicates.fit_replicates` fits at once.
 
-The family of a CPU datafit is its class attribute ``device_family`` ("glm", "cox",
-"fine_gray", "conditional"; None: no device kernels).
+A CPU datafit with device kernels declares it (:class:`riskset.core.interface.RunsOnDevice`)
+and names its device datafit class (``device_datafit``, "module:Class" in this package).
 
 Architecture
 ------------
@@ -63,17 +63,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from riskset.core.interface import RunsOnDevice
 from riskset.exceptions import InputError
 
 from .device import require_device, simulator_enabled
 
 __all__ = ["to_device", "replicate_batch", "simulator_enabled", "require_device"]
-
-#: the device datafit of each ``device_family``: (module, class)
-DEVICE_DATAFITS = {"glm": (".glm", "GLMDeviceDatafit"), "cox": (".cox", "CoxDeviceDatafit"),
-                   "fine_gray": (".fine_gray", "FineGrayDeviceDatafit"),
-                   "conditional": (".conditional", "ConditionalDeviceDatafit")}
-
 
 def to_device(datafit, dtype="float64"):
     """The device version of ``datafit``: GLM families, Cox (Breslow or Efron ties, strata,
@@ -110,17 +105,16 @@ def replicate_batch(datafit, weights, dtype="float64"):
 
 
 def _device_class(datafit):
-    """The device datafit class of ``datafit``'s ``device_family``."""
+    """The device datafit class ``datafit`` declares (:class:`~riskset.core.interface.RunsOnDevice`)."""
     import importlib
 
-    family = type(datafit).device_family
-    if family not in DEVICE_DATAFITS:
+    if not isinstance(datafit, RunsOnDevice):
         name = type(datafit).__name__
         raise NotImplementedError(f"backend='gpu' supports the logistic, poisson, least_squares, cox, fine_gray, "
                                   f"conditional_poisson, sccs and conditional_logistic families; {name} "
                                   f"({type(datafit).__module__}) has no GPU kernels yet: use backend='cpu'")
-    module, name = DEVICE_DATAFITS[family]
-    return getattr(importlib.import_module(module, __name__), name)
+    module, name = type(datafit).device_datafit.split(":")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
 
 
 #: Largest magnitude a covariate value may have on a float32 device (its square must not

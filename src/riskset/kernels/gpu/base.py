@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from riskset.core.interface import Datafit, FitState
+from riskset.core.interface import Datafit, FitState, Reweightable
 
 from .device import device_copy, grid_blocks, simulator_enabled, state_dtype, threads_per_block
 
@@ -67,7 +67,7 @@ class Spare(NamedTuple):
     partial: object
 
 
-class DeviceDatafit(Datafit):
+class DeviceDatafit(Datafit, Reweightable):
     """Base of the device datafits; see the module docstring."""
 
     family_name = "?"
@@ -96,7 +96,6 @@ class DeviceDatafit(Datafit):
         # (the device holds a value per non-zero: Datafit.design.full_values).
         self.cpu = cpu
         self.names = cpu.names
-        self.exact_separability = cpu.exact_separability
         self.dtype = state_dtype(dtype)
         self.nt = threads_per_block()
         self.design, self.offset = cpu.design, cpu.offset
@@ -327,9 +326,6 @@ class DeviceDatafit(Datafit):
     def diagnose(self, state, beta):
         return self._cpu_view(0).diagnose(self._host_state(state, 0), beta)
 
-    def unpenalized_start(self, beta, coefs):
-        return self._cpu_view(0).unpenalized_start(beta, coefs)
-
     # -- host-side questions about the data: the CPU datafit's answers --------------------------
     def coef_of_column(self, j):
         return self.cpu.coef_of_column(j)
@@ -345,9 +341,6 @@ class DeviceDatafit(Datafit):
 
     def separation_pattern(self, name, direction):
         return self.cpu.separation_pattern(name, direction)
-
-    def recedes(self, direction):
-        return self._cpu_view(0).recedes(direction)
 
     def missing_information(self):
         return self._cpu_view(0).missing_information()

@@ -16,6 +16,7 @@ import math
 import numpy as np
 from numba import cuda, float64
 
+from riskset.core.interface import ClosedFormStart, ExactSeparation
 from riskset.kernels.cpu import glm as cpu_kernels
 
 from .base import DeviceDatafit
@@ -143,7 +144,7 @@ sweep_grid_kernel = compile_sweep(refresh, None, terms, move, grid=True)
 gradient_kernel = compile_gradient(None, terms)
 
 
-class GLMDeviceDatafit(DeviceDatafit):
+class GLMDeviceDatafit(DeviceDatafit, ClosedFormStart, ExactSeparation):
     """:class:`~riskset.models.glm.GLMDatafit` with X and the state on the device."""
 
     family_name = "glm"
@@ -157,6 +158,16 @@ class GLMDeviceDatafit(DeviceDatafit):
         super().__init__(cpu, dtype, weights)
         self.family = int(cpu.family)
         self.family_name = {LOGISTIC: "logistic", POISSON: "poisson", GAUSSIAN: "least_squares"}[self.family]
+
+    # the CPU datafit's closed-form start and exact separation test (questions about the data)
+    def unpenalized_start(self, beta, coefs):
+        return self._cpu_view(0).unpenalized_start(beta, coefs)
+
+    def univariable_separation(self, columns):
+        return self.cpu.univariable_separation(columns)
+
+    def recedes(self, direction):
+        return self._cpu_view(0).recedes(direction)
 
     def _make_static(self):
         cpu = self.cpu
