@@ -36,13 +36,13 @@ def reference_hessian(df, state, cols):
     event_at = (df.event[None, :] == 1) & (df.ke[None, :] - 1 == slots)
     wx = state.w[:, None] * X
     N1, E1 = at_risk @ wx, event_at @ wx
-    v = state.w * (state.A1c[df.ke] - state.A1c[df.ks])
+    v = state.w * (state.sums.A1c[df.ke] - state.sums.A1c[df.ks])
     if df.efron:
-        v = v - df.event * state.w * state.R1[df.ke - 1]
-    H = -X.T @ (v[:, None] * X) + N1.T @ (state.Q2[:, None] * N1)
+        v = v - df.event * state.w * state.sums.R1[df.ke - 1]
+    H = -X.T @ (v[:, None] * X) + N1.T @ (state.sums.Q2[:, None] * N1)
     if df.efron:
-        C = N1.T @ (state.R2[:, None] * E1)
-        H += -C - C.T + E1.T @ (state.T2[:, None] * E1)
+        C = N1.T @ (state.sums.R2[:, None] * E1)
+        H += -C - C.T + E1.T @ (state.sums.T2[:, None] * E1)
     return H
 
 

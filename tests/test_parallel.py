@@ -93,8 +93,10 @@ def test_chunked_walks_and_moves_equal_the_serial_ones(case, monkeypatch):
             assert df.kernels.gradient(df.kernel_data(), chunked.kernel, j) == g2
             df.move(chunked, j, 0.1 * (j + 1))
         assert g2 == pytest.approx(g1, rel=1e-12) and h2 == pytest.approx(h1, rel=1e-12)
-        for name in ("eta", "w", "ex", "ev"):
+        for name in ("eta", "w"):
             np.testing.assert_array_equal(getattr(chunked, name), getattr(serial, name))
+        for name in ("ex", "ev"):
+            np.testing.assert_array_equal(getattr(chunked.sums, name), getattr(serial.sums, name))
 
 
 @needs_two
@@ -144,14 +146,14 @@ def test_blocked_scans_give_the_same_bits_on_one_and_two_threads(case):
     for threads in (1, 2):
         state = df.new_state(beta)
         with kernel_threads(threads):
-            cox_aggregates.refresh_blocked(0, df.slot_ptr[1], state.ex, state.en, state.ev, df.rs.slot_d, df.rs.slot_m,
-                              df.has_start, df.efron, True, state.D, state.Q1, state.Q2, state.R1, state.R2,
-                              state.T2, state.A1c, state.A2c)
-        out.append(np.concatenate([state.D, state.Q1, state.A1c, state.A2c, state.R1, state.T2]))
+            cox_aggregates.refresh_blocked(0, df.slot_ptr[1], df.slots(), state.sums, True)
+        s = state.sums
+        out.append(np.concatenate([s.D, s.Q1, s.A1c, s.A2c, s.R1, s.T2]))
     np.testing.assert_array_equal(out[0], out[1])
     serial = df.new_state(beta)  # one thread: one serial scan per stratum
     np.testing.assert_allclose(out[0][:4 * df.rs.n_slots],
-                               np.concatenate([serial.D, serial.Q1, serial.A1c, serial.A2c]), rtol=1e-13)
+                               np.concatenate([serial.sums.D, serial.sums.Q1, serial.sums.A1c, serial.sums.A2c]),
+                               rtol=1e-13)
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -177,20 +179,18 @@ def test_the_passes_over_rows_give_the_same_bits_on_one_and_two_threads(case):
     row weights (over the pieces of rows in parallel) are the same numbers on 1 and 2 threads."""
     df = CoxDatafit(*survival_arrays(**CASES[case]), ties="efron" if case == "efron" else "breslow")
     state = df.new_state(np.linspace(-0.3, 0.3, df.n_coef))
-    ns, pieces = df.rs.n_slots, df.row_pieces
+    ns = df.rs.n_slots
     u = np.sin(np.arange(df.n_rows))
     out = []
     for threads in (1, 2):
-        w, shift, ex, en, ev = np.empty(df.n_rows), np.empty(df.n_strata), np.empty(ns), np.empty(ns), np.empty(ns)
+        w, shift = np.empty(df.n_rows), np.empty(df.n_strata)
+        sums = state.sums._replace(ex=np.empty(ns), en=np.empty(ns), ev=np.empty(ns))  # the state's aggregates
         v, z, U1, E1u, C = np.empty(df.n_rows), np.empty(df.n_rows), np.empty(ns), np.empty(ns), np.empty(ns)
         with kernel_threads(threads):
-            cox_rows.weights_and_slot_sums(state.eta, df.cw, w, df.ks, df.ke, df.event, df.has_start, *pieces, shift,
-                                           ex, en, ev)
-            cox_hessian.row_hazard_terms(state.w, df.ks, df.ke, df.event, state.A1c, state.R1, df.efron, df.has_start,
-                                         pieces[0], v)
-            cox_hessian.hessian_vector_rows(u, state.w, v, df.ks, df.ke, df.event, df.slot_ptr, df.efron, df.has_start,
-                                  pieces[0], state.Q2, state.R2, state.T2, U1, E1u, C, z)
-        out.append(np.concatenate([w, shift, ex, en, ev, v, z]))
+            cox_rows.weights_and_slot_sums(state.eta, df.rows(), df.slots(), w, shift, sums)
+            cox_hessian.row_hazard_terms(state.w, df.rows(), df.slots(), state.sums, v)
+            cox_hessian.hessian_vector_rows(u, state.w, v, df.rows(), df.slots(), state.sums, U1, E1u, C, z)
+        out.append(np.concatenate([w, shift, sums.ex, sums.en, sums.ev, v, z]))
     np.testing.assert_array_equal(out[0], out[1])
     np.testing.assert_array_equal(out[0][:df.n_rows], state.w)
 
@@ -226,9 +226,9 @@ def test_refresh_of_the_moved_strata_equals_a_full_refresh(moves):
     assert np.all(state.moved[0] == (moves if moves <= K.MOVED_COLUMNS else K.ALL_MOVED))
     g, h = df.coordinate(state, 0)
     assert state.moved[0] == 0
-    partial = (state.D.copy(), state.A1c.copy(), state.A2c.copy())
+    partial = (state.sums.D.copy(), state.sums.A1c.copy(), state.sums.A2c.copy())
     df._refresh(state)
-    for a, b in zip(partial, (state.D, state.A1c, state.A2c)):
+    for a, b in zip(partial, (state.sums.D, state.sums.A1c, state.sums.A2c)):
         np.testing.assert_array_equal(a, b)
     assert (g, h) == df.coordinate(state, 0)
 

@@ -14,13 +14,22 @@ kernel (or step, or intrinsic) recompiles.
 :func:`closure_jit` also gives each closure a distinct name, since Numba derives symbol
 names from ``__qualname__`` and two cached libraries exposing one symbol would be
 linked to each other.
+
+Kernels take named records (NamedTuples), so a cache index names their classes. Numba
+unpickles an index before it checks that the index is fresh: an index written by an
+older riskset whose record class has since moved would raise instead of reading as
+stale. :func:`tolerant_cache_index` (applied on import) reads such an index as empty, as
+Numba reads one of another Numba version: the function is compiled again and the index
+rewritten.
 """
 from __future__ import annotations
 
 import os
+import pickle
 import types
 
 from numba import njit
+from numba.core.caching import IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 from numba.core.extending import _Intrinsic
 
@@ -82,3 +91,23 @@ def closure_jit(fn, suffix: str, **options):
     dispatcher = njit(**{**OPTIONS, **options})(renamed(fn, suffix))
     stable_uuid(dispatcher)
     return dispatcher
+
+
+def tolerant_cache_index(cache_file_class=IndexDataCacheFile) -> None:
+    """Make a Numba cache index that cannot be unpickled (it names a class or module no longer
+    there: a stale cache) read as empty instead of raising (see the module docstring)."""
+    load = cache_file_class._load_index
+    if getattr(load, "tolerant", False):
+        return
+
+    def _load_index(self):
+        try:
+            return load(self)
+        except (AttributeError, ImportError, EOFError, pickle.UnpicklingError):
+            return {}
+
+    _load_index.tolerant = True
+    cache_file_class._load_index = _load_index
+
+
+tolerant_cache_index()

@@ -42,6 +42,7 @@ from riskset.data.risksets import (build_risk_sets, check_survival, column_break
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as K
 from riskset.kernels.cpu import cox_walks
+from riskset.kernels.cpu.cox_records import Rows, ScanData, ScanState, Slots, SparseData, SparseState, Sums
 from riskset.kernels.cpu.cox_aggregates import loglik_slots, refresh, rows_denominators
 from riskset.kernels.cpu.cox_hessian import hessian_block, hessian_vector_rows, row_hazard_terms
 from riskset.kernels.cpu.cox_rows import case_weights, row_pieces, weights_and_slot_sums
@@ -176,46 +177,52 @@ class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         n, ns = self.n_rows, self.rs.n_slots
         state.w = np.empty(n)
         state.shift = np.empty(self.n_strata)  # per stratum: w = c exp(eta - shift), stratum_shifts
-        for name in ("ex", "en", "ev", "D", "Q1", "Q2", "A1c", "A2c"):  # every slot written by _sync
-            setattr(state, name, np.empty(ns))
-        for name in ("R1", "R2", "T2"):  # Efron's: written by _sync with ties, else read as zeros
-            setattr(state, name, np.zeros(ns))
+        # every slot written by _sync; Efron's R1, R2, T2 written with ties, else read as zeros
+        state.sums = Sums(ex=np.empty(ns), en=np.empty(ns), ev=np.empty(ns), D=np.empty(ns), Q1=np.empty(ns),
+                          Q2=np.empty(ns), R1=np.zeros(ns), R2=np.zeros(ns), T2=np.zeros(ns), A1c=np.empty(ns),
+                          A2c=np.empty(ns))
         state.moved = np.zeros(K.MOVED_COLUMNS + 1, np.int64)
         self._sync(state)
         if self.formulation == "scan":
             state.xd = np.zeros(n)  # the column of the scan, scattered to rows
-            state.kernel = K.ScanState(eta=state.eta, w=state.w, xd=state.xd)
+            state.kernel = ScanState(eta=state.eta, w=state.w, xd=state.xd)
         else:
-            state.kernel = K.SparseState(eta=state.eta, w=state.w, ex=state.ex, en=state.en, ev=state.ev, D=state.D,
-                                         Q1=state.Q1, Q2=state.Q2, R1=state.R1, R2=state.R2, T2=state.T2,
-                                         A1c=state.A1c, A2c=state.A2c, moved=state.moved)
+            state.kernel = SparseState(eta=state.eta, w=state.w, sums=state.sums, moved=state.moved)
         return state
+
+    def slots(self) -> Slots:
+        """The event slots as the kernels read them (built per call: a reweighted view has its
+        own event counts and ties)."""
+        rs = self.rs
+        return Slots(slot_ptr=self.slot_ptr, slot_stratum=rs.slot_stratum, slot_last=rs.slot_last,
+                     slot_d=rs.slot_d, slot_m=rs.slot_m, has_start=self.has_start, efron=self.efron)
+
+    def rows(self) -> Rows:
+        """The rows as the kernels read them (built per call: a reweighted view has its own case weights)."""
+        piece_ptr, piece_stratum = self.row_pieces
+        return Rows(cw=self.cw, ks=self.ks, ke=self.ke, event=self.event, row_stratum=self.rs.row_stratum,
+                    piece_ptr=piece_ptr, piece_stratum=piece_stratum)
 
     def kernel_data(self):
         """The static arrays of the formulation's kernels (:mod:`riskset.kernels.cpu.cox`, bottom), and
         whether they may run in parallel (the calling thread's numba thread count, see
         :mod:`riskset.backend`)."""
-        rs = self.rs
         if self.formulation == "scan":
-            return K.ScanData(indptr=self.indptr, indices=self.indices, values=self.values,
-                              value_shift=self.value_shift, cw=self.cw, ks=self.ks, ke=self.ke, event=self.event,
-                              slot_d=rs.slot_d, slot_m=rs.slot_m, slot_last=rs.slot_last, efron=self.efron)
-        return K.SparseData(indptr=self.indptr, indices=self.indices, values=self.values, value_shift=self.value_shift,
-                            indicator=self.indicator, gx0=self.gx0, ksn=self.ksn, ken=self.ken, evn=self.evn,
-                            has_start=self.has_start, codes=NO_CODES if self.codes is None else self.codes,
-                            slot_stratum=rs.slot_stratum, slot_d=rs.slot_d, slot_m=rs.slot_m,
-                            slot_ptr=self.slot_ptr, efron=self.efron, strata_ptr=self.strata_ptr,
-                            col_strata=self.col_strata, parallel=numba.get_num_threads() > 1,
-                            walk_chunk=self.walk_chunk)
+            return ScanData(indptr=self.indptr, indices=self.indices, values=self.values, value_shift=self.value_shift,
+                            rows=self.rows(), slots=self.slots())
+        return SparseData(indptr=self.indptr, indices=self.indices, values=self.values, value_shift=self.value_shift,
+                          indicator=self.indicator, gx0=self.gx0, ksn=self.ksn, ken=self.ken, evn=self.evn,
+                          codes=NO_CODES if self.codes is None else self.codes, slots=self.slots(),
+                          strata_ptr=self.strata_ptr, col_strata=self.col_strata,
+                          parallel=numba.get_num_threads() > 1, walk_chunk=self.walk_chunk)
 
     def _sync(self, state):
         """Exact recomputation of w, the slot sums and the aggregates from eta (O(N)), unless
         current (``FitState.synced``)."""
         if state.synced:
             return
-        state.event_terms = weights_and_slot_sums(state.eta, self.cw, state.w, self.ks, self.ke, self.event,
-                                                  self.has_start, *self.row_pieces, state.shift, state.ex, state.en,
-                                                  state.ev)
+        state.event_terms = weights_and_slot_sums(state.eta, self.rows(), self.slots(), state.w, state.shift,
+                                                  state.sums)
         self._refresh(state, full=True)
         state.hazards = state.hazard_sums = None  # v and X' v of this state, once asked (_row_hazards, gradient)
         state.loglik = None
@@ -223,17 +230,14 @@ class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
 
     def _refresh(self, state, full=False):
         """The aggregates of every stratum from the slot sums; none is stale after it."""
-        rs = self.rs
-        refresh(self.all_strata, self.n_strata, self.slot_ptr, state.ex, state.en, state.ev, rs.slot_d, rs.slot_m,
-                  self.has_start, self.efron, full, numba.get_num_threads() > 1, state.D, state.Q1, state.Q2, state.R1,
-                  state.R2, state.T2, state.A1c, state.A2c)
+        refresh(self.all_strata, self.n_strata, self.slots(), state.sums, full, numba.get_num_threads() > 1)
         state.moved[0] = 0
 
     def loglik(self, state):
         self._sync(state)
         if state.loglik is None:
-            state.loglik = state.event_terms + loglik_slots(state.D, state.ev, self.rs.slot_d, self.rs.slot_m,
-                                                             self.efron)
+            state.loglik = state.event_terms + loglik_slots(state.sums.D, state.sums.ev, self.rs.slot_d,
+                                                            self.rs.slot_m, self.efron)
         return state.loglik
 
     def loglik_at(self, beta):
@@ -251,8 +255,7 @@ class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
             eta += self.offset[rows]
         ns = self.rs.n_slots
         ex, en, ev, D = np.empty(ns), np.empty(ns), np.empty(ns), np.empty(ns)
-        event_terms = rows_denominators(rows, eta, self.cw, self.ks, self.ke, self.event, self.has_start,
-                                          self.rs.row_stratum, self.slot_ptr, np.empty(self.n_strata), ex, en, ev, D)
+        event_terms = rows_denominators(rows, eta, self.rows(), self.slots(), np.empty(self.n_strata), ex, en, ev, D)
         return event_terms + loglik_slots(D, ev, self.rs.slot_d, self.rs.slot_m, self.efron)
 
     def gradient(self, state):
@@ -276,8 +279,7 @@ class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         self._sync(state)
         if state.hazards is None:
             state.hazards = np.empty(self.n_rows)
-            row_hazard_terms(state.w, self.ks, self.ke, self.event, state.A1c, state.R1, self.efron,
-                               self.has_start, self.row_pieces[0], state.hazards)
+            row_hazard_terms(state.w, self.rows(), self.slots(), state.sums, state.hazards)
         return state.hazards
 
     def hessian(self, state, columns):
@@ -291,8 +293,7 @@ class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         v = self._row_hazards(state)
         rowptr, rcol, rval = self.products.rows_of(cols)
         H = np.empty((m, m))
-        hessian_block(rowptr, rcol, rval, state.w, v, self.ks, self.ke, self.event, self._entry_points,
-                        self.rs.slot_stratum, self.efron, state.A2c, state.R2, state.T2, H)
+        hessian_block(rowptr, rcol, rval, state.w, v, self.rows(), self._entry_points, self.slots(), state.sums, H)
         return H
 
     @cached_property
@@ -321,12 +322,12 @@ class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
             xv, x2v = self.products.dot2(cols, v)
         ns = self.rs.n_slots
         U1, E1u, C = np.empty(ns), np.empty(ns), np.empty(ns)
+        rows, slots = self.rows(), self.slots()
         u, z = np.empty(self.n_rows), np.empty(self.n_rows)
 
         def hessian_times(b):
             self.products.times(cols, b, u)
-            hessian_vector_rows(u, state.w, v, self.ks, self.ke, self.event, self.slot_ptr, self.efron,
-                                  self.has_start, self.row_pieces[0], state.Q2, state.R2, state.T2, U1, E1u, C, z)
+            hessian_vector_rows(u, state.w, v, rows, slots, state.sums, U1, E1u, C, z)
             return self.products.dot(cols, z)
 
         return LocalQuadratic(self.gx0[cols] - xv, x2v, hessian_times)
@@ -342,7 +343,7 @@ class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         self._sync(state)
         keep = self.rs.slot_d > 0
         stratum = self.rs.slot_stratum[keep]
-        return self.rs.slot_time[keep], stratum, state.Q1[keep] * np.exp(-state.shift[stratum])
+        return self.rs.slot_time[keep], stratum, state.sums.Q1[keep] * np.exp(-state.shift[stratum])
 
 
 # -- the user-facing model -------------------------------------------------------------

@@ -30,12 +30,11 @@ The last sum is a walk over the column's non-zeros in slot order (O(nnz_j)):
 The kernels live by role: :mod:`~riskset.kernels.cpu.cox_rows` (row weights and slot sums),
 :mod:`~riskset.kernels.cpu.cox_aggregates` (the per-slot aggregates),
 :mod:`~riskset.kernels.cpu.cox_walks` (a coordinate's terms and its move) and
-:mod:`~riskset.kernels.cpu.cox_hessian`. This module is the family's contract with
-:mod:`riskset.core.sweep`: the named records of its static data and its state, and both
-formulations compiled on them, ``SPARSE_KERNELS`` and ``SCAN_KERNELS``.
+:mod:`~riskset.kernels.cpu.cox_hessian`. The kernels read named records
+(:mod:`~riskset.kernels.cpu.cox_records`). This module is the family's contract with
+:mod:`riskset.core.sweep`: both formulations compiled on those records, ``SPARSE_KERNELS``
+and ``SCAN_KERNELS``.
 """
-from typing import NamedTuple
-
 import numpy as np
 from numba import njit
 
@@ -51,77 +50,7 @@ ALL_MOVED = -1
 MOVED_COLUMNS = 8
 
 
-class SparseData(NamedTuple):
-    """The static arrays of the "sparse" formulation, O(nnz_j) per coordinate."""
-
-    indptr: np.ndarray       # the design (:class:`riskset.core.design.CompactCSC`)
-    indices: np.ndarray
-    values: np.ndarray
-    value_shift: np.ndarray
-    indicator: np.ndarray
-    gx0: np.ndarray          # per column: sum over events of c x
-    ksn: np.ndarray          # per non-zero: its row's entry slot, exit slot, event flag
-    ken: np.ndarray
-    evn: np.ndarray
-    has_start: bool          # (start, stop] rows: walks by breakpoints
-    codes: np.ndarray        # per non-zero: the column's breakpoints (read only with start times)
-    slot_stratum: np.ndarray
-    slot_d: np.ndarray       # per slot: weighted event count, tied event rows
-    slot_m: np.ndarray
-    slot_ptr: np.ndarray     # per stratum: its first slot
-    efron: bool
-    strata_ptr: np.ndarray   # col_strata[strata_ptr[j]:strata_ptr[j + 1]]: the strata of column j's rows,
-    col_strata: np.ndarray   # the only ones whose aggregates a move of column j leaves stale
-    parallel: bool           # more than one kernel thread (see :func:`~riskset.kernels.cpu.cox_aggregates.refresh`)
-    walk_chunk: int          # non-zeros per chunk of a column's parallel walk and move (:func:`chunked`)
-
-
-class SparseState(NamedTuple):
-    """What a sparse sweep writes: eta, w, the slot sums, the aggregates, and ``moved``, the
-    columns moved since the last refresh (``moved[0]`` of them, then their indices;
-    :data:`ALL_MOVED` when more than fit): the next refresh makes their strata current, and only those."""
-
-    eta: np.ndarray
-    w: np.ndarray
-    ex: np.ndarray
-    en: np.ndarray
-    ev: np.ndarray
-    D: np.ndarray
-    Q1: np.ndarray
-    Q2: np.ndarray
-    R1: np.ndarray
-    R2: np.ndarray
-    T2: np.ndarray
-    A1c: np.ndarray
-    A2c: np.ndarray
-    moved: np.ndarray
-
-
-class ScanData(NamedTuple):
-    """The static arrays of the "scan" formulation, O(N + n_slots) per coordinate (the scan
-    costs the same with or without h_j, so the family has no separate screen)."""
-
-    indptr: np.ndarray
-    indices: np.ndarray
-    values: np.ndarray
-    value_shift: np.ndarray
-    cw: np.ndarray           # per row: case weight, entry slot, exit slot, event flag
-    ks: np.ndarray
-    ke: np.ndarray
-    event: np.ndarray
-    slot_d: np.ndarray
-    slot_m: np.ndarray
-    slot_last: np.ndarray
-    efron: bool
-
-
-class ScanState(NamedTuple):
-    """What a scan sweep writes: eta, w and the column of the scan scattered to rows."""
-
-    eta: np.ndarray
-    w: np.ndarray
-    xd: np.ndarray
-
+# -- "sparse": data = SparseData, state = SparseState (riskset.kernels.cpu.cox_records) -------------
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_refresh(data, state):
@@ -129,64 +58,46 @@ def sparse_refresh(data, state):
     moved = state.moved
     count = moved[0]
     if count == ALL_MOVED:
-        n = data.slot_ptr.shape[0] - 1
-        refresh_strata_of(data, state, np.arange(n), n)
+        n = data.slots.slot_ptr.shape[0] - 1
+        refresh(np.arange(n), n, data.slots, state.sums, False, data.parallel)
     for c in range(1, count + 1):
         j = moved[c]
         a = data.strata_ptr[j]
-        refresh_strata_of(data, state, data.col_strata[a:], data.strata_ptr[j + 1] - a)
+        refresh(data.col_strata[a:], data.strata_ptr[j + 1] - a, data.slots, state.sums, False, data.parallel)
     moved[0] = 0
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def refresh_strata_of(data, state, strata, count):
-    """The aggregates of the first ``count`` of ``strata`` from the slot sums."""
-    s = state
-    refresh(strata, count, data.slot_ptr, s.ex, s.en, s.ev, data.slot_d, data.slot_m, data.has_start, data.efron,
-            False, data.parallel, s.D, s.Q1, s.Q2, s.R1, s.R2, s.T2, s.A1c, s.A2c)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def chunked(data, j):
     """Whether column j walks and moves by chunks in parallel: more than one thread, no start
     times (whose entry sums two chunks could share), more than two chunks of non-zeros."""
-    return data.parallel and not data.has_start and data.indptr[j + 1] - data.indptr[j] > 2 * data.walk_chunk
+    return data.parallel and not data.slots.has_start and data.indptr[j + 1] - data.indptr[j] > 2 * data.walk_chunk
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_gradient(data, state, j):
-    d, s = data, state
-    if chunked(d, j):
-        return coordinate_chunked(d.indptr, d.indices, d.values, d.value_shift, j, d.gx0[j], s.w, d.ksn, d.ken, d.evn,
-                                  s.A1c, s.A2c, s.R1, s.R2, s.T2, d.efron, d.walk_chunk, True)[0]
-    return gradient_column(d.indptr, d.indices, d.values, d.value_shift, j, d.gx0[j], s.w, d.ksn, d.ken, d.evn, s.A1c,
-                           s.R1, d.efron)
+    if chunked(data, j):
+        return coordinate_chunked(data, state, j, True)[0]
+    return gradient_column(data, state, j)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_terms(data, state, j):
     """The walk over the column's non-zeros in slot order: sorted rows, or breakpoints with start times."""
-    d, s = data, state
-    if d.has_start:
-        return coordinate_breakpoints(d.indptr, d.indices, d.values, d.value_shift, j, d.gx0[j], s.w, d.ksn, d.ken,
-                                      d.evn, d.slot_stratum, d.codes, s.A1c, s.A2c, s.R1, s.R2, s.T2, d.efron)
-    if chunked(d, j):
-        return coordinate_chunked(d.indptr, d.indices, d.values, d.value_shift, j, d.gx0[j], s.w, d.ksn, d.ken, d.evn,
-                                  s.A1c, s.A2c, s.R1, s.R2, s.T2, d.efron, d.walk_chunk, False)
-    return coordinate_sorted(d.indptr, d.indices, d.values, d.value_shift, j, d.gx0[j], s.w, d.ksn, d.ken, d.evn,
-                             s.A1c, s.A2c, s.R1, s.R2, s.T2, d.efron)
+    if data.slots.has_start:
+        return coordinate_breakpoints(data, state, j)
+    if chunked(data, j):
+        return coordinate_chunked(data, state, j, False)
+    return coordinate_sorted(data, state, j)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_move(data, state, j, delta):
-    d, s = data, state
-    if chunked(d, j):
-        move_chunked(d.indptr, d.indices, d.values, d.value_shift, d.indicator, j, delta, s.eta, s.w, d.ksn, d.ken,
-                     d.evn, s.ex, s.ev, d.walk_chunk)
+    if chunked(data, j):
+        move_chunked(data, state, j, delta)
     else:
-        move_sparse(d.indptr, d.indices, d.values, d.value_shift, d.indicator, j, delta, s.eta, s.w, d.ksn, d.ken,
-                    d.evn, d.has_start, s.ex, s.en, s.ev)
-    moved = s.moved
+        move_sparse(data, state, j, delta)
+    moved = state.moved
     count = moved[0]
     if count != ALL_MOVED:
         if count + 1 < moved.shape[0]:
@@ -199,6 +110,9 @@ def sparse_move(data, state, j, delta):
 SPARSE_KERNELS = compile_family("cox_sparse", sparse_refresh, sparse_gradient, sparse_terms, sparse_move)
 
 
+# -- "scan": data = ScanData, state = ScanState; the scan costs the same with or without h_j,
+# so the family has no separate screen ----------------------------------------------------------
+
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def scan_refresh(data, state):
     """Nothing to refresh: every scan starts from w alone."""
@@ -206,9 +120,7 @@ def scan_refresh(data, state):
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def scan_terms(data, state, j):
-    d = data
-    return coordinate_scan(d.indptr, d.indices, d.values, d.value_shift, j, state.xd, state.w, d.cw, d.ks, d.ke,
-                           d.event, d.slot_d, d.slot_m, d.slot_last, d.efron)
+    return coordinate_scan(data, state, j)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")

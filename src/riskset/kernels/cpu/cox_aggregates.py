@@ -7,6 +7,7 @@ import numpy as np
 from numba import njit, prange
 
 from riskset.core.prefetch import DISTANCE, prefetch
+from riskset.kernels.cpu.cox_records import Slots, Sums
 from riskset.kernels.cpu.cox_rows import BLOCK
 
 
@@ -74,12 +75,13 @@ def block_sum(x, a, z):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def scan_denominators(lo, hi, sx, sn, ex, en, has_start, D, ev, slot_d, slot_m, efron, sums):
+def scan_denominators(lo, hi, sx, sn, ex, en, has_start, D, ev, slot_d, slot_m, efron, with_sums):
     """D[p] = sum over the slots q > p of ex[q] - en[q], for p = hi-1 .. lo (descending),
     ``sx, sn``: the sums of ex, en over the slots of the stratum from ``hi`` on. Without
     start times en is never read (every row enters at its stratum's first slot). With
-    ``sums``, returns the sums of Q1 and Q2 over the slots (in the same pass: independent
-    chains of additions), else (0, 0)."""
+    ``with_sums``, returns the sums of Q1 and Q2 over the slots (in the same pass: independent
+    chains of additions), else (0, 0). Called inside the parallel loops of
+    :func:`refresh_blocked`, where Numba passes only arrays and scalars: flat arguments."""
     t1 = 0.0
     t2 = 0.0
     for p in range(hi - 1, lo - 1, -1):
@@ -88,7 +90,7 @@ def scan_denominators(lo, hi, sx, sn, ex, en, has_start, D, ev, slot_d, slot_m, 
         sx += ex[p]
         if has_start:
             sn += en[p]
-        if sums:
+        if with_sums:
             q, q2, r1, r2, tt = slot_terms(slot_d[p], Dp, slot_m[p], ev[p], efron)
             t1 += q
             t2 += q2
@@ -99,7 +101,8 @@ def scan_denominators(lo, hi, sx, sn, ex, en, has_start, D, ev, slot_d, slot_m, 
 def scan_aggregates(lo, hi, c1, c2, D, ev, slot_d, slot_m, efron, full, Q1, Q2, R1, R2, T2, A1c, A2c):
     """A1c[p] = c1 + the sum of Q1 over the slots lo .. p-1, A2c likewise with Q2 and c2
     (ascending); stores Q1, Q2 when ``full`` or ``efron`` and R1, R2, T2 when ``efron``
-    (:func:`slot_terms`, whose Breslow case is written out: the loop of most fits)."""
+    (:func:`slot_terms`, whose Breslow case is written out: the loop of most fits). Flat
+    arguments, as :func:`scan_denominators`'s."""
     if not efron:  # Breslow: the tight loop of one division per event slot
         for p in range(lo, hi):
             A1c[p] = c1
@@ -132,13 +135,16 @@ def scan_aggregates(lo, hi, c1, c2, D, ev, slot_d, slot_m, efron, full, Q1, Q2, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def refresh_strata(strata, first, last, below, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efron, full, D, Q1,
-                   Q2, R1, R2, T2, A1c, A2c):
+def refresh_strata(strata, first, last, below, slots, sums, full):
     """The aggregates of each stratum ``strata[first:last]`` of fewer than ``below`` slots, by
     two serial scans per stratum (descending for D, ascending for A1c, A2c).
 
     The loops are written out here, not called per stratum: an (inlined) call with the state
     arrays as arguments costs about 100 ns, ten times the scans of a stratum of a few slots."""
+    slot_ptr, slot_d, slot_m = slots.slot_ptr, slots.slot_d, slots.slot_m
+    has_start, efron = slots.has_start, slots.efron
+    ex, en, ev, D, Q1, Q2 = sums.ex, sums.en, sums.ev, sums.D, sums.Q1, sums.Q2
+    R1, R2, T2, A1c, A2c = sums.R1, sums.R2, sums.T2, sums.A1c, sums.A2c
     for i in range(first, last):
         s = strata[i]
         lo = slot_ptr[s]
@@ -190,8 +196,7 @@ def refresh_strata(strata, first, last, below, slot_ptr, ex, en, ev, slot_d, slo
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def refresh_blocked(lo, hi, ex, en, ev, slot_d, slot_m, has_start, efron, full, D, Q1, Q2, R1, R2, T2, A1c,
-                    A2c):
+def refresh_blocked(lo, hi, slots, sums, full):
     """The aggregates of a large stratum (slots lo .. hi-1) by blocked scans over fixed blocks
     of :data:`BLOCK` slots, the blocks in parallel:
 
@@ -204,6 +209,10 @@ def refresh_blocked(lo, hi, ex, en, ev, slot_d, slot_m, has_start, efron, full, 
     The blocks and the order of every sum are fixed by the data, so the result does not
     depend on the number of threads (it differs from :func:`refresh_strata` by rounding).
     """
+    # the loops below read arrays and scalars only (Numba's parallel loops take no records)
+    slot_d, slot_m, has_start, efron = slots.slot_d, slots.slot_m, slots.has_start, slots.efron
+    ex, en, ev, D, Q1, Q2 = sums.ex, sums.en, sums.ev, sums.D, sums.Q1, sums.Q2
+    R1, R2, T2, A1c, A2c = sums.R1, sums.R2, sums.T2, sums.A1c, sums.A2c
     nb = (hi - lo + BLOCK - 1) // BLOCK
     carry = np.empty((nb, 4))
     for b in prange(nb):
@@ -242,19 +251,26 @@ def refresh_blocked(lo, hi, ex, en, ev, slot_d, slot_m, has_start, efron, full, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def refresh_small_parallel(strata, count, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efron, full, D, Q1,
-                           Q2, R1, R2, T2, A1c, A2c):
+def refresh_small_parallel(strata, count, slots, sums, full):
     """:func:`refresh_strata` of the strata ``strata[:count]`` below :data:`BLOCKED_SLOTS`
     slots, in fixed chunks of :data:`STRATA_CHUNK` strata per task (strata are independent:
     the result is the serial one)."""
+    # the loop reads arrays and scalars only (Numba's parallel loops take no records): it
+    # builds the records of each task from them
+    slot_ptr, slot_stratum, slot_last = slots.slot_ptr, slots.slot_stratum, slots.slot_last
+    slot_d, slot_m, has_start, efron = slots.slot_d, slots.slot_m, slots.has_start, slots.efron
+    ex, en, ev, D, Q1, Q2 = sums.ex, sums.en, sums.ev, sums.D, sums.Q1, sums.Q2
+    R1, R2, T2, A1c, A2c = sums.R1, sums.R2, sums.T2, sums.A1c, sums.A2c
     for c in prange((count + STRATA_CHUNK - 1) // STRATA_CHUNK):
-        refresh_strata(strata, c * STRATA_CHUNK, min(count, (c + 1) * STRATA_CHUNK), BLOCKED_SLOTS, slot_ptr, ex,
-                       en, ev, slot_d, slot_m, has_start, efron, full, D, Q1, Q2, R1, R2, T2, A1c, A2c)
+        task_slots = Slots(slot_ptr=slot_ptr, slot_stratum=slot_stratum, slot_last=slot_last, slot_d=slot_d,
+                           slot_m=slot_m, has_start=has_start, efron=efron)
+        task_sums = Sums(ex=ex, en=en, ev=ev, D=D, Q1=Q1, Q2=Q2, R1=R1, R2=R2, T2=T2, A1c=A1c, A2c=A2c)
+        refresh_strata(strata, c * STRATA_CHUNK, min(count, (c + 1) * STRATA_CHUNK), BLOCKED_SLOTS, task_slots,
+                       task_sums, full)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def refresh(strata, count, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efron, full, parallel, D, Q1, Q2, R1,
-            R2, T2, A1c, A2c):
+def refresh(strata, count, slots, sums, full, parallel):
     """Per-slot denominators and the cumulative aggregates of the strata ``strata[:count]``,
     O(their slots (+ tied events for Efron)).
 
@@ -269,38 +285,38 @@ def refresh(strata, count, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efro
     to rounding), and the smaller ones run one per task when together they have
     :data:`PARALLEL_SLOTS` slots or more (the serial result).
     """
+    slot_ptr = slots.slot_ptr
     small = 0
     for i in range(count):
         s = strata[i]
         lo = slot_ptr[s]
         hi = slot_ptr[s + 1]
         if parallel and hi - lo >= BLOCKED_SLOTS:
-            refresh_blocked(lo, hi, ex, en, ev, slot_d, slot_m, has_start, efron, full, D, Q1, Q2, R1, R2, T2,
-                            A1c, A2c)
+            refresh_blocked(lo, hi, slots, sums, full)
         else:
             small += hi - lo
     if parallel and small >= PARALLEL_SLOTS:
-        refresh_small_parallel(strata, count, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efron, full, D, Q1,
-                               Q2, R1, R2, T2, A1c, A2c)
+        refresh_small_parallel(strata, count, slots, sums, full)
     elif small > 0:
-        refresh_strata(strata, 0, count, BLOCKED_SLOTS if parallel else slot_ptr[-1] + 1, slot_ptr, ex, en, ev,
-                       slot_d, slot_m, has_start, efron, full, D, Q1, Q2, R1, R2, T2, A1c, A2c)
+        refresh_strata(strata, 0, count, BLOCKED_SLOTS if parallel else slot_ptr[-1] + 1, slots, sums, full)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def rows_denominators(rows, eta, cw, ks, ke, event, has_start, row_stratum, slot_ptr, shift, ex, en, ev, D):
+def rows_denominators(listed, eta, rows, slots, shift, ex, en, ev, D):
     """The slot sums of :func:`~riskset.kernels.cpu.cox_rows.weights_and_slot_sums` and the
-    denominators D (as :func:`refresh_strata`'s) of the rows ``rows`` alone (ascending;
-    ``eta[q]`` is row ``rows[q]``'s linear predictor), every other row's weight taken as 0: a
+    denominators D (as :func:`refresh_strata`'s) of the rows ``listed`` alone (ascending;
+    ``eta[q]`` is row ``listed[q]``'s linear predictor), every other row's weight taken as 0: a
     view's rows of positive weight where they are few (the held-out rows of a fold), in
-    O(len(rows) + slots). The stratum shifts are the listed
-    rows' largest eta. Returns the log-likelihood's row part (:func:`loglik_slots` adds the rest)."""
-    n = rows.shape[0]
+    O(len(listed) + slots). The stratum shifts are the listed rows' largest eta. Returns the
+    log-likelihood's row part (:func:`loglik_slots` adds the rest)."""
+    cw, ks, ke, event, row_stratum = rows.cw, rows.ks, rows.ke, rows.event, rows.row_stratum
+    has_start, slot_ptr = slots.has_start, slots.slot_ptr
+    n = listed.shape[0]
     shift[:] = -np.inf
     for q in range(n):
         if q + DISTANCE < n:  # scattered rows: their reads asked ahead (prefetch.py)
-            prefetch(row_stratum, rows[q + DISTANCE])
-        s = row_stratum[rows[q]]
+            prefetch(row_stratum, listed[q + DISTANCE])
+        s = row_stratum[listed[q]]
         shift[s] = max(shift[s], eta[q])
     ex[:] = 0.0
     en[:] = 0.0
@@ -308,15 +324,15 @@ def rows_denominators(rows, eta, cw, ks, ke, event, has_start, row_stratum, slot
     t = 0.0
     for q in range(n):
         if q + DISTANCE < n:
-            r = rows[q + DISTANCE]
+            r = listed[q + DISTANCE]
             prefetch(cw, r)
             prefetch(ke, r)
             prefetch(event, r)
             if has_start:
                 prefetch(ks, r)
         if q + DISTANCE // 2 < n:
-            prefetch(ex, ke[rows[q + DISTANCE // 2]])
-        r = rows[q]
+            prefetch(ex, ke[listed[q + DISTANCE // 2]])
+        r = listed[q]
         sh = shift[row_stratum[r]]
         wr = cw[r] * math.exp(eta[q] - sh)
         ex[ke[r]] += wr

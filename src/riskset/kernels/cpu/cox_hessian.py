@@ -8,10 +8,12 @@ from riskset.kernels.cpu.cox_rows import piece_tasks, task_rows
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def row_hazard_terms(w, ks, ke, event, A1c, R1, efron, has_start, piece_ptr, out):
+def row_hazard_terms(w, rows, slots, sums, out):
     """Per-row weight of the first Hessian term: w (A1c[ke] - A1c[ks]) - event w R1[ke-1]
     (without start times A1c[ks] is 0: ks is the stratum's first slot, not read); over the
-    pieces of rows (:func:`row_pieces`) in parallel."""
+    pieces of rows (:func:`~riskset.kernels.cpu.cox_rows.row_pieces`) in parallel."""
+    ks, ke, event, piece_ptr = rows.ks, rows.ke, rows.event, rows.piece_ptr
+    A1c, R1, efron, has_start = sums.A1c, sums.R1, slots.efron, slots.has_start
     for c in prange(piece_tasks(piece_ptr)):
         lo, hi = task_rows(piece_ptr, c)
         for r in range(lo, hi):
@@ -22,7 +24,7 @@ def row_hazard_terms(w, ks, ke, event, A1c, R1, efron, has_start, piece_ptr, out
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def hessian_vector_rows(u, w, v, ks, ke, event, slot_ptr, efron, has_start, piece_ptr, Q2, R2, T2, U1, E1u, C, z):
+def hessian_vector_rows(u, w, v, rows, slots, sums, U1, E1u, C, z):
     """Row weights z with ``H_AA b = X_A' z`` for ``u = X_A b`` (the dense block of
     ``CoxDatafit.hessian`` applied to b, O(N + n_slots)); ``v`` from :func:`row_hazard_terms`.
 
@@ -33,10 +35,13 @@ def hessian_vector_rows(u, w, v, ks, ke, event, slot_ptr, efron, has_start, piec
 
     Without start times ``ks`` is not read: every row enters at its stratum's first slot,
     where C is 0, and no entry leaves a risk set (one pass over the rows less). The passes
-    over rows run over the pieces of rows (:func:`row_pieces`) in parallel (the sums by
+    over rows run over the pieces of rows (:func:`~riskset.kernels.cpu.cox_rows.row_pieces`) in parallel (the sums by
     exit slot too: a slot's rows lie in one piece), the scans over slots in one thread
-    (blocked parallel scans, as :func:`refresh_blocked`'s, were no faster here).
+    (blocked parallel scans, as :func:`~riskset.kernels.cpu.cox_aggregates.refresh_blocked`'s, were no faster here).
     """
+    ks, ke, event, piece_ptr = rows.ks, rows.ke, rows.event, rows.piece_ptr
+    slot_ptr, efron, has_start = slots.slot_ptr, slots.efron, slots.has_start
+    Q2, R2, T2 = sums.Q2, sums.R2, sums.T2
     U1[:] = 0.0
     E1u[:] = 0.0
     C[:] = 0.0
@@ -157,7 +162,7 @@ def fold_halves(H):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def hessian_block(rowptr, rcol, rval, w, v, ks, ke, event, entry, slot_stratum, efron, A2c, R2, T2, H):
+def hessian_block(rowptr, rcol, rval, w, v, rows, entry, slots, sums, H):
     """The dense Hessian block of ``CoxDatafit.hessian`` on the columns of the row-major
     ``(rowptr, rcol, rval)`` (:meth:`~riskset.core.columns.ColumnProducts.rows_of`) in O(nnz x |A| + N),
     never forming the risk-set sums N1 per slot and column (an n_slots x |A| matrix).
@@ -177,6 +182,9 @@ def hessian_block(rowptr, rcol, rval, w, v, ks, ke, event, entry, slot_stratum, 
     sum (after the group: N1_{k-1}). The Efron terms of slot k - 1 pair S with E1_{k-1}, the
     group's event rows. Each group costs (its non-zero columns) x |A|.
     """
+    ks, ke, event = rows.ks, rows.ke, rows.event
+    slot_stratum, efron = slots.slot_stratum, slots.efron
+    A2c, R2, T2 = sums.A2c, sums.R2, sums.T2
     m = H.shape[0]
     n = rowptr.shape[0] - 1
     n_entry = entry.shape[0]

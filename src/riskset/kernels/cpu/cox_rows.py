@@ -109,7 +109,7 @@ def row_weights(eta, cw, piece_ptr, piece_stratum, shift, w):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def weights_and_slot_sums(eta, cw, w, ks, ke, event, has_start, piece_ptr, piece_stratum, shift, ex, en, ev):
+def weights_and_slot_sums(eta, rows, slots, w, shift, sums):
     """The stratum shifts, w = c exp(eta - shift) (:func:`stratum_shifts`, :func:`row_weights`)
     and the slot sums ex (w by exit slot), en (w by entry slot; only with start times:
     without, every row enters at its stratum's first slot and en is never read), ev
@@ -118,6 +118,10 @@ def weights_and_slot_sums(eta, cw, w, ks, ke, event, has_start, piece_ptr, piece
 
     Returns the log-likelihood's row part, sum_events c (eta - shift) (:func:`loglik_slots`
     adds the rest), read in the same pass: partial sums per task, added in task order."""
+    cw, ks, ke, event = rows.cw, rows.ks, rows.ke, rows.event
+    piece_ptr, piece_stratum = rows.piece_ptr, rows.piece_stratum
+    has_start = slots.has_start
+    ex, en, ev = sums.ex, sums.en, sums.ev
     stratum_shifts(eta, cw, piece_ptr, piece_stratum, shift)
     row_weights(eta, cw, piece_ptr, piece_stratum, shift, w)
     ex[:] = 0.0

@@ -16,12 +16,15 @@ from riskset.kernels.cpu.cox_rows import moved_weight
 WALK_CHUNK = 1 << 13
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def move_sparse(indptr, indices, values, value_shift, indicator, j, delta, eta, w, ksn, ken, evn, has_start, ex, en,
-                ev):
+def move_sparse(data, state, j, delta):
     """beta_j += delta: eta, w and the slot sums at the non-zeros of column j
     (:func:`moved_weight`). Without start times the entry sums ``en`` are never read
     (every row enters at its stratum's first slot)."""
-    ind = indicator[j]
+    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
+    ksn, ken, evn = data.ksn, data.ken, data.evn
+    eta, w, has_start = state.eta, state.w, data.slots.has_start
+    ex, en, ev = state.sums.ex, state.sums.en, state.sums.ev
+    ind = data.indicator[j]
     vs = value_shift[j]
     factor = math.exp(delta)
     end = indptr[j + 1]
@@ -51,23 +54,28 @@ def move_scan(indptr, indices, values, value_shift, j, delta, eta, w):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def coordinate_sorted(indptr, indices, values, value_shift, j, gx0, w, ksn, ken, evn,
-                      A1c, A2c, R1, R2, T2, efron):
+def coordinate_sorted(data, state, j):
     """(g_j, h_j) in O(nnz_j) for right-censored rows (sorted order = descending exit slot).
 
     ``ksn, ken, evn``: entry slot (= the stratum's first slot), exit slot and status of
     the row of each stored non-zero (static, so the walk reads them sequentially).
     """
+    indptr, ksn, ken, evn, efron = data.indptr, data.ksn, data.ken, data.evn, data.slots.efron
+    w, A1c, A2c, R1, R2, T2 = state.w, state.sums.A1c, state.sums.A2c, state.sums.R1, state.sums.R2, state.sums.T2
     out = np.empty(8)
-    walk_chunk(indptr[j], indptr[j + 1], indptr[j + 1], gx0, indices, values, value_shift[j], w, ksn, ken, evn, A1c,
-               A2c, R1, R2, T2, efron, out)
+    walk_chunk(indptr[j], indptr[j + 1], indptr[j + 1], data.gx0[j], data.indices, data.values, data.value_shift[j], w,
+               ksn, ken, evn, A1c, A2c, R1, R2, T2, efron, out)
     return out[0], out[1] + out[2]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def coordinate_breakpoints(indptr, indices, values, value_shift, j, gx0, w, ksn, ken, evn, slot_stratum, codes,
-                           A1c, A2c, R1, R2, T2, efron):
+def coordinate_breakpoints(data, state, j):
     """(g_j, h_j) in O(nnz_j) for (start, stop] rows, walking the column's sorted breakpoints."""
+    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
+    ksn, ken, evn = data.ksn, data.ken, data.evn
+    codes, slot_stratum, efron = data.codes, data.slots.slot_stratum, data.slots.efron
+    w, A1c, A2c, R1, R2, T2 = state.w, state.sums.A1c, state.sums.A2c, state.sums.R1, state.sums.R2, state.sums.T2
+    gx0 = data.gx0[j]
     a = indptr[j]
     b = indptr[j + 1]
     vs = value_shift[j]
@@ -127,10 +135,13 @@ def coordinate_breakpoints(indptr, indices, values, value_shift, j, gx0, w, ksn,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def coordinate_scan(indptr, indices, values, value_shift, j, xd, w, cw, ks, ke, event, slot_d, slot_m, slot_last,
-                    efron):
+def coordinate_scan(data, state, j):
     """(g_j, h_j) by full O(N + n_slots) scans (the papers' formulation); independent of the
-    cached aggregates. ``xd`` is a zero work vector of length N (restored on return)."""
+    cached aggregates. ``state.xd`` is a zero work vector of length N (restored on return)."""
+    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
+    cw, ks, ke, event = data.rows.cw, data.rows.ks, data.rows.ke, data.rows.event
+    slot_d, slot_m, slot_last, efron = data.slots.slot_d, data.slots.slot_m, data.slots.slot_last, data.slots.efron
+    xd, w = state.xd, state.w
     a = indptr[j]
     b = indptr[j + 1]
     vs = value_shift[j]
@@ -227,7 +238,9 @@ def walk_chunk(lo, hi, b, g0, indices, values, vs, w, ksn, ken, evn, A1c, A2c, R
     ``b``, its running risk-set sum c started at 0 and g at ``g0``. ``out`` = (g, h, S, K0, K1, K2, c, reset):
     K0, K1, K2 are the sums of dA2, c dA2 and e R2 over the runs before the chunk's first
     change of stratum (``reset``), where a carry C of the chunks before adds
-    C^2 K0 + 2 C (K1 - K2) to S (S's terms c^2 dA2 and -2 e c R2 with c -> C + c)."""
+    C^2 K0 + 2 C (K1 - K2) to S (S's terms c^2 dA2 and -2 e c R2 with c -> C + c). Called inside
+    the parallel loop of :func:`coordinate_chunked`, where Numba passes only arrays and scalars:
+    flat arguments."""
     g = g0
     h = 0.0
     S = 0.0
@@ -283,12 +296,15 @@ def walk_chunk(lo, hi, b, g0, indices, values, vs, w, ksn, ken, evn, A1c, A2c, R
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def coordinate_chunked(indptr, indices, values, value_shift, j, gx0, w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron,
-                       size, gradient_only):
+def coordinate_chunked(data, state, j, gradient_only):
     """(g_j, h_j) of :func:`coordinate_sorted` by chunks of :func:`walk_chunks` in parallel,
     then their carries added in chunk order (the same bits on 2 or 16 threads; equal to the
     serial walk up to rounding); ``gradient_only``: (g_j, 0) from the chunks' g alone, bit
     for bit the g of the full walk (the screen of a coordinate at its center)."""
+    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
+    ksn, ken, evn = data.ksn, data.ken, data.evn
+    w, A1c, R1, efron, size = state.w, state.sums.A1c, state.sums.R1, data.slots.efron, data.walk_chunk
+    A2c, R2, T2, gx0 = state.sums.A2c, state.sums.R2, state.sums.T2, data.gx0[j]
     a = indptr[j]
     b = indptr[j + 1]
     vs = value_shift[j]
@@ -327,11 +343,14 @@ def coordinate_chunked(indptr, indices, values, value_shift, j, gx0, w, ksn, ken
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def move_chunked(indptr, indices, values, value_shift, indicator, j, delta, eta, w, ksn, ken, evn, ex, ev, size):
+def move_chunked(data, state, j, delta):
     """:func:`move_sparse` of a right-censored column by chunks of :func:`walk_chunks` in
     parallel: every row and slot sum takes the same additions in the same order (no slot
     is shared by two chunks), so the result is the serial one, bit for bit."""
-    ind = indicator[j]
+    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
+    ksn, ken, evn = data.ksn, data.ken, data.evn
+    eta, w, ex, ev, size = state.eta, state.w, state.sums.ex, state.sums.ev, data.walk_chunk
+    ind = data.indicator[j]
     vs = value_shift[j]
     factor = math.exp(delta)
     bounds = walk_chunks(indptr[j], indptr[j + 1], ksn, ken, size)
@@ -348,9 +367,12 @@ def move_chunked(indptr, indices, values, value_shift, indicator, j, delta, eta,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def gradient_column(indptr, indices, values, value_shift, j, gx0, w, ksn, ken, evn, A1c, R1, efron):
+def gradient_column(data, state, j):
     """dl/dbeta_j alone in O(nnz_j) (the g of :func:`coordinate_sorted`, bit for bit)."""
-    g = gx0
+    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
+    ksn, ken, evn = data.ksn, data.ken, data.evn
+    w, A1c, R1, efron = state.w, state.sums.A1c, state.sums.R1, data.slots.efron
+    g = data.gx0[j]
     vs = value_shift[j]
     end = indptr[j + 1]
     for i in range(indptr[j], end):
