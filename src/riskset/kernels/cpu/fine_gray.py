@@ -56,6 +56,51 @@ from riskset.kernels.cpu.cox_rows import moved_weight, row_weights, stratum_shif
 from riskset.kernels.cpu.cox_walks import move_scan
 
 
+# -- the records the kernels read (built by FineGrayDatafit.kernel_data and .new_state) -----------
+
+class Data(NamedTuple):
+    """The static arrays of both formulations."""
+
+    indptr: np.ndarray       # the design (:class:`riskset.core.design.CompactCSC`)
+    indices: np.ndarray
+    values: np.ndarray
+    value_shift: np.ndarray
+    indicator: np.ndarray
+    gx0: np.ndarray          # per column: sum over events of interest of c x
+    cw: np.ndarray           # per row: case weight, event of interest, static slot s_r, cinv_r
+    event: np.ndarray
+    slot: np.ndarray
+    cinv: np.ndarray
+    slot_d: np.ndarray       # per event slot: d_k, Gev_k
+    Gev: np.ndarray
+
+
+class SparseState(NamedTuple):
+    """What a sparse sweep writes: eta, w, the slot sums, the aggregates, and ``dirty[0]``: a
+    move left the aggregates stale."""
+
+    eta: np.ndarray
+    w: np.ndarray
+    W: np.ndarray
+    Wc: np.ndarray
+    D: np.ndarray
+    A1: np.ndarray
+    B1: np.ndarray           # the suffix sums SB (module docstring)
+    A2: np.ndarray
+    A2G: np.ndarray
+    A2GG: np.ndarray
+    dirty: np.ndarray
+
+
+class ScanState(NamedTuple):
+    """What a scan sweep writes: eta, w, the column scattered to rows and the scan's work rows."""
+
+    eta: np.ndarray
+    w: np.ndarray
+    xd: np.ndarray
+    work: np.ndarray
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def sync(eta, cw, slot, cinv, piece_ptr, piece_stratum, shift, w, W, Wc):
     """w = c exp(eta - shift), shift the largest eta of a row of positive weight (the Cox
@@ -140,8 +185,11 @@ def loglik_terms(eta, cw, event, shift, slot_d, D):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def coordinate_sparse(indptr, indices, values, value_shift, j, gx0, w, slot, cinv, A1, B1, A2, A2G, A2GG):
+def coordinate_sparse(data, state, j):
     """(g_j, h_j) in O(nnz_j) (aggregates must be current)."""
+    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
+    gx0, slot, cinv = data.gx0[j], data.slot, data.cinv
+    w, A1, B1, A2, A2G, A2GG = state.w, state.A1, state.B1, state.A2, state.A2G, state.A2GG
     a = indptr[j]
     b = indptr[j + 1]
     if a == b:
@@ -180,9 +228,12 @@ def coordinate_sparse(indptr, indices, values, value_shift, j, gx0, w, slot, cin
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def move_sparse(indptr, indices, values, value_shift, indicator, j, delta, eta, w, slot, cinv, W, Wc):
-    """beta_j += delta: eta, w (:func:`~riskset.kernels.cpu.cox.moved_weight`) and the slot
+def move_sparse(data, state, j, delta):
+    """beta_j += delta: eta, w (:func:`~riskset.kernels.cpu.cox_rows.moved_weight`) and the slot
     sums at the non-zeros of column j (O(nnz_j))."""
+    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
+    indicator, slot, cinv = data.indicator, data.slot, data.cinv
+    eta, w, W, Wc = state.eta, state.w, state.W, state.Wc
     ind = indicator[j]
     vs = value_shift[j]
     factor = math.exp(delta)
@@ -197,12 +248,15 @@ def move_sparse(indptr, indices, values, value_shift, indicator, j, delta, eta, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def coordinate_scan(indptr, indices, values, value_shift, j, xd, w, cw, event, slot, cinv, slot_d, Gev, work):
+def coordinate_scan(data, state, j):
     """(g_j, h_j) by full O(N + K) scans, independent of any cached aggregate.
 
-    ``xd`` is a zero work vector of length N (restored on return); ``work`` a
+    ``state.xd`` is a zero work vector of length N (restored on return); ``state.work`` a
     (6, K + 1) scratch array (overwritten).
     """
+    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
+    cw, event, slot, cinv, slot_d, Gev = data.cw, data.event, data.slot, data.cinv, data.slot_d, data.Gev
+    xd, w, work = state.xd, state.w, state.work
     a = indptr[j]
     b = indptr[j + 1]
     vs = value_shift[j]
@@ -263,8 +317,10 @@ def coordinate_scan(indptr, indices, values, value_shift, j, xd, w, cw, event, s
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def gradient_column(indptr, indices, values, value_shift, j, gx0, w, slot, cinv, A1, B1):
+def gradient_column(data, state, j):
     """dl/dbeta_j alone in O(nnz_j) (the g of :func:`coordinate_sparse`, bit for bit)."""
+    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
+    gx0, slot, cinv, w, A1, B1 = data.gx0[j], data.slot, data.cinv, state.w, state.A1, state.B1
     sb0 = B1[0]
     g = gx0
     vs = value_shift[j]
@@ -450,49 +506,6 @@ def hessian_vector_rows(u, w, v, slot, cinv, Gev, q2, U, Uc, z):
 
 # -- the compiled family contract (riskset.core.sweep), one family per formulation --------------
 
-class Data(NamedTuple):
-    """The static arrays of both formulations."""
-
-    indptr: np.ndarray       # the design (:class:`riskset.core.design.CompactCSC`)
-    indices: np.ndarray
-    values: np.ndarray
-    value_shift: np.ndarray
-    indicator: np.ndarray
-    gx0: np.ndarray          # per column: sum over events of interest of c x
-    cw: np.ndarray           # per row: case weight, event of interest, static slot s_r, cinv_r
-    event: np.ndarray
-    slot: np.ndarray
-    cinv: np.ndarray
-    slot_d: np.ndarray       # per event slot: d_k, Gev_k
-    Gev: np.ndarray
-
-
-class SparseState(NamedTuple):
-    """What a sparse sweep writes: eta, w, the slot sums, the aggregates, and ``dirty[0]``: a
-    move left the aggregates stale."""
-
-    eta: np.ndarray
-    w: np.ndarray
-    W: np.ndarray
-    Wc: np.ndarray
-    D: np.ndarray
-    A1: np.ndarray
-    B1: np.ndarray           # the suffix sums SB (module docstring)
-    A2: np.ndarray
-    A2G: np.ndarray
-    A2GG: np.ndarray
-    dirty: np.ndarray
-
-
-class ScanState(NamedTuple):
-    """What a scan sweep writes: eta, w, the column scattered to rows and the scan's work rows."""
-
-    eta: np.ndarray
-    w: np.ndarray
-    xd: np.ndarray
-    work: np.ndarray
-
-
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_refresh(data, state):
     """The aggregates from the slot sums, if a move left them stale (``dirty[0]``)."""
@@ -504,24 +517,19 @@ def sparse_refresh(data, state):
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_gradient(data, state, j):
-    d, s = data, state
-    return gradient_column(d.indptr, d.indices, d.values, d.value_shift, j, d.gx0[j], s.w, d.slot, d.cinv, s.A1, s.B1)
+    return gradient_column(data, state, j)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_terms(data, state, j):
-    d, s = data, state
-    return coordinate_sparse(d.indptr, d.indices, d.values, d.value_shift, j, d.gx0[j], s.w, d.slot, d.cinv, s.A1,
-                             s.B1, s.A2, s.A2G, s.A2GG)
+    return coordinate_sparse(data, state, j)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_move(data, state, j, delta):
     """beta_j += delta: eta, w and the slot sums; the aggregates are stale until the next refresh."""
-    d, s = data, state
-    move_sparse(d.indptr, d.indices, d.values, d.value_shift, d.indicator, j, delta, s.eta, s.w, d.slot, d.cinv, s.W,
-                s.Wc)
-    s.dirty[0] = True
+    move_sparse(data, state, j, delta)
+    state.dirty[0] = True
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -532,9 +540,7 @@ def scan_refresh(data, state):
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def scan_terms(data, state, j):
     """(g_j, h_j) by a full scan (which costs the same without h_j: no separate screen)."""
-    d, s = data, state
-    return coordinate_scan(d.indptr, d.indices, d.values, d.value_shift, j, s.xd, s.w, d.cw, d.event, d.slot, d.cinv,
-                           d.slot_d, d.Gev, s.work)
+    return coordinate_scan(data, state, j)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
