@@ -54,7 +54,7 @@ try:
 except ImportError as err:  # pragma: no cover - exercised only without scikit-learn
     raise ImportError("riskset.estimators needs scikit-learn >= 1.6: pip install 'riskset[sklearn]'") from err
 
-from riskset.api import fit as riskset_fit
+from riskset.api import AnyPrior, fit as riskset_fit
 from riskset.data.dataset import first_names
 from riskset.data.ingest import from_arrays
 from riskset.exceptions import InputError
@@ -294,7 +294,7 @@ class _RisksetEstimator(BaseEstimator):
             return [str(n) for n in self.feature_names_in_]
         return [f"x{j}" for j in range(self.n_features_in_)]
 
-    def _resolved_prior(self) -> Prior:
+    def _resolved_prior(self) -> AnyPrior:
         """The riskset Prior of the parameters (validated here, not in ``__init__``, as
         scikit-learn requires)."""
         if self.prior is not None:

@@ -77,6 +77,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -288,7 +289,7 @@ def penalty_from_prior(prior: Prior | AdaptiveRidge | JeffreysPrior | Hierarchic
         d = prior.to_dict()
         d = {"type": d.pop("kind"), **d, "unpenalized": d.pop("exclude")}
         return {k: v for k, v in d.items() if k != "unpenalized" or v}
-    penalty = {"type": PENALTY_TYPE_NAMES.get(prior.kind, prior.kind)}
+    penalty: dict[str, Any] = {"type": PENALTY_TYPE_NAMES.get(prior.kind, prior.kind)}
     if prior.kind in ("laplace", "elastic_net"):
         penalty["gamma"] = float(prior.gamma)
     if prior.kind in ("normal", "elastic_net"):
