@@ -13,6 +13,7 @@ import pytest
 
 import riskset
 from riskset import cli
+from riskset.backend import Backend
 from riskset.selection import analyses
 from riskset.api import run_spec
 from riskset.spec import load_spec, prior_from_penalty, spec_from_fit
@@ -117,7 +118,7 @@ def test_backend_and_dtype_reach_every_fit_of_a_spec(files, capsys, monkeypatch,
         seen.append((kwargs["backend"], kwargs["dtype"]))
         return real_fit(*args, **kwargs | {"backend": "cpu", "dtype": "float64"})
 
-    monkeypatch.setattr(cli.Backend, "problem", lambda self: None)  # as if a GPU were there
+    monkeypatch.setattr(Backend, "problem", lambda self: None)  # as if a GPU were there
     monkeypatch.setattr(analyses, "fit", recording_fit)
     specs = ["--spec", files["spec_a"]] + (["--spec", files["spec_b"]] if several else [])
     assert run(["fit", *specs, "--backend", "gpu", "--dtype", "float32", "--quiet"], capsys)[0] == 0

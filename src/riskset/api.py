@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, replace
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -23,8 +24,12 @@ from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.prior import AdaptiveRidge, HierarchicalPrior, JeffreysPrior, Prior, as_prior
 from riskset.spec import analysis_from_spec, load_spec, spec_fixed
 
+#: Any riskset prior, as :func:`fit` takes it: Laplace, Normal, elastic net (:class:`Prior`),
+#: BAR and IHT, Jeffreys, hierarchical.
+AnyPrior = Prior | AdaptiveRidge | JeffreysPrior | HierarchicalPrior
 
-def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, tol: float = 1e-10,
+
+def fit(data: Dataset, model: str | Model = "logistic", prior: AnyPrior | None = None, *, tol: float = 1e-10,
         kkt_tol: float = 1e-4, max_iter: int = 1000, warm_start=None, fixed=None, profile=(), level: float = 0.95,
         progress: bool = False, backend: str = "cpu", dtype: str = "float64", n_jobs: int | None = None,
         normalize: str | None = None, **model_options) -> FitResult:
@@ -119,9 +124,9 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
     args = check_fit(data, model, prior, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, warm_start=warm_start,
                      fixed=fixed, profile=profile, level=level, backend=backend, dtype=dtype, n_jobs=n_jobs,
                      **model_options)
-    m, prior, backend, profile = args.model, args.prior, args.backend, args.profile
-    with backend.fit_threads():  # every kernel of this fit (not of the profile's pool)
-        datafit, names = prepared_datafit(data, m, backend)
+    m, prior, fit_backend, profile = args.model, args.prior, args.backend, args.profile
+    with fit_backend.fit_threads():  # every kernel of this fit (not of the profile's pool)
+        datafit, names = prepared_datafit(data, m, fit_backend)
         penalty = prior.penalty(names, m.unpenalized_names())
         held = np.isin(names, list(args.fixed))
         beta0 = _align_start(warm_start, names)
@@ -134,6 +139,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
             res = fit_ccd(datafit, penalty.l1, penalty.l2, beta0=beta0, fixed=held if held.any() else None,
                           options=options, center=penalty.center)
         else:  # BAR, IHT, Jeffreys: fits of their own
+            assert not isinstance(prior, HierarchicalPrior)  # fitted by _fit_hierarchical, above
             solved = prior.solve(datafit, names, m.unpenalized_names(), data.n_rows, options, held, beta0)
             res, penalty, held = solved.result, solved.penalty, solved.held
         t_solve = time.perf_counter()
@@ -159,14 +165,14 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = No
                        aliased=[n for n, a in zip(names, aliased) if a],
                        diverging={names[j]: s for j, s in res.diverging.items()},
                        labels=coef_labels(data, m, names), kkt=res.kkt, fixed=dict(args.fixed),
-                       threads=backend.fit_thread_count)
+                       threads=fit_backend.fit_thread_count)
     if m.variance == "robust" and np.isfinite(se).any():  # Fine-Gray (cmprsk::crr), Cox (coxph robust=TRUE)
         _show_robust_se(result, data, m, np.flatnonzero(np.isfinite(se)))
     if profile:
         cols = np.array([names.index(n) for n in profile])
         searched = cols[~aliased[cols]]  # an aliased coefficient has no interval (NaN), as R's NA
         intervals = profile_intervals(datafit, res.beta, res.objective, penalty, searched, names, level, options,
-                                      se=se[searched], backend=backend, progress=progress,
+                                      se=se[searched], backend=fit_backend, progress=progress,
                                       fixed=aliased | held if (aliased | held).any() else None,
                                       diverging=res.diverging)
         unsearched = pd.DataFrame({"name": [names[j] for j in cols[aliased[cols]]], "lower": np.nan,
@@ -209,7 +215,8 @@ def _fit_hierarchical(data, m: Model, prior: HierarchicalPrior, *, fixed, profil
             raise InputError(f"{what} names grouped coefficient(s) {', '.join(map(repr, grouped))}: under a "
                              f"hierarchical prior each is its own part plus its group's mean; not supported")
     design = with_group_columns(data, prior.groups)
-    result = fit(design.data, m, prior.design_prior(design.group_names), fixed=fixed, profile=profile, **options)
+    design_data = cast(Dataset, design.data)  # GroupedDesign.data is annotated as object
+    result = fit(design_data, m, prior.design_prior(design.group_names), fixed=fixed, profile=profile, **options)
     means = result.coef[design.group_names].to_numpy()
     shift = pd.Series(design.members @ means, index=data.covariate_names)
     coef = result.coef.drop(design.group_names)
@@ -251,13 +258,13 @@ class FitArguments:
     """The arguments of :func:`fit` that :func:`check_fit` turns into objects."""
 
     model: Model
-    prior: Prior
+    prior: AnyPrior
     backend: Backend
     profile: list          # coefficient names
     fixed: dict            # coefficient name -> value
 
 
-def check_fit(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, tol: float = 1e-10,
+def check_fit(data: Dataset, model: str | Model = "logistic", prior: AnyPrior | None = None, *, tol: float = 1e-10,
               kkt_tol: float = 1e-4, max_iter: int = 1000, warm_start=None, fixed=None, profile=(),
               level: float = 0.95, progress: bool = False, backend: str = "cpu", dtype: str = "float64",
               n_jobs: int | None = None, **model_options) -> FitArguments:
@@ -284,7 +291,7 @@ def check_fit(data: Dataset, model: str | Model = "logistic", prior: Prior | Non
     prior = as_prior(prior)
     check.solver_settings(tol, max_iter, kkt_tol)
     check.probability("level", level)
-    backend = Backend.of(backend, dtype, n_jobs)
+    fit_backend = Backend.of(backend, dtype, n_jobs)
     profile = check.coef_names("profile", profile)
     start = [] if warm_start is None or isinstance(warm_start, FitResult) else list(
         check.coef_mapping("warm_start", warm_start))
@@ -305,7 +312,7 @@ def check_fit(data: Dataset, model: str | Model = "logistic", prior: Prior | Non
     if both:
         raise InputError(f"profile names fixed coefficient(s) {', '.join(map(repr, both))}: a coefficient held at "
                          f"a value has no interval (its profile is the point it is held at)")
-    return FitArguments(m, prior, backend, profile, held)
+    return FitArguments(m, prior, fit_backend, profile, held)
 
 
 def _check_known(what: str, given: list[str], names: list[str], model: Model, data: Dataset) -> None:
@@ -339,7 +346,8 @@ def run_spec(path: str, **fit_options) -> FitResult:
     coefficients held)."""
     spec, frame = load_spec(path)
     data, model, prior = analysis_from_spec(spec, frame, path)
-    return fit(data, model, prior, **{"tol": 1e-12, "fixed": spec_fixed(spec, path)} | fit_options)
+    options: dict[str, Any] = {"tol": 1e-12, "fixed": spec_fixed(spec, path)} | fit_options
+    return fit(data, model, prior, **options)
 
 
 def _align_start(warm_start, names):

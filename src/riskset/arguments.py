@@ -1,6 +1,6 @@
 """Command-line arguments: a parser whose errors are one line, and argparse types of bounded numbers.
 
-Shared by the ``riskset`` command (:mod:`riskset.cli`) and the ``riskset ode`` command
+Shared by the ``riskset`` commands (:mod:`riskset.cli`) and the ``riskset ode`` command
 (:mod:`riskset.ode.cli`), which each build their options on them.
 """
 from __future__ import annotations

@@ -13,13 +13,15 @@ coefficient names) and calls :func:`riskset.fit`; the
 The prior is given by parameters a grid search can vary:
 
 - ``penalty``: ``None`` (maximum likelihood, the default, as :func:`riskset.fit`),
-  ``'l1'`` (:func:`riskset.Laplace`), ``'l2'`` (:func:`riskset.Normal`) or
-  ``'elasticnet'`` (:func:`riskset.ElasticNet`);
+  ``'laplace'`` (:func:`riskset.Laplace`), ``'normal'`` (:func:`riskset.Normal`) or
+  ``'elastic_net'`` (:func:`riskset.ElasticNet`): the prior kinds of riskset; scikit-learn's
+  names ``'l1'``, ``'l2'`` and ``'elasticnet'`` mean the same
+  (:func:`riskset.spec.prior_kind`);
 - ``variance``: the prior variance (Cyclops' parametrization: larger means weaker
-  shrinkage, like scikit-learn's ``C``). For ``'l1'`` it is the Laplace variance
-  ``2 / gamma**2``. For ``'elasticnet'`` the Laplace part has variance
+  shrinkage, like scikit-learn's ``C``). For ``'laplace'`` it is the Laplace variance
+  ``2 / gamma**2``. For ``'elastic_net'`` the Laplace part has variance
   ``variance / l1_ratio`` and the Normal part ``variance / (1 - l1_ratio)``, so
-  ``l1_ratio`` 1 and 0 give the ``'l1'`` and ``'l2'`` priors of that variance;
+  ``l1_ratio`` 1 and 0 give the ``'laplace'`` and ``'normal'`` priors of that variance;
 - ``exclude``: covariate names left unpenalized (the treatment of interest);
 - or ``prior``: any riskset prior (:class:`riskset.Prior`, :func:`riskset.BAR`,
   :func:`riskset.IHT`, :func:`riskset.Jeffreys`, :func:`riskset.Hierarchical`), instead of the
@@ -52,14 +54,16 @@ try:
 except ImportError as err:  # pragma: no cover - exercised only without scikit-learn
     raise ImportError("riskset.estimators needs scikit-learn >= 1.6: pip install 'riskset[sklearn]'") from err
 
-from riskset.api import fit as riskset_fit
+from riskset.api import AnyPrior, fit as riskset_fit
 from riskset.data.dataset import first_names
 from riskset.data.ingest import from_arrays
 from riskset.exceptions import InputError
 from riskset.kernels.cpu.concordance import concordance_counts
 from riskset.solver.prior import ElasticNet, Laplace, NoPrior, Normal, Prior, as_prior
+from riskset.spec import prior_kind
 
-PENALTIES = ("l1", "l2", "elasticnet", None)
+#: The prior kinds ``penalty`` names (besides None), in riskset's spelling.
+PENALTY_KINDS = ("laplace", "normal", "elastic_net")
 
 
 class NotConvergedError(RuntimeError):
@@ -290,24 +294,26 @@ class _RisksetEstimator(BaseEstimator):
             return [str(n) for n in self.feature_names_in_]
         return [f"x{j}" for j in range(self.n_features_in_)]
 
-    def _resolved_prior(self) -> Prior:
+    def _resolved_prior(self) -> AnyPrior:
         """The riskset Prior of the parameters (validated here, not in ``__init__``, as
         scikit-learn requires)."""
         if self.prior is not None:
             if self.penalty is not None:
                 raise InputError(f"give either prior= or penalty= ({self.penalty!r}), not both")
             return as_prior(self.prior)
-        if self.penalty not in PENALTIES:
-            raise InputError(f"penalty must be 'l1', 'l2', 'elasticnet' or None, not {self.penalty!r}")
-        if self.penalty is None:
+        kind = prior_kind(self.penalty) if isinstance(self.penalty, str) else self.penalty
+        if kind is not None and kind not in PENALTY_KINDS:
+            raise InputError(f"penalty must be 'l1', 'l2', 'elasticnet' or None, not {self.penalty!r} "
+                             f"(or riskset's names of the first three: 'laplace', 'normal', 'elastic_net')")
+        if kind is None:
             return NoPrior()
         variance = _number(self.variance, "variance")
         if not (np.isfinite(variance) and variance > 0):
             raise InputError(f"variance must be a positive finite number, got {self.variance!r}")
         exclude = (self.exclude,) if isinstance(self.exclude, str) else tuple(self.exclude)
-        if self.penalty == "l1":
+        if kind == "laplace":
             return Laplace(variance=variance, exclude=exclude)
-        if self.penalty == "l2":
+        if kind == "normal":
             return Normal(variance, exclude=exclude)
         return _elastic_net(variance, self.l1_ratio, exclude)
 
@@ -393,7 +399,7 @@ class CoxRegression(_RisksetEstimator):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(100, 2))
     >>> y = survival_target(rng.random(100) < 0.7, rng.exponential(np.exp(-X[:, 0])))
-    >>> model = CoxRegression(penalty="l2", variance=10.0).fit(X, y)
+    >>> model = CoxRegression(penalty="normal", variance=10.0).fit(X, y)
     >>> bool(model.coef_[0] > 0.5), bool(model.score(X, y) > 0.6)
     (True, True)
     """
@@ -506,7 +512,7 @@ class LogisticRegression(ClassifierMixin, _GLMEstimator):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(200, 2))
     >>> y = np.where(X[:, 0] + rng.normal(size=200) > 0, "case", "control")
-    >>> model = LogisticRegression(penalty="l1", variance=1.0).fit(X, y)
+    >>> model = LogisticRegression(penalty="laplace", variance=1.0).fit(X, y)
     >>> model.classes_.tolist(), bool(model.score(X, y) > 0.7)
     (['case', 'control'], True)
     >>> model.predict_proba(X[:1]).round(2)

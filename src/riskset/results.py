@@ -14,7 +14,7 @@ from riskset.data.dataset import check_dataset, describe_roles
 from riskset.exceptions import DataWarning, InputError
 from riskset.models.base import get_model, model_class
 from riskset.solver.ccd import AT_GAMMA_MAX, CONVERGED, DOES_NOT_EXIST, NOT_CONVERGED, fit_status
-from riskset.solver.prior import AdaptiveRidge, JeffreysPrior, Prior, prior_from_dict
+from riskset.solver.prior import AdaptiveRidge, HierarchicalPrior, JeffreysPrior, Prior, prior_from_dict
 
 #: How ``FitResult.variance`` reads in a summary.
 _VARIANCE_TEXT = {"model-based": "model-based (inverse observed information)",
@@ -88,7 +88,7 @@ class FitResult:
     converged: bool
     message: str
     n_iter: int
-    prior: Prior | AdaptiveRidge | JeffreysPrior
+    prior: Prior | AdaptiveRidge | JeffreysPrior | HierarchicalPrior
     n_rows: int
     gamma_max: float | None = None
     intervals: pd.DataFrame | None = None
@@ -483,7 +483,7 @@ def _some(names, k: int = 10) -> str:
     return ", ".join(map(repr, names[:k])) + (f" ... ({len(names)} in all)" if len(names) > k else "")
 
 
-def _describe_prior(prior: Prior | AdaptiveRidge | JeffreysPrior) -> str:
+def _describe_prior(prior: Prior | AdaptiveRidge | JeffreysPrior | HierarchicalPrior) -> str:
     """'laplace, gamma=20' from the prior's dictionary; a BAR, IHT or Jeffreys prior as its call."""
     if not isinstance(prior, Prior):
         return repr(prior)

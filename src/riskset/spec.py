@@ -52,6 +52,12 @@ Model options
     - ``hierarchical``: ``groups`` (covariate -> group), ``group_variance`` and ``variance``
       (:func:`riskset.Hierarchical`; ``variance`` may be left to ``--cv``).
 
+    ``l1`` and ``l2`` are the names of Cyclops' case files, and a specification written
+    by riskset uses them; the names of the prior kinds (``riskset.Prior("laplace")``,
+    ``riskset fit --prior``), ``laplace`` and ``normal``, are read as well, and so is
+    scikit-learn's ``elasticnet``: :func:`prior_kind` reads every spelling, and
+    :data:`PENALTY_TYPE_NAMES` gives the names written.
+
     ``unpenalized`` lists coefficients left unpenalized (the API's ``exclude``);
     ``variances`` maps coefficient names to their own variance (the API's
     ``variances``: for ``l1`` the Laplace variance of that coefficient, otherwise its
@@ -71,6 +77,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -94,9 +101,14 @@ FIELD_TYPES = {"model": str, "data": str, "columns": dict, "covariates": list, "
 #: ``from_spec`` read them).
 OPTION_ALIASES = ("competing_event",)
 
-#: penalty type -> (prior kind, strength keys it needs, strength keys it may have).
-PENALTY_TYPES = {"none": ("none", (), ()), "l1": ("laplace", (), ("gamma", "variance")),
-                 "l2": ("normal", ("variance",), ()), "elastic_net": ("elastic_net", ("gamma", "variance"), ())}
+#: Other spellings of the prior kinds that inputs accept: Cyclops' case files and scikit-learn's
+#: ``penalty`` (read by :func:`prior_kind`).
+PRIOR_KIND_SPELLINGS = {"l1": "laplace", "l2": "normal", "elasticnet": "elastic_net"}
+#: The penalty types a specification is written with, where they are not the prior kind's name.
+PENALTY_TYPE_NAMES = {"laplace": "l1", "normal": "l2"}
+#: penalty type (a prior kind) -> (strength keys it needs, strength keys it may have).
+PENALTY_TYPES = {"none": ((), ()), "laplace": ((), ("gamma", "variance")), "normal": (("variance",), ()),
+                 "elastic_net": (("gamma", "variance"), ())}
 PENALTY_KEYS = ("type", "gamma", "variance", "unpenalized", "variances", "means")
 #: The types of the sparse-selection priors (BrokenAdaptiveRidge, IterativeHardThresholding) and
 #: their keys: the packages' argument names (``penalty``: 'bic' or a number; ``max_nonzero``: K).
@@ -171,7 +183,19 @@ def is_supported(spec: dict) -> bool:
     return spec.get("model") in Model.registry
 
 
-def prior_from_penalty(penalty: dict | None) -> Prior | AdaptiveRidge:
+def prior_kind(name: str) -> str:
+    """The prior kind that ``name`` spells: riskset's own names ('none', 'laplace', 'normal',
+    'elastic_net', 'bar', ...) as they are, Cyclops' and scikit-learn's 'l1', 'l2' and
+    'elasticnet' as 'laplace', 'normal' and 'elastic_net'. The one place where those
+    spellings are read (a spec's penalty type, an estimator's ``penalty``).
+
+    >>> prior_kind("l1"), prior_kind("laplace"), prior_kind("elasticnet")
+    ('laplace', 'laplace', 'elastic_net')
+    """
+    return PRIOR_KIND_SPELLINGS.get(name, name)
+
+
+def prior_from_penalty(penalty: dict | None) -> Prior | AdaptiveRidge | JeffreysPrior | HierarchicalPrior:
     """The prior of a spec's ``penalty`` entry (see the module docstring).
 
     >>> prior_from_penalty({"type": "elastic_net", "gamma": 1.0, "variance": 2.0}).to_dict()
@@ -181,13 +205,14 @@ def prior_from_penalty(penalty: dict | None) -> Prior | AdaptiveRidge:
     riskset.exceptions.InputError: penalty: unknown key(s) 'varaince'; a penalty of type 'l2' has type, gamma, ...
     """
     penalty = dict(penalty or {})
+    written = penalty.get("type", "none")  # as the file spells it, for the messages
+    kind = prior_kind(written) if isinstance(written, str) else written
     keys = {"jeffreys": JEFFREYS_KEYS, "hierarchical": HIERARCHICAL_KEYS}.get(
-        penalty.get("type"), SELECTION_KEYS if penalty.get("type") in SELECTION_TYPES else PENALTY_KEYS)
+        kind, SELECTION_KEYS if kind in SELECTION_TYPES else PENALTY_KEYS)
     unknown = [k for k in penalty if k not in keys]
     if unknown:
         raise InputError(f"penalty: unknown key(s) {', '.join(map(repr, unknown))}; a penalty of type "
-                         f"{penalty.get('type', 'none')!r} has {', '.join(keys)}")
-    kind = penalty.get("type", "none")
+                         f"{written!r} has {', '.join(keys)}")
     if kind in SELECTION_TYPES:
         return _selection_prior(penalty)
     if kind == "hierarchical":
@@ -198,16 +223,17 @@ def prior_from_penalty(penalty: dict | None) -> Prior | AdaptiveRidge:
     if kind == "jeffreys":
         return Jeffreys(penalty.get("coefs", ()), max_iter=penalty.get("max_iter", 100))
     if kind not in PENALTY_TYPES:
-        raise InputError(f"penalty: unknown type {kind!r}; the types are "
-                         f"{', '.join([*PENALTY_TYPES, *SELECTION_TYPES, 'jeffreys', 'hierarchical'])}")
-    prior_kind, needed, either = PENALTY_TYPES[kind]
-    _check_strength(penalty, kind, needed, either)
+        written_types = [PENALTY_TYPE_NAMES.get(k, k) for k in PENALTY_TYPES]
+        raise InputError(f"penalty: unknown type {written!r}; the types are "
+                         f"{', '.join([*written_types, *SELECTION_TYPES, 'jeffreys', 'hierarchical'])}")
+    needed, either = PENALTY_TYPES[kind]
+    _check_strength(penalty, written, needed, either)
     if kind == "none":
         return Prior("none")
     strength = {k: penalty[k] for k in ("gamma", "variance") if k in penalty}
-    if kind == "l1" and "variance" in strength:  # Cyclops' parametrization: variance = 2 / gamma^2
+    if kind == "laplace" and "variance" in strength:  # Cyclops' parametrization: variance = 2 / gamma^2
         strength = {"gamma": float(np.sqrt(2.0 / _positive("penalty variance", strength["variance"])))}
-    return Prior(prior_kind, **strength, exclude=tuple(penalty.get("unpenalized", ())),
+    return Prior(kind, **strength, exclude=tuple(penalty.get("unpenalized", ())),
                  variances=penalty.get("variances") or {}, means=penalty.get("means") or {})
 
 
@@ -225,18 +251,19 @@ def _selection_prior(penalty: dict) -> AdaptiveRidge:
     return BAR(penalty.get("penalty", "bic"), exclude=exclude, **settings)
 
 
-def _check_strength(penalty: dict, kind: str, needed: tuple, either: tuple) -> None:
+def _check_strength(penalty: dict, penalty_type: str, needed: tuple, either: tuple) -> None:
+    """The strength keys of a penalty of type ``penalty_type`` (as the file spells it)."""
     given = [k for k in ("gamma", "variance") if k in penalty]
     missing = [k for k in needed if k not in penalty]
     if missing:
-        raise InputError(f"penalty: type {kind!r} lacks the field {' and '.join(map(repr, missing))}")
+        raise InputError(f"penalty: type {penalty_type!r} lacks the field {' and '.join(map(repr, missing))}")
     if either and len(set(given) & set(either)) != 1:
-        raise InputError(f"penalty: type {kind!r} takes one of {' or '.join(map(repr, either))}, got "
+        raise InputError(f"penalty: type {penalty_type!r} takes one of {' or '.join(map(repr, either))}, got "
                          f"{', '.join(map(repr, given)) or 'neither'}")
     extra = [k for k in given if k not in needed + either]
     if extra:
-        raise InputError(f"penalty: type {kind!r} has no {' or '.join(map(repr, extra))}")
-    if kind == "none" and (penalty.get("unpenalized") or penalty.get("variances") or penalty.get("means")):
+        raise InputError(f"penalty: type {penalty_type!r} has no {' or '.join(map(repr, extra))}")
+    if penalty_type == "none" and (penalty.get("unpenalized") or penalty.get("variances") or penalty.get("means")):
         raise InputError("penalty: type 'none' penalizes nothing, so 'unpenalized', 'variances' and 'means' do "
                          "not apply")
 
@@ -247,7 +274,7 @@ def _positive(what: str, value) -> float:
     return float(value)
 
 
-def penalty_from_prior(prior: Prior | AdaptiveRidge) -> dict:
+def penalty_from_prior(prior: Prior | AdaptiveRidge | JeffreysPrior | HierarchicalPrior) -> dict:
     """The spec ``penalty`` entry of a prior (inverse of :func:`prior_from_penalty`).
 
     >>> penalty_from_prior(Prior("laplace", gamma=2.0, exclude=["treatment"]))
@@ -262,8 +289,7 @@ def penalty_from_prior(prior: Prior | AdaptiveRidge) -> dict:
         d = prior.to_dict()
         d = {"type": d.pop("kind"), **d, "unpenalized": d.pop("exclude")}
         return {k: v for k, v in d.items() if k != "unpenalized" or v}
-    kind = {prior_kind: kind for kind, (prior_kind, _, _) in PENALTY_TYPES.items()}[prior.kind]
-    penalty = {"type": kind}
+    penalty: dict[str, Any] = {"type": PENALTY_TYPE_NAMES.get(prior.kind, prior.kind)}
     if prior.kind in ("laplace", "elastic_net"):
         penalty["gamma"] = float(prior.gamma)
     if prior.kind in ("normal", "elastic_net"):

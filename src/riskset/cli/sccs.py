@@ -14,7 +14,7 @@ TABLES = ("observation", "exposures", "outcomes")
 KNOTS = bounded(int, 0)
 
 
-def add_sccs(sub) -> None:
+def add_parser(sub) -> None:
     """Add the ``sccs`` command to the subcommands ``sub``."""
     p = sub.add_parser(
         "sccs", help="a self-controlled case series from observation, exposure and outcome tables",
@@ -70,9 +70,10 @@ def add_sccs(sub) -> None:
     m.add_argument("--jobs", type=COUNT, help="CPU threads (default: every core this process may use)")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the tables, plots and summary")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary on the screen")
+    p.set_defaults(func=main)
 
 
-def run_sccs(args) -> int:
+def main(args) -> int:
     """Run ``riskset sccs``; returns the exit status."""
     if args.variance is not None and args.cv:
         raise InputError("--variance and --cv both set the prior variance; give one")

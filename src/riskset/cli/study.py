@@ -1,19 +1,20 @@
 """``riskset study``: a comparative cohort study from a table or a DuckDB database into a folder
-(:func:`riskset.study.cohort_study`)."""
+(:func:`riskset.study.cohort_study`); its data options are those of ``riskset fit``."""
 from __future__ import annotations
 
 import argparse
 
 from riskset.arguments import COUNT, FOLDS, NON_NEGATIVE, POSITIVE, ROLE_OPTIONS, SEED, SHARE, bounded
+from riskset.cli.data_options import add_data_options, check_data_source, load_data
+from riskset.data.ingest import _read_table
 from riskset.exceptions import InputError
 from riskset.solver.prior import Laplace
 from riskset.study.adjustment import IPTW_ESTIMANDS
 from riskset.study.cohort import ADJUSTMENTS, OUTCOME_MODELS, cohort_study
 
 
-def add_study(sub, add_data_source) -> None:
-    """Add the ``study`` command to the subcommands ``sub``; ``add_data_source(parser)`` adds the
-    data options it shares with ``riskset fit``."""
+def add_parser(sub) -> None:
+    """Add the ``study`` command to the subcommands ``sub``."""
     p = sub.add_parser(
         "study", help="a comparative cohort study: propensity scores, matching, balance, outcome model",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -34,7 +35,7 @@ def add_study(sub, add_data_source) -> None:
                "                --adjustment stratify --ps-strata 5 --out study/\n\n"
                "exit status: 0 success; 1 the outcome fit did not converge (the results are still\n"
                "written); 2 bad usage or input (one line 'riskset study: error: ...').")
-    add_data_source(p)
+    add_data_options(p)
     s = p.add_argument_group("study")
     s.add_argument("--model", choices=tuple(OUTCOME_MODELS), default="cox", help="outcome model (default cox)")
     s.add_argument("--treatment", default="treatment", metavar="COVARIATE",
@@ -69,10 +70,11 @@ def add_study(sub, add_data_source) -> None:
     s.add_argument("--jobs", type=COUNT, help="CPU threads (default: every core this process may use)")
     s.add_argument("--out", required=True, metavar="DIR", help="folder for the tables, plots and summary")
     s.add_argument("--quiet", action="store_true", help="no progress bar and no summary on the screen")
+    p.set_defaults(func=main)
 
 
-def run_study(args, load_data) -> int:
-    """Run ``riskset study`` on the data ``load_data(args)`` reads; returns the exit status."""
+def main(args) -> int:
+    """Run ``riskset study``; returns the exit status."""
     if args.adjustment != "match" and (args.caliper != 0.2 or args.max_ratio != 1):
         raise InputError("--caliper and --max-ratio apply to --adjustment match")
     if args.adjustment != "stratify" and args.ps_strata != 10:
@@ -80,8 +82,12 @@ def run_study(args, load_data) -> int:
     if args.adjustment != "iptw" and (args.estimand != "ate" or args.max_weight is not None):
         raise InputError("--estimand and --max-weight apply to --adjustment iptw")
     cv = dict(n_folds=args.folds, n_repeats=args.repeats, auto=True, tol=2e-7, seed=args.seed)
-    controls = _negative_controls(args) if args.negative_control else None
-    study = cohort_study(load_data(args), args.model, treatment=args.treatment, adjustment=args.adjustment,
+    if args.negative_control and not args.data:
+        raise InputError("--negative-control reads columns of the --data table; give --data FILE")
+    check_data_source(args)
+    table = _read_table(args.data) if args.data else None  # read once: the negative controls and the data set
+    controls = _negative_controls(args, table) if args.negative_control else None
+    study = cohort_study(load_data(args, table), args.model, treatment=args.treatment, adjustment=args.adjustment,
                          caliper=args.caliper, max_ratio=args.max_ratio, n_strata=args.ps_strata,
                          estimand=args.estimand, max_weight=args.max_weight, trim=args.trim,
                          equipoise=_bounds(args.equipoise),
@@ -95,17 +101,12 @@ def run_study(args, load_data) -> int:
     return 0 if study.outcome.converged else 1
 
 
-def _negative_controls(args) -> dict:
-    """The --negative-control outcomes, name -> {field: column values}, read from the --data
+def _negative_controls(args, table) -> dict:
+    """The --negative-control outcomes, name -> {field: column values}, from ``table``, the --data
     table (only their columns leave Arrow); their columns are left out of the covariates
     (``args.covariates`` set to the others)."""
-    from riskset.data.ingest import _read_table
-
-    if not args.data:
-        raise InputError("--negative-control reads columns of the --data table; give --data FILE")
     fields = ("time", "status") if args.model in ("cox", "fine_gray") else ("y",)
     form = "NAME=TIME:STATUS" if len(fields) == 2 else "NAME=Y"
-    table = _read_table(args.data)
     controls, used = {}, set()
     for text in args.negative_control:
         name, _, columns = text.partition("=")

@@ -5,13 +5,10 @@ import argparse
 
 from riskset.arguments import LEVEL
 from riskset.exceptions import InputError
-from riskset.synthesis.approximation import KINDS
 from riskset.synthesis.pooling import pool
 
-KIND_CHOICES = KINDS
 
-
-def add_pool(sub) -> None:
+def add_parser(sub) -> None:
     """Add the ``pool`` command to the subcommands ``sub``."""
     p = sub.add_parser(
         "pool", help="pool the sites' likelihood approximations into one estimate (evidence synthesis)",
@@ -32,9 +29,10 @@ def add_pool(sub) -> None:
     p.add_argument("--level", type=LEVEL, default=0.95, help="confidence level of the interval (default 0.95)")
     p.add_argument("--out", metavar="FILE.csv", help="write the pooled estimate as a one-row CSV table")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.set_defaults(func=main)
 
 
-def run_pool(args) -> int:
+def main(args) -> int:
     """Run ``riskset pool``; returns the exit status."""
     if args.out and not args.out.endswith(".csv"):
         raise InputError(f"--out writes a CSV table: give FILE.csv, got {args.out!r}")
