@@ -226,12 +226,15 @@ def _column_derivatives(data, state, j, curvature):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def move(col_runs, run_start, run_stratum, indices, values, value_shift, indicator, j, delta, eta, w, W):
+def move(data, state, j, delta):
     """beta_j += delta: eta, w at the non-zeros of column j and W of their strata.
 
     w is multiplied by exp(delta x) (it carries its stratum's shift, :func:`refresh_weights`);
     for an indicator column by exp(delta): one exp per move.
     """
+    col_runs, run_start, run_stratum = data.col_runs, data.run_start, data.run_stratum
+    indices, values, value_shift, indicator = data.indices, data.values, data.value_shift, data.indicator
+    eta, w, W = state.eta, state.w, state.W
     factor = math.exp(delta)
     vs = value_shift[j]
     for k in range(col_runs[j], col_runs[j + 1]):
@@ -411,9 +414,7 @@ def contract_terms(data, state, j):
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_move(data, state, j, delta):
-    d, s = data, state
-    move(d.col_runs, d.run_start, d.run_stratum, d.indices, d.values, d.value_shift, d.indicator, j, delta, s.eta, s.w,
-         s.W)
+    move(data, state, j, delta)
 
 
 KERNELS = compile_family("conditional", contract_refresh, contract_gradient, contract_terms, contract_move)

@@ -107,8 +107,12 @@ def coordinate(indptr, indices, values, value_shift, src, m, ysum, G, H):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def move(indptr, indices, values, value_shift, src, m, delta, lin, K, wt, ftab, G, H, SP):
-    """beta_v += delta for the virtual column c_i F_m(k): refresh the touched subjects."""
+def move(data, state, j, delta):
+    """beta_j += delta for the virtual column j, c_i F_m(k): refresh the touched subjects."""
+    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
+    src, m = data.src[j], data.fidx[j]
+    K, wt, ftab = data.n_intervals, data.weights, data.ftab
+    lin, G, H, SP = state.lin, state.G, state.H, state.SP
     if src < 0:
         for i in range(K.shape[0]):
             lin[m, i] += delta
@@ -199,9 +203,7 @@ def contract_terms(data, state, j):
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_move(data, state, j, delta):
-    d, s = data, state
-    move(d.indptr, d.indices, d.values, d.value_shift, d.src[j], d.fidx[j], delta, s.lin, d.n_intervals, d.weights,
-         d.ftab, s.G, s.H, s.SP)
+    move(data, state, j, delta)
 
 
 # no separate screen: g alone is no cheaper (g and h read the same non-zeros)
