@@ -187,24 +187,27 @@ class ConditionalDeviceDatafit(DeviceDatafit):
         super().__init__(cpu, dtype, weights)
 
     def _make_static(self):
-        cpu = self.cpu
-        col_runs, run_start, run_stratum = cpu.col_runs, cpu.run_start, cpu.run_stratum
-        stype = np.int32 if cpu.n_strata < 2**31 - 1 else np.int64
-        return dict(indices=device_copy(cpu.indices.astype(self.itype)),
-                    values=device_copy(cpu.design.full_values(self.dtype)),
-                    indicator=device_copy(np.asarray(cpu.indicator, np.uint8)),
-                    col_runs=device_copy(col_runs), run_start=device_copy(run_start),
-                    run_stratum=device_copy(run_stratum.astype(stype)),
-                    stratum_ptr=device_copy(cpu.stratum_ptr.astype(np.int64)),
-                    exact_m=device_copy(cpu.exact_m.astype(np.int32)),
-                    y_raw=device_copy(cpu.y_raw))
+        """Device copies of the CPU kernels' static record (a value per non-zero: the device
+        kernels read no value shift) and the raw outcomes."""
+        data = self.cpu.kernel_data()
+        stype = np.int32 if self.cpu.n_strata < 2**31 - 1 else np.int64
+        return dict(indices=device_copy(data.indices.astype(self.itype)),
+                    values=device_copy(self.cpu.design.full_values(self.dtype)),
+                    indicator=device_copy(np.asarray(data.indicator, np.uint8)),
+                    col_runs=device_copy(data.col_runs), run_start=device_copy(data.run_start),
+                    run_stratum=device_copy(data.run_stratum.astype(stype)),
+                    stratum_ptr=device_copy(data.stratum_ptr.astype(np.int64)),
+                    exact_m=device_copy(data.exact_m.astype(np.int32)),
+                    y_raw=device_copy(self.cpu.y_raw))
 
     def _rep(self):
-        """Weight-dependent device arrays (R rows each): c_s, n_s and the static gradient term xy."""
+        """Weight-dependent device arrays (R rows each) from each replicate's CPU record: c_s,
+        n_s and the static gradient term xy."""
         if self._per_rep is None:
-            views = [self._cpu_view(r) for r in range(self.n_rep)]
-            self._per_rep = {name: device_copy(np.stack([getattr(v, name) for v in views]))
-                             for name in ("c_s", "n_s", "xy")}
+            records = [self._cpu_view(r).kernel_data() for r in range(self.n_rep)]
+            self._per_rep = dict(c_s=device_copy(np.stack([d.c_s for d in records])),
+                                 n_s=device_copy(np.stack([d.n_s for d in records])),
+                                 xy=device_copy(np.stack([d.xy for d in records])))
         return self._per_rep
 
     def _allocate(self, state):

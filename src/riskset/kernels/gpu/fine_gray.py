@@ -74,21 +74,21 @@ def slot_terms(r, k, K, slot_d, Gev, D, C, A1, SB, A2, A2G, A2GG):
 
 
 @cuda.jit(device=True)
-def refresh_block(r, K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, sv, sw, sf, tid, nt):
+def refresh_block(r, K, W, Wc, slot_d, Gev, no_heads, D, C, A1, SB, A2, A2G, A2GG, sv, sw, sf, tid, nt):
     """Denominators D and the suffix aggregates of replicate r from the slot sums (whole block).
 
-    ``none`` is an all-zero head array of length K + 1 (the scans are unsegmented).
+    ``no_heads`` is an all-zero head array of length K + 1 (the scans are unsegmented).
     """
     n = K + 1
-    segscan_slots(W, D, r, n, none, False, sv, sf, tid, nt)  # D[k] = sum_{s <= k} W[s]
-    segscan_slots(Wc, C, r, n, none, True, sv, sf, tid, nt)  # C[k] = sum_{s >= k} Wc[s]
+    segscan_slots(W, D, r, n, no_heads, False, sv, sf, tid, nt)  # D[k] = sum_{s <= k} W[s]
+    segscan_slots(Wc, C, r, n, no_heads, True, sv, sf, tid, nt)  # C[k] = sum_{s >= k} Wc[s]
     for k in range(tid, n, nt):
         slot_terms(r, k, K, slot_d, Gev, D, C, A1, SB, A2, A2G, A2GG)
     cuda.syncthreads()
     # suffix sums over k >= s (zero at s = K), two at a time
-    scan2_slots(A1, SB, r, n, none, True, sv, sw, sf, tid, nt)
-    scan2_slots(A2, A2G, r, n, none, True, sv, sw, sf, tid, nt)
-    segscan_slots(A2GG, A2GG, r, n, none, True, sv, sf, tid, nt)
+    scan2_slots(A1, SB, r, n, no_heads, True, sv, sw, sf, tid, nt)
+    scan2_slots(A2, A2G, r, n, no_heads, True, sv, sw, sf, tid, nt)
+    segscan_slots(A2GG, A2GG, r, n, no_heads, True, sv, sf, tid, nt)
 
 
 @cuda.jit(device=True)
@@ -122,7 +122,7 @@ def log_denominators(r, slot_d, D, tid, nt):
 
 
 @cuda.jit
-def sync_kernel(eta, cw, cinv, w, slot, event, one_stratum, shift, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G,
+def sync_kernel(eta, cw, cinv, w, slot, event, one_stratum, shift, W, Wc, slot_d, Gev, no_heads, D, C, A1, SB, A2, A2G,
                 A2GG, dirty, llout):
     """Exact state of replicate blockIdx.x from eta: its shift (the largest eta of a row of positive
     weight, as the CPU's ``sync``: ``one_stratum`` is zeros per row), w = c exp(eta - shift), W, Wc,
@@ -146,7 +146,7 @@ def sync_kernel(eta, cw, cinv, w, slot, event, one_stratum, shift, W, Wc, slot_d
     cuda.syncthreads()
     part = add_rows(r, eta, cw, cinv, w, slot, event, shift, W, Wc, tid, nt)
     cuda.syncthreads()
-    refresh_block(r, K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, sv, sb, sf, tid, nt)
+    refresh_block(r, K, W, Wc, slot_d, Gev, no_heads, D, C, A1, SB, A2, A2G, A2GG, sv, sb, sf, tid, nt)
     part += log_denominators(r, slot_d, D, tid, nt)
     block_sum2(sv, sb, part, 0.0, tid, nt)
     if tid == 0:
@@ -156,24 +156,24 @@ def sync_kernel(eta, cw, cinv, w, slot, event, one_stratum, shift, W, Wc, slot_d
 
 # -- the cooperative single fit (R = 1) over the whole grid: the same steps through grid scans --
 @cuda.jit(device=True)
-def refresh_grid(K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, gpart, sv, sw, sf):
+def refresh_grid(K, W, Wc, slot_d, Gev, no_heads, D, C, A1, SB, A2, A2G, A2GG, gpart, sv, sw, sf):
     """:func:`refresh_block` of the single fit over the whole grid (called by every thread)."""
     tid, nt = grid_place()
     n = K + 1
-    grid_segscan2(W, W, D, D, 0, 0, n, False, none, 0, 0, False, False, gpart, 0, sv, sw, sf)
-    grid_segscan2(Wc, Wc, C, C, 0, 0, n, False, none, 0, 0, True, False, gpart, 1, sv, sw, sf)
+    grid_segscan2(W, W, D, D, 0, 0, n, False, no_heads, 0, 0, False, False, gpart, 0, sv, sw, sf)
+    grid_segscan2(Wc, Wc, C, C, 0, 0, n, False, no_heads, 0, 0, True, False, gpart, 1, sv, sw, sf)
     grid_sync()
     for k in range(tid, n, nt):
         slot_terms(0, k, K, slot_d, Gev, D, C, A1, SB, A2, A2G, A2GG)
     grid_sync()
-    grid_segscan2(A1, SB, A1, SB, 0, 0, n, True, none, 0, 0, True, False, gpart, 2, sv, sw, sf)
-    grid_segscan2(A2, A2G, A2, A2G, 0, 0, n, True, none, 0, 0, True, False, gpart, 3, sv, sw, sf)
-    grid_segscan2(A2GG, A2GG, A2GG, A2GG, 0, 0, n, False, none, 0, 0, True, False, gpart, 0, sv, sw, sf)
+    grid_segscan2(A1, SB, A1, SB, 0, 0, n, True, no_heads, 0, 0, True, False, gpart, 2, sv, sw, sf)
+    grid_segscan2(A2, A2G, A2, A2G, 0, 0, n, True, no_heads, 0, 0, True, False, gpart, 3, sv, sw, sf)
+    grid_segscan2(A2GG, A2GG, A2GG, A2GG, 0, 0, n, False, no_heads, 0, 0, True, False, gpart, 0, sv, sw, sf)
     grid_sync()
 
 
 @cuda.jit
-def sync_grid_kernel(eta, cw, cinv, w, slot, event, one_stratum, shift, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2,
+def sync_grid_kernel(eta, cw, cinv, w, slot, event, one_stratum, shift, W, Wc, slot_d, Gev, no_heads, D, C, A1, SB, A2,
                      A2G, A2GG, dirty, llout, gpart, partial):
     """:func:`sync_kernel` of the single fit over the whole grid (cooperative launch)."""
     sv = cuda.shared.array(MAX_THREADS, float64)
@@ -192,7 +192,7 @@ def sync_grid_kernel(eta, cw, cinv, w, slot, event, one_stratum, shift, W, Wc, s
     grid_sync()
     part = add_rows(0, eta, cw, cinv, w, slot, event, shift, W, Wc, tid, nt)
     grid_sync()
-    refresh_grid(K, W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, gpart, sv, sb, sf)
+    refresh_grid(K, W, Wc, slot_d, Gev, no_heads, D, C, A1, SB, A2, A2G, A2GG, gpart, sv, sb, sf)
     part += log_denominators(0, slot_d, D, tid, nt)
     total, _ = grid_sum2(part, 0.0, partial, 0, sv, sb)
     if tid == 0:
@@ -203,10 +203,10 @@ def sync_grid_kernel(eta, cw, cinv, w, slot, event, one_stratum, shift, W, Wc, s
 @cuda.jit(device=True)
 def refresh(data, state, r, tid, nt, sv, sb, sf):
     """The denominators and suffix aggregates of replicate r, if a move made them stale."""
-    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, none = data
+    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, no_heads = data
     eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty, gpart, tmp = state
     if dirty[r] != 0:
-        refresh_block(r, slot_d.shape[1], W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, sv, sb, sf, tid,
+        refresh_block(r, slot_d.shape[1], W, Wc, slot_d, Gev, no_heads, D, C, A1, SB, A2, A2G, A2GG, sv, sb, sf, tid,
                       nt)
         if tid == 0:  # after the syncs of refresh_block: every thread has read the flag
             dirty[r] = 0
@@ -216,7 +216,7 @@ def refresh(data, state, r, tid, nt, sv, sb, sf):
 def first_pass(data, state, r, j, tid, nt):
     """This thread's share of g_j (with the static ``gx0`` in thread 0's), of the first Hessian
     term (bracket A1[s] + cinv B1[s]) and of E = sum_comp wx cinv."""
-    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, none = data
+    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, no_heads = data
     eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty, gpart, tmp = state
     sb0 = SB[r, 0]
     g = gx0[r, j] if tid == 0 else 0.0
@@ -262,7 +262,7 @@ def run_end_terms(r, i, b, K, h, csum, ee, slotn, A2, A2G, A2GG):
 def terms(data, state, r, j, tid, nt, sv, sb, sf):
     """This thread's share of (g_j, h_j): the first pass, E summed over the block, then the
     squared risk-set term S_j by a two-value block scan of the non-zeros."""
-    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, none = data
+    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, no_heads = data
     eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty, gpart, tmp = state
     K = slot_d.shape[1]
     a = indptr[j]
@@ -293,7 +293,7 @@ def terms(data, state, r, j, tid, nt, sv, sb, sf):
 def move(data, state, r, j, step, tid, nt):
     """beta_j += step at this thread's share of the column: eta, w and the slot sums W, Wc
     (atomic adds); the aggregates become stale."""
-    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, none = data
+    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, no_heads = data
     eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty, gpart, tmp = state
     factor = math.exp(step)
     ind = indicator[j] != 0
@@ -317,10 +317,10 @@ gradient_kernel = compile_gradient(gradient, terms)
 @cuda.jit(device=True)
 def refresh_whole(data, state, r, tid, nt, sv, sb, sf):
     """:func:`refresh` of the single fit over the whole grid."""
-    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, none = data
+    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, no_heads = data
     eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty, gpart, tmp = state
     if dirty[0] != 0:
-        refresh_grid(slot_d.shape[1], W, Wc, slot_d, Gev, none, D, C, A1, SB, A2, A2G, A2GG, gpart, sv, sb, sf)
+        refresh_grid(slot_d.shape[1], W, Wc, slot_d, Gev, no_heads, D, C, A1, SB, A2, A2G, A2GG, gpart, sv, sb, sf)
         if tid == 0:  # after the grid syncs of refresh_grid: every thread has read the flag
             dirty[0] = 0
 
@@ -331,7 +331,7 @@ def terms_whole(data, state, r, j, tid, nt, sv, sb, sf):
     grid, then each thread takes one contiguous run of the column's non-zeros
     (:func:`~.gridscan.thread_run`), stores their ``wx`` and ``wx cinv`` in ``tmp``, the grid
     scans both in place, and the thread adds the squared term at the run ends among them."""
-    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, none = data
+    indptr, indices, values, indicator, slotn, gx0, cinv, slot_d, Gev, no_heads = data
     eta, w, W, Wc, D, C, A1, SB, A2, A2G, A2GG, dirty, gpart, tmp = state
     K = slot_d.shape[1]
     a = indptr[j]
@@ -346,7 +346,7 @@ def terms_whole(data, state, r, j, tid, nt, sv, sb, sf):
         wx = float(w[0, row]) * float(values[a + q])
         tmp[0, q] = wx
         tmp[1, q] = wx * float(cinv[0, row])
-    grid_segscan2(tmp, tmp, tmp, tmp, 0, 1, b - a, True, none, 0, 0, False, False, gpart, 1, sv, sb, sf)
+    grid_segscan2(tmp, tmp, tmp, tmp, 0, 1, b - a, True, no_heads, 0, 0, False, False, gpart, 1, sv, sb, sf)
     for q in range(lo, hi):
         h = run_end_terms(0, a + q, b, K, h, tmp[0, q], E - tmp[1, q], slotn, A2, A2G, A2GG)
     return g, h
@@ -369,28 +369,32 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
     state_fields = ("eta", "w", "W", "Wc", "D", "C", "A1", "SB", "A2", "A2G", "A2GG", "dirty", "gpart", "tmp")
 
     def _make_static(self):
-        cpu = self.cpu
-        K = cpu.n_slots
+        """Device copies of the CPU kernels' static record (a value per non-zero: the device
+        kernels read no value shift), with each non-zero's slot."""
+        data, K = self.cpu.kernel_data(), self.cpu.n_slots
         st = np.int32 if K < 2**31 - 1 else np.int64
-        slot = np.asarray(cpu.slot, st)
-        return dict(indptr=device_copy(cpu.indptr.astype(np.int64)),
-                    indices=device_copy(cpu.indices.astype(self.itype)),
-                    values=device_copy(cpu.design.full_values(self.dtype)),
-                    indicator=device_copy(np.asarray(cpu.indicator, np.uint8)),
+        slot = np.asarray(data.slot, st)
+        return dict(indptr=device_copy(data.indptr.astype(np.int64)),
+                    indices=device_copy(data.indices.astype(self.itype)),
+                    values=device_copy(self.cpu.design.full_values(self.dtype)),
+                    indicator=device_copy(np.asarray(data.indicator, np.uint8)),
                     slot=device_copy(slot),
-                    slotn=device_copy(slot[cpu.indices]),
-                    event=device_copy(np.asarray(cpu.event, np.uint8)),
-                    one_stratum=device_copy(np.zeros(cpu.n_rows, np.uint8)),
-                    none=device_copy(np.zeros(K + 1, np.uint8)))
+                    slotn=device_copy(slot[data.indices]),
+                    event=device_copy(np.asarray(data.event, np.uint8)),
+                    one_stratum=device_copy(np.zeros(self.n_rows, np.uint8)),
+                    no_heads=device_copy(np.zeros(K + 1, np.uint8)))
 
     def _rep(self):
-        """Weight-dependent device arrays (R rows each): c, cinv, Gev, d, gx0 from the CPU
-        datafit reweighted by each replicate's weights."""
+        """Weight-dependent device arrays (R rows each): c, cinv, Gev, d, gx0 from the record of
+        the CPU datafit reweighted by each replicate's weights."""
         if self._per_rep is None:
             views = [self.cpu] if self.weights is None else [self.cpu.reweighted(w) for w in self.weights]
-            types = dict(cw=self.dtype, cinv=self.dtype, Gev=np.float64, slot_d=np.float64, gx0=np.float64)
-            self._per_rep = {name: device_copy(np.stack([getattr(v, name) for v in views]), dt)
-                             for name, dt in types.items()}
+            records = [v.kernel_data() for v in views]
+            self._per_rep = dict(cw=device_copy(np.stack([d.cw for d in records]), self.dtype),
+                                 cinv=device_copy(np.stack([d.cinv for d in records]), self.dtype),
+                                 Gev=device_copy(np.stack([d.Gev for d in records]), np.float64),
+                                 slot_d=device_copy(np.stack([d.slot_d for d in records]), np.float64),
+                                 gx0=device_copy(np.stack([d.gx0 for d in records]), np.float64))
         return self._per_rep
 
     def _allocate(self, state):
@@ -406,7 +410,7 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
     def _aggregates(self, state):
         """The device arguments shared by both kernels, from W on."""
         s, p, d = self._dev_static(), self._rep(), state.d
-        return (d["W"], d["Wc"], p["slot_d"], p["Gev"], s["none"], d["D"], d["C"], d["A1"], d["SB"], d["A2"],
+        return (d["W"], d["Wc"], p["slot_d"], p["Gev"], s["no_heads"], d["D"], d["C"], d["A1"], d["SB"], d["A2"],
                 d["A2G"], d["A2GG"], d["dirty"])
 
     def _refresh(self, state):
@@ -419,4 +423,4 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
     def _kernel_data(self):
         s, p = self._dev_static(), self._rep()
         return (s["indptr"], s["indices"], s["values"], s["indicator"], s["slotn"], p["gx0"], p["cinv"], p["slot_d"],
-                p["Gev"], s["none"])
+                p["Gev"], s["no_heads"])

@@ -170,10 +170,12 @@ class GLMDeviceDatafit(DeviceDatafit, ClosedFormStart, ExactSeparation):
         return self._cpu_view(0).recedes(direction)
 
     def _make_static(self):
-        cpu = self.cpu
-        indptr, indices, values = cpu.indptr.astype(np.int64), cpu.indices, cpu.design.full_values()
-        indicator = np.asarray(cpu.indicator, np.uint8)
-        if cpu.first:  # implicit intercept: an explicit column of ones on the device
+        """Device copies of the CPU kernels' static record (a value per non-zero: the device
+        kernels read no value shift), and the outcomes."""
+        cpu, data = self.cpu, self.cpu.kernel_data()
+        indptr, indices, values = data.indptr.astype(np.int64), data.indices, cpu.design.full_values()
+        indicator = np.asarray(data.indicator, np.uint8)
+        if data.first:  # implicit intercept: an explicit column of ones on the device
             n = self.n_rows
             indptr = np.r_[0, indptr + n]
             indices = np.r_[np.arange(n), indices]
