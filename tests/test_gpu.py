@@ -374,7 +374,7 @@ def test_sweep_kernels_compile_to_ptx(ptx_compiler, monkeypatch, variant):
     cuda = ptx_compiler
     for dtype in ("float64", "float32"):
         dev, state = _device_datafit_on_host(cuda, monkeypatch, variant, dtype)
-        data_t, state_t = numba.typeof(dev._kernel_data()), numba.typeof(state)
+        data_t, state_t = numba.typeof(dev.kernel_data()), numba.typeof(state)
         assert (dtype == "float32") == ("float32" in str(data_t))  # X values in the state precision
         sig = void(data_t, state_t, int64[::1], uint8[:, ::1], f8[:, ::1], f8[:, :, ::1], f8[:, ::1], int64, f8[::1],
                    f8[:, ::1], f8[:, :, ::1])

@@ -193,7 +193,9 @@ class Datafit(ABC):
     @abstractmethod
     def kernel_data(self) -> tuple:
         """The named record of the static arrays the family's kernels read (built on each
-        call: reweighted views share X but not their case weights)."""
+        call: reweighted views share X but not their case weights); a device datafit's is the
+        tuple of device arrays its sweep kernel takes, in the kernel's order (CUDA kernels
+        take flat arguments)."""
 
     @abstractmethod
     def new_state(self, beta: np.ndarray) -> FitState:

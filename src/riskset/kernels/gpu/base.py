@@ -13,7 +13,7 @@ kernel (:mod:`.sweep`: modes 0, 1 and 2), ``gradient`` of its gradient kernel, w
 here once; a family subclass supplies
 
 * ``sweep_kernel`` (and ``sweep_grid_kernel``), ``gradient_kernel`` and
-  ``_kernel_data()``: its specializations of the sweep and the gradient and the tuple of
+  ``kernel_data()``: its specializations of the sweep and the gradient and the tuple of
   static device arrays they read; ``state_fields``: the names of the state arrays they
   take (``state.kernel``);
 * ``_make_static()``, ``_allocate(state)``: the device arrays;
@@ -234,7 +234,7 @@ class DeviceDatafit(Datafit, Reweightable):
     def _launch_sweep(self, state, coords, mask, beta, prior, radius, mode, fixed, out):
         """One launch of the family's sweep kernel: over the whole grid for a single fit that
         can (:meth:`_grid`), else one block per replicate."""
-        args = (self._kernel_data(), state.kernel, coords, mask, beta, prior, radius, mode, fixed, out)
+        args = (self.kernel_data(), state.kernel, coords, mask, beta, prior, radius, mode, fixed, out)
         if not self._launch_grid(self.sweep_grid_kernel, *args, self._grid_partial()):
             self._launch(self.sweep_kernel, *args, self._spare().partial)
 
@@ -290,7 +290,7 @@ class DeviceDatafit(Datafit, Reweightable):
 
         self._refresh(state)
         out = cuda.device_array((self.n_rep, self.n_coef), dtype=np.float64)
-        self.gradient_kernel[(self.n_coef, self.n_rep), self.helper_threads](self._kernel_data(), state.kernel, out)
+        self.gradient_kernel[(self.n_coef, self.n_rep), self.helper_threads](self.kernel_data(), state.kernel, out)
         return out.copy_to_host()[rows]
 
     def hessian(self, state, columns):
@@ -375,10 +375,6 @@ class DeviceDatafit(Datafit, Reweightable):
         raise NotImplementedError
 
     def _loglik_all(self, state) -> np.ndarray:  # pragma: no cover
-        raise NotImplementedError
-
-    def _kernel_data(self) -> tuple:  # pragma: no cover
-        """The static (and weight-dependent) device arrays the sweep kernel reads, in its order."""
         raise NotImplementedError
 
     def _cpu_reweight(self, w):  # pragma: no cover

@@ -230,7 +230,7 @@ class ConditionalDeviceDatafit(DeviceDatafit):
     def _loglik_all(self, state):
         return self._sync(state)  # recomputes w and W from eta, as the CPU loglik does
 
-    def _kernel_data(self):
+    def kernel_data(self):
         s, p = self._dev_static(), self._rep()
         return (s["indices"], s["values"], s["indicator"], s["col_runs"], s["run_start"], s["run_stratum"],
                 s["stratum_ptr"], s["exact_m"], p["xy"], p["c_s"], p["n_s"])

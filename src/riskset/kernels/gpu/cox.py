@@ -840,7 +840,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         if not self._launch_grid(sync_grid_kernel, *args, d["gpart"], self._grid_partial()):
             self._launch(sync_kernel, *args)
 
-    def _kernel_data(self):
+    def kernel_data(self):
         s, p = self._dev_static(), self._rep()
         return (int(self.has_start), int(self.efron), s["indptr"], s["indices"], s["values"], s["indicator"],
                 s["ksn"], s["ken"], s["evn"], s["bcode"], s["bpos"], s["bhead"], p["gx0"], p["slot_d"], p["slot_m"],

@@ -420,7 +420,7 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
         if not self._launch_grid(sync_grid_kernel, *args, d["gpart"], self._grid_partial()):
             self._launch(sync_kernel, *args)
 
-    def _kernel_data(self):
+    def kernel_data(self):
         s, p = self._dev_static(), self._rep()
         return (s["indptr"], s["indices"], s["values"], s["indicator"], s["slotn"], p["gx0"], p["cinv"], p["slot_d"],
                 p["Gev"], s["no_heads"])

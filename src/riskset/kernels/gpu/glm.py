@@ -209,7 +209,7 @@ class GLMDeviceDatafit(DeviceDatafit, ClosedFormStart, ExactSeparation):
         loglik_kernel[(bx, self.n_rep), self.nt](self.family, state.d["eta"], s["y"], self._weights_dev(), partial)
         return partial.copy_to_host().sum(axis=1)
 
-    def _kernel_data(self):
+    def kernel_data(self):
         s = self._dev_static()
         return (self.family, s["indptr"], s["indices"], s["values"], s["indicator"], s["y"], self._weights_dev())
 
