@@ -36,8 +36,8 @@ from riskset.core.step import CENTER, L1
 from riskset.core.sweep import CompiledFamily
 
 #: Fewest rows at which :meth:`Datafit.sweep` screens resting coordinates by a gradient: below,
-#: the state a sweep reads at random fits the cache (N = 100k: a logistic sweep's resting
-#: coordinates cost about their gradient; 200k, P = 5000: even; 1M: 5-10x) ...
+#: the state a sweep reads at random fits the cache and a resting coordinate costs about its
+#: slope (docs/performance.md, "Measurements behind the code's constants and paths") ...
 SCREENED_SWEEP_ROWS = 2**18
 #: ... and fewest resting coordinates in the sweep.
 SCREENED_SWEEP_MIN = 64

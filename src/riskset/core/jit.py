@@ -5,8 +5,8 @@ cells. Cells holding compiled functions pickle with each function's UUID, random
 process, and with its Python function, whose globals bring the compiled functions it
 calls (with theirs) and the intrinsics it uses (e.g.
 :func:`riskset.core.prefetch.prefetch`, likewise pickled with a random UUID), so the
-key would change every run and every process would compile the sweeps again (~8 s for
-Cox's). :func:`stable_uuid` gives a compiled function, and every compiled function and
+key would change every run and every process would compile the sweeps again (seconds
+per family). :func:`stable_uuid` gives a compiled function, and every compiled function and
 intrinsic it reaches through its globals, a UUID from its qualified name and its source
 file's size and modification time (Numba's own rule for when a cache is stale): stable
 across processes, new when a source changes, so a sweep that inlines a changed family

@@ -69,8 +69,8 @@ def device_copy(a, dtype=None):
     """A device copy of the host array ``a`` (as ``dtype``), handed to numba-cuda with canonical
     C strides. NumPy calls an array C-contiguous when a size-1 axis has stride 0 (``x[None, :]``,
     ``np.broadcast_to``), but numba-cuda's ``to_device`` then copies it one element at a time
-    through a Python loop (``dummyarray.iter_contiguous_extent``): about 5 s per million rows,
-    36 s of a 61 s Cox fit at N = 1,000,000 on an H200, before this copy."""
+    through a Python loop (``dummyarray.iter_contiguous_extent``): seconds per million rows
+    (docs/performance.md, "Measurements behind the code's constants and paths")."""
     from numba import cuda
 
     a = np.ascontiguousarray(a, dtype=dtype)
