@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 import riskset
 from riskset.backend import Backend, kernel_threads, serial_kernel_pool
-from riskset.kernels.cpu import cox as K
+from riskset.kernels.cpu import cox as cox_kernels
 from riskset.kernels.cpu import cox_aggregates, cox_hessian, cox_rows, cox_walks
 from riskset.models.cox import CoxDatafit
 
@@ -215,7 +215,7 @@ def small_strata_datafit(n=3000, seed=1):
     return CoxDatafit(X, time, status, strata=rng.integers(0, 400, n))
 
 
-@pytest.mark.parametrize("moves", [1, 3, K.MOVED_COLUMNS + 2])
+@pytest.mark.parametrize("moves", [1, 3, cox_kernels.MOVED_COLUMNS + 2])
 def test_refresh_of_the_moved_strata_equals_a_full_refresh(moves):
     """A coordinate after ``moves`` moves refreshes only the strata of the moved columns (all of
     them once more columns moved than the state lists): the aggregates of a full refresh."""
@@ -223,7 +223,7 @@ def test_refresh_of_the_moved_strata_equals_a_full_refresh(moves):
     state = df.new_state(np.zeros(df.n_coef))
     for k in range(moves):
         df.move(state, k % df.n_coef, 0.1 * (k + 1))
-    assert np.all(state.moved[0] == (moves if moves <= K.MOVED_COLUMNS else K.ALL_MOVED))
+    assert np.all(state.moved[0] == (moves if moves <= cox_kernels.MOVED_COLUMNS else cox_kernels.ALL_MOVED))
     g, h = df.coordinate(state, 0)
     assert state.moved[0] == 0
     partial = (state.sums.D.copy(), state.sums.A1c.copy(), state.sums.A2c.copy())

@@ -40,7 +40,7 @@ from riskset.core.design import column_runs
 from riskset.data.risksets import (build_risk_sets, check_survival, column_breakpoints, expand_time_varying,
                                    interval_labels, risk_set_rank, slots_at_nonzeros)
 from riskset.exceptions import DataWarning, InputError
-from riskset.kernels.cpu import cox as K
+from riskset.kernels.cpu import cox as cox_kernels
 from riskset.kernels.cpu import cox_walks
 from riskset.kernels.cpu.cox_records import Rows, ScanData, ScanState, Slots, SparseData, SparseState, Sums
 from riskset.kernels.cpu.cox_aggregates import loglik_slots, refresh, rows_denominators
@@ -87,7 +87,7 @@ class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         self.order = order
         self.ties = ties
         self.formulation = formulation
-        self.kernels = K.SCAN_KERNELS if formulation == "scan" else K.SPARSE_KERNELS
+        self.kernels = cox_kernels.SCAN_KERNELS if formulation == "scan" else cox_kernels.SPARSE_KERNELS
         self.efron = ties == "efron" and bool(np.any(rs.slot_m > 1))
         self.cw = np.ascontiguousarray(weights[order])
         self.ks, self.ke, self.event = rs.ks, rs.ke, rs.event
@@ -181,7 +181,7 @@ class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         state.sums = Sums(ex=np.empty(ns), en=np.empty(ns), ev=np.empty(ns), D=np.empty(ns), Q1=np.empty(ns),
                           Q2=np.empty(ns), R1=np.zeros(ns), R2=np.zeros(ns), T2=np.zeros(ns), A1c=np.empty(ns),
                           A2c=np.empty(ns))
-        state.moved = np.zeros(K.MOVED_COLUMNS + 1, np.int64)
+        state.moved = np.zeros(cox_kernels.MOVED_COLUMNS + 1, np.int64)
         self._sync(state)
         if self.formulation == "scan":
             state.xd = np.zeros(n)  # the column of the scan, scattered to rows

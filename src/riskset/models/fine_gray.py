@@ -39,7 +39,7 @@ import scipy.sparse as sp
 
 from riskset.data.dataset import row_label
 from riskset.exceptions import DataWarning, InputError
-from riskset.kernels.cpu import fine_gray as K
+from riskset.kernels.cpu import fine_gray as fine_gray_kernels
 from riskset.kernels.cpu.cox_rows import row_pieces
 from riskset.core.interface import Reweightable, RunsOnDevice
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
@@ -146,7 +146,7 @@ class FineGrayDatafit(Datafit, Reweightable, RunsOnDevice):
         censored = np.asarray(censored, dtype=np.uint8)
         weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
         order = np.lexsort((-event.astype(np.int64), -time)).astype(np.int64)
-        off = None if offset is None else np.asarray(offset, dtype=np.float64)[order]  # large ones: K.sync
+        off = None if offset is None else np.asarray(offset, dtype=np.float64)[order]  # large ones: the kernels' sync
         super().__init__(X, off, rows=order)
         self.order = order
         self.formulation = formulation
@@ -161,8 +161,8 @@ class FineGrayDatafit(Datafit, Reweightable, RunsOnDevice):
             self.slot_time.shape[0] - np.searchsorted(self.slot_time[::-1], self.time, side="right"),
             dtype=np.int32 if self.slot_time.shape[0] < 2**31 - 1 else np.int64)
         self.n_slots = self.slot_time.shape[0]
-        self.row_pieces = row_pieces(np.zeros(n, np.int64))  # one stratum: the passes of K.sync
-        self.kernels = K.KERNELS[formulation]
+        self.row_pieces = row_pieces(np.zeros(n, np.int64))  # one stratum: the passes of fine_gray_kernels.sync
+        self.kernels = fine_gray_kernels.KERNELS[formulation]
         # the user's censoring survival G(T-) per row (sorted order), fixed whatever the case weights
         self.given_G = None if censor_weights is None else np.asarray(censor_weights, dtype=np.float64)[order]
         if self.given_G is not None:  # Cyclops' censorWeights: set once, shared by every reweighted view
@@ -228,9 +228,10 @@ class FineGrayDatafit(Datafit, Reweightable, RunsOnDevice):
 
     # -- state ----------------------------------------------------------------------------
     def kernel_data(self):
-        return K.Data(indptr=self.indptr, indices=self.indices, values=self.values, value_shift=self.value_shift,
-                      indicator=self.indicator, gx0=self.gx0, cw=self.cw, event=self.event, slot=self.slot,
-                      cinv=self.cinv, slot_d=self.slot_d, Gev=self.Gev)
+        return fine_gray_kernels.Data(indptr=self.indptr, indices=self.indices, values=self.values,
+                                      value_shift=self.value_shift, indicator=self.indicator, gx0=self.gx0, cw=self.cw,
+                                      event=self.event, slot=self.slot, cinv=self.cinv, slot_d=self.slot_d,
+                                      Gev=self.Gev)
 
     def new_state(self, beta):
         """State at ``beta``. It owns every array a sweep writes (the scan's work arrays
@@ -239,7 +240,7 @@ class FineGrayDatafit(Datafit, Reweightable, RunsOnDevice):
         state = FitState(np.ascontiguousarray(self.linear_predictor(beta), dtype=np.float64))
         ns = self.n_slots
         state.w = np.empty(self.n_rows)
-        state.shift = np.zeros(1)  # w = c exp(eta - shift): K.sync
+        state.shift = np.zeros(1)  # w = c exp(eta - shift): fine_gray_kernels.sync
         state.W = np.zeros(ns + 1)
         state.Wc = np.zeros(ns + 1)
         state.D = np.zeros(ns)
@@ -249,10 +250,11 @@ class FineGrayDatafit(Datafit, Reweightable, RunsOnDevice):
         if self.formulation == "scan":
             state.xd = np.zeros(self.n_rows)
             state.work = np.zeros((6, ns + 1))
-            state.kernel = K.ScanState(eta=state.eta, w=state.w, xd=state.xd, work=state.work)
+            state.kernel = fine_gray_kernels.ScanState(eta=state.eta, w=state.w, xd=state.xd, work=state.work)
         else:
-            state.kernel = K.SparseState(eta=state.eta, w=state.w, W=state.W, Wc=state.Wc, D=state.D, A1=state.A1,
-                                         B1=state.B1, A2=state.A2, A2G=state.A2G, A2GG=state.A2GG, dirty=state.dirty)
+            state.kernel = fine_gray_kernels.SparseState(eta=state.eta, w=state.w, W=state.W, Wc=state.Wc, D=state.D,
+                                                         A1=state.A1, B1=state.B1, A2=state.A2, A2G=state.A2G,
+                                                         A2GG=state.A2GG, dirty=state.dirty)
         self._sync(state)
         return state
 
@@ -261,9 +263,10 @@ class FineGrayDatafit(Datafit, Reweightable, RunsOnDevice):
         (``FitState.synced``)."""
         if state.synced:
             return
-        K.sync(state.eta, self.cw, self.slot, self.cinv, *self.row_pieces, state.shift, state.w, state.W, state.Wc)
-        K.refresh(state.W, state.Wc, self.slot_d, self.Gev, state.D, state.A1, state.B1, state.A2, state.A2G,
-                  state.A2GG)
+        fine_gray_kernels.sync(state.eta, self.cw, self.slot, self.cinv, *self.row_pieces, state.shift, state.w, state.W,
+                               state.Wc)
+        fine_gray_kernels.refresh(state.W, state.Wc, self.slot_d, self.Gev, state.D, state.A1, state.B1, state.A2,
+                                  state.A2G, state.A2GG)
         state.dirty[0] = False
         state.loglik = None
         state.synced = True
@@ -271,7 +274,8 @@ class FineGrayDatafit(Datafit, Reweightable, RunsOnDevice):
     def loglik(self, state):
         self._sync(state)
         if state.loglik is None:
-            state.loglik = K.loglik_terms(state.eta, self.cw, self.event, state.shift[0], self.slot_d, state.D)
+            state.loglik = fine_gray_kernels.loglik_terms(state.eta, self.cw, self.event, state.shift[0], self.slot_d,
+                                                          state.D)
         return state.loglik
 
     def gradient(self, state):
@@ -288,7 +292,7 @@ class FineGrayDatafit(Datafit, Reweightable, RunsOnDevice):
         gradient is gx0 - X' v and the first Hessian term -X' diag(v) X."""
         self._sync(state)
         v = np.empty(self.n_rows)
-        K.row_terms(state.w, self.slot, self.cinv, state.A1, state.B1, v)
+        fine_gray_kernels.row_terms(state.w, self.slot, self.cinv, state.A1, state.B1, v)
         return v
 
     def hessian(self, state, columns):
@@ -298,10 +302,11 @@ class FineGrayDatafit(Datafit, Reweightable, RunsOnDevice):
         self._sync(state)
         cols = np.ascontiguousarray(columns, dtype=np.int64)
         v = np.empty(self.n_rows)
-        K.row_terms(state.w, self.slot, self.cinv, state.A1, state.B1, v)
+        fine_gray_kernels.row_terms(state.w, self.slot, self.cinv, state.A1, state.B1, v)
         rowptr, rcol, rval = self.products.rows_of(cols)
         H = np.empty((cols.shape[0], cols.shape[0]))
-        K.hessian_block(rowptr, rcol, rval, state.w, v, self.slot, self.cinv, state.A2, state.A2G, state.A2GG, H)
+        fine_gray_kernels.hessian_block(rowptr, rcol, rval, state.w, v, self.slot, self.cinv, state.A2, state.A2G,
+                                        state.A2GG, H)
         return H
 
     hessian_work = risk_set_block_work
@@ -324,7 +329,7 @@ class FineGrayDatafit(Datafit, Reweightable, RunsOnDevice):
 
         def hessian_times(b):
             self.products.times(cols, b, u)
-            K.hessian_vector_rows(u, state.w, v, self.slot, self.cinv, self.Gev, q2, U, Uc, z)
+            fine_gray_kernels.hessian_vector_rows(u, state.w, v, self.slot, self.cinv, self.Gev, q2, U, Uc, z)
             return self.products.dot(cols, z)
 
         return LocalQuadratic(self.gx0[cols] - xv, x2v, hessian_times)
@@ -333,7 +338,7 @@ class FineGrayDatafit(Datafit, Reweightable, RunsOnDevice):
         """(K, len(cols)) weighted risk-set sums of w x per event slot (state must be synced; the
         robust covariance of :mod:`riskset.competing_risks` reads them)."""
         N1 = np.zeros((self.n_slots, len(cols)))
-        K.numerators(np.ascontiguousarray(cols, dtype=np.int64), self.indptr, self.indices, self.values,
+        fine_gray_kernels.numerators(np.ascontiguousarray(cols, dtype=np.int64), self.indptr, self.indices, self.values,
                      self.value_shift, state.w, self.slot, self.cinv, self.Gev, N1)
         return N1
 
