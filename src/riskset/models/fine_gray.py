@@ -263,8 +263,8 @@ class FineGrayDatafit(Datafit, Reweightable, RunsOnDevice):
         (``FitState.synced``)."""
         if state.synced:
             return
-        fine_gray_kernels.sync(state.eta, self.cw, self.slot, self.cinv, *self.row_pieces, state.shift, state.w, state.W,
-                               state.Wc)
+        fine_gray_kernels.sync(state.eta, self.cw, self.slot, self.cinv, *self.row_pieces, state.shift, state.w,
+                               state.W, state.Wc)
         fine_gray_kernels.refresh(state.W, state.Wc, self.slot_d, self.Gev, state.D, state.A1, state.B1, state.A2,
                                   state.A2G, state.A2GG)
         state.dirty[0] = False
