@@ -30,7 +30,8 @@ from riskset.core.replicates import ReplicateBatch
 from riskset.exceptions import InputError
 from riskset.models.base import Datafit, Model
 from riskset.selection.folds import has_event, resampling_units
-from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd, likely_entrants
+from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd
+from riskset.solver.entrants import likely_entrants
 from riskset.solver.prior import Prior, as_prior
 from riskset.solver.replicates import ReplicateResult, fit_replicates
 
