@@ -88,7 +88,7 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
     if restricted.any():
         base = restricted[:, None] & free & (l1 == 0)
         if base.any():
-            beta, state, *_ = _cycles(batch, state, beta, pen, base, opts)
+            _cycles(batch, state, beta, pen, base, opts)
         grad = np.zeros(beta.shape)
         grad[restricted] = batch.gradient(state, np.flatnonzero(restricted))
         for r in np.flatnonzero(restricted):
@@ -101,12 +101,11 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
     base = free & ~at_zero[:, None]
     if base.any():
         likely = None if likely is None else full(likely).astype(bool)
-        beta, state, conv, k, msg, violation = _cycles(batch, state, beta, pen, base, opts, opening=True,
-                                                       likely=likely)
+        cycles = _cycles(batch, state, beta, pen, base, opts, opening=True, likely=likely)
         todo = base.any(axis=1)
-        converged[todo], n_iter[todo], kkt[todo] = conv[todo], k[todo], violation[todo]
+        converged[todo], n_iter[todo], kkt[todo] = cycles.converged[todo], cycles.n_iter[todo], cycles.kkt[todo]
         for r in np.flatnonzero(todo):
-            messages[r] = msg[r]
+            messages[r] = cycles.messages[r]
     # 4. the end of each fit, as fit_ccd's: a non-finite state fails it, else the existence test
     ll = batch.loglik(state)
     objective = ll - pen.values(beta)
@@ -119,10 +118,20 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
     return ReplicateResult(beta, ll, objective, converged, n_iter, messages, gamma_max, diverging, kkt)
 
 
-def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False, likely=None):
+@dataclass
+class Cycles:
+    """How the cycles of a batch ended, per replicate (as :class:`~riskset.solver.ccd.SolverResult`)."""
+
+    converged: np.ndarray
+    n_iter: np.ndarray
+    messages: list
+    kkt: np.ndarray
+
+
+def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False, likely=None) -> Cycles:
     """:meth:`riskset.solver.ccd.Solver.run` for the replicates with coordinates in ``base``
     (R, P), after the opening of warm starts if ``opening`` (``likely``: their likely entrants,
-    or None); one batched sweep per cycle."""
+    or None); one batched sweep per cycle. ``beta`` and ``state`` move in place."""
     R, _ = beta.shape
     radius = np.ones(beta.shape)
     objective = batch.loglik(state) - pen.values(beta)
@@ -162,7 +171,7 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False, likely=
     n_iter = np.array([c.k if c is not None else 0 for c in control])
     messages = [c.message if c is not None else "" for c in control]
     kkt = np.array([c.kkt if c is not None else np.nan for c in control])
-    return beta, state, converged, n_iter, messages, kkt
+    return Cycles(converged, n_iter, messages, kkt)
 
 
 def _kkt_units(batch, state, beta, pen: Penalty, base, rows) -> list:
