@@ -129,7 +129,7 @@ def warm_up(models, dtypes, layouts=(), gpu=True):
     device Hessian-vector kernels; the first GPU fit of a process otherwise spends seconds
     compiling them)."""
     import riskset
-    from riskset.solver.ccd import DENSE_NEWTON_MAX
+    from riskset.solver.newton import DENSE_NEWTON_MAX
 
     for model in models:
         data = riskset.simulate(n=400, p=DENSE_NEWTON_MAX + 5, model="cox" if model == "fine_gray" else model,

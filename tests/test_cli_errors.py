@@ -182,7 +182,7 @@ def test_out_folder_is_checked_before_the_fit(files, capsys, monkeypatch):
 def no_polish(monkeypatch):
     """Newton polishing off: one cycle of coordinate descent does not reach the optimum (with
     it, a polish that settles is checked and a small fit converges in one cycle)."""
-    monkeypatch.setattr(ccd, "polish", lambda datafit, beta, state, *args, objective=None, **kwargs:
+    monkeypatch.setattr(ccd, "newton_steps", lambda datafit, beta, state, *args, objective=None, **kwargs:
                         (beta, state, objective, None, ccd.NEWTON_CG_RTOL))
 
 

@@ -65,7 +65,7 @@ def test_conjugate_gradient_polish_reaches_the_dense_optimum(rng):
     l1, l2 = np.full(p, 0.5), np.zeros(p)
     dense = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-13))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("riskset.solver.ccd.DENSE_NEWTON_MAX", 0)  # every polish by conjugate gradients
+        mp.setattr("riskset.solver.newton.DENSE_NEWTON_MAX", 0)  # every polish by conjugate gradients
         cg_only = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-13))
     assert dense.converged and cg_only.converged and np.count_nonzero(dense.beta) > 10
     np.testing.assert_allclose(cg_only.beta, dense.beta, atol=1e-7)

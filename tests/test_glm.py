@@ -144,7 +144,7 @@ def test_perfect_separation_is_reported_not_converged():
 
 def test_iteration_cap_reports_non_convergence(rng, monkeypatch):
     """Newton polishing off: with it, one cycle reaches the optimum of this small fit."""
-    monkeypatch.setattr(ccd, "polish", lambda datafit, beta, state, *args, objective=None, **kwargs:
+    monkeypatch.setattr(ccd, "newton_steps", lambda datafit, beta, state, *args, objective=None, **kwargs:
                         (beta, state, objective, None, ccd.NEWTON_CG_RTOL))
     data = make_data("logistic", rng)
     with pytest.warns(ConvergenceWarning, match="max_iter"):

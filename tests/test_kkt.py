@@ -49,12 +49,12 @@ def _assert_at_the_optimum(datafit, fit, reference, gamma, penalized):
 
 
 def _record_openings(monkeypatch, sweeps):
-    """Each call of ``ccd.polish_rounds``, as (its opening or None, how many sweeps ``sweeps`` held then)."""
+    """Each call of ``ccd.Solver.polish``, as (its opening or None, how many sweeps ``sweeps`` held then)."""
     from riskset.solver import ccd
 
-    calls, rounds = [], ccd.polish_rounds
-    monkeypatch.setattr(ccd, "polish_rounds", lambda *a: calls.append((a[8] if len(a) > 8 else None, len(sweeps)))
-                        or rounds(*a))
+    calls, polish = [], ccd.Solver.polish
+    monkeypatch.setattr(ccd.Solver, "polish", lambda self, opening=None: calls.append((opening, len(sweeps)))
+                        or polish(self, opening))
     return calls
 
 
@@ -105,7 +105,7 @@ def test_a_diverging_coefficient_never_meets_the_kkt_tolerance_on_its_vanishing_
     read 2e-5 at -14 and passed kkt_tol = 1e-4) the violation stays large until the intercept
     is far out, where the existence test reports the divergence."""
     from riskset.core.penalty import Penalty
-    from riskset.solver.ccd import kkt_violation
+    from riskset.solver.kkt import kkt_violation
 
     data = dataclasses.replace(riskset.simulate(n=200, p=3, model="logistic", seed=2), y=np.zeros(200))
     datafit = riskset.models.get_model("logistic").datafit(data)
@@ -139,9 +139,9 @@ def test_polish_rounds_end_at_the_optimum_with_fewer_sweeps(family, monkeypatch)
     """Conjugate-gradient polishes (forced for every active set), the active set re-decided by
     one gradient between them: the fit ends at the KKT tolerance it reports, at the optimum
     that coordinate descent alone reaches, in no more full sweeps than without the rounds."""
-    from riskset.solver import ccd
+    from riskset.solver import ccd, newton
 
-    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)
+    monkeypatch.setattr(newton, "DENSE_NEWTON_MAX", 1)
     datafit, penalized, gamma = _setup(family)
     l1 = np.where(penalized, gamma, 0.0)
     rounds = fit_ccd(datafit, l1, np.zeros_like(l1), options=SolverOptions(kkt_tol=1e-6))
@@ -158,10 +158,10 @@ def test_a_warm_start_opened_by_a_polish_ends_at_the_optimum(family, monkeypatch
     """A fold of the data warm-started from the full-data fit, opened with a gradient and Newton
     polishes before any full sweep (forced here for every family, whatever its sweep costs):
     it ends at the KKT tolerance it reports, at the optimum a cold fit reaches."""
-    from riskset.solver import ccd
+    from riskset.solver import ccd, newton
 
     monkeypatch.setattr(ccd, "OPENING_SWEEP_PASSES", 0.0)
-    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)  # conjugate-gradient polishes, as for large active sets
+    monkeypatch.setattr(newton, "DENSE_NEWTON_MAX", 1)  # conjugate-gradient polishes, as for large active sets
     datafit, penalized, gamma = _setup(family)
     l1 = np.where(penalized, gamma, 0.0)
     full = fit_ccd(datafit, l1, np.zeros_like(l1))
@@ -255,9 +255,9 @@ def test_a_warm_starts_entrants_join_its_first_newton_step(monkeypatch, dense_ma
     coordinate sweep before it (at N = 1M a Cox sweep of a fold's 30-50 entrants cost 3-5
     gradients); the fit ends at the optimum a cold fit reaches, at the KKT tolerance."""
     from riskset.core.penalty import Penalty
-    from riskset.solver import ccd
+    from riskset.solver import ccd, newton
 
-    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", dense_max)
+    monkeypatch.setattr(newton, "DENSE_NEWTON_MAX", dense_max)
     data = riskset.simulate(n=3000, p=40, model="cox", seed=8)
     datafit = riskset.models.get_model("cox").datafit(data)
     l1 = np.full(datafit.n_coef, 8.0)
@@ -268,8 +268,8 @@ def test_a_warm_starts_entrants_join_its_first_newton_step(monkeypatch, dense_ma
     assert enter is not None and enter.size >= 2
 
     events = []
-    step, sweep = ccd.newton_step, type(fold).sweep
-    monkeypatch.setattr(ccd, "newton_step", lambda df, st, b, active, *a: events.append(("newton", active.copy()))
+    step, sweep = newton.newton_step, type(fold).sweep
+    monkeypatch.setattr(newton, "newton_step", lambda df, st, b, active, *a: events.append(("newton", active.copy()))
                         or step(df, st, b, active, *a))
     monkeypatch.setattr(type(fold), "sweep", lambda self, st, coords, *a: events.append(("sweep", coords.copy()))
                         or sweep(self, st, coords, *a))

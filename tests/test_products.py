@@ -10,7 +10,7 @@ from riskset.core import columns
 from riskset.core.columns import ColumnProducts
 from riskset.core.design import CompactCSC, canonical_csc
 from riskset.models import get_model
-from riskset.solver import ccd
+from riskset.solver import newton
 from riskset.solver.ccd import SolverOptions, fit_ccd
 
 two_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="Numba has a single thread here")
@@ -129,14 +129,14 @@ def test_polished_fits_are_bitwise_equal_on_one_and_two_threads(model, monkeypat
     """Conjugate-gradient Newton steps (every active set) on the row-major copy, in blocks."""
     monkeypatch.setattr(columns, "MIN_BLOCK_ROWS", 64)
     monkeypatch.setattr(columns, "CACHED_ROWS", 0)
-    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)
+    monkeypatch.setattr(newton, "DENSE_NEWTON_MAX", 1)
     d = riskset.simulate(n=3000, p=40, density=0.3, model=model, seed=11)
 
     def run():
         df = get_model(model).datafit(d)
         steps = []
-        original = ccd.newton_step
-        monkeypatch.setattr(ccd, "newton_step", lambda *a: steps.append(a[3].size) or original(*a))
+        original = newton.newton_step
+        monkeypatch.setattr(newton, "newton_step", lambda *a: steps.append(a[3].size) or original(*a))
         l1 = np.full(df.n_coef, 2.0)
         result = fit_ccd(df, l1, np.zeros(df.n_coef), options=SolverOptions(tol=1e-12))
         assert result.converged and max(steps) > 1

@@ -75,7 +75,7 @@ def test_a_replicate_that_does_not_converge_says_so():
 @pytest.mark.parametrize("model", ["cox", "logistic"])
 def test_warm_started_replicates_equal_separate_fits(rng, model):
     """Folds and draws started from the full-data fit: Cox's open with a polish
-    (solver.ccd.opening_entrants), logistic's with a sweep; each replicate as its separate fit."""
+    (solver.entrants.opening_entrants), logistic's with a sweep; each replicate as its separate fit."""
     data = riskset.simulate(n=1500, p=25, model=model, seed=3)
     datafit = riskset.models.get_model(model).datafit(data)
     P = datafit.n_coef
@@ -93,9 +93,10 @@ def test_warm_started_replicates_equal_separate_fits(rng, model):
 
 def test_an_opening_that_reads_its_likely_entrants_alone_ends_where_the_exact_one_does(rng, monkeypatch):
     """Cox folds started from the full-data fit: an opening that reads the slopes of the likely
-    entrants alone (solver.ccd.likely_entrants), or of none (every entrant missed), ends where
+    entrants alone (solver.entrants.likely_entrants), or of none (every entrant missed), ends where
     the opening that reads the gradient does; the exact gradient after its polish finds the rest."""
     from riskset.solver import ccd, replicates
+    from riskset.solver.entrants import likely_entrants
 
     data = riskset.simulate(n=3000, p=60, model="cox", seed=8)
     datafit = riskset.models.get_model("cox").datafit(data)
@@ -103,7 +104,7 @@ def test_an_opening_that_reads_its_likely_entrants_alone_ends_where_the_exact_on
     l1 = np.full(P, 12.0)
     pen = ccd.Penalty(l1, np.zeros(P), np.zeros(P))
     full = fit_ccd(datafit, l1, np.zeros(P), options=SolverOptions(tol=1e-10))
-    likely = ccd.likely_entrants(full.beta, datafit.gradient(full.state), pen)
+    likely = likely_entrants(full.beta, datafit.gradient(full.state), pen)
     assert 0 < likely.sum() < P / 2
     W = np.ones((4, data.n_rows))
     for r in range(4):

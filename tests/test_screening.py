@@ -7,7 +7,9 @@ import riskset
 import riskset.solver.ccd as ccd
 from riskset.core.penalty import Penalty
 from riskset.solver import screening
-from riskset.solver.ccd import SolverOptions, entrants, fit_ccd, kkt_violation
+from riskset.solver.ccd import SolverOptions, fit_ccd
+from riskset.solver.entrants import entrants
+from riskset.solver.kkt import kkt_violation
 
 
 @pytest.fixture(scope="module")

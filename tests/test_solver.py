@@ -8,8 +8,10 @@ import pytest
 import riskset
 from riskset.models import get_model
 from riskset.solver import ccd
+from riskset.solver import newton as newton_polish
 from riskset.core.penalty import Penalty
-from riskset.solver.ccd import SolverOptions, fit_ccd, polish
+from riskset.solver.ccd import SolverOptions, fit_ccd
+from riskset.solver.newton import newton_steps
 
 
 def lasso_problem(model, seed=5):
@@ -27,10 +29,10 @@ def test_conjugate_gradient_polish_reaches_the_ccd_optimum(model, monkeypatch):
     df, l1, l2 = lasso_problem(model)
     exact = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-14, polish_max_active=0, max_iter=5000))
     plain = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-10, polish_max_active=0))
-    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)  # every polish takes CG steps
+    monkeypatch.setattr(newton_polish, "DENSE_NEWTON_MAX", 1)  # every polish takes CG steps
     calls = []
-    original = ccd.newton_step
-    monkeypatch.setattr(ccd, "newton_step", lambda *a: calls.append(a[3].size) or original(*a))
+    original = newton_polish.newton_step
+    monkeypatch.setattr(newton_polish, "newton_step", lambda *a: calls.append(a[3].size) or original(*a))
     newton = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-10))
     assert newton.converged and max(calls) > 1
     assert newton.n_iter < plain.n_iter
@@ -41,12 +43,12 @@ def test_conjugate_gradient_polish_reaches_the_ccd_optimum(model, monkeypatch):
 
 @pytest.mark.parametrize("dense_max", [1, 100])
 def test_polish_never_worsens_and_stops_crossing_coordinates_at_zero(dense_max, monkeypatch, rng):
-    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", dense_max)
+    monkeypatch.setattr(newton_polish, "DENSE_NEWTON_MAX", dense_max)
     df, l1, l2 = lasso_problem("cox", seed=7)
     start = rng.normal(scale=0.3, size=df.n_coef)  # far from the optimum: Newton steps cross zero
     state = df.new_state(start)
     before = df.loglik(state) - Penalty(l1, l2).value(start)
-    beta, state, objective, *_ = polish(df, start.copy(), state, Penalty(l1, l2), np.ones(df.n_coef, bool), 5000)
+    beta, state, objective, *_ = newton_steps(df, start.copy(), state, Penalty(l1, l2), np.ones(df.n_coef, bool), 5000)
     after = df.loglik(state) - Penalty(l1, l2).value(beta)
     assert after > before and objective == after  # the objective it returns is the state's
     assert np.all((np.sign(beta) == np.sign(start)) | (beta == 0))
@@ -55,13 +57,13 @@ def test_polish_never_worsens_and_stops_crossing_coordinates_at_zero(dense_max, 
 
 def test_conjugate_gradient_newton_steps_converge_quadratically(monkeypatch):
     """From a rough CCD point, a few matrix-free Newton steps zero the active-set gradient."""
-    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)
+    monkeypatch.setattr(newton_polish, "DENSE_NEWTON_MAX", 1)
     df, l1, l2 = lasso_problem("cox")
     rough = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-5, polish_max_active=0))
     steps = []
-    original = ccd.newton_step
-    monkeypatch.setattr(ccd, "newton_step", lambda *a: steps.append(1) or original(*a))
-    beta, state, *_ = polish(df, rough.beta.copy(), rough.state, Penalty(l1, l2), np.ones(df.n_coef, bool),
+    original = newton_polish.newton_step
+    monkeypatch.setattr(newton_polish, "newton_step", lambda *a: steps.append(1) or original(*a))
+    beta, state, *_ = newton_steps(df, rough.beta.copy(), rough.state, Penalty(l1, l2), np.ones(df.n_coef, bool),
                                5000)
     active = np.flatnonzero(beta)
     kkt = df.gradient(state)[active] - l2[active] * beta[active] - l1[active] * np.sign(beta[active])
@@ -75,7 +77,7 @@ def test_a_polish_to_machine_precision_stops_after_a_step_that_promised_less_tha
     promised at most 1e-15 of the objective: at that point a measured gain is rounding (here a
     log-likelihood that creeps up by 1e-13 per evaluation, as sums over 1M rows round), and the
     step after would only be paid for (at N = 1M a step is a Hessian block and a new state)."""
-    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", dense_max)
+    monkeypatch.setattr(newton_polish, "DENSE_NEWTON_MAX", dense_max)
     df, l1, l2 = lasso_problem("cox")
     rough = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-5, polish_max_active=0))
     evaluations, loglik = [], df.loglik
@@ -86,15 +88,15 @@ def test_a_polish_to_machine_precision_stops_after_a_step_that_promised_less_tha
         return value + 1e-13 * abs(value) * len(evaluations)
 
     monkeypatch.setattr(df, "loglik", creeping_loglik)
-    promised, original = [], ccd.newton_step
+    promised, original = [], newton_polish.newton_step
 
     def recorded_newton_step(*args):
         found = original(*args)
         promised.append(found[1])
         return found
 
-    monkeypatch.setattr(ccd, "newton_step", recorded_newton_step)
-    beta, state, objective, *_ = polish(df, rough.beta.copy(), rough.state, Penalty(l1, l2),
+    monkeypatch.setattr(newton_polish, "newton_step", recorded_newton_step)
+    beta, state, objective, *_ = newton_steps(df, rough.beta.copy(), rough.state, Penalty(l1, l2),
                                        np.ones(df.n_coef, bool), 5000)
     threshold = 1e-15 * (abs(objective) + 1)
     assert len(promised) >= 2 and promised[-1] <= threshold  # it went to machine precision ...
@@ -111,21 +113,19 @@ def test_newton_cg_steps_far_from_the_optimum_are_solved_loosely(monkeypatch):
     optimum, to its KKT tolerance, as with every step solved to NEWTON_CG_RTOL."""
     import dataclasses
 
-    from riskset.solver import ccd
-
-    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)
+    monkeypatch.setattr(newton_polish, "DENSE_NEWTON_MAX", 1)
     data = riskset.simulate(n=3000, p=30, model="poisson", seed=4)
     data = dataclasses.replace(data, strata=np.arange(3000) // 10)
-    used, original = [], ccd.newton_step
+    used, original = [], newton_polish.newton_step
 
     def recording(*args):
         used.append(args[5])
         return original(*args)
 
-    monkeypatch.setattr(ccd, "newton_step", recording)
+    monkeypatch.setattr(newton_polish, "newton_step", recording)
     loose = riskset.fit(data, "conditional_poisson", riskset.Normal(variance=1.0))
-    assert max(used) > ccd.NEWTON_CG_RTOL and max(used) <= ccd.NEWTON_CG_RTOL_MAX
-    monkeypatch.setattr(ccd, "NEWTON_CG_RTOL_MAX", ccd.NEWTON_CG_RTOL)
+    assert max(used) > newton_polish.NEWTON_CG_RTOL and max(used) <= newton_polish.NEWTON_CG_RTOL_MAX
+    monkeypatch.setattr(newton_polish, "NEWTON_CG_RTOL_MAX", newton_polish.NEWTON_CG_RTOL)
     tight = riskset.fit(data, "conditional_poisson", riskset.Normal(variance=1.0))
     assert loose.converged and tight.converged and loose.kkt <= 1e-4
     assert loose.objective == pytest.approx(tight.objective, rel=1e-10)
@@ -145,7 +145,7 @@ def test_a_costly_hessian_block_is_not_formed_and_the_fit_still_meets_its_kkt_to
     dense = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-10))
     assert dense.converged and formed  # the default: this small block is formed
     formed.clear()
-    monkeypatch.setattr(ccd, "DENSE_WORK_MAX", 0.0)
+    monkeypatch.setattr(newton_polish, "DENSE_WORK_MAX", 0.0)
     costly = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-10))
     assert costly.converged and not formed
     assert costly.kkt <= SolverOptions().kkt_tol
@@ -160,24 +160,24 @@ def test_a_polish_round_far_from_the_optimum_hands_its_forcing_term_to_the_next(
     solve of the Newton system is wasted), and the fit ends at the optimum of tight solves."""
     import dataclasses
 
-    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)
+    monkeypatch.setattr(newton_polish, "DENSE_NEWTON_MAX", 1)
     rng = np.random.default_rng(11)
     data = riskset.simulate(n=20000, p=100, model="poisson", seed=1)
     data = dataclasses.replace(data, strata=np.sort(rng.integers(0, 2000, 20000)))
     first_solves = []
-    polish = ccd.polish
+    steps = ccd.newton_steps
 
     def recording(*args, **kwargs):
-        first_solves.append(kwargs.get("rtol", ccd.NEWTON_CG_RTOL))
-        return polish(*args, **kwargs)
+        first_solves.append(kwargs.get("rtol", newton_polish.NEWTON_CG_RTOL))
+        return steps(*args, **kwargs)
 
-    monkeypatch.setattr(ccd, "polish", recording)
+    monkeypatch.setattr(ccd, "newton_steps", recording)
     loose = riskset.fit(data, "conditional_poisson", riskset.Laplace(variance=0.01), tol=1e-8)
-    assert max(first_solves) > 10 * ccd.NEWTON_CG_RTOL
+    assert max(first_solves) > 10 * newton_polish.NEWTON_CG_RTOL
     monkeypatch.setattr(ccd, "POLISH_FAR", np.inf)
     first_solves.clear()
     tight = riskset.fit(data, "conditional_poisson", riskset.Laplace(variance=0.01), tol=1e-8)
-    assert max(first_solves) == ccd.NEWTON_CG_RTOL
+    assert max(first_solves) == newton_polish.NEWTON_CG_RTOL
     assert loose.converged and tight.converged and loose.kkt <= 1e-4
     assert loose.objective == pytest.approx(tight.objective, rel=1e-10)
 
@@ -190,13 +190,13 @@ def test_a_polish_that_settles_on_a_small_step_reports_the_gain_expected_next(de
     polish that settles below tol x POLISH_SETTLED is then checked, not polished again (a Cox CV fold
     fit at N = 1M whose last step gained 2.5e-10 of the objective, with 5e-15 left, took a third
     Newton step: 8 Hessian-vector products and a new state)."""
-    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", dense_max)
+    monkeypatch.setattr(newton_polish, "DENSE_NEWTON_MAX", dense_max)
     df, l1, l2 = lasso_problem("cox")
     rough = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-5, polish_max_active=0))
-    steps, original = [], ccd.gain_ahead
-    monkeypatch.setattr(ccd, "gain_ahead", lambda *a: steps.append(a) or original(*a))
+    steps, original = [], newton_polish.gain_ahead
+    monkeypatch.setattr(newton_polish, "gain_ahead", lambda *a: steps.append(a) or original(*a))
     tol = 1e-4
-    beta, state, objective, settled, _ = polish(df, rough.beta.copy(), rough.state, Penalty(l1, l2),
+    beta, state, objective, settled, _ = newton_steps(df, rough.beta.copy(), rough.state, Penalty(l1, l2),
                                                 np.ones(df.n_coef, bool), 5000, tol)
     scale = abs(objective) + 1
     gain, predicted, rtol = steps[-1]
@@ -218,15 +218,15 @@ def test_the_centring_preconditioner_inverts_a_system_coupled_only_through_its_i
     assert np.all(np.linalg.eigvalsh(S) > 0)
     scale = np.diag(S).copy()
     x = rng.normal(size=m)
-    assert np.allclose(ccd.preconditioner(scale, k, coupling.copy()).matvec(S @ x), x, rtol=1e-12, atol=1e-12)
-    assert np.allclose(ccd.preconditioner(scale).matvec(S @ x), (S @ x) / scale)
+    assert np.allclose(newton_polish.preconditioner(scale, k, coupling.copy()).matvec(S @ x), x, rtol=1e-12, atol=1e-12)
+    assert np.allclose(newton_polish.preconditioner(scale).matvec(S @ x), (S @ x) / scale)
 
 
 def test_logistic_newton_steps_centred_on_the_intercept_take_fewer_products_to_the_same_optimum(monkeypatch):
     """Binary covariates beside an intercept: Jacobi-preconditioned conjugate gradients stall on
     the intercept's coupling to every column (7-10 products a step at N = 1M, P = 20k); centred,
     the system is nearly diagonal. Same optimum, converged, fewer Hessian-vector products."""
-    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)  # every polish takes CG steps
+    monkeypatch.setattr(newton_polish, "DENSE_NEWTON_MAX", 1)  # every polish takes CG steps
     data = riskset.simulate(n=4000, p=60, density=0.2, model="logistic", seed=3)
     datafit = get_model("logistic").datafit(data)
     counted = []
@@ -242,8 +242,8 @@ def test_logistic_newton_steps_centred_on_the_intercept_take_fewer_products_to_t
     prior = riskset.Laplace(variance=1.0)
     centred = riskset.fit(data, "logistic", prior, tol=1e-10)
     n_centred = len(counted)
-    jacobi = ccd.preconditioner
-    monkeypatch.setattr(ccd, "preconditioner", lambda scale, intercept=None, coupling=None: jacobi(scale))
+    jacobi = newton_polish.preconditioner
+    monkeypatch.setattr(newton_polish, "preconditioner", lambda scale, intercept=None, coupling=None: jacobi(scale))
     counted.clear()
     plain = riskset.fit(data, "logistic", prior, tol=1e-10)
     assert centred.converged and plain.converged and centred.kkt <= 1e-4
@@ -288,7 +288,7 @@ def test_a_failed_kkt_check_after_polishes_that_no_longer_gain_sweeps_only_the_v
     against a 3.9 s sweep), while the violation falls at least VIOLATIONS_FALL-fold (seed 3: 71
     violators, then 27, after which it fell 3.5-fold: the full sweep follows, as it did at once
     before)."""
-    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)
+    monkeypatch.setattr(newton_polish, "DENSE_NEWTON_MAX", 1)
     options = SolverOptions(tol=1e-6)
     fold, l1, l2, start = claims_like_fold_fit(seed, rate, options.tol)
     swept, fixed, checked = [], [], []
@@ -324,7 +324,7 @@ def test_a_non_finite_objective_after_a_sweep_between_polishes_ends_the_fit(monk
     """The sweeps between polishes (over the entrants, over the violators) are not cycles, but a
     non-finite objective after one ends the fit as after a cycle: not converged, saying where,
     and nothing swept or polished after it."""
-    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)
+    monkeypatch.setattr(newton_polish, "DENSE_NEWTON_MAX", 1)
     fold, l1, l2, start = claims_like_fold_fit(8, 0.02, 1e-6)
     swept, events = [], []
     sweep, loglik, violators = type(fold).sweep, type(fold).loglik, ccd.violators
@@ -342,7 +342,7 @@ def test_a_non_finite_objective_after_a_sweep_between_polishes_ends_the_fit(monk
 def test_newton_step_leaves_numerically_null_directions_alone():
     """Two identical columns make the Newton block singular to rounding: the step moves along
     the curvature it has and not along x1 - x2 (a plain solve moved them to +-1e12)."""
-    from riskset.solver.ccd import null_free_solve
+    from riskset.solver.newton import null_free_solve
 
     A = np.array([[2.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0 + 1e-17]])
     step, dropped = null_free_solve(A, np.array([1.0, 0.5, 0.5]))
@@ -375,8 +375,8 @@ def test_large_active_sets_are_polished_by_default(monkeypatch):
     l1, l2 = np.zeros(df.n_coef), np.full(df.n_coef, 2.0)
     plain = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-14, polish_max_active=0, max_iter=5000))
     calls = []
-    original = ccd.newton_step
-    monkeypatch.setattr(ccd, "newton_step", lambda *a: calls.append(a[3].size) or original(*a))
+    original = newton_polish.newton_step
+    monkeypatch.setattr(newton_polish, "newton_step", lambda *a: calls.append(a[3].size) or original(*a))
     newton = fit_ccd(df, l1, l2)
     assert SolverOptions().polish_max_active is None and max(calls) == df.n_coef > 5000
     assert newton.converged and newton.n_iter < plain.n_iter
@@ -387,16 +387,16 @@ def test_newton_blocks_singular_by_count_are_left_to_coordinate_steps(monkeypatc
     """A Cox model stratified by matched pairs with more L1 coordinates active than events has a
     singular Newton block: conjugate gradients would run to their cap for nothing, so no
     conjugate-gradient step is asked on such a set; the fit still converges (KKT)."""
-    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)  # every polish would take CG steps
+    monkeypatch.setattr(newton_polish, "DENSE_NEWTON_MAX", 1)  # every polish would take CG steps
     n, p = 400, 300
     data = riskset.simulate(n=n, p=p, density=0.3, model="cox", seed=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pairs without an event are dropped
         df = get_model("cox").datafit(dataclasses.replace(data, strata=np.repeat(np.arange(n // 2), 2)))
     sizes, refused = [], []
-    newton, singular = ccd.newton_step, ccd.singular_by_rank
-    monkeypatch.setattr(ccd, "newton_step", lambda *a: sizes.append(a[3].size) or newton(*a))
-    monkeypatch.setattr(ccd, "singular_by_rank", lambda *a: refused.append(singular(*a)) or refused[-1])
+    newton, singular = newton_polish.newton_step, newton_polish.singular_by_rank
+    monkeypatch.setattr(newton_polish, "newton_step", lambda *a: sizes.append(a[3].size) or newton(*a))
+    monkeypatch.setattr(newton_polish, "singular_by_rank", lambda *a: refused.append(singular(*a)) or refused[-1])
     l1 = np.full(p, 0.02 * fit_ccd(df, np.full(p, 1e9), np.zeros(p)).gamma_max)
     res = fit_ccd(df, l1, np.zeros(p), options=SolverOptions(max_iter=5000))
     assert res.converged and any(refused)
@@ -407,13 +407,14 @@ def test_truncated_conjugate_gradient_steps_still_ascend(monkeypatch):
     """Conjugate gradients stopped by their iteration cap return their iterate, an ascent step on
     the quadratic model (the line search then takes what it gains), not nothing; the fit still
     reaches the optimum."""
-    monkeypatch.setattr(ccd, "DENSE_NEWTON_MAX", 1)
-    monkeypatch.setattr(ccd, "CG_MAX_ITER", 2)
+    monkeypatch.setattr(newton_polish, "DENSE_NEWTON_MAX", 1)
+    monkeypatch.setattr(newton_polish, "CG_MAX_ITER", 2)
     df, l1, l2 = lasso_problem("cox")
     exact = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-14, polish_max_active=0, max_iter=5000))
     rough = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-5, polish_max_active=0))
     active = np.flatnonzero(rough.beta)
-    found = ccd.newton_step(df, rough.state, rough.beta, active, Penalty(l1, l2), 1e-12, np.sign(rough.beta[active]))
+    found = newton_polish.newton_step(df, rough.state, rough.beta, active, Penalty(l1, l2), 1e-12,
+                                      np.sign(rough.beta[active]))
     assert found is not None and found[1] > 0 and active.size > 2
     newton = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-10))
     assert newton.converged and newton.objective >= exact.objective - 1e-9 * abs(exact.objective)

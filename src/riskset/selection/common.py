@@ -31,7 +31,8 @@ from riskset.core.replicates import ReplicateBatch
 from riskset.exceptions import InputError
 from riskset.models.base import Datafit, Model
 from riskset.selection.folds import has_event, resampling_units
-from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd, likely_entrants
+from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd
+from riskset.solver.entrants import likely_entrants
 from riskset.solver.prior import Prior, as_prior
 from riskset.solver.replicates import ReplicateResult, fit_replicates
 
@@ -112,7 +113,7 @@ class Context:
 
     def likely_entrants(self, beta: np.ndarray, variance: float) -> np.ndarray:
         """The coordinates that may enter the active set of a replicate warm-started at the
-        full-data fit ``beta`` at ``variance`` (:func:`riskset.solver.ccd.likely_entrants`, from
+        full-data fit ``beta`` at ``variance`` (:func:`riskset.solver.entrants.likely_entrants`, from
         the full data's gradient there: one gradient, shared by every split)."""
         pen = prior_with_variance(self.prior, variance).penalty(self.names, self.model.unpenalized_names())
         return likely_entrants(beta, self.datafit.gradient(self.datafit.new_state(beta)), pen)

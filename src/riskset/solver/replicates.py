@@ -2,12 +2,12 @@
 
 Every replicate r follows the single-fit algorithm step for step: restricted start
 and the gamma_max test, sweeps chosen and stopped by its own
-:class:`~riskset.solver.ccd.CycleControl`, rounds of Newton polishing
-(:func:`~riskset.solver.ccd.polish_rounds`, on the replicate's own view).
-Only the full and active-set sweeps are batched: one ``batch.sweep`` per cycle advances every running
-replicate (a per-replicate coordinate mask), so a family with batched kernels reads
-each column once for all of them. A batched replicate therefore ends where its
-separate fit ends, to rounding.
+:class:`~riskset.solver.control.CycleControl`, its polishes and refinements by a
+:class:`~riskset.solver.ccd.Solver` on the replicate's own view, and its end by
+:func:`~riskset.solver.ending.verdict`. Only the sweeps and the gradients are batched: one
+``batch.sweep`` per cycle advances every running replicate (a per-replicate coordinate mask), so
+a family with batched kernels reads each column once for all of them. A batched replicate
+therefore ends where its separate fit ends, to rounding.
 """
 from __future__ import annotations
 
@@ -17,9 +17,12 @@ import numpy as np
 
 from riskset.core.penalty import Penalty
 from riskset.core.replicates import ReplicateBatch
-from riskset.solver.ccd import (AT_GAMMA_MAX, active_set, OPENING_SWEEP_PASSES, CycleControl, Opening, SolverOptions,
-                                end_of_fit, final_polish, final_polish_set, fit_status, informed_units, kkt_unit,
-                                opening_entrants, polish_rounds, polish_set, state_problem, warm_start, zero_test)
+from riskset.solver.ccd import AT_GAMMA_MAX, Solver, SolverOptions, fit_status, zero_test
+from riskset.solver.control import CycleControl
+from riskset.solver.ending import verdict
+from riskset.solver.entrants import OPENING_SWEEP_PASSES, Opening, opening_entrants, warm_start
+from riskset.solver.kkt import informed_units, kkt_unit
+from riskset.solver.newton import active_set, newton_coordinates, refine_coordinates, refine_max_active
 
 
 @dataclass
@@ -56,7 +59,7 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
         (the points of a profile likelihood).
     center : (P,) or (R, P) prior means (location priors; zeros by default).
     likely : (P,) or (R, P) mask of the coordinates that may enter the active set at the warm
-        starts (:func:`riskset.solver.ccd.likely_entrants`); a warm start's opening reads their
+        starts (:func:`riskset.solver.entrants.likely_entrants`); a warm start's opening reads their
         slopes alone where they are fewer than half and the batch reads slopes cheaply
         (:attr:`~riskset.core.replicates.ReplicateBatch.cheap_slopes`; None: it reads the gradient).
     """
@@ -85,7 +88,7 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
     if restricted.any():
         base = restricted[:, None] & free & (l1 == 0)
         if base.any():
-            beta, state, *_ = _cycles(batch, state, beta, pen, base, opts)
+            _cycles(batch, state, beta, pen, base, opts)
         grad = np.zeros(beta.shape)
         grad[restricted] = batch.gradient(state, np.flatnonzero(restricted))
         for r in np.flatnonzero(restricted):
@@ -98,29 +101,37 @@ def fit_replicates(batch: ReplicateBatch, l1, l2, beta0=None, free=None,
     base = free & ~at_zero[:, None]
     if base.any():
         likely = None if likely is None else full(likely).astype(bool)
-        beta, state, conv, k, msg, violation = _cycles(batch, state, beta, pen, base, opts, opening=True,
-                                                       likely=likely)
+        cycles = _cycles(batch, state, beta, pen, base, opts, opening=True, likely=likely)
         todo = base.any(axis=1)
-        converged[todo], n_iter[todo], kkt[todo] = conv[todo], k[todo], violation[todo]
+        converged[todo], n_iter[todo], kkt[todo] = cycles.converged[todo], cycles.n_iter[todo], cycles.kkt[todo]
         for r in np.flatnonzero(todo):
-            messages[r] = msg[r]
+            messages[r] = cycles.messages[r]
     # 4. the end of each fit, as fit_ccd's: a non-finite state fails it, else the existence test
     ll = batch.loglik(state)
     objective = ll - pen.values(beta)
     diverging = [{} for _ in range(R)]
-    for r, problem in enumerate(batch.diagnose(state, beta)):
-        problem = state_problem(batch.view(r), beta[r], problem, f"after cycle {n_iter[r]}")
-        message, diverging[r] = end_of_fit(batch.view(r), beta[r], objective[r], problem, pen.row(r), free[r],
-                                           converged[r])
+    for r, diagnosis in enumerate(batch.diagnose(state, beta)):
+        message, diverging[r] = verdict(batch.view(r), beta[r], objective[r], diagnosis, f"after cycle {n_iter[r]}",
+                                        pen.row(r), free[r], converged[r])
         if message:
             converged[r], messages[r] = False, message
     return ReplicateResult(beta, ll, objective, converged, n_iter, messages, gamma_max, diverging, kkt)
 
 
-def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False, likely=None):
-    """``ccd._cycles`` (then ``polish`` on convergence) for the replicates with coordinates in
-    ``base`` (R, P), after the opening of warm starts if ``opening`` (``likely``: their likely
-    entrants, or None); one batched sweep per cycle."""
+@dataclass
+class Cycles:
+    """How the cycles of a batch ended, per replicate (as :class:`~riskset.solver.ccd.SolverResult`)."""
+
+    converged: np.ndarray
+    n_iter: np.ndarray
+    messages: list
+    kkt: np.ndarray
+
+
+def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False, likely=None) -> Cycles:
+    """:meth:`riskset.solver.ccd.Solver.run` for the replicates with coordinates in ``base``
+    (R, P), after the opening of warm starts if ``opening`` (``likely``: their likely entrants,
+    or None); one batched sweep per cycle. ``beta`` and ``state`` move in place."""
     R, _ = beta.shape
     radius = np.ones(beta.shape)
     objective = batch.loglik(state) - pen.values(beta)
@@ -129,10 +140,9 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False, likely=
     running = np.array([c is not None and not c.done for c in control])
 
     def check():
-        """The KKT check of the replicates that want one, small active sets polished to machine
-        precision first."""
-        rows = [r for r in np.flatnonzero(running) if control[r].wants_kkt]
-        for r, obj in _final_polish(batch, state, beta, pen, base, rows, opts).items():
+        """The KKT check of the replicates that want one, small active sets refined first."""
+        rows = [r for r in np.flatnonzero(running) if control[r].kkt_due]
+        for r, obj in _refine(batch, state, beta, pen, base, rows, opts, control, radius).items():
             control[r].objective = obj
         grads = batch.gradient(state, rows) if rows else ()
         for r, grad, unit in zip(rows, grads, _kkt_units(batch, state, beta, pen, base, rows)):
@@ -147,26 +157,26 @@ def _cycles(batch, state, beta, pen: Penalty, base, opts, opening=False, likely=
     while running.any():
         mask = np.zeros(beta.shape, bool)
         for r in np.flatnonzero(running):
-            mask[r, control[r].coords(coords[r], beta[r], pen.row(r))] = True
+            mask[r, control[r].next_sweep(coords[r], beta[r], pen.row(r))] = True
         batch.sweep(state, mask, beta, pen.table, radius)
         objective = batch.loglik(state) - pen.values(beta)
         for r in np.flatnonzero(running):
-            control[r].record(objective[r])
+            control[r].cycled(objective[r])
         check()
         due = [r for r in np.flatnonzero(running) if control[r].polish_due]
-        _polish_rounds(batch, state, beta, pen, base, due, opts, control, radius)
+        _polish(batch, state, beta, pen, base, due, opts, control, radius)
         for r in np.flatnonzero(running):
             running[r] = not control[r].done
     converged = np.array([c is not None and c.converged for c in control])
     n_iter = np.array([c.k if c is not None else 0 for c in control])
     messages = [c.message if c is not None else "" for c in control]
     kkt = np.array([c.kkt if c is not None else np.nan for c in control])
-    return beta, state, converged, n_iter, messages, kkt
+    return Cycles(converged, n_iter, messages, kkt)
 
 
 def _kkt_units(batch, state, beta, pen: Penalty, base, rows) -> list:
     """Per replicate of ``rows``, the units of its KKT violations at ``beta``
-    (:func:`riskset.solver.ccd.kkt_unit`, on the replicate's own view and its state,
+    (:func:`riskset.solver.kkt.kkt_unit`, on the replicate's own view and its state,
     :meth:`ReplicateBatch.view_state`, asked only where a coefficient's information is needed)."""
 
     def one(r):
@@ -179,8 +189,8 @@ def _kkt_units(batch, state, beta, pen: Penalty, base, rows) -> list:
 
 def _opening(batch, state, beta, pen: Penalty, base, rows, opts, control, radius, likely) -> None:
     """The opening of warm-started replicates ``rows``, as a single fit's
-    (:func:`riskset.solver.ccd.opening_entrants`): a batched gradient finds each one's
-    entrants, which enter its polish rounds; a replicate whose ``likely`` entrants are fewer
+    (:meth:`riskset.solver.ccd.Solver.open`): a batched gradient finds each one's
+    entrants, which join its polish; a replicate whose ``likely`` entrants are fewer
     than half its coordinates reads their slopes alone (an inexact :class:`Opening`)."""
     P = beta.shape[1]
     read = {}  # replicate -> the columns whose slopes its opening reads
@@ -201,35 +211,43 @@ def _opening(batch, state, beta, pen: Penalty, base, rows, opts, control, radius
         enter = opening_entrants(batch.view(r), beta[r], grads[r], pen.row(r), base[r], opts.polish_max_active)
         if enter is not None:
             opened[r] = Opening(enter, grads[r], exact=r not in read)
-    _polish_rounds(batch, state, beta, pen, base, list(opened), opts, control, radius, opened)
+    _polish(batch, state, beta, pen, base, list(opened), opts, control, radius, opened)
 
 
-def _polish_rounds(batch, state, beta, pen: Penalty, base, rows, opts, control, radius, opening=None) -> None:
-    """:func:`riskset.solver.ccd.polish_rounds` of replicates ``rows``, each on its own view
-    (``opening``: replicate -> its :class:`~riskset.solver.ccd.Opening`)."""
+def _solver(batch, state, beta, pen: Penalty, base, r, opts, control, radius) -> Solver:
+    """The :class:`~riskset.solver.ccd.Solver` of replicate ``r`` on its own view, from a copy of
+    its coefficients and its view's state, with its own cycle control and trust regions."""
+    return Solver(batch.view(r), beta[r].copy(), batch.view_state(state, r, beta), pen.row(r), base[r], opts,
+                  control=control, radius=radius)
+
+
+def _polish(batch, state, beta, pen: Penalty, base, rows, opts, control, radius, opening=None) -> None:
+    """:meth:`riskset.solver.ccd.Solver.polish` of replicates ``rows``, each on its own view
+    (``opening``: replicate -> its :class:`~riskset.solver.entrants.Opening`)."""
     opening = opening or {}
     rows = [r for r in rows if r in opening
-            or polish_set(batch.view(r), beta[r], pen.row(r), base[r], opts.polish_max_active) is not None]
+            or newton_coordinates(batch.view(r), beta[r], pen.row(r), base[r], opts.polish_max_active) is not None]
 
     def one(r):
-        b, st = polish_rounds(batch.view(r), beta[r].copy(), batch.view_state(state, r, beta), pen.row(r), base[r],
-                              opts, control[r], radius[r], opening.get(r))
-        return b, st, None
+        solver = _solver(batch, state, beta, pen, base, r, opts, control[r], radius[r])
+        solver.polish(opening.get(r))
+        return solver.beta, solver.state, None
 
     _on_views(batch, state, beta, rows, one)
 
 
-def _final_polish(batch, state, beta, pen: Penalty, base, rows, opts) -> dict:
-    """:func:`riskset.solver.ccd.final_polish` of replicates ``rows`` on their own views; returns
+def _refine(batch, state, beta, pen: Penalty, base, rows, opts, control, radius) -> dict:
+    """:meth:`riskset.solver.ccd.Solver.refine` of replicates ``rows`` on their own views; returns
     their new objectives."""
-    size = opts.final_polish_max_active  # first without the views (a device batch builds them on the host)
+    size = refine_max_active(opts.polish_max_active)  # first without the views (a device batch builds them on the host)
     rows = [r for r in rows if 0 < active_set(beta[r], pen.row(r), base[r]).size <= size]
-    rows = [r for r in rows if final_polish_set(batch.view(r), beta[r], pen.row(r), base[r], opts) is not None]
+    rows = [r for r in rows
+            if refine_coordinates(batch.view(r), beta[r], pen.row(r), base[r], opts.polish_max_active) is not None]
 
     def one(r):
-        b, st, objective, _ = final_polish(batch.view(r), beta[r].copy(), batch.view_state(state, r, beta),
-                                           pen.row(r), base[r], opts)
-        return b, st, objective
+        solver = _solver(batch, state, beta, pen, base, r, opts, control[r], radius[r])
+        objective = solver.refine()  # from the view's own objective, not the batch's
+        return solver.beta, solver.state, objective
 
     return _on_views(batch, state, beta, rows, one)
 

@@ -12,7 +12,7 @@ centers are cleared, and a KKT check reads a fifth of the columns (docs/performa
 The gradient handed back holds g_ref_j at the cleared coordinates: like their true slopes,
 below their rates, so every decision taken against a rate (the violation, the entrants, the
 violators) is the one the exact gradient gives; their values are not exact, and it is not
-kept as the fit's gradient (:meth:`riskset.solver.ccd.CycleControl.checked`).
+kept as the fit's gradient (:meth:`riskset.solver.control.CycleControl.checked`).
 """
 from __future__ import annotations
 
