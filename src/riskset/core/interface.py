@@ -54,7 +54,7 @@ class LocalQuadratic:
     intercept, coupling : where A holds a coordinate coupled to every other (a GLM's
         intercept beside uncentred covariates), its position in A and its column of -H_AA:
         the Newton step's preconditioner then centres the others on it
-        (:func:`riskset.solver.ccd.newton_step`).
+        (:func:`riskset.solver.newton.newton_step`).
     """
 
     gradient: np.ndarray
@@ -106,7 +106,7 @@ class Datafit(ABC):
     #: (a GLM ~5; conditional strata ~10; a risk-set family ~30, its sums refreshed per moved
     #: coordinate). The solver opens a warm start near its
     #: optimum with a gradient and a Newton polish in place of a sweep where a sweep costs at
-    #: least :data:`riskset.solver.ccd.OPENING_SWEEP_PASSES` (:func:`~riskset.solver.ccd.opening_entrants`).
+    #: least :data:`riskset.solver.entrants.OPENING_SWEEP_PASSES` (:func:`~riskset.solver.entrants.opening_entrants`).
     sweep_passes: ClassVar[float] = 5.0
 
     def __init__(self, X: sp.csc_matrix, offset: np.ndarray | None = None, rows: np.ndarray | None = None):
@@ -276,7 +276,7 @@ class Datafit(ABC):
     def hessian_work(self, columns: np.ndarray) -> float:
         """The work of forming :meth:`hessian` on ``columns`` (stored non-zeros visited): the
         solver forms the block for a Newton step only up to
-        :data:`~riskset.solver.ccd.DENSE_WORK_MAX`, beyond which conjugate gradients on
+        :data:`~riskset.solver.newton.DENSE_WORK_MAX`, beyond which conjugate gradients on
         Hessian-vector products cost less. None counted by default: a Gram block costs
         about a product of the columns' rows (the GLMs; the risk-set families override)."""
         return 0.0

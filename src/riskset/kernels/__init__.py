@@ -6,5 +6,5 @@ Every CPU kernel is compiled with ``nogil=True``: replicate fits (cross-validati
 bootstrap) sharing one datafit run in parallel threads, and with
 ``error_model="numpy"``: a division by a risk-set or stratum sum that underflowed to zero
 gives inf or NaN, never an exception from inside a kernel; the solver ends a fit whose
-state is not finite with a message saying where (:func:`riskset.solver.ccd.state_problem`).
+state is not finite with a message saying where (:func:`riskset.solver.ending.state_problem`).
 """
