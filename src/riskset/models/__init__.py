@@ -1,15 +1,13 @@
-"""Likelihood families. Importing this package registers every built-in model."""
+"""Likelihood families. Importing this package registers every model module in it (a
+:class:`~riskset.models.base.Model` subclass with a ``name`` registers itself): a new family
+is a new module here, with no list to edit."""
 import importlib
+import pkgutil
 
 from riskset.models.base import Datafit, FitState, Model, get_model
 from riskset.models.glm import LeastSquares, LogisticRegression, PoissonRegression
 
-# Families contributed as separate modules; each registers itself on import.
-for _module in ("cox", "fine_gray", "conditional", "sccs", "pooled_logistic"):
-    try:
-        importlib.import_module(f"riskset.models.{_module}")
-    except ModuleNotFoundError as err:
-        if err.name != f"riskset.models.{_module}":
-            raise
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = ["Datafit", "FitState", "Model", "get_model", "LeastSquares", "LogisticRegression", "PoissonRegression"]
