@@ -1,7 +1,7 @@
-"""Cox on the device, the Newton polish of a single fit: the per-row hazard terms v (g =
-gx0 - X' v; the first Hessian term is -X' diag(v) X) and the row weights z of a
-Hessian-vector product ``H_AA b = X_A' z``, O(nnz_A + N + n_slots) per product over the
-whole grid (a cooperative launch). The device side of
+"""Cox on the device, the Newton polish of a single fit: the per-row hazard terms v
+(``g = gx0 - X' v``; the first Hessian term is ``-X' diag(v) X``) and, by a cooperative
+launch over the whole grid, the row weights z of a Hessian-vector product
+``H_AA b = X_A' z`` in O(nnz_A + N + n_slots). The device side of
 :func:`riskset.kernels.cpu.cox.row_hazard_terms` and
 :func:`riskset.kernels.cpu.cox.hessian_vector_rows`.
 """
