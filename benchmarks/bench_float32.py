@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 
 def timed_fit(model, data, dtype, penalty):
-    from riskset.core.columns import ColumnProducts
+    from riskset.core.products.column_products import ColumnProducts
     from riskset.models import get_model
     from riskset.solver.ccd import fit_ccd
 

@@ -441,7 +441,7 @@ def test_a_newton_step_after_a_gradient_reads_its_sums_and_a_move_forgets_them(m
     from it (no pass over them: at N = 1M ~15 ms of each Newton step of a CV fold fit); after a
     move the state has changed, and the sums are computed afresh. Both equal a fresh state's."""
     import riskset
-    from riskset.core.columns import ColumnProducts
+    from riskset.core.products.column_products import ColumnProducts
 
     data = riskset.simulate(n=400, p=6, model="cox", seed=2)  # indicator covariates
     df = riskset.models.get_model("cox").datafit(data)

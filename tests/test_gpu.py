@@ -353,7 +353,7 @@ def _device_datafit_on_host(cuda, monkeypatch, variant, dtype):
     cpu = checks._datafit(model, checks.data_for(model, n=40, p=3, density=0.3, **data_options), **options)
     monkeypatch.setattr(cuda, "to_device", lambda a, *args, **kwargs: np.array(a))
     monkeypatch.setattr(cuda, "device_array", lambda shape, dtype=np.float64, **kwargs: np.empty(shape, dtype))
-    for module in ("base", "cox"):  # the grid of an H100 or H200, without asking a device
+    for module in ("base", "risk_sets"):  # the grid of an H100 or H200, without asking a device
         monkeypatch.setattr(f"riskset.kernels.gpu.{module}.grid_blocks", lambda nt: 132)
     dev = _device_class(cpu)(cpu, dtype)
     dev._dev_static().setdefault("nzf", np.zeros(1, np.uint8))  # Cox's whole-grid flags come from a kernel

@@ -1,4 +1,4 @@
-"""Column-set products (core.columns.ColumnProducts): both layouts against scipy, and the
+"""Column-set products (core.products: ColumnProducts): both layouts against scipy, and the
 same bits on 1 and 2 threads (fixed row blocks and tiles, partial sums reduced in block order)."""
 import numba
 import numpy as np
@@ -6,8 +6,8 @@ import pytest
 import scipy.sparse as sp
 
 import riskset
-from riskset.core import columns
-from riskset.core.columns import ColumnProducts
+from riskset.core.products import column_products, csc, csr, partition
+from riskset.core.products.column_products import ColumnProducts
 from riskset.core.design import CompactCSC, canonical_csc
 from riskset.models import get_model
 from riskset.solver import newton
@@ -18,8 +18,8 @@ two_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="Num
 
 def products(X, monkeypatch, layout):
     """ColumnProducts of X with small row blocks and tiles (several even for a small X) on one layout."""
-    monkeypatch.setattr(columns, "MIN_BLOCK_ROWS", 16)
-    monkeypatch.setattr(columns, "TILE_ROWS", 32)
+    monkeypatch.setattr(partition, "MIN_BLOCK_ROWS", 16)
+    monkeypatch.setattr(partition, "TILE_ROWS", 32)
     X = sp.csc_matrix(X)
     X.sort_indices()
     cp = ColumnProducts(CompactCSC.of(canonical_csc(X)))
@@ -71,10 +71,10 @@ def test_a_gram_operator_builds_the_row_copy_of_its_set_only_from_its_fourth_pro
     cols = np.array([7, -1, 0, 3, 11])
     Xa, c = dense(X, cols), rng.uniform(size=X.shape[0])
     gram = cp.gram_operator(cols, c)
-    for k in range(1, columns.ROW_COPY_AFTER + 2):
+    for k in range(1, column_products.ROW_COPY_AFTER + 2):
         b = rng.normal(size=cols.size)
         assert np.allclose(gram(b), Xa.T @ (c * (Xa @ b)), rtol=1e-14, atol=1e-13)
-        assert (cp._kept.rows is not None) == (k >= columns.ROW_COPY_AFTER)
+        assert (cp._kept.rows is not None) == (k >= column_products.ROW_COPY_AFTER)
 
 
 @pytest.mark.parametrize("indicators", [False, True])
@@ -127,8 +127,8 @@ def test_products_are_bitwise_equal_on_one_and_two_threads(layout, rng, monkeypa
 @pytest.mark.parametrize("model", ["cox", "logistic"])
 def test_polished_fits_are_bitwise_equal_on_one_and_two_threads(model, monkeypatch):
     """Conjugate-gradient Newton steps (every active set) on the row-major copy, in blocks."""
-    monkeypatch.setattr(columns, "MIN_BLOCK_ROWS", 64)
-    monkeypatch.setattr(columns, "CACHED_ROWS", 0)
+    monkeypatch.setattr(partition, "MIN_BLOCK_ROWS", 64)
+    monkeypatch.setattr(column_products, "CACHED_ROWS", 0)
     monkeypatch.setattr(newton, "DENSE_NEWTON_MAX", 1)
     d = riskset.simulate(n=3000, p=40, density=0.3, model=model, seed=11)
 
@@ -223,22 +223,22 @@ def test_tiles_of_more_than_2_16_rows_keep_32_bit_offsets():
     rng = np.random.default_rng(3)
     n, p = 300_000, 5_000
     X = sp.random(n, p, density=2e-5, format="csc", random_state=rng, data_rvs=lambda k: rng.normal(size=k))
-    cp = columns.ColumnProducts(CompactCSC.of(canonical_csc(X)))
+    cp = ColumnProducts(CompactCSC.of(canonical_csc(X)))
     ptr, offsets = cp.tile_rows()
     assert np.diff(cp.tiles).max() > 1 << 16 and offsets.dtype == np.uint32
     cols, b, z = np.arange(0, p, 3), rng.normal(size=-(-p // 3)), rng.normal(size=n)
     out = np.empty(n)
-    columns.tiled_times(ptr, cp.tiles, offsets, cp.values, cp.value_shift, cp.unit, cols, b, out)
+    csc.tiled_times(ptr, cp.tiles, offsets, cp.values, cp.value_shift, cp.unit, cols, b, out)
     assert np.allclose(out, X[:, cols] @ b, rtol=1e-12, atol=1e-12)
     partial, partial2 = np.empty((cp.tiles.size - 1, cols.size)), np.empty((0, 0))
-    columns.tiled_dot(ptr, cp.tiles, offsets, cp.values, cp.value_shift, cp.unit, cols, z, False, partial, partial2)
+    csc.tiled_dot(ptr, cp.tiles, offsets, cp.values, cp.value_shift, cp.unit, cols, z, False, partial, partial2)
     assert np.allclose(partial.sum(axis=0), X[:, cols].T @ z, rtol=1e-12, atol=1e-12)
 
 
 def test_row_tiles_bound_the_pointer_table():
     """At most one tile pointer per four non-zeros: a wide, very sparse X gets fewer, longer tiles."""
-    assert columns.row_tiles(10**6, 1000, 5 * 10**7).size - 1 == -(-10**6 // columns.TILE_ROWS)
-    tiles = columns.row_tiles(10**6, 10**5, 4 * 10**6)
+    assert partition.row_tiles(10**6, 1000, 5 * 10**7).size - 1 == -(-10**6 // partition.TILE_ROWS)
+    tiles = partition.row_tiles(10**6, 10**5, 4 * 10**6)
     assert (tiles.size - 1) * 10**5 <= 10**6 and tiles[0] == 0 and tiles[-1] == 10**6
 
 
@@ -302,13 +302,13 @@ def test_a_product_asked_again_is_kept_and_handed_out_as_a_copy(monkeypatch):
     assert not cp._recurring  # asked once: remembered by its digest only
     second = cp.times_recurring(cols, b)
     first[:] = np.nan  # the caller owns its array (a state moves its linear predictor in place)
-    kernel = columns.tiled_times
-    monkeypatch.setattr(columns, "tiled_times", lambda *a: pytest.fail("a kept product was recomputed"))
+    kernel = column_products.tiled_times
+    monkeypatch.setattr(column_products, "tiled_times", lambda *a: pytest.fail("a kept product was recomputed"))
     third = cp.times_recurring(cols, b)
-    monkeypatch.setattr(columns, "tiled_times", kernel)
+    monkeypatch.setattr(column_products, "tiled_times", kernel)
     np.testing.assert_array_equal(third, second)
     assert third is not second and np.all(np.isfinite(third))
-    monkeypatch.setattr(columns, "RECURRING_BYTES", third.nbytes)  # room for one: the older goes
+    monkeypatch.setattr(column_products, "RECURRING_BYTES", third.nbytes)  # room for one: the older goes
     other = np.array([2.0, 2.0, 2.0])
     cp.times_recurring(cols, other)
     cp.times_recurring(cols, other)
@@ -340,5 +340,5 @@ def test_the_row_major_copy_keeps_the_narrowest_column_indices(n_cols, itype):
     assert rcol.dtype == itype and rcol.max() == n_cols - 1
     z = rng.normal(size=X.shape[0])
     partial, partial2 = np.zeros((cp.bounds.size - 1, n_cols + 1)), np.zeros((0, 0))
-    columns.csr_dot(rptr, rcol, rval, np.arange(n_cols), True, -1, z, cp.bounds, False, partial, partial2)
+    csr.csr_dot(rptr, rcol, rval, np.arange(n_cols), True, -1, z, cp.bounds, False, partial, partial2)
     assert np.allclose(partial[:, :n_cols].sum(axis=0), X.T @ z, rtol=1e-12, atol=1e-12)

@@ -30,7 +30,7 @@ from typing import Callable, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from riskset.core.columns import ColumnProducts
+from riskset.core.products.column_products import ColumnProducts
 from riskset.core.design import CompactCSC, canonical_csc, take_rows
 from riskset.core.step import CENTER, L1
 from riskset.core.sweep import CompiledFamily
@@ -164,7 +164,7 @@ class Datafit(ABC):
     def columns(self, coefs) -> np.ndarray:
         """The column of ``X`` of each coefficient, the inverse of :meth:`coef_of_column`
         (families with implicit columns shift it: a GLM's intercept is -1, the column of ones of
-        :class:`~riskset.core.columns.ColumnProducts`)."""
+        :class:`~riskset.core.products.column_products.ColumnProducts`)."""
         return np.asarray(coefs, dtype=np.int64)
 
     def coef_label(self, j: int) -> str:
@@ -172,7 +172,7 @@ class Datafit(ABC):
 
     def linear_predictor(self, beta: np.ndarray) -> np.ndarray:
         """X beta + offset, reading only the columns of non-zero coefficients (a product asked
-        again is kept: :meth:`~riskset.core.columns.ColumnProducts.times_recurring`)."""
+        again is kept: :meth:`~riskset.core.products.column_products.ColumnProducts.times_recurring`)."""
         nz = np.flatnonzero(beta)
         eta = self.products.times_recurring(self.columns(nz), beta[nz])
         if self.has_offset:

@@ -51,7 +51,7 @@ class GLMDatafit(Datafit, Reweightable, SlopeRows, ClosedFormStart, ExactSeparat
 
     def columns(self, coefs) -> np.ndarray:
         """The CSC column of each coefficient, -1 for the intercept (a column of ones for
-        :class:`~riskset.core.columns.ColumnProducts`)."""
+        :class:`~riskset.core.products.column_products.ColumnProducts`)."""
         return np.asarray(coefs, dtype=np.int64) - self.first
 
     def missing_information(self):
@@ -108,8 +108,9 @@ class GLMDatafit(Datafit, Reweightable, SlopeRows, ClosedFormStart, ExactSeparat
 
     def local_quadratic(self, state, columns):
         """Gradient X_A' resid, exact diagonal (X_A ** 2)' curv and ``b -> -X_A' (curv X_A b)``
-        on ``columns`` (O(nnz) per product: :meth:`~riskset.core.columns.ColumnProducts.gram_operator`);
-        with the intercept in A, its column of -H, X_A' curv (the same pass as the diagonal)."""
+        on ``columns`` (O(nnz) per product:
+        :meth:`~riskset.core.products.column_products.ColumnProducts.gram_operator`); with the
+        intercept in A, its column of -H, X_A' curv (the same pass as the diagonal)."""
         cols = self.columns(columns)
         curv = np.ascontiguousarray(state.rows[:, glm_kernels.CURV])
         grad = self.products.dot(cols, state.rows[:, glm_kernels.RESID])

@@ -164,8 +164,8 @@ def fold_halves(H):
 @njit(cache=True, nogil=True, error_model="numpy")
 def hessian_block(rowptr, rcol, rval, w, v, rows, entry, slots, sums, H):
     """The dense Hessian block of ``CoxDatafit.hessian`` on the columns of the row-major
-    ``(rowptr, rcol, rval)`` (:meth:`~riskset.core.columns.ColumnProducts.rows_of`) in O(nnz x |A| + N),
-    never forming the risk-set sums N1 per slot and column (an n_slots x |A| matrix).
+    ``(rowptr, rcol, rval)`` (:meth:`~riskset.core.products.column_products.ColumnProducts.rows_of`)
+    in O(nnz x |A| + N), never forming the risk-set sums N1 per slot and column (an n_slots x |A| matrix).
 
     H = -X' diag(v) X + sum_p [Q2 N1 N1' - R2 (N1 E1' + E1 N1') + T2 E1 E1']_p. Risk-set sums
     are suffix sums over *points* in (stratum, slot descending) order: every row is a point

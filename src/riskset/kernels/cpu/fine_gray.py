@@ -381,7 +381,7 @@ def numerators(cols, indptr, indices, values, value_shift, w, slot, cinv, Gev, N
 @njit(cache=True, nogil=True, error_model="numpy")
 def hessian_block(rowptr, rcol, rval, w, v, slot, cinv, A2, A2G, A2GG, H):
     """The dense block of ``FineGrayDatafit.hessian`` on the columns of the row-major
-    ``(rowptr, rcol, rval)`` (:meth:`~riskset.core.columns.ColumnProducts.rows_of`) in
+    ``(rowptr, rcol, rval)`` (:meth:`~riskset.core.products.column_products.ColumnProducts.rows_of`) in
     O(nnz x |A| + N), never forming the risk-set sums N1 per slot and column.
 
     H = -X' diag(v) X + sum_k q2_k N1_k N1_k' (:func:`hessian_vector_rows`) and

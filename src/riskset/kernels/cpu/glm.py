@@ -118,7 +118,7 @@ def move(family, indptr, indices, values, value_shift, indicator, c, delta, rows
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def loglik(family, rows, bounds):
     """Weighted log-likelihood; Poisson includes -log(y!), Gaussian is -RSS/2. Summed by
-    the row blocks ``bounds`` (:func:`riskset.core.columns.row_blocks`), then in block
+    the row blocks ``bounds`` (:func:`riskset.core.products.partition.row_blocks`), then in block
     order: the same bits on any number of threads."""
     partial = np.zeros(bounds.shape[0] - 1)
     for blk in prange(bounds.shape[0] - 1):

@@ -1,5 +1,5 @@
 """Products of the device X (CSC) with vectors on a set of columns: the device side of
-:class:`riskset.core.columns.ColumnProducts` for the Newton polish of a single fit.
+:class:`riskset.core.products.column_products.ColumnProducts` for the Newton polish of a single fit.
 
 Both kernels give one block (``block_of`` the grid, strided) to each listed column, its
 threads strided over the column's non-zeros:

@@ -39,7 +39,7 @@ import numpy as np
 from numba import cuda, float64, int32
 
 from .blocks import block_sum2, carried_segscan2, scan2_slots, segscan_slots
-from .cox import RiskSetDeviceDatafit, max_shifts, move_weight, reset_shifts
+from .risk_sets import RiskSetDeviceDatafit, max_shifts, move_weight, reset_shifts
 from .device import MAX_THREADS, device_copy
 from .gridscan import grid_place, grid_segscan2, grid_sum2, grid_sync, thread_run
 from .sweep import compile_gradient, compile_sweep
