@@ -50,11 +50,13 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         self.efron = bool(cpu.efron)
 
     def _make_static(self):
-        cpu, rs = self.cpu, self.cpu.rs
-        ks, ke = np.asarray(cpu.ks, np.int64), np.asarray(cpu.ke, np.int64)
+        """Device copies of the CPU kernels' records (the design, a value per non-zero: the
+        device kernels read no value shift; the rows; the slots), with each non-zero's slots."""
+        cpu, rows, slots = self.cpu, self.cpu.rows(), self.cpu.slots()
+        ks, ke = np.asarray(rows.ks, np.int64), np.asarray(rows.ke, np.int64)
         idx = cpu.indices
-        stype = np.int32 if rs.n_slots < 2**31 - 1 else np.int64
-        ev = np.asarray(cpu.event, np.uint8)
+        stype = np.int32 if slots.slot_d.shape[0] < 2**31 - 1 else np.int64
+        ev = np.asarray(rows.event, np.uint8)
         one8 = np.zeros(1, np.uint8)
         static = dict(indptr=device_copy(cpu.indptr.astype(np.int64)),
                       indices=device_copy(idx.astype(self.itype)),
@@ -66,9 +68,9 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
                       ke=device_copy(ke),
                       ks=device_copy(ks),
                       event=device_copy(ev),
-                      row_stratum=device_copy(np.asarray(rs.row_stratum, np.int32)),
-                      slot_first=device_copy(np.asarray(rs.slot_first, np.uint8)),
-                      slot_last=device_copy(np.asarray(rs.slot_last, np.uint8)))
+                      row_stratum=device_copy(np.asarray(rows.row_stratum, np.int32)),
+                      slot_first=device_copy(np.asarray(cpu.rs.slot_first, np.uint8)),
+                      slot_last=device_copy(np.asarray(slots.slot_last, np.uint8)))
         bcode, bpos, bhead = self._breakpoints(stype)
         static.update(bcode=device_copy(bcode), bpos=device_copy(bpos), bhead=device_copy(bhead))
         return static
