@@ -21,6 +21,7 @@ from riskset.cli.output import plot_analysis, write_fit, write_tables
 from riskset.cli.reporting import EXIT_NOT_CONVERGED, EXIT_OK, EXIT_STATUS_HELP, one_line, report_written
 from riskset.data.normalize import NORMALIZATIONS
 from riskset.exceptions import ConvergenceWarning, InputError
+from riskset.solver.prior import HierarchicalPrior, Prior
 from riskset.synthesis.approximation import KINDS
 
 
@@ -241,7 +242,7 @@ def _analyse(args, tol):
     check_known("--exclude", listed_names(args.exclude), names)
     check_known("--profile", listed_names(args.profile), names)
     check_known("--fixed", list(fixed), names)
-    if args.cv and prior.kind not in ("laplace", "normal", "hierarchical"):
+    if args.cv and not (isinstance(prior, HierarchicalPrior) or (isinstance(prior, Prior) and prior.is_varied)):
         where = f"the specification's prior is {prior.kind!r}" if args.spec else f"--prior {args.prior}"
         raise InputError(f"--cv chooses the variance of a laplace or normal prior, and {where}")
     with warnings.catch_warnings():

@@ -34,6 +34,7 @@ from riskset.selection.folds import has_event, resampling_units
 from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd
 from riskset.solver.entrants import likely_entrants
 from riskset.solver.prior import Prior, as_prior
+from riskset.solver.prior_kinds import KINDS
 from riskset.solver.replicates import ReplicateResult, fit_replicates
 
 
@@ -183,17 +184,13 @@ class Context:
 
 def prior_with_variance(prior: Prior, variance: float) -> Prior:
     """The prior with its variance set (Laplace: gamma = sqrt(2 / variance))."""
-    if prior.kind == "laplace":
-        return prior.with_strength(float(np.sqrt(2.0 / variance)))
-    if prior.kind == "normal":
-        return prior.with_strength(float(variance))
-    raise InputError(f"cross-validation varies a Laplace or Normal prior, not {prior.kind!r}")
+    return prior.with_variance(variance)
 
 
 def varied_prior(prior) -> Prior:
     """The prior whose variance cross-validation or the path varies: Laplace or Normal."""
     prior = as_prior(prior)
-    if prior.kind not in ("laplace", "normal"):
+    if not (isinstance(prior, Prior) and prior.is_varied):
         raise InputError(f"prior must be a Laplace or Normal prior (its variance is varied), got {prior.to_dict()}")
     return prior
 
@@ -217,7 +214,7 @@ def variance_grid(ctx: Context, grid: np.ndarray | None, n_grid: int) -> np.ndar
 
 def default_variances(ctx: Context, n_grid: int) -> np.ndarray:
     """Log-spaced variances from strong to weak: Laplace from gamma_max down 10^2.5-fold."""
-    if ctx.prior.kind == "laplace":
+    if KINDS[ctx.prior.kind].path_from_gamma_max:
         pen = ctx.prior.with_strength(1e15).penalty(ctx.names, ctx.model.unpenalized_names())
         gamma_max = fit_ccd(ctx.datafit, pen.l1, pen.l2, options=SolverOptions(tol=ctx.tol),
                             center=pen.center).gamma_max or 1.0

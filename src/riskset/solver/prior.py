@@ -10,6 +10,7 @@ penalized objective that is maximized is
 Laplace (L1) with rate ``gamma``: l1 = gamma (variance 2 / gamma^2).
 Normal (L2) with variance ``v``: l2 = 1 / v.
 Elastic net: both. Excluded coefficients (the treatment, the intercept) get 0, 0.
+Each kind's rates are a module of :mod:`riskset.solver.prior_kinds`.
 A location prior (``means={"drug": 0.4}``) shrinks towards the mean instead of zero:
 knowledge carried from one database to the next.
 
@@ -27,6 +28,7 @@ from riskset.exceptions import InputError
 from riskset.solver.adaptive_ridge import AdaptiveRidgeSettings, fit_adaptive_ridge
 from riskset.solver.ccd import SolverOptions, SolverResult
 from riskset.solver.jeffreys import MAX_COEF as JEFFREYS_MAX_COEF, fit_jeffreys
+from riskset.solver.prior_kinds import KINDS
 from riskset.validation import (coef_mapping, coef_names, finite_numbers, flag, known_names, one_of, positive_int,
                                 positive_number)
 
@@ -38,6 +40,7 @@ class Prior:
     Parameters
     ----------
     kind : {'none', 'laplace', 'normal', 'elastic_net'}
+        A kind of :mod:`riskset.solver.prior_kinds`.
     gamma : float
         L1 rate (Laplace): penalty ``gamma * |beta_j|``.
     variance : float
@@ -77,10 +80,11 @@ class Prior:
     means: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        one_of("prior kind", self.kind, ("none", "laplace", "normal", "elastic_net"))
-        if not (self.gamma is None and self.kind == "laplace"):
+        one_of("prior kind", self.kind, tuple(KINDS))
+        varied = KINDS[self.kind].varied  # may be left unset, for cross-validation to choose
+        if not (self.gamma is None and varied == "gamma"):
             object.__setattr__(self, "gamma", positive_number("gamma", self.gamma, allow_zero=True))
-        if not (self.variance is None and self.kind == "normal"):
+        if not (self.variance is None and varied == "variance"):
             object.__setattr__(self, "variance", positive_number("variance", self.variance, allow_inf=True))
         variances = coef_mapping("variances", self.variances)
         for name, v in variances.items():
@@ -99,13 +103,23 @@ class Prior:
     def is_penalized(self) -> bool:
         return self.kind != "none"
 
+    @property
+    def is_varied(self) -> bool:
+        """Whether its kind has a single strength that cross-validation can vary (Laplace, Normal)."""
+        return KINDS[self.kind].varied is not None
+
     def with_strength(self, value: float) -> "Prior":
         """The same prior with its strength replaced: gamma for Laplace, variance for Normal."""
-        if self.kind == "laplace":
-            return Prior("laplace", gamma=value, exclude=self.exclude, variances=self.variances, means=self.means)
-        if self.kind == "normal":
-            return Prior("normal", variance=value, exclude=self.exclude, variances=self.variances, means=self.means)
-        raise InputError(f"a {self.kind!r} prior has no single strength to vary")
+        varied = KINDS[self.kind].varied
+        if varied is None:
+            raise InputError(f"a {self.kind!r} prior has no single strength to vary")
+        return Prior(self.kind, **{varied: value}, exclude=self.exclude, variances=self.variances, means=self.means)
+
+    def with_variance(self, variance: float) -> "Prior":
+        """The same prior with its variance set (Laplace: gamma = sqrt(2 / variance))."""
+        if not self.is_varied:
+            raise InputError(f"cross-validation varies a Laplace or Normal prior, not {self.kind!r}")
+        return self.with_strength(KINDS[self.kind].strength_of_variance(variance))
 
     @property
     def strength_is_set(self) -> bool:
@@ -131,25 +145,19 @@ class Prior:
     def penalty_arrays(self, names, always_unpenalized=()) -> tuple[np.ndarray, np.ndarray]:
         """Per-coordinate (l1, l2) for coefficients ``names`` (the centers: :meth:`penalty`)."""
         if not self.strength_is_set:
-            what = "gamma=... or variance=..." if self.kind == "laplace" else "variance=..."
+            what = "gamma=... or variance=..." if KINDS[self.kind].varied == "gamma" else "variance=..."
             raise InputError(f"the {self.kind} prior has no strength: give {what}, or choose it with "
                              f"riskset.cross_validate")
         names = list(names)
         known_names("the prior's exclude", self.exclude, names)
         known_names("the prior's variances", list(self.variances), names)
         p = len(names)
+        kind = KINDS[self.kind]
         l1 = np.zeros(p)
         l2 = np.zeros(p)
-        if self.kind in ("laplace", "elastic_net"):
-            l1[:] = self.gamma
-        if self.kind in ("normal", "elastic_net") and np.isfinite(self.variance):
-            l2[:] = 1.0 / self.variance
+        l1[:], l2[:] = kind.rates(self.gamma, self.variance)
         for name, v in self.variances.items():
-            j = names.index(name)
-            if self.kind == "laplace":
-                l1[j] = np.sqrt(2.0 / v)
-            else:
-                l2[j] = 1.0 / v
+            kind.override(l1, l2, names.index(name), v)
         free = set(self.exclude) | set(always_unpenalized)
         for j, n in enumerate(names):
             if n in free:
@@ -167,13 +175,14 @@ class Prior:
         d = self.to_dict()
         args = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v!r}"
                          for k, v in d.items() if k != "kind" and v is not None)
-        return f"{_CONSTRUCTORS[self.kind]}({args})"
+        return f"{KINDS[self.kind].constructor}({args})"
 
     def to_dict(self) -> dict:
         d = {"kind": self.kind}
-        if self.kind in ("laplace", "elastic_net"):
+        fields = KINDS[self.kind].strength_fields
+        if "gamma" in fields:
             d["gamma"] = self.gamma
-        if self.kind in ("normal", "elastic_net"):
+        if "variance" in fields:
             d["variance"] = self.variance
         if self.exclude:
             d["exclude"] = list(self.exclude)
@@ -231,10 +240,6 @@ def Normal(variance: float | None = None, *, exclude=(), variances=None, means=N
 def ElasticNet(gamma: float, variance: float, *, exclude=(), means=None) -> Prior:
     """Both penalties: ``gamma |beta_j - m_j| + (beta_j - m_j)^2 / (2 variance)``."""
     return Prior("elastic_net", gamma=gamma, variance=variance, exclude=exclude, means=means or {})
-
-
-#: The function that makes each kind of prior, as :meth:`Prior.__repr__` writes it.
-_CONSTRUCTORS = {"none": "NoPrior", "laplace": "Laplace", "normal": "Normal", "elastic_net": "ElasticNet"}
 
 
 @dataclass
