@@ -87,6 +87,7 @@ from riskset.exceptions import InputError
 from riskset.models.base import Model, get_model
 from riskset.solver.prior import (BAR, IHT, SETTINGS, AdaptiveRidge, Hierarchical, HierarchicalPrior, Jeffreys,
                                   JeffreysPrior, Prior)
+from riskset.solver.prior_kinds import KINDS
 from riskset.validation import fixed_values
 
 #: case.json column roles -> keyword of :func:`riskset.from_frame`.
@@ -290,9 +291,10 @@ def penalty_from_prior(prior: Prior | AdaptiveRidge | JeffreysPrior | Hierarchic
         d = {"type": d.pop("kind"), **d, "unpenalized": d.pop("exclude")}
         return {k: v for k, v in d.items() if k != "unpenalized" or v}
     penalty: dict[str, Any] = {"type": PENALTY_TYPE_NAMES.get(prior.kind, prior.kind)}
-    if prior.kind in ("laplace", "elastic_net"):
+    fields = KINDS[prior.kind].strength_fields
+    if "gamma" in fields:
         penalty["gamma"] = float(prior.gamma)
-    if prior.kind in ("normal", "elastic_net"):
+    if "variance" in fields:
         penalty["variance"] = float(prior.variance)
     if prior.exclude:
         penalty["unpenalized"] = list(prior.exclude)
