@@ -63,7 +63,8 @@ def risk_set_moments(X, time, status, strata, weights, eta, efron: bool, start=N
         rows = np.flatnonzero(strata == s)
         t, xs, r, ws, dead = time[rows], X[rows], risk[rows], w[rows], status[rows] == 1
         sums = _RiskSums(xs, r)
-        entering = None if start is None else np.argsort(start[rows], kind="stable")
+        # rows by start time, and their start times (none without start times)
+        entering = np.arange(0) if start is None else np.argsort(start[rows], kind="stable")
         entry = None if start is None else start[rows][entering]
         end, gone = t.size, t.size
         for u in np.unique(t[dead])[::-1]:
@@ -90,8 +91,8 @@ def risk_set_moments(X, time, status, strata, weights, eta, efron: bool, start=N
     if not rows_out:
         return RiskSetMoments(np.zeros(0), np.zeros(0, np.int64), np.zeros(0), np.zeros((0, p)), np.zeros((0, p)),
                               np.zeros((0, p, p)))
-    u, s, dw, dx, mean, cov = (np.array(a) for a in zip(*rows_out))
-    return RiskSetMoments(u, s, dw, dx, mean, cov)
+    columns = [np.array(a) for a in zip(*rows_out)]
+    return RiskSetMoments(*columns)
 
 
 class _RiskSums:

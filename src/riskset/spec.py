@@ -292,10 +292,10 @@ def penalty_from_prior(prior: Prior | AdaptiveRidge | JeffreysPrior | Hierarchic
         return {k: v for k, v in d.items() if k != "unpenalized" or v}
     penalty: dict[str, Any] = {"type": PENALTY_TYPE_NAMES.get(prior.kind, prior.kind)}
     fields = KINDS[prior.kind].strength_fields
-    if "gamma" in fields:
-        penalty["gamma"] = float(prior.gamma)
+    if "gamma" in fields:  # None: a strength left to be chosen (Laplace())
+        penalty["gamma"] = None if prior.gamma is None else float(prior.gamma)
     if "variance" in fields:
-        penalty["variance"] = float(prior.variance)
+        penalty["variance"] = None if prior.variance is None else float(prior.variance)
     if prior.exclude:
         penalty["unpenalized"] = list(prior.exclude)
     if prior.variances:

@@ -20,6 +20,7 @@ priors, each fitted from the last estimate (:mod:`riskset.solver.adaptive_ridge`
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -73,8 +74,8 @@ class Prior:
     """
 
     kind: str = "none"
-    gamma: float = 0.0
-    variance: float = np.inf
+    gamma: float | None = 0.0  # None: left for cross-validation to choose
+    variance: float | None = np.inf
     exclude: tuple[str, ...] = ()
     variances: dict = field(default_factory=dict)
     means: dict = field(default_factory=dict)
@@ -144,7 +145,7 @@ class Prior:
 
     def penalty_arrays(self, names, always_unpenalized=()) -> tuple[np.ndarray, np.ndarray]:
         """Per-coordinate (l1, l2) for coefficients ``names`` (the centers: :meth:`penalty`)."""
-        if not self.strength_is_set:
+        if self.gamma is None or self.variance is None:  # not self.strength_is_set
             what = "gamma=... or variance=..." if KINDS[self.kind].varied == "gamma" else "variance=..."
             raise InputError(f"the {self.kind} prior has no strength: give {what}, or choose it with "
                              f"riskset.cross_validate")
@@ -178,7 +179,7 @@ class Prior:
         return f"{KINDS[self.kind].constructor}({args})"
 
     def to_dict(self) -> dict:
-        d = {"kind": self.kind}
+        d: dict[str, Any] = {"kind": self.kind}
         fields = KINDS[self.kind].strength_fields
         if "gamma" in fields:
             d["gamma"] = self.gamma
@@ -346,7 +347,7 @@ class AdaptiveRidge:
 
     def to_dict(self) -> dict:
         """Every setting, by the packages' names (``penalty``)."""
-        d = {"kind": self.kind, "penalty": self.weight}
+        d: dict[str, Any] = {"kind": self.kind, "penalty": self.weight}
         if self.max_nonzero is not None:
             d["max_nonzero"] = self.max_nonzero
         d.update({name: getattr(self, name) for name in SETTINGS})
@@ -360,7 +361,7 @@ class AdaptiveRidge:
         (BAR(penalty='bic', exclude=['x0']), IHT(max_nonzero=5, penalty='bic', fit_best_subset=True))
         """
         defaults = BAR() if self.max_nonzero is None else IHT(self.max_nonzero)
-        shown = {"max_nonzero": self.max_nonzero} if self.max_nonzero is not None else {}
+        shown: dict[str, Any] = {"max_nonzero": self.max_nonzero} if self.max_nonzero is not None else {}
         shown["penalty"] = self.weight
         shown.update({n: getattr(self, n) for n in SETTINGS if getattr(self, n) != getattr(defaults, n)})
         if self.exclude:
@@ -451,7 +452,7 @@ class JeffreysPrior:
         return np.isin(names, list(self.coefs)) if self.coefs else np.ones(len(names), bool)
 
     def to_dict(self) -> dict:
-        d = {"kind": "jeffreys", "coefs": list(self.coefs)}
+        d: dict[str, Any] = {"kind": "jeffreys", "coefs": list(self.coefs)}
         if self.max_iter != 100:
             d["max_iter"] = self.max_iter
         return d
@@ -537,7 +538,7 @@ class HierarchicalPrior:
                          "riskset.cross_validate take it; its bootstrap and paths are not implemented")
 
     def to_dict(self) -> dict:
-        d = {"kind": "hierarchical", "variance": self.variance, "group_variance": self.group_variance,
+        d: dict[str, Any] = {"kind": "hierarchical", "variance": self.variance, "group_variance": self.group_variance,
              "groups": dict(self.groups)}
         if self.exclude:
             d["exclude"] = list(self.exclude)
