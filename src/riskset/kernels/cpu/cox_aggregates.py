@@ -7,7 +7,6 @@ import numpy as np
 from numba import njit, prange
 
 from riskset.core.prefetch import DISTANCE, prefetch
-from riskset.kernels.cpu.cox_records import Slots, Sums
 from riskset.kernels.cpu.cox_rows import BLOCK
 
 
@@ -135,16 +134,16 @@ def scan_aggregates(lo, hi, c1, c2, D, ev, slot_d, slot_m, efron, full, Q1, Q2, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def refresh_strata(strata, first, last, below, slots, sums, full):
+def scan_strata(strata, first, last, below, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efron, full, D, Q1,
+                Q2, R1, R2, T2, A1c, A2c):
     """The aggregates of each stratum ``strata[first:last]`` of fewer than ``below`` slots, by
-    two serial scans per stratum (descending for D, ascending for A1c, A2c).
+    two serial scans per stratum (descending for D, ascending for A1c, A2c); flat arguments
+    (:func:`refresh_strata` takes the records): it runs inside the parallel loop of
+    :func:`refresh_small_parallel`, and a parallel function compiles faster on arrays and
+    scalars than on records it unpacks.
 
     The loops are written out here, not called per stratum: an (inlined) call with the state
     arrays as arguments costs about 100 ns, ten times the scans of a stratum of a few slots."""
-    slot_ptr, slot_d, slot_m = slots.slot_ptr, slots.slot_d, slots.slot_m
-    has_start, efron = slots.has_start, slots.efron
-    ex, en, ev, D, Q1, Q2 = sums.ex, sums.en, sums.ev, sums.D, sums.Q1, sums.Q2
-    R1, R2, T2, A1c, A2c = sums.R1, sums.R2, sums.T2, sums.A1c, sums.A2c
     for i in range(first, last):
         s = strata[i]
         lo = slot_ptr[s]
@@ -193,6 +192,14 @@ def refresh_strata(strata, first, last, below, slots, sums, full):
             R1[p] = r1
             R2[p] = r2
             T2[p] = t2
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def refresh_strata(strata, first, last, below, slots, sums, full):
+    """:func:`scan_strata` on the records."""
+    scan_strata(strata, first, last, below, slots.slot_ptr, sums.ex, sums.en, sums.ev, slots.slot_d, slots.slot_m,
+                slots.has_start, slots.efron, full, sums.D, sums.Q1, sums.Q2, sums.R1, sums.R2, sums.T2, sums.A1c,
+                sums.A2c)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
@@ -250,23 +257,23 @@ def refresh_blocked(lo, hi, slots, sums, full):
                         A1c, A2c)
 
 
-@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def refresh_small_parallel(strata, count, slots, sums, full):
-    """:func:`refresh_strata` of the strata ``strata[:count]`` below :data:`BLOCKED_SLOTS`
-    slots, in fixed chunks of :data:`STRATA_CHUNK` strata per task (strata are independent:
-    the result is the serial one)."""
-    # the loop reads arrays and scalars only (Numba's parallel loops take no records): it
-    # builds the records of each task from them
-    slot_ptr, slot_stratum, slot_last = slots.slot_ptr, slots.slot_stratum, slots.slot_last
-    slot_d, slot_m, has_start, efron = slots.slot_d, slots.slot_m, slots.has_start, slots.efron
-    ex, en, ev, D, Q1, Q2 = sums.ex, sums.en, sums.ev, sums.D, sums.Q1, sums.Q2
-    R1, R2, T2, A1c, A2c = sums.R1, sums.R2, sums.T2, sums.A1c, sums.A2c
+    """:func:`scan_strata` of the strata ``strata[:count]`` below :data:`BLOCKED_SLOTS` slots,
+    in fixed chunks of :data:`STRATA_CHUNK` strata per task (strata are independent: the
+    result is the serial one)."""
+    scan_small_strata(strata, count, slots.slot_ptr, sums.ex, sums.en, sums.ev, slots.slot_d, slots.slot_m,
+                      slots.has_start, slots.efron, full, sums.D, sums.Q1, sums.Q2, sums.R1, sums.R2, sums.T2,
+                      sums.A1c, sums.A2c)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def scan_small_strata(strata, count, slot_ptr, ex, en, ev, slot_d, slot_m, has_start, efron, full, D, Q1, Q2, R1,
+                      R2, T2, A1c, A2c):
+    """:func:`refresh_small_parallel` on flat arguments (a parallel loop, see :func:`scan_strata`)."""
     for c in prange((count + STRATA_CHUNK - 1) // STRATA_CHUNK):
-        task_slots = Slots(slot_ptr=slot_ptr, slot_stratum=slot_stratum, slot_last=slot_last, slot_d=slot_d,
-                           slot_m=slot_m, has_start=has_start, efron=efron)
-        task_sums = Sums(ex=ex, en=en, ev=ev, D=D, Q1=Q1, Q2=Q2, R1=R1, R2=R2, T2=T2, A1c=A1c, A2c=A2c)
-        refresh_strata(strata, c * STRATA_CHUNK, min(count, (c + 1) * STRATA_CHUNK), BLOCKED_SLOTS, task_slots,
-                       task_sums, full)
+        scan_strata(strata, c * STRATA_CHUNK, min(count, (c + 1) * STRATA_CHUNK), BLOCKED_SLOTS, slot_ptr, ex, en, ev,
+                    slot_d, slot_m, has_start, efron, full, D, Q1, Q2, R1, R2, T2, A1c, A2c)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

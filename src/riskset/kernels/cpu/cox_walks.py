@@ -295,16 +295,23 @@ def walk_chunk(lo, hi, b, g0, indices, values, vs, w, ksn, ken, evn, A1c, A2c, R
     out[7] = 0.0 if first else 1.0
 
 
-@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def coordinate_chunked(data, state, j, gradient_only):
     """(g_j, h_j) of :func:`coordinate_sorted` by chunks of :func:`walk_chunks` in parallel,
     then their carries added in chunk order (the same bits on 2 or 16 threads; equal to the
     serial walk up to rounding); ``gradient_only``: (g_j, 0) from the chunks' g alone, bit
     for bit the g of the full walk (the screen of a coordinate at its center)."""
-    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
-    ksn, ken, evn = data.ksn, data.ken, data.evn
-    w, A1c, R1, efron, size = state.w, state.sums.A1c, state.sums.R1, data.slots.efron, data.walk_chunk
-    A2c, R2, T2, gx0 = state.sums.A2c, state.sums.R2, state.sums.T2, data.gx0[j]
+    sums = state.sums
+    return chunked_walk(data.indptr, data.indices, data.values, data.value_shift, j, data.gx0[j], state.w, data.ksn,
+                        data.ken, data.evn, sums.A1c, sums.A2c, sums.R1, sums.R2, sums.T2, data.slots.efron,
+                        data.walk_chunk, gradient_only)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def chunked_walk(indptr, indices, values, value_shift, j, gx0, w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron, size,
+                 gradient_only):
+    """:func:`coordinate_chunked` on flat arguments: a parallel function compiles faster on
+    arrays and scalars than on records it unpacks."""
     a = indptr[j]
     b = indptr[j + 1]
     vs = value_shift[j]
