@@ -15,21 +15,15 @@ from riskset.kernels.cpu.cox_rows import moved_weight
 #: milliseconds of random reads at N = 1M) walks and moves its chunks in parallel.
 WALK_CHUNK = 1 << 13
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def move_sparse(data, state, j, delta):
-    """beta_j += delta: eta, w and the slot sums at the non-zeros of column j
-    (:func:`moved_weight`). Without start times the entry sums ``en`` are never read
-    (every row enters at its stratum's first slot)."""
-    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
-    ksn, ken, evn = data.ksn, data.ken, data.evn
-    eta, w, has_start = state.eta, state.w, data.slots.has_start
-    ex, en, ev = state.sums.ex, state.sums.en, state.sums.ev
-    ind = data.indicator[j]
-    vs = value_shift[j]
-    factor = math.exp(delta)
-    end = indptr[j + 1]
-    for i in range(indptr[j], end):
-        if i + DISTANCE < end:
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def move_run(lo, hi, indices, values, vs, ind, delta, factor, eta, w, ksn, ken, evn, has_start, ex, en, ev):
+    """beta_j += delta at the stored non-zeros lo .. hi-1 of column j: eta, w
+    (:func:`moved_weight`) and the slot sums. Without start times the entry sums ``en`` are
+    never read (every row enters at its stratum's first slot). Flat arguments: it runs
+    inside the parallel loop of :func:`move_chunked`."""
+    for i in range(lo, hi):
+        if i + DISTANCE < hi:
             prefetch(w, indices[i + DISTANCE])
             prefetch(eta, indices[i + DISTANCE])
         dw = moved_weight(eta, w, indices[i], values[i + vs], delta, factor, ind)
@@ -38,6 +32,30 @@ def move_sparse(data, state, j, delta):
             en[ksn[i]] += dw
         if evn[i]:
             ev[ken[i] - 1] += dw
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def gradient_run(lo, hi, g, indices, values, vs, w, ksn, ken, evn, A1c, R1, efron):
+    """``g`` minus the gradient terms of the stored non-zeros lo .. hi-1 of a column (the g of
+    :func:`walk_chunk` alone). Flat arguments: it runs inside the parallel loop of
+    :func:`chunked_walk`."""
+    for i in range(lo, hi):
+        if i + DISTANCE < hi:
+            prefetch(w, indices[i + DISTANCE])
+        wx = w[indices[i]] * values[i + vs]
+        g -= wx * (A1c[ken[i]] - A1c[ksn[i]])
+        if efron and evn[i]:
+            g += wx * R1[ken[i] - 1]
+    return g
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def move_sparse(data, state, j, delta):
+    """beta_j += delta: eta, w and the slot sums at the non-zeros of column j (:func:`move_run`)."""
+    sums = state.sums
+    move_run(data.indptr[j], data.indptr[j + 1], data.indices, data.values, data.value_shift[j], data.indicator[j],
+             delta, math.exp(delta), state.eta, state.w, data.ksn, data.ken, data.evn, data.slots.has_start, sums.ex,
+             sums.en, sums.ev)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -320,16 +338,8 @@ def chunked_walk(indptr, indices, values, value_shift, j, gx0, w, ksn, ken, evn,
     part = np.empty((n, 8))
     for k in prange(n):
         if gradient_only:
-            g = 0.0
-            end = bounds[k + 1]
-            for i in range(bounds[k], end):
-                if i + DISTANCE < end:
-                    prefetch(w, indices[i + DISTANCE])
-                wx = w[indices[i]] * values[i + vs]
-                g -= wx * (A1c[ken[i]] - A1c[ksn[i]])
-                if efron and evn[i]:
-                    g += wx * R1[ken[i] - 1]
-            part[k, 0] = g
+            part[k, 0] = gradient_run(bounds[k], bounds[k + 1], 0.0, indices, values, vs, w, ksn, ken, evn, A1c, R1,
+                                      efron)
         else:
             walk_chunk(bounds[k], bounds[k + 1], b, 0.0, indices, values, vs, w, ksn, ken, evn, A1c, A2c, R1, R2, T2,
                        efron, part[k])
@@ -356,37 +366,19 @@ def move_chunked(data, state, j, delta):
     is shared by two chunks), so the result is the serial one, bit for bit."""
     indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
     ksn, ken, evn = data.ksn, data.ken, data.evn
-    eta, w, ex, ev, size = state.eta, state.w, state.sums.ex, state.sums.ev, data.walk_chunk
+    eta, w, ex, en, ev = state.eta, state.w, state.sums.ex, state.sums.en, state.sums.ev
     ind = data.indicator[j]
     vs = value_shift[j]
     factor = math.exp(delta)
-    bounds = walk_chunks(indptr[j], indptr[j + 1], ksn, ken, size)
-    for k in prange(bounds.shape[0] - 1):
-        end = bounds[k + 1]
-        for i in range(bounds[k], end):
-            if i + DISTANCE < end:
-                prefetch(w, indices[i + DISTANCE])
-                prefetch(eta, indices[i + DISTANCE])
-            dw = moved_weight(eta, w, indices[i], values[i + vs], delta, factor, ind)
-            ex[ken[i]] += dw
-            if evn[i]:
-                ev[ken[i] - 1] += dw
+    bounds = walk_chunks(indptr[j], indptr[j + 1], ksn, ken, data.walk_chunk)
+    for k in prange(bounds.shape[0] - 1):  # right-censored rows (chunked): no entry sums
+        move_run(bounds[k], bounds[k + 1], indices, values, vs, ind, delta, factor, eta, w, ksn, ken, evn, False, ex,
+                 en, ev)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def gradient_column(data, state, j):
-    """dl/dbeta_j alone in O(nnz_j) (the g of :func:`coordinate_sorted`, bit for bit)."""
-    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
-    ksn, ken, evn = data.ksn, data.ken, data.evn
-    w, A1c, R1, efron = state.w, state.sums.A1c, state.sums.R1, data.slots.efron
-    g = data.gx0[j]
-    vs = value_shift[j]
-    end = indptr[j + 1]
-    for i in range(indptr[j], end):
-        if i + DISTANCE < end:
-            prefetch(w, indices[i + DISTANCE])
-        wx = w[indices[i]] * values[i + vs]
-        g -= wx * (A1c[ken[i]] - A1c[ksn[i]])
-        if efron and evn[i]:
-            g += wx * R1[ken[i] - 1]
-    return g
+    """dl/dbeta_j alone in O(nnz_j) (the g of :func:`coordinate_sorted`, bit for bit: :func:`gradient_run`)."""
+    return gradient_run(data.indptr[j], data.indptr[j + 1], data.gx0[j], data.indices, data.values,
+                        data.value_shift[j], state.w, data.ksn, data.ken, data.evn, state.sums.A1c, state.sums.R1,
+                        data.slots.efron)
