@@ -45,7 +45,7 @@ LAYERS = (
     ("riskset.backend", "riskset.inference", "riskset.profile_likelihood", "riskset.separability", "riskset.results",
      "riskset.spec"),
     # one fit (riskset.fit), survival and cumulative incidence curves from fits
-    ("riskset.api", "riskset.likelihood", "riskset.survival", "riskset.competing_risks", "riskset.cox_scores",
+    ("riskset.api", "riskset.sharded", "riskset.likelihood", "riskset.survival", "riskset.competing_risks", "riskset.cox_scores",
      "riskset.robust"),
     # plots of curves, paths and intervals
     ("riskset.plots",),

@@ -22,6 +22,7 @@ from riskset.models.base import Model, as_model
 from riskset.results import FitResult, coef_labels, fit_roles
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.prior import AdaptiveRidge, HierarchicalPrior, JeffreysPrior, Prior, as_prior
+from riskset.sharded import ShardedData, fit_sharded
 from riskset.spec import analysis_from_spec, load_spec, spec_fixed
 
 #: Any riskset prior, as :func:`fit` takes it: Laplace, Normal, elastic net (:class:`Prior`),
@@ -32,14 +33,18 @@ AnyPrior = Prior | AdaptiveRidge | JeffreysPrior | HierarchicalPrior
 def fit(data: Dataset, model: str | Model = "logistic", prior: AnyPrior | None = None, *, tol: float = 1e-10,
         kkt_tol: float = 1e-4, max_iter: int = 1000, warm_start=None, fixed=None, profile=(), level: float = 0.95,
         progress: bool = False, backend: str = "cpu", dtype: str = "float64", n_jobs: int | None = None,
-        normalize: str | None = None, **model_options) -> FitResult:
+        normalize: str | None = None, executor=None, **model_options) -> FitResult:
     """Fit a penalized regression model by cyclic coordinate descent.
 
     Parameters
     ----------
-    data : Dataset
+    data : Dataset or ShardedData
         From :func:`riskset.from_frame`, :func:`riskset.from_long`,
-        :func:`riskset.from_duckdb` or :func:`riskset.from_arrays`.
+        :func:`riskset.from_duckdb` or :func:`riskset.from_arrays`; or rows split over Dask
+        workers (:mod:`riskset.sharded`: :func:`~riskset.sharded.split`,
+        :func:`~riskset.sharded.parquet_shards`, :func:`~riskset.sharded.duckdb_shards`), fitted
+        where they are by outer Newton iterations (:func:`riskset.sharded.fit_sharded`, which
+        lists the options it takes) on the Dask client or scheduler address ``executor``.
     model : str or Model
         A registered model name ('logistic', 'poisson', 'least_squares', 'cox', ...)
         or a configured model instance; ``model_options`` go to its constructor.
@@ -110,6 +115,13 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: AnyPrior | None =
     >>> fit.converged
     True
     """
+    if isinstance(data, ShardedData):
+        _refuse_for_shards(warm_start=warm_start, fixed=fixed, profile=profile, backend=backend, dtype=dtype,
+                           n_jobs=n_jobs, normalize=normalize)
+        return fit_sharded(data, model, prior, executor=executor, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
+                           progress=progress, **model_options)
+    if executor is not None:
+        raise InputError("executor is for sharded data (riskset.sharded); a fit of a Dataset runs in this process")
     if isinstance(prior, HierarchicalPrior):
         check_dataset("data", data)
         return _fit_hierarchical(data, as_model(model, **model_options), prior, fixed=fixed, warm_start=warm_start,
@@ -181,6 +193,15 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: AnyPrior | None =
     result.timings = {"prepare": t_prepare - t0, "solve": t_solve - t_prepare,
                       "total": time.perf_counter() - t0}
     return result
+
+
+def _refuse_for_shards(**given) -> None:
+    """InputError naming the first option of :func:`fit` given that a sharded fit does not take."""
+    defaults = {"warm_start": None, "fixed": None, "profile": (), "backend": "cpu", "dtype": "float64",
+                "n_jobs": None, "normalize": None}
+    for name, value in given.items():
+        if value is not defaults[name] and value != defaults[name]:
+            raise InputError(f"{name}={value!r} is not supported for sharded data (riskset.sharded.fit_sharded)")
 
 
 def _refuse_creeping(res, creep: np.ndarray, names, model: str) -> None:

@@ -102,6 +102,7 @@ class FitResult:
     fixed: dict = field(default_factory=dict)
     normalize: str | None = None
     threads: int = 1
+    sharding: dict = field(default_factory=dict)
 
     @property
     def status(self) -> str:
@@ -119,6 +120,14 @@ class FitResult:
             f"log-likelihood {self.loglik:.6g}",
             f"  coef: {self._largest_coefficients()}",
             "  fit.summary() for the full table, fit.coef_table() as a DataFrame"])
+
+    def _where(self) -> str:
+        """Where the fit ran: its threads, or its shards and workers and the traffic with them."""
+        if not self.sharding:
+            return f"{self.threads} thread{'s' if self.threads != 1 else ''}"
+        s = self.sharding
+        return (f"{s['shards']} shards on {s['workers']} worker{'s' if s['workers'] != 1 else ''} "
+                f"({s['rounds']} rounds, {s['bytes_exchanged'] / 1e6:.3g} MB exchanged)")
 
     def _normalized(self) -> str:
         return (f" on covariates normalized by {self.normalize} (coefficients shown on the original scale)"
@@ -228,7 +237,7 @@ class FitResult:
         """
         status = _STATUS_TEXT.get(self.status, self.status)
         head = (f"{self.model_name} model, {self.n_rows} rows, prior {self.prior!r}{self._normalized()}, "
-                f"{self.threads} thread{'s' if self.threads != 1 else ''}\n"
+                f"{self._where()}\n"
                 f"{status} {self._when()} ({self.message}), KKT violation {self.kkt:.1e}\n"
                 f"roles: {describe_roles(self.roles)}\n"
                 f"log-likelihood {self.loglik:.6f}, penalized {self.objective:.6f}")
@@ -369,6 +378,7 @@ class FitResult:
             "nonzero": int(np.count_nonzero(self.coef.to_numpy())),
             "timings": self.timings,
             "threads": self.threads,
+            **({"sharding": dict(self.sharding)} if self.sharding else {}),
             "roles": self.roles,
             "aliased": list(self.aliased),
             "fixed": dict(self.fixed),
@@ -408,7 +418,8 @@ class FitResult:
                        labels=d.get("labels", {}), diverging=d.get("diverging", {}),
                        kkt=np.nan if d.get("kkt") is None else d["kkt"],
                        variance=d.get("variance", "model-based"), fixed=d.get("fixed", {}),
-                       normalize=d.get("normalize"), threads=d.get("threads", 1))
+                       normalize=d.get("normalize"), threads=d.get("threads", 1),
+                       sharding=d.get("sharding", {}))
         except json.JSONDecodeError as e:
             raise InputError(f"{where} is not JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
                              f"give a file written by FitResult.to_json or 'riskset fit --out FILE.json'") from None

@@ -87,7 +87,90 @@ class FitState:
         self.eta = eta
 
 
-class Datafit(ABC):
+class Likelihood(ABC):
+    """What the Newton solvers need of a log-likelihood over coefficients: a state at
+    ``beta``, its value, gradient, Hessian block and matrix-free local quadratic, and the
+    reach of a direction. :class:`Datafit` (one prepared data set, with compiled coordinate
+    kernels) is one; :class:`riskset.sharded.ShardedDatafit` (rows on many workers, each
+    question a reduction) is another, fitted by the outer Newton loop of
+    :mod:`riskset.solver.proximal_newton` alone.
+    """
+
+    #: Coefficient names, set by the caller that builds the likelihood (for messages).
+    names: list[str] | None = None
+
+    @property
+    @abstractmethod
+    def n_coef(self) -> int:
+        """The number of coefficients."""
+
+    def coef_label(self, j: int) -> str:
+        return self.names[j] if self.names is not None else f"#{j}"
+
+    @abstractmethod
+    def new_state(self, beta: np.ndarray) -> FitState:
+        """State at coefficients ``beta`` (all aggregates computed)."""
+
+    @abstractmethod
+    def loglik(self, state: FitState) -> float:
+        """Log-likelihood at the state."""
+
+    @abstractmethod
+    def gradient(self, state: FitState) -> np.ndarray:
+        """Full gradient dl/dbeta, shape (n_coef,)."""
+
+    def slopes(self, state: FitState, coefs: np.ndarray) -> np.ndarray:
+        """dl/dbeta of the coefficients ``coefs`` alone (here from the full gradient; a family
+        whose gradient is a product of the columns with a row vector reads only theirs)."""
+        return self.gradient(state)[coefs]
+
+    @abstractmethod
+    def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:
+        """Dense block d2l/dbeta_a dbeta_b for a, b in ``columns`` (a small set)."""
+
+    @property
+    @abstractmethod
+    def hessian_rank(self) -> int:
+        """An upper bound on the rank of the log-likelihood's Hessian, whatever the
+        coefficients: more active coordinates without a quadratic penalty than this make the
+        Newton block singular (the solver then leaves them to coordinate steps)."""
+
+    def hessian_work(self, columns: np.ndarray) -> float:
+        """The work of forming :meth:`hessian` on ``columns`` (stored non-zeros visited): the
+        solver forms the block for a Newton step only up to
+        :data:`~riskset.solver.newton.DENSE_WORK_MAX`, beyond which conjugate gradients on
+        Hessian-vector products cost less. None counted by default: a Gram block costs
+        about a product of the columns' rows (the GLMs; the risk-set families override)."""
+        return 0.0
+
+    @abstractmethod
+    def local_quadratic(self, state: FitState, columns: np.ndarray) -> "LocalQuadratic | None":
+        """The log-likelihood's gradient and Hessian on ``columns`` without forming the
+        Hessian (matrix-free Newton steps on large active sets), or ``None`` where the
+        family has no such form for this data (the solver then forms :meth:`hessian`)."""
+
+    def information_scale(self, state: FitState, columns: np.ndarray) -> np.ndarray:
+        """Per column, a bound on the observed information I_jj computed without cancellation
+        (e.g. sum w x^2 over the risk sets, before the squared risk-set mean is subtracted).
+        An I_jj that is a rounding residue of this scale means the coefficient has no
+        information (a covariate constant within every stratum); see
+        :func:`riskset.inference.aliased_coefficients`. Default: the local quadratic's
+        curvature, else the exact diagonal."""
+        quad = self.local_quadratic(state, columns)
+        return quad.curvature if quad is not None else -np.diag(self.hessian(state, columns))
+
+    @abstractmethod
+    def diagnose(self, state: FitState, beta: np.ndarray) -> str | None:
+        """What is wrong with a state the solver reached (a non-finite linear predictor or
+        family array), or None. The solver ends a fit with this message."""
+
+    @abstractmethod
+    def reach(self, direction: np.ndarray) -> float:
+        """max_i |x_i direction|: how far a step ``direction`` moves the linear predictor of
+        any row (the unit of the separation test, :mod:`riskset.solver.separation`)."""
+
+
+class Datafit(Likelihood):
     """A log-likelihood over the rows of one prepared design matrix.
 
     Attributes
@@ -98,9 +181,6 @@ class Datafit(ABC):
     offset : ndarray, shape (n_rows,)
         Fixed part of the linear predictor.
     """
-
-    #: Coefficient names, set by the caller that builds the datafit (for messages).
-    names: list[str] | None = None
 
     #: What a full CCD sweep costs, in gradients (passes over X): an order of magnitude
     #: (a GLM ~5; conditional strata ~10; a risk-set family ~30, its sums refreshed per moved
@@ -167,9 +247,6 @@ class Datafit(ABC):
         :class:`~riskset.core.products.column_products.ColumnProducts`)."""
         return np.asarray(coefs, dtype=np.int64)
 
-    def coef_label(self, j: int) -> str:
-        return self.names[j] if self.names is not None else f"#{j}"
-
     def linear_predictor(self, beta: np.ndarray) -> np.ndarray:
         """X beta + offset, reading only the columns of non-zero coefficients (a product asked
         again is kept: :meth:`~riskset.core.products.column_products.ColumnProducts.times_recurring`)."""
@@ -196,14 +273,6 @@ class Datafit(ABC):
         call: reweighted views share X but not their case weights); a device datafit's is the
         tuple of device arrays its sweep kernel takes, in the kernel's order (CUDA kernels
         take flat arguments)."""
-
-    @abstractmethod
-    def new_state(self, beta: np.ndarray) -> FitState:
-        """State at coefficients ``beta`` (all aggregates computed)."""
-
-    @abstractmethod
-    def loglik(self, state: FitState) -> float:
-        """Log-likelihood at the state."""
 
     def loglik_at(self, beta: np.ndarray) -> float:
         """Log-likelihood at ``beta``, no state kept (a held-out score; a family may read only
@@ -251,19 +320,6 @@ class Datafit(ABC):
         state.synced = False
         self.kernels.sweep(self.kernel_data(), state.kernel, coords, beta, prior, radius)
 
-    @abstractmethod
-    def gradient(self, state: FitState) -> np.ndarray:
-        """Full gradient dl/dbeta, shape (n_coef,)."""
-
-    def slopes(self, state: FitState, coefs: np.ndarray) -> np.ndarray:
-        """dl/dbeta of the coefficients ``coefs`` alone (here from the full gradient; a family
-        whose gradient is a product of the columns with a row vector reads only theirs)."""
-        return self.gradient(state)[coefs]
-
-    @abstractmethod
-    def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:
-        """Dense block d2l/dbeta_a dbeta_b for a, b in ``columns`` (a small set)."""
-
     @property
     def hessian_rank(self) -> int:
         """An upper bound on the rank of the log-likelihood's Hessian, whatever the
@@ -272,14 +328,6 @@ class Datafit(ABC):
         (a GLM's curvature is a sum of one rank-one term per row); the risk-set families count
         the curvature of their risk sets."""
         return self.n_rows
-
-    def hessian_work(self, columns: np.ndarray) -> float:
-        """The work of forming :meth:`hessian` on ``columns`` (stored non-zeros visited): the
-        solver forms the block for a Newton step only up to
-        :data:`~riskset.solver.newton.DENSE_WORK_MAX`, beyond which conjugate gradients on
-        Hessian-vector products cost less. None counted by default: a Gram block costs
-        about a product of the columns' rows (the GLMs; the risk-set families override)."""
-        return 0.0
 
     @abstractmethod
     def data_weights(self) -> np.ndarray:
@@ -300,12 +348,6 @@ class Datafit(ABC):
         out = np.zeros(int(np.max(rows, initial=-1)) + 1)
         out[rows] = weights
         return out
-
-    @abstractmethod
-    def local_quadratic(self, state: FitState, columns: np.ndarray) -> "LocalQuadratic | None":
-        """The log-likelihood's gradient and Hessian on ``columns`` without forming the
-        Hessian (matrix-free Newton steps on large active sets), or ``None`` where the
-        family has no such form for this data (the solver then forms :meth:`hessian`)."""
 
     def diagnose(self, state: FitState, beta: np.ndarray) -> str | None:
         """What is wrong with a state the solver reached (a non-finite linear predictor or
@@ -347,16 +389,6 @@ class Datafit(ABC):
         """What the data look like when coefficient ``name`` alone separates (for messages)."""
         extreme = "largest" if direction > 0 else "smallest"
         return f"every event has the {extreme} value of {name!r} in its risk set"
-
-    def information_scale(self, state: FitState, columns: np.ndarray) -> np.ndarray:
-        """Per column, a bound on the observed information I_jj computed without cancellation
-        (e.g. sum w x^2 over the risk sets, before the squared risk-set mean is subtracted).
-        An I_jj that is a rounding residue of this scale means the coefficient has no
-        information (a covariate constant within every stratum); see
-        :func:`riskset.inference.aliased_coefficients`. Default: the local quadratic's
-        curvature, else the exact diagonal."""
-        quad = self.local_quadratic(state, columns)
-        return quad.curvature if quad is not None else -np.diag(self.hessian(state, columns))
 
     @abstractmethod
     def missing_information(self) -> str | None:

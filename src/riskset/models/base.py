@@ -113,6 +113,18 @@ class Model(ABC):
     def coef_names(self, data) -> list[str]:
         """Names of the datafit's coefficients, in datafit column order."""
 
+    def shard_datafit(self, data) -> Datafit | None:
+        """The datafit of one shard of a data set split over workers (:mod:`riskset.sharded`),
+        the shards' log-likelihoods adding up to the whole data's; None where the shard's rows
+        carry no information alone (they add nothing). Every covariate column is kept (the
+        whole data decide which carry information; :attr:`drops_constant_covariates`), and
+        nothing is said of rows the model drops: the client checks the whole data."""
+        raise InputError(f"the {self.name} model cannot be fitted on sharded data")
+
+    #: Whether the model drops covariates constant over its rows (no information in a
+    #: risk-set likelihood); a sharded fit drops those constant over every shard.
+    drops_constant_covariates: ClassVar[bool] = False
+
     def _prepared(self, data, warn: bool):
         """``self.prepare(data, warn=...)`` computed once per data set, for families whose
         ``datafit()`` and ``coef_names()`` share a preparation (e.g. dropped covariates)."""

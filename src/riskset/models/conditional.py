@@ -43,6 +43,7 @@ exact sets of up to 64 cases).
 """
 from __future__ import annotations
 
+from abc import abstractmethod
 from functools import cached_property
 
 import warnings
@@ -280,6 +281,16 @@ class _Conditional(Model):
     def coef_names(self, data):
         return list(data.covariate_names)
 
+    def datafit(self, data: Dataset) -> Datafit:
+        return require_information(self._build(data, shard=False), self.name)
+
+    def shard_datafit(self, data: Dataset) -> Datafit | None:
+        return self._build(data, shard=True)
+
+    @abstractmethod
+    def _build(self, data: Dataset, shard: bool) -> Datafit | None:
+        """The datafit of ``data`` (None for a ``shard`` whose strata all carry no information)."""
+
     def predict(self, fit, data, kind="link"):
         """'link' (R's 'lp') = x beta + offset, 'risk' = exp(link), 'probability' the row's share of
         its stratum (needs ``strata``); R's 'response' is refused, as R's predict.coxph has none."""
@@ -319,7 +330,7 @@ class ConditionalPoisson(_Conditional):
     name = "conditional_poisson"
     ratio_name = "rate_ratio"
 
-    def datafit(self, data: Dataset) -> ConditionalDatafit:
+    def _build(self, data: Dataset, shard: bool) -> ConditionalDatafit | None:
         data.require("y", model=self.name)
         data.require("strata", model=self.name)
         y = np.asarray(data.y, dtype=np.float64)
@@ -334,11 +345,13 @@ class ConditionalPoisson(_Conditional):
         present = np.bincount(strata, minlength=n_strata) > 0
         keep = total > 0
         n_drop = int((present & ~keep).sum())
-        if n_drop:
+        if n_drop and not shard:
             warnings.warn(f"{self.name}: dropped {n_drop} stratum/strata without any event "
                           f"({int(present.sum()) - n_drop} kept); they carry no information",
-                          DataWarning, stacklevel=3)
+                          DataWarning, stacklevel=4)
         if not keep.any():
+            if shard:
+                return None
             raise InputError(f"{self.name}: no stratum has an event (all counts are 0)")
         c_all = stratum_weights(data, strata, n_strata, self.name)
         rows, codes, old = sorted_by_stratum(data, keep)
@@ -346,7 +359,7 @@ class ConditionalPoisson(_Conditional):
         offset = None if data.offset is None else np.asarray(data.offset)[rows]
         datafit = ConditionalDatafit(data.X, y[rows], codes, offset, c_s, rows=rows)
         datafit.row_ids = data.row_ids[rows]
-        return require_information(datafit, self.name)
+        return datafit
 
 
 class ConditionalLogistic(_Conditional):
@@ -380,7 +393,7 @@ class ConditionalLogistic(_Conditional):
     def from_spec(cls, spec):
         return cls(ties=spec.get("ties", "exact"))
 
-    def datafit(self, data: Dataset) -> Datafit:
+    def _build(self, data: Dataset, shard: bool) -> Datafit | None:
         data.require("y", model=self.name)
         data.require("strata", model=self.name)
         y = np.asarray(data.y, dtype=np.float64)
@@ -397,11 +410,13 @@ class ConditionalLogistic(_Conditional):
         no_case = present & (cases == 0)
         no_control = present & (cases == size)
         keep = present & ~no_case & ~no_control
-        if no_case.any() or no_control.any():
+        if (no_case.any() or no_control.any()) and not shard:
             warnings.warn(f"{self.name}: dropped {int(no_case.sum())} matched set(s) without a case and "
                           f"{int(no_control.sum())} without a control ({int(keep.sum())} kept)",
-                          DataWarning, stacklevel=3)
+                          DataWarning, stacklevel=4)
         if not keep.any():
+            if shard:
+                return None
             raise InputError(f"{self.name}: no matched set has both a case and a control")
         c_all = stratum_weights(data, strata, n_strata, self.name)
         rows, codes, old = sorted_by_stratum(data, keep)
@@ -414,10 +429,10 @@ class ConditionalLogistic(_Conditional):
             datafit = CoxDatafit(data.X[rows], np.ones(rows.size), y[rows].astype(np.uint8), strata=codes,
                             weights=None if c_s is None else c_s[codes], offset=offset, ties="efron")
             datafit.data_rows = np.ascontiguousarray(rows[datafit.order])
-            return require_information(datafit, self.name)
+            return datafit
         datafit = ConditionalDatafit(data.X, y[rows], codes, offset, c_s, exact_m, rows=rows)
         datafit.row_ids = data.row_ids[rows]
-        return require_information(datafit, self.name)
+        return datafit
 
 
 __all__ = ["ConditionalDatafit", "ConditionalLogistic", "ConditionalPoisson"]

@@ -397,6 +397,7 @@ class CoxModel(Model):
 
     name = "cox"
     uses_strata = True
+    drops_constant_covariates = True
     ratio_name = "hazard_ratio"
     r_ties = "efron"
 
@@ -424,8 +425,9 @@ class CoxModel(Model):
         return opts
 
     # -- preparation ----------------------------------------------------------------------
-    def prepare(self, data, warn: bool = True) -> _Prepared:
-        """Validate, drop strata without events and zero-variance covariates, split at cuts."""
+    def prepare(self, data, warn: bool = True, keep_columns: bool = False) -> _Prepared:
+        """Validate, drop strata without events and (unless ``keep_columns``) zero-variance
+        covariates, split at cuts."""
         data.require("time", "status", model=self.name)
         check_survival(data.time, data.status, data.start, data.subject, data.row_ids)
         status = np.asarray(data.status).astype(np.float64).astype(np.uint8)
@@ -448,7 +450,9 @@ class CoxModel(Model):
 
         X = sp.csc_matrix(data.X[rows] if rows.shape[0] < data.n_rows else data.X, dtype=np.float64)
         X.sum_duplicates()
-        X, names = drop_constant_covariates(X, list(data.covariate_names), warn)
+        names = list(data.covariate_names)
+        if not keep_columns:
+            X, names = drop_constant_covariates(X, names, warn)
 
         def take(a):
             return None if a is None else np.asarray(a)[rows]
@@ -482,6 +486,19 @@ class CoxModel(Model):
                         formulation=self.formulation)
         datafit.data_rows = np.ascontiguousarray(p.rows[datafit.order])
         return require_information(datafit, self.name)
+
+    def shard_datafit(self, data) -> CoxDatafit | None:
+        """A shard of whole strata (:mod:`riskset.sharded`; a Cox model without strata shares its
+        risk sets across shards instead: :mod:`riskset.sharded.risk_sets`)."""
+        if self.time_varying:
+            raise InputError("time-varying coefficients cannot be fitted on sharded data")
+        p = self.prepare(data, warn=False, keep_columns=True)
+        if not np.any(p.status):
+            return None
+        datafit = CoxDatafit(p.X, p.time, p.status, p.start, p.strata, p.weights, p.offset, ties=self.ties,
+                             formulation=self.formulation)
+        datafit.data_rows = np.ascontiguousarray(p.rows[datafit.order])
+        return datafit
 
     def coef_names(self, data):
         return list(self._prepared(data, warn=False).names)

@@ -424,6 +424,7 @@ class FineGrayModel(Model):
     """
 
     name = "fine_gray"
+    drops_constant_covariates = True
     ratio_name = "subdistribution_hazard_ratio"
     reads_censor_weights = True
 

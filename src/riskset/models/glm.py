@@ -245,10 +245,12 @@ class _GLM(Model):
         return ["intercept"] if self.intercept else []
 
     def datafit(self, data: Dataset) -> GLMDatafit:
+        return require_information(self.shard_datafit(data), self.name)
+
+    def shard_datafit(self, data: Dataset) -> GLMDatafit:
         data.require("y", model=self.name)
         self.validate_response(data.y, data.row_ids)
-        return require_information(GLMDatafit(self.family, data.X, data.y, data.weights, data.offset,
-                                              intercept=self.intercept), self.name)
+        return GLMDatafit(self.family, data.X, data.y, data.weights, data.offset, intercept=self.intercept)
 
     def validate_response(self, y, row_ids):
         """Raise InputError for responses outside the family's support."""

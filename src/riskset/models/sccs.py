@@ -38,11 +38,11 @@ class SCCS(ConditionalPoisson):
     name = "sccs"
     ratio_name = "incidence_rate_ratio"
 
-    def datafit(self, data: Dataset):
+    def _build(self, data: Dataset, shard: bool):
         if data.offset is None:
             raise InputError("the sccs model needs the era lengths: give exposure=<era length column> "
                              "(offset = log(length)); without them every era would count as equally long")
-        return super().datafit(data)
+        return super()._build(data, shard)
 
 
 def incidence_rate_ratios(fit, level: float = 0.95) -> pd.DataFrame:

@@ -1,0 +1,182 @@
+"""The client's side of a sharded fit: a :class:`~riskset.core.interface.Likelihood` whose
+every question is a round of tasks on the shards' workers and a sum of their answers.
+
+Two couplings of the shards:
+
+* :class:`SeparableDatafit`: the log-likelihood is a sum over shards (a GLM's rows; whole strata
+  of a stratified Cox, conditional or SCCS model). Each value, gradient, Hessian block or
+  Hessian-vector product is one round: every shard answers for its rows, the client adds.
+* :class:`RiskSetDatafit`: a Cox model without strata, rows split anyhow, so that a risk set
+  spans shards. A state is one round that gathers per-event-time sums of w = c exp(eta) (the
+  seed paper's scan one level up: each shard's totals over the global event times); the
+  log-likelihood follows on the client; a gradient is one more round (each shard's
+  X' (c delta - w rho) given the per-time multipliers); a Hessian-vector product two
+  (:mod:`riskset.sharded.risk_sets`). Only vectors over event times or coefficients travel.
+
+:class:`Exchange` counts the rounds and the bytes sent and received.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from riskset.core.interface import FitState, Likelihood, LocalQuadratic
+from riskset.sharded import risk_sets
+from riskset.sharded.shards import SeparableShard
+from riskset.sharded.risk_sets import CoxRowShard
+
+
+class Exchange:
+    """The shards of a fit on a Dask client, and the traffic with them: ``rounds`` (each one task
+    per shard and a gather) and ``bytes`` (arguments sent plus answers received)."""
+
+    def __init__(self, client, shards: list):
+        self.client, self.shards = client, shards
+        self.rounds, self.bytes = 0, 0
+
+    def each(self, method, *args) -> list:
+        """``method(shard, *args)`` on every shard, where it lives; their answers in shard order."""
+        from dask.sizeof import sizeof
+
+        futures = [self.client.submit(method, shard, *args, pure=False) for shard in self.shards]
+        answers = self.client.gather(futures)
+        self.rounds += 1
+        self.bytes += len(self.shards) * sum(sizeof(a) for a in args) + sum(sizeof(a) for a in answers)
+        return answers
+
+    def total(self, method, *args):
+        """The sum of the shards' answers."""
+        return sum(self.each(method, *args))
+
+
+class ShardedState(FitState):
+    """A state of a sharded fit: its key (the shards keep their own arrays under it) and the
+    coefficients; the rows' arrays live on the workers (``eta`` is empty here)."""
+
+    _keys = itertools.count()
+
+    def __init__(self, beta: np.ndarray):
+        super().__init__(np.zeros(0))
+        self.key, self.beta = next(self._keys), beta.copy()
+
+
+class ShardedDatafit(Likelihood):
+    """A likelihood over rows held by many workers (module docstring); ``exchange`` its shards."""
+
+    def __init__(self, exchange: Exchange, n_coef: int, names: list, rank: int):
+        self.exchange, self._n_coef, self.names, self._rank = exchange, n_coef, list(names), rank
+
+    @property
+    def n_coef(self) -> int:
+        return self._n_coef
+
+    @property
+    def hessian_rank(self) -> int:
+        return self._rank
+
+    def new_state(self, beta: np.ndarray) -> ShardedState:
+        return ShardedState(np.asarray(beta, dtype=np.float64))
+
+    def reach(self, direction: np.ndarray) -> float:
+        return max(self.exchange.each(_reach, np.asarray(direction, dtype=np.float64)))
+
+
+class SeparableDatafit(ShardedDatafit):
+    """Shards whose log-likelihoods add up (module docstring)."""
+
+    def loglik(self, state: ShardedState) -> float:
+        return float(self.exchange.total(SeparableShard.loglik, state.key, state.beta))
+
+    def gradient(self, state: ShardedState) -> np.ndarray:
+        return self.exchange.total(SeparableShard.gradient, state.key, state.beta)
+
+    def slopes(self, state: ShardedState, coefs: np.ndarray) -> np.ndarray:
+        return self.exchange.total(SeparableShard.gradient, state.key, state.beta, np.asarray(coefs, np.int64))
+
+    def hessian(self, state: ShardedState, columns: np.ndarray) -> np.ndarray:
+        return self.exchange.total(SeparableShard.hessian, state.key, state.beta, np.asarray(columns, np.int64))
+
+    def local_quadratic(self, state: ShardedState, columns: np.ndarray) -> LocalQuadratic:
+        columns = np.asarray(columns, np.int64)
+        parts = self.exchange.each(SeparableShard.quadratic, state.key, state.beta, columns)
+        couplings = [p.coupling for p in parts if p.coupling is not None]
+        intercepts = {p.intercept for p in parts if p.intercept is not None}
+        return LocalQuadratic(
+            gradient=sum(p.gradient for p in parts), curvature=sum(p.curvature for p in parts),
+            hessian_times=lambda v: self.exchange.total(SeparableShard.hessian_times, state.key, columns, v),
+            intercept=intercepts.pop() if len(intercepts) == 1 else None,
+            coupling=sum(couplings) if couplings and len(intercepts) <= 1 else None)
+
+    def information_scale(self, state: ShardedState, columns: np.ndarray) -> np.ndarray:
+        return self.exchange.total(SeparableShard.information_scale, state.key, state.beta,
+                                   np.asarray(columns, np.int64))
+
+    def diagnose(self, state: ShardedState, beta: np.ndarray) -> str | None:
+        problems = [p for p in self.exchange.each(SeparableShard.diagnose, state.key, state.beta) if p]
+        return problems[0] if problems else None
+
+
+class RiskSetDatafit(ShardedDatafit):
+    """A Cox model without strata over row shards (module docstring); ``counts`` the weighted
+    events and tied event rows per event time of the whole data, ``ties`` Breslow or Efron."""
+
+    def __init__(self, exchange: Exchange, n_coef: int, names: list, rank: int, counts, ties: str):
+        super().__init__(exchange, n_coef, names, rank)
+        self.counts, self.ties = counts, ties
+
+    def new_state(self, beta: np.ndarray) -> ShardedState:
+        state = super().new_state(beta)
+        state.sums = risk_sets.combine_sums(self.exchange.each(CoxRowShard.sums, state.beta))
+        state.multipliers = None
+        return state
+
+    def _multipliers(self, state):
+        if state.multipliers is None:
+            state.multipliers = risk_sets.multipliers(state.sums, self.counts, self.ties)
+        return state.multipliers
+
+    def loglik(self, state: ShardedState) -> float:
+        return float(risk_sets.log_likelihood(state.sums, self.counts, self.ties))
+
+    def _gradient(self, state, columns=None):
+        parts = self.exchange.each(CoxRowShard.gradient, state.beta, self._multipliers(state), columns)
+        return sum(p.gradient for p in parts), sum(p.curvature for p in parts)
+
+    def gradient(self, state: ShardedState) -> np.ndarray:
+        return self._gradient(state)[0]
+
+    def slopes(self, state: ShardedState, coefs: np.ndarray) -> np.ndarray:
+        return self._gradient(state, np.asarray(coefs, np.int64))[0]
+
+    def hessian_times(self, state: ShardedState, columns: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """H_AA v in two rounds: the per-time sums of w x_A v, then each shard's product."""
+        multipliers = self._multipliers(state)
+        totals = risk_sets.combine_hvp_sums(
+            self.exchange.each(CoxRowShard.hvp_sums, state.beta, multipliers.shift, columns, v))
+        second = risk_sets.hvp_multipliers(state.sums, self.counts, totals, self.ties)
+        return self.exchange.total(CoxRowShard.hvp, state.beta, columns, v, multipliers, second)
+
+    def hessian(self, state: ShardedState, columns: np.ndarray) -> np.ndarray:
+        """The block as |A| Hessian-vector products (used for small blocks and standard errors)."""
+        columns = np.asarray(columns, np.int64)
+        eye = np.eye(columns.size)
+        block = np.column_stack([self.hessian_times(state, columns, eye[:, a]) for a in range(columns.size)])
+        return 0.5 * (block + block.T)
+
+    def hessian_work(self, columns: np.ndarray) -> float:
+        return np.inf  # a formed block costs |A| rounds: conjugate gradients instead
+
+    def local_quadratic(self, state: ShardedState, columns: np.ndarray) -> LocalQuadratic:
+        columns = np.asarray(columns, np.int64)
+        gradient, curvature = self._gradient(state, columns)
+        return LocalQuadratic(gradient, curvature, lambda v: self.hessian_times(state, columns, v))
+
+    def diagnose(self, state: ShardedState, beta: np.ndarray) -> str | None:
+        if not (np.isfinite(state.sums.shift) and np.all(np.isfinite(state.sums.S0))):
+            return "the linear predictor overflowed (exp(eta) is not finite): coefficients diverge"
+        return None
+
+
+def _reach(shard, direction: np.ndarray) -> float:
+    return shard.reach(direction)
