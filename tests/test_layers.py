@@ -51,8 +51,8 @@ LAYERS = (
     ("riskset.plots",),
     # cross-validation, regularization paths, the bootstrap, many analyses (they end with riskset.fit);
     # evidence synthesis (likelihood approximations of profiles, pooled across sites); Cox
-    # diagnostics (the proportional-hazards test, with its plot)
-    ("riskset.selection", "riskset.synthesis", "riskset.diagnostics"),
+    # diagnostics (the proportional-hazards test, with its plot); fits over rows split into shards
+    ("riskset.selection", "riskset.synthesis", "riskset.diagnostics", "riskset.sharded"),
     # a comparative cohort study: propensity scores, matching, stratification, weights, balance
     ("riskset.study",),
     # scikit-learn estimators over riskset.fit; simulated data sets
