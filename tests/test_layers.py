@@ -44,9 +44,10 @@ LAYERS = (
     # intervals, the separability check, FitResult, case.json specifications
     ("riskset.backend", "riskset.inference", "riskset.profile_likelihood", "riskset.separability", "riskset.results",
      "riskset.spec"),
-    # one fit (riskset.fit), survival and cumulative incidence curves from fits
-    ("riskset.api", "riskset.sharded", "riskset.likelihood", "riskset.survival", "riskset.competing_risks", "riskset.cox_scores",
-     "riskset.robust"),
+    # one fit (riskset.fit; riskset.sharded: one fit over rows split over Dask workers), survival and
+    # cumulative incidence curves from fits
+    ("riskset.api", "riskset.sharded", "riskset.likelihood", "riskset.survival", "riskset.competing_risks",
+     "riskset.cox_scores", "riskset.robust"),
     # plots of curves, paths and intervals
     ("riskset.plots",),
     # cross-validation, regularization paths, the bootstrap, many analyses (they end with riskset.fit);
