@@ -148,6 +148,8 @@ class FitResult:
 
     def _when(self) -> str:
         """When the fit ended: 'after 3 cycles', or at the start, saying how (no cycle ran)."""
+        if self.n_iter > 0 and self.sharding:
+            return f"after {self.n_iter} outer Newton iteration{'s' if self.n_iter != 1 else ''}"
         if self.n_iter > 0:
             return f"after {_cycles(self.n_iter)}"
         if self.converged and self.message == AT_GAMMA_MAX:

@@ -251,8 +251,9 @@ def _fmt(v) -> str:
     return f"{v:g}"
 
 
-def check_survival(time, status, start=None, subject=None, row_ids=None):
-    """Validate a survival outcome; raise :class:`InputError` naming the first bad row."""
+def check_survival(time, status, start=None, subject=None, row_ids=None, need_event: bool = True):
+    """Validate a survival outcome; raise :class:`InputError` naming the first bad row (and,
+    if ``need_event``, saying that no row has an event)."""
     n = len(time)
     ids = np.arange(n) if row_ids is None else row_ids
 
@@ -280,7 +281,7 @@ def check_survival(time, status, start=None, subject=None, row_ids=None):
         codes = np.unique(stf[badst])[:5]
         raise InputError(f"status must be 0 (censored) or 1 (event); found {_py(st[i])!r} at row {rid!r} "
                          f"(codes {', '.join(f'{c:g}' for c in codes)}); competing events need the fine_gray model")
-    if not np.any(stf == 1):
+    if need_event and not np.any(stf == 1):
         raise InputError("all rows are censored: the Cox model needs at least one event")
     if start is not None:
         start = finite_nonnegative(start, "start time")

@@ -61,6 +61,27 @@ class ShardedState(FitState):
         self.key, self.beta = next(self._keys), beta.copy()
 
 
+class RiskSetState(ShardedState):
+    """A state of a Cox fit over row shards: the per-event-time sums of the whole data, and the
+    multipliers of its gradient once asked."""
+
+    def __init__(self, beta: np.ndarray, sums: risk_sets.RiskSums):
+        super().__init__(beta)
+        self.sums = sums
+        self.multipliers: risk_sets.Multipliers | None = None
+
+
+def sharded(state: FitState) -> ShardedState:
+    """``state`` as the sharded state it is (a state the solver got from this datafit)."""
+    assert isinstance(state, ShardedState)
+    return state
+
+
+def risk_set_state(state: FitState) -> RiskSetState:
+    assert isinstance(state, RiskSetState)
+    return state
+
+
 class ShardedDatafit(Likelihood):
     """A likelihood over rows held by many workers (module docstring); ``exchange`` its shards."""
 
@@ -85,35 +106,35 @@ class ShardedDatafit(Likelihood):
 class SeparableDatafit(ShardedDatafit):
     """Shards whose log-likelihoods add up (module docstring)."""
 
-    def loglik(self, state: ShardedState) -> float:
-        return float(self.exchange.total(SeparableShard.loglik, state.key, state.beta))
+    def loglik(self, state: FitState) -> float:
+        return float(self.exchange.total(SeparableShard.loglik, *_point(state)))
 
-    def gradient(self, state: ShardedState) -> np.ndarray:
-        return self.exchange.total(SeparableShard.gradient, state.key, state.beta)
+    def gradient(self, state: FitState) -> np.ndarray:
+        return self.exchange.total(SeparableShard.gradient, *_point(state))
 
-    def slopes(self, state: ShardedState, coefs: np.ndarray) -> np.ndarray:
-        return self.exchange.total(SeparableShard.gradient, state.key, state.beta, np.asarray(coefs, np.int64))
+    def slopes(self, state: FitState, coefs: np.ndarray) -> np.ndarray:
+        return self.exchange.total(SeparableShard.gradient, *_point(state), np.asarray(coefs, np.int64))
 
-    def hessian(self, state: ShardedState, columns: np.ndarray) -> np.ndarray:
-        return self.exchange.total(SeparableShard.hessian, state.key, state.beta, np.asarray(columns, np.int64))
+    def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:
+        return self.exchange.total(SeparableShard.hessian, *_point(state), np.asarray(columns, np.int64))
 
-    def local_quadratic(self, state: ShardedState, columns: np.ndarray) -> LocalQuadratic:
+    def local_quadratic(self, state: FitState, columns: np.ndarray) -> LocalQuadratic:
         columns = np.asarray(columns, np.int64)
-        parts = self.exchange.each(SeparableShard.quadratic, state.key, state.beta, columns)
+        parts = self.exchange.each(SeparableShard.quadratic, *_point(state), columns)
         couplings = [p.coupling for p in parts if p.coupling is not None]
         intercepts = {p.intercept for p in parts if p.intercept is not None}
         return LocalQuadratic(
             gradient=sum(p.gradient for p in parts), curvature=sum(p.curvature for p in parts),
-            hessian_times=lambda v: self.exchange.total(SeparableShard.hessian_times, state.key, columns, v),
+            hessian_times=lambda v: self.exchange.total(SeparableShard.hessian_times, sharded(state).key, columns, v),
             intercept=intercepts.pop() if len(intercepts) == 1 else None,
             coupling=sum(couplings) if couplings and len(intercepts) <= 1 else None)
 
-    def information_scale(self, state: ShardedState, columns: np.ndarray) -> np.ndarray:
-        return self.exchange.total(SeparableShard.information_scale, state.key, state.beta,
+    def information_scale(self, state: FitState, columns: np.ndarray) -> np.ndarray:
+        return self.exchange.total(SeparableShard.information_scale, *_point(state),
                                    np.asarray(columns, np.int64))
 
-    def diagnose(self, state: ShardedState, beta: np.ndarray) -> str | None:
-        problems = [p for p in self.exchange.each(SeparableShard.diagnose, state.key, state.beta) if p]
+    def diagnose(self, state: FitState, beta: np.ndarray) -> str | None:
+        problems = [p for p in self.exchange.each(SeparableShard.diagnose, *_point(state)) if p]
         return problems[0] if problems else None
 
 
@@ -125,39 +146,38 @@ class RiskSetDatafit(ShardedDatafit):
         super().__init__(exchange, n_coef, names, rank)
         self.counts, self.ties = counts, ties
 
-    def new_state(self, beta: np.ndarray) -> ShardedState:
-        state = super().new_state(beta)
-        state.sums = risk_sets.combine_sums(self.exchange.each(CoxRowShard.sums, state.beta))
-        state.multipliers = None
-        return state
+    def new_state(self, beta: np.ndarray) -> RiskSetState:
+        beta = np.asarray(beta, dtype=np.float64)
+        return RiskSetState(beta, risk_sets.combine_sums(self.exchange.each(CoxRowShard.sums, beta)))
 
-    def _multipliers(self, state):
-        if state.multipliers is None:
-            state.multipliers = risk_sets.multipliers(state.sums, self.counts, self.ties)
-        return state.multipliers
+    def _multipliers(self, state: FitState) -> risk_sets.Multipliers:
+        own = risk_set_state(state)
+        if own.multipliers is None:
+            own.multipliers = risk_sets.multipliers(own.sums, self.counts, self.ties)
+        return own.multipliers
 
-    def loglik(self, state: ShardedState) -> float:
-        return float(risk_sets.log_likelihood(state.sums, self.counts, self.ties))
+    def loglik(self, state: FitState) -> float:
+        return float(risk_sets.log_likelihood(risk_set_state(state).sums, self.counts, self.ties))
 
-    def _gradient(self, state, columns=None):
-        parts = self.exchange.each(CoxRowShard.gradient, state.beta, self._multipliers(state), columns)
+    def _gradient(self, state: FitState, columns=None):
+        parts = self.exchange.each(CoxRowShard.gradient, sharded(state).beta, self._multipliers(state), columns)
         return sum(p.gradient for p in parts), sum(p.curvature for p in parts)
 
-    def gradient(self, state: ShardedState) -> np.ndarray:
+    def gradient(self, state: FitState) -> np.ndarray:
         return self._gradient(state)[0]
 
-    def slopes(self, state: ShardedState, coefs: np.ndarray) -> np.ndarray:
+    def slopes(self, state: FitState, coefs: np.ndarray) -> np.ndarray:
         return self._gradient(state, np.asarray(coefs, np.int64))[0]
 
-    def hessian_times(self, state: ShardedState, columns: np.ndarray, v: np.ndarray) -> np.ndarray:
+    def hessian_times(self, state: FitState, columns: np.ndarray, v: np.ndarray) -> np.ndarray:
         """H_AA v in two rounds: the per-time sums of w x_A v, then each shard's product."""
-        multipliers = self._multipliers(state)
+        own, multipliers = risk_set_state(state), self._multipliers(state)
         totals = risk_sets.combine_hvp_sums(
-            self.exchange.each(CoxRowShard.hvp_sums, state.beta, multipliers.shift, columns, v))
-        second = risk_sets.hvp_multipliers(state.sums, self.counts, totals, self.ties)
-        return self.exchange.total(CoxRowShard.hvp, state.beta, columns, v, multipliers, second)
+            self.exchange.each(CoxRowShard.hvp_sums, own.beta, multipliers.shift, columns, v))
+        second = risk_sets.hvp_multipliers(own.sums, self.counts, totals, self.ties)
+        return self.exchange.total(CoxRowShard.hvp, own.beta, columns, v, multipliers, second)
 
-    def hessian(self, state: ShardedState, columns: np.ndarray) -> np.ndarray:
+    def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:
         """The block as |A| Hessian-vector products (used for small blocks and standard errors)."""
         columns = np.asarray(columns, np.int64)
         eye = np.eye(columns.size)
@@ -167,15 +187,22 @@ class RiskSetDatafit(ShardedDatafit):
     def hessian_work(self, columns: np.ndarray) -> float:
         return np.inf  # a formed block costs |A| rounds: conjugate gradients instead
 
-    def local_quadratic(self, state: ShardedState, columns: np.ndarray) -> LocalQuadratic:
+    def local_quadratic(self, state: FitState, columns: np.ndarray) -> LocalQuadratic:
         columns = np.asarray(columns, np.int64)
         gradient, curvature = self._gradient(state, columns)
         return LocalQuadratic(gradient, curvature, lambda v: self.hessian_times(state, columns, v))
 
-    def diagnose(self, state: ShardedState, beta: np.ndarray) -> str | None:
-        if not (np.isfinite(state.sums.shift) and np.all(np.isfinite(state.sums.S0))):
+    def diagnose(self, state: FitState, beta: np.ndarray) -> str | None:
+        sums = risk_set_state(state).sums
+        if not (np.isfinite(sums.shift) and np.all(np.isfinite(sums.S0))):
             return "the linear predictor overflowed (exp(eta) is not finite): coefficients diverge"
         return None
+
+
+def _point(state: FitState) -> tuple[int, np.ndarray]:
+    """(key, coefficients) of a sharded state: how a shard finds or computes it."""
+    own = sharded(state)
+    return own.key, own.beta
 
 
 def _reach(shard, direction: np.ndarray) -> float:

@@ -11,6 +11,7 @@ import pandas as pd
 from riskset.exceptions import ConvergenceWarning, DataWarning, InputError
 from riskset.inference import standard_errors
 from riskset.models.base import Model, as_model
+from riskset.models.cox import CoxModel
 from riskset.results import FitResult
 from riskset.sharded import risk_sets
 from riskset.sharded.datafit import Exchange, RiskSetDatafit, SeparableDatafit, ShardedDatafit
@@ -22,7 +23,7 @@ from riskset.solver.proximal_newton import fit_proximal_newton
 from riskset import validation as check
 
 
-def fit_sharded(data: ShardedData, model: str | Model = "logistic", prior: Prior | None = None, *, executor,
+def fit_sharded(data: ShardedData, model: str | Model = "logistic", prior=None, *, executor,
                 tol: float = 1e-10, kkt_tol: float = 1e-4, max_iter: int = 100, progress: bool = False,
                 **model_options) -> FitResult:
     """Fit a penalized model to rows that stay on many Dask workers, to the optimum of the
@@ -66,10 +67,10 @@ def fit_sharded(data: ShardedData, model: str | Model = "logistic", prior: Prior
     if not isinstance(data, ShardedData):
         raise InputError(f"data must be ShardedData, not {type(data).__name__}")
     m = as_model(model, **model_options)
-    prior = as_prior(prior)
-    if not isinstance(prior, Prior):
+    given = as_prior(prior)
+    if not isinstance(given, Prior):
         raise InputError(f"a sharded fit takes a Laplace, Normal or elastic-net prior (or none), not "
-                         f"{type(prior).__name__}")
+                         f"{type(given).__name__}")
     check.solver_settings(tol, max_iter, kkt_tol)
     if m.name == "fine_gray":
         raise InputError("the fine_gray model cannot be fitted on sharded data yet (its censoring weights "
@@ -77,7 +78,7 @@ def fit_sharded(data: ShardedData, model: str | Model = "logistic", prior: Prior
     client, owned = _client(executor)
     try:
         datafit, names, n_rows, roles = _prepare(client, data, m)
-        penalty = prior.penalty(names, m.unpenalized_names())
+        penalty = given.penalty(names, m.unpenalized_names())
         t_prepare = time.perf_counter()
         options = SolverOptions(tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, progress=progress)
         res = fit_proximal_newton(datafit, penalty.l1, penalty.l2, options=options, center=penalty.center)
@@ -95,7 +96,7 @@ def fit_sharded(data: ShardedData, model: str | Model = "logistic", prior: Prior
             client.close()
     result = FitResult(model_name=m.name, model_options=m.options(), coef=pd.Series(res.beta, index=names),
                        se=pd.Series(se, index=names), loglik=res.loglik, objective=res.objective,
-                       converged=res.converged, message=res.message, n_iter=res.n_iter, prior=prior,
+                       converged=res.converged, message=res.message, n_iter=res.n_iter, prior=given,
                        n_rows=n_rows, gamma_max=res.gamma_max, roles=roles,
                        diverging={names[j]: s for j, s in res.diverging.items()}, kkt=res.kkt, sharding=sharding)
     result.timings = {"prepare": t_prepare - t0, "solve": t_solve - t_prepare, "total": time.perf_counter() - t0}
@@ -113,7 +114,7 @@ def _prepare(client, data: ShardedData, model: Model) -> tuple[ShardedDatafit, l
     stratified = model.uses_strata and any(s.strata_labels is not None for s in summaries)
     if stratified:
         _check_strata_whole(data, summaries, labels)
-    if model.name == "cox" and not stratified:
+    if isinstance(model, CoxModel) and not stratified:
         grid = risk_sets.event_time_grid([s.event_times for s in summaries])
         if not grid.size:
             raise InputError("the cox model cannot be fitted: no shard has an event")

@@ -453,9 +453,9 @@ def _efron(ties) -> bool:
 
 
 def _grid_arrays(*arrays):
-    arrays = [np.ascontiguousarray(a, dtype=np.float64) for a in arrays]
-    _same_length("the grid vectors", arrays)
-    return arrays
+    contiguous = [np.ascontiguousarray(a, dtype=np.float64) for a in arrays]
+    _same_length("the grid vectors", contiguous)
+    return contiguous
 
 
 def _same_length(what, arrays):

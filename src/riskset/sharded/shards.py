@@ -23,6 +23,7 @@ from riskset.data.dataset import Dataset
 from riskset.data.risksets import check_survival
 from riskset.exceptions import InputError
 from riskset.models.base import Model
+from riskset.models.cox import CoxModel
 from riskset.results import fit_roles
 from riskset.sharded.risk_sets import CoxRowShard
 
@@ -52,7 +53,7 @@ def summarize(data: Dataset, model: Model, label: str) -> ShardSummary:
     try:
         survival = data.time is not None and data.status is not None
         if survival:
-            check_survival(data.time, data.status, data.start, data.subject, data.row_ids)
+            check_survival(data.time, data.status, data.start, data.subject, data.row_ids, need_event=False)
         model.check_roles(data)
     except InputError as err:
         raise InputError(f"shard {label}: {err}") from None
@@ -109,8 +110,15 @@ class SeparableShard:
     def hessian_rank(self) -> int:
         return 0 if self.datafit is None else self.datafit.hessian_rank
 
+    @property
+    def _fit(self) -> Datafit:
+        """The datafit, where a state exists (only a shard with a datafit has states)."""
+        assert self.datafit is not None
+        return self.datafit
+
     def state(self, key: int, beta: np.ndarray) -> FitState | None:
-        """The state at ``beta`` (named ``key`` by the client), computed once."""
+        """The state at ``beta`` (named ``key`` by the client), computed once; None without a
+        datafit (every method then answers zeros)."""
         if self.datafit is None:
             return None
         if key not in self._states:
@@ -122,22 +130,22 @@ class SeparableShard:
 
     def loglik(self, key: int, beta: np.ndarray) -> float:
         state = self.state(key, beta)
-        return 0.0 if state is None else float(self.datafit.loglik(state))
+        return 0.0 if state is None else float(self._fit.loglik(state))
 
     def diagnose(self, key: int, beta: np.ndarray) -> str | None:
         state = self.state(key, beta)
-        return None if state is None else self.datafit.diagnose(state, beta)
+        return None if state is None else self._fit.diagnose(state, beta)
 
     def gradient(self, key: int, beta: np.ndarray, columns: np.ndarray | None = None) -> np.ndarray:
         state = self.state(key, beta)
         size = self.n_coef if columns is None else len(columns)
         if state is None:
             return np.zeros(size)
-        return self.datafit.gradient(state) if columns is None else self.datafit.slopes(state, columns)
+        return self._fit.gradient(state) if columns is None else self._fit.slopes(state, columns)
 
     def hessian(self, key: int, beta: np.ndarray, columns: np.ndarray) -> np.ndarray:
         state = self.state(key, beta)
-        return np.zeros((len(columns), len(columns))) if state is None else self.datafit.hessian(state, columns)
+        return np.zeros((len(columns), len(columns))) if state is None else self._fit.hessian(state, columns)
 
     def quadratic(self, key: int, beta: np.ndarray, columns: np.ndarray) -> QuadraticPart:
         """The shard's part of the local quadratic on ``columns`` (its Hessian-vector products
@@ -146,10 +154,10 @@ class SeparableShard:
         if state is None:
             zero = np.zeros(len(columns))
             return QuadraticPart(zero, zero, None, None)
-        quad = self.datafit.local_quadratic(state, columns)
+        quad = self._fit.local_quadratic(state, columns)
         if quad is None:  # a family without a matrix-free form: its block, formed once
-            block = self.datafit.hessian(state, columns)
-            gradient = self.datafit.slopes(state, columns)
+            block = self._fit.hessian(state, columns)
+            gradient = self._fit.slopes(state, columns)
             self._quadratics[key, columns.tobytes()] = lambda v: block @ v
             return QuadraticPart(gradient, -np.diag(block), None, None)
         self._quadratics[key, columns.tobytes()] = quad.hessian_times
@@ -162,7 +170,7 @@ class SeparableShard:
 
     def information_scale(self, key: int, beta: np.ndarray, columns: np.ndarray) -> np.ndarray:
         state = self.state(key, beta)
-        return np.zeros(len(columns)) if state is None else self.datafit.information_scale(state, columns)
+        return np.zeros(len(columns)) if state is None else self._fit.information_scale(state, columns)
 
     def reach(self, direction: np.ndarray) -> float:
         return 0.0 if self.datafit is None else self.datafit.reach(direction)
@@ -192,7 +200,7 @@ def build_separable(data: Dataset, model: Model, names: list, label: str) -> Sep
         raise InputError(f"shard {label}: {err}") from None
 
 
-def build_risk_sets(data: Dataset, model, names: list, grid: np.ndarray, label: str) -> CoxRowShard:
+def build_risk_sets(data: Dataset, model: CoxModel, names: list, grid: np.ndarray, label: str) -> CoxRowShard:
     """The resident shard of a Cox model without strata, whose risk sets span shards."""
     register_sizes()
     data = aligned(data, names)

@@ -137,6 +137,8 @@ def split(data: Dataset, n_shards: int, *, by: str = "row", sizes=None, seed: in
         groups = _stratum_groups(np.asarray(data.strata), n_shards)
     else:
         order = np.arange(data.n_rows) if seed is None else np.random.default_rng(seed).permutation(data.n_rows)
+        if sizes is None and n_shards > data.n_rows:
+            raise InputError(f"n_shards = {n_shards} is more than the {data.n_rows} rows")
         groups = np.array_split(order, n_shards) if sizes is None else _sized(order, sizes, n_shards)
     return ShardedData(tuple(InMemoryShard(data.subset(np.sort(rows))) for rows in groups), by=by)
 
@@ -168,8 +170,8 @@ def duckdb_shards(database: str, outcomes_sql: str, covariates_sql: str, n_shard
 
 def _sized(order: np.ndarray, sizes, n_shards: int) -> list:
     sizes = np.asarray(sizes, dtype=np.int64)
-    if sizes.shape != (n_shards,) or np.any(sizes < 0) or sizes.sum() != order.size:
-        raise InputError(f"sizes must be {n_shards} non-negative row counts adding up to {order.size}, "
+    if sizes.shape != (n_shards,) or np.any(sizes < 1) or sizes.sum() != order.size:
+        raise InputError(f"sizes must be {n_shards} positive row counts adding up to {order.size}, "
                          f"not {sizes.tolist()}")
     return np.split(order, np.cumsum(sizes)[:-1])
 

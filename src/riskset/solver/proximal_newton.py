@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from riskset.core.interface import Likelihood
+from riskset.core.interface import FitState, Likelihood
 from riskset.core.penalty import Penalty
 from riskset.solver.ccd import (AT_GAMMA_MAX, SolverOptions, SolverResult, ended_at_start, finish, zero_test)
 from riskset.solver.ending import state_problem
@@ -43,7 +43,7 @@ class OuterEnd:
     and the gradient it was read from."""
 
     beta: np.ndarray
-    state: object
+    state: FitState
     objective: float
     converged: bool
     n_iter: int
