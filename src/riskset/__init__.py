@@ -12,7 +12,7 @@ from riskset.competing_risks import aalen_johansen, predict_cif
 from riskset.robust import robust_covariance, robust_se
 from riskset.diagnostics import covariance, cox_zph, schoenfeld_residuals
 from riskset.data import Dataset, build_sccs, eras_dataset, from_arrays, from_duckdb, from_frame, from_long
-from riskset.exceptions import ConvergenceWarning, DataWarning, InputError
+from riskset.exceptions import ConvergenceWarning, DataWarning, InputError, ShardLostError
 from riskset.likelihood import loglik_at, profile_loglik
 from riskset.models.sccs import incidence_rate_ratios
 from riskset.results import FitResult
@@ -44,6 +44,6 @@ __all__ = ["cox_zph", "schoenfeld_residuals", "covariance", "univariable_correla
            "baseline_hazard", "kaplan_meier", "numbers_at_risk", "predict_survival", "aalen_johansen", "predict_cif",
            "robust_se", "robust_covariance", "fit", "Dataset", "build_sccs", "eras_dataset", "incidence_rate_ratios",
            "from_arrays", "from_duckdb", "from_frame", "from_long", "ConvergenceWarning", "DataWarning", "InputError",
-           "FitResult", "simulate", "BAR", "IHT", "ElasticNet", "Hierarchical", "Jeffreys", "Laplace", "NoPrior",
-           "Normal", "Prior", "bootstrap", "cross_validate", "fit_specs", "regularization_path", "separability",
+           "ShardLostError", "FitResult", "simulate", "BAR", "IHT", "ElasticNet", "Hierarchical", "Jeffreys",
+           "Laplace", "NoPrior", "Normal", "Prior", "bootstrap", "cross_validate", "fit_specs", "regularization_path", "separability",
            "__version__"]

@@ -11,3 +11,8 @@ class ConvergenceWarning(UserWarning):
 
 class DataWarning(UserWarning):
     """The input was usable but something was dropped or adjusted (e.g. an all-zero covariate)."""
+
+
+class ShardLostError(RuntimeError):
+    """A sharded fit lost a shard for good: the workers that held it, or read it again, died
+    (the message names the shard and the last worker)."""

@@ -22,6 +22,7 @@ import itertools
 import numpy as np
 
 from riskset.core.interface import FitState, Likelihood, LocalQuadratic
+from riskset.exceptions import ShardLostError
 from riskset.sharded import risk_sets
 from riskset.sharded.shards import SeparableShard
 from riskset.sharded.risk_sets import CoxRowShard
@@ -36,11 +37,19 @@ class Exchange:
         self.rounds, self.bytes = 0, 0
 
     def each(self, method, *args) -> list:
-        """``method(shard, *args)`` on every shard, where it lives; their answers in shard order."""
+        """``method(shard, *args)`` on every shard, where it lives; their answers in shard order.
+        A shard whose workers kept dying (Dask reads it again on another each time, up to its
+        ``allowed-failures``) ends the fit with :class:`~riskset.exceptions.ShardLostError`."""
         from dask.sizeof import sizeof
+        from distributed import KilledWorker
 
         futures = [self.client.submit(method, shard, *args, pure=False) for shard in self.shards]
-        answers = self.client.gather(futures)
+        try:
+            answers = self.client.gather(futures)
+        except KilledWorker as err:
+            lost = next((k for k, f in enumerate(futures) if f.status == "error"), None)
+            raise ShardLostError(f"the sharded fit stopped: {'shard ' + str(lost) if lost is not None else 'a shard'}"
+                                 f" was lost with the workers that held it ({err})") from None
         self.rounds += 1
         self.bytes += len(self.shards) * sum(sizeof(a) for a in args) + sum(sizeof(a) for a in answers)
         return answers
