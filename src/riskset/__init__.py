@@ -45,5 +45,5 @@ __all__ = ["cox_zph", "schoenfeld_residuals", "covariance", "univariable_correla
            "robust_se", "robust_covariance", "fit", "Dataset", "build_sccs", "eras_dataset", "incidence_rate_ratios",
            "from_arrays", "from_duckdb", "from_frame", "from_long", "ConvergenceWarning", "DataWarning", "InputError",
            "ShardLostError", "FitResult", "simulate", "BAR", "IHT", "ElasticNet", "Hierarchical", "Jeffreys",
-           "Laplace", "NoPrior", "Normal", "Prior", "bootstrap", "cross_validate", "fit_specs", "regularization_path", "separability",
-           "__version__"]
+           "Laplace", "NoPrior", "Normal", "Prior", "bootstrap", "cross_validate", "fit_specs", "regularization_path",
+           "separability", "__version__"]
