@@ -3,6 +3,7 @@ optimum: every family that shards, every prior, weights, offsets, strata, start-
 ties, on 2-5 shards of unequal size (one without events, one of a single row or stratum); on a
 LocalCluster, on a scheduler and workers started as processes, and through the loss of a worker.
 """
+import dataclasses
 import os
 import subprocess
 import sys
@@ -17,6 +18,8 @@ import scipy.sparse as sp
 import riskset
 from riskset.exceptions import InputError
 from riskset.sharded import ShardedData, InMemoryShard, parquet_shards, split
+from riskset.sharded.replicates import PoissonDraw, assign_folds
+from riskset.sharded.shards import RowUnits
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.proximal_newton import fit_proximal_newton
 
@@ -251,3 +254,55 @@ def test_scheduler_and_workers_started_as_commands(tmp_path):
         deadline = time.time() + 30
         for proc in [*workers, scheduler]:
             proc.wait(timeout=max(1, deadline - time.time()))
+
+
+@pytest.mark.parametrize("model, make, by", [
+    ("logistic", lambda: riskset.simulate(n=1200, p=12, model="logistic", seed=8), "row"),
+    ("cox", lambda: survival_data(seed=8, weights=True), "row"),
+    ("conditional_logistic", lambda: matched_data(seed=8), "stratum"),
+])
+def test_cross_validation_scores_the_one_machine_folds(client, model, make, by):
+    """The folds are weights drawn on the workers from the units' ids; given the same folds, the
+    one-machine search scores every variance alike and chooses the same one."""
+    data = make()
+    units = data.row_ids if by == "row" else np.asarray(data.strata)
+    folds = assign_folds(units, 4, seed=5)
+    held_out = np.array([folds == k for k in range(4)])
+    grid = [0.01, 0.1, 1.0]
+    one = riskset.cross_validate(data, model, riskset.Laplace(gamma=1.0), variances=grid, held_out=held_out,
+                                 progress=False, early_stop=None)
+    sharded = riskset.cross_validate(split(data, 3, by=by), model, riskset.Laplace(gamma=1.0), variances=grid,
+                                     n_folds=4, seed=5, executor=client, progress=False, early_stop=None)
+    assert sharded.scores["converged"].all()
+    # the fits stop within kkt_tol 1e-4 of their optima, each its own way: the scores agree to ~1e-7
+    np.testing.assert_allclose(sharded.summary["mean"], one.summary["mean"], rtol=1e-5)
+    assert sharded.selected_variance == one.selected_variance
+    assert sharded.fit.converged and abs(sharded.fit.objective - one.fit.objective) <= 1e-9 * abs(one.fit.objective)
+
+
+def test_replicates_are_drawn_from_unit_ids_alone():
+    ids = np.arange(1000)
+    folds = assign_folds(ids, 5, seed=2)
+    np.testing.assert_array_equal(assign_folds(ids[::-1], 5, seed=2), folds[::-1])  # not from positions
+    assert set(np.bincount(folds)) <= set(range(160, 241))  # about 200 each
+    assert not np.array_equal(assign_folds(ids, 5, seed=3), folds)
+    counts = PoissonDraw(seed=1, draw=0).factor(RowUnits(ids, None))
+    assert abs(counts.mean() - 1.0) < 0.1 and counts.min() == 0 and np.all(counts == np.round(counts))
+
+
+@pytest.mark.parametrize("model, make, by", [
+    ("cox", lambda: survival_data(seed=12), "row"),
+    ("conditional_logistic", lambda: matched_data(seed=12), "stratum"),
+])
+def test_bootstrap_draws_are_the_one_machine_fits_of_the_same_weights(client, model, make, by):
+    data = make()
+    prior = riskset.Laplace(gamma=2.0)
+    boot = riskset.bootstrap(split(data, 3, by=by), model, prior, n_boot=3, seed=4, executor=client, progress=False)
+    assert boot.estimates.shape == (3, len(boot.fit.coef)) and list(boot.table.columns[:4]) == [
+        "name", "estimate", "lower", "upper"]
+    units = RowUnits.of(data)
+    for b in range(3):
+        counts = PoissonDraw(seed=4, draw=b, unit=by).factor(units)
+        drawn = dataclasses.replace(data, weights=counts)
+        one = riskset.fit(drawn, model, prior, kkt_tol=1e-8)
+        np.testing.assert_allclose(boot.estimates.iloc[b].to_numpy(), one.coef.to_numpy(), atol=2e-3)

@@ -20,9 +20,10 @@ from riskset.data.normalize import normalized
 from riskset.exceptions import DataWarning, InputError
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult
-from riskset.selection.common import Context
+from riskset.selection.common import Context, refuse_for_shards
 from riskset.selection.executors import run_tasks
 from riskset.selection.folds import bootstrap_weights
+from riskset.sharded import ShardedData
 from riskset.solver.prior import HierarchicalPrior, Prior, as_prior
 
 
@@ -76,7 +77,10 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     """Bootstrap the fit ``riskset.fit(data, model, prior)`` over ``n_boot`` replicates.
 
     Replicate i draws its units with ``numpy.random.SeedSequence(seed).spawn(n_boot)[i]``,
-    so results do not depend on the executor or on the order replicates finish in.
+    so results do not depend on the executor or on the order replicates finish in. Sharded
+    data (:class:`riskset.sharded.ShardedData`, ``executor`` the Dask client or scheduler
+    address) are bootstrapped by Poisson draws where the rows are
+    (:func:`riskset.selection.sharded_bootstrap.bootstrap_sharded`).
     ``backend="gpu"`` fits all replicates in one device batch. With a :func:`riskset.BAR` or
     :func:`riskset.IHT` prior each draw repeats the selection (on the CPU), and
     ``nonzero_proportion`` is how often each coefficient was selected. ``normalize``: the
@@ -92,6 +96,13 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     >>> list(b.table.columns)
     ['name', 'estimate', 'lower', 'upper', 'nonzero_proportion']
     """
+    if isinstance(data, ShardedData):  # (the sharded bootstrap builds this module's result: imported here)
+        from riskset.selection.sharded_bootstrap import bootstrap_sharded
+
+        refuse_for_shards(backend=(backend, "cpu"), dtype=(dtype, "float64"), n_jobs=(n_jobs, None),
+                          normalize=(normalize, None))
+        return bootstrap_sharded(data, model, prior, n_boot=n_boot, seed=seed, level=level, executor=executor,
+                                 progress=progress, tol=tol, **model_options)
     check_dataset("data", data)
     m = as_model(model, **model_options)
     if normalize is not None:
@@ -124,7 +135,13 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
                               "information to bootstrap")
     not_converged = _left_out([m for _, _, messages in coefs for m in messages], "fits did not converge",
                               "none of the {n} bootstrap fits converged (first: {first})")
-    valid = estimates.drop(index=np.union1d(uninformative, not_converged))
+    table = percentile_table(estimates.drop(index=np.union1d(uninformative, not_converged)), full, level)
+    return BootstrapResult(estimates, table, full, level, uninformative, not_converged)
+
+
+def percentile_table(valid: pd.DataFrame, full: FitResult, level: float) -> pd.DataFrame:
+    """The summary of the ``valid`` draws' estimates around the ``full`` fit
+    (:attr:`BootstrapResult.table`)."""
     alpha = (1 - level) / 2
     estimate = full.coef.copy()
     for name, direction in full.diverging.items():
@@ -136,7 +153,7 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
                           .reindex(full.coef.index).to_numpy()})
     if full.labels:
         table.insert(1, "covariate_name", full.display_names(table["name"]))
-    return BootstrapResult(estimates, table, full, level, uninformative, not_converged)
+    return table
 
 
 def coefficient_scales(model: Model, data, scales) -> pd.Series:

@@ -182,6 +182,14 @@ class Context:
         return score
 
 
+def refuse_for_shards(**given) -> None:
+    """InputError naming the first option given (``name=(value, default)``) that a search over
+    sharded data does not take."""
+    for name, (value, default) in given.items():
+        if value is not default and value != default:
+            raise InputError(f"{name}={value!r} is not supported for sharded data (riskset.sharded)")
+
+
 def prior_with_variance(prior: Prior, variance: float) -> Prior:
     """The prior with its variance set (Laplace: gamma = sqrt(2 / variance))."""
     return prior.with_variance(variance)
@@ -217,6 +225,12 @@ def default_variances(ctx: Context, n_grid: int) -> np.ndarray:
     if KINDS[ctx.prior.kind].path_from_gamma_max:
         pen = ctx.prior.with_strength(1e15).penalty(ctx.names, ctx.model.unpenalized_names())
         gamma_max = fit_ccd(ctx.datafit, pen.l1, pen.l2, options=SolverOptions(tol=ctx.tol),
-                            center=pen.center).gamma_max or 1.0
-        return 2.0 / (gamma_max * np.logspace(0, -2.5, n_grid)) ** 2
+                            center=pen.center).gamma_max
+        return variances_below(gamma_max, n_grid)
     return np.logspace(-4, 1, n_grid)
+
+
+def variances_below(gamma_max: float | None, n_grid: int) -> np.ndarray:
+    """``n_grid`` Laplace variances from the one at ``gamma_max`` (every penalized coefficient
+    zero; 1 if unknown) down 10^2.5-fold in gamma, strongest first."""
+    return 2.0 / ((gamma_max or 1.0) * np.logspace(0, -2.5, n_grid)) ** 2

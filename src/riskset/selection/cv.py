@@ -29,9 +29,11 @@ from riskset.exceptions import DataWarning, InputError
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult
 from riskset.api import fit
-from riskset.selection.common import Context, checked_grid, varied_prior, prior_with_variance, variance_grid
+from riskset.selection.common import (Context, checked_grid, prior_with_variance, refuse_for_shards, varied_prior,
+                                      variance_grid)
 from riskset.selection.executors import TaskRunner
 from riskset.selection.folds import assign_folds, checked_splits
+from riskset.sharded import ShardedData
 from riskset.solver.prior import HierarchicalPrior, Prior
 
 _GOLDEN = (np.sqrt(5) - 1) / 2
@@ -94,7 +96,10 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
         and, past the peak, of no use to the choice. None scores every variance; ``scores``
         and ``summary`` hold the variances scored.
     executor, n_jobs : where the (repeat, fold) tasks run; see
-        :func:`riskset.selection.executors.run_tasks`.
+        :func:`riskset.selection.executors.run_tasks`. For sharded data
+        (:class:`riskset.sharded.ShardedData`) ``executor`` is the Dask client or scheduler address
+        whose workers hold the shards, and the folds are weights drawn there
+        (:func:`riskset.selection.sharded_cv.cross_validate_sharded`).
     backend, dtype : ``"gpu"`` fits every split in one batch on the device (see
         :func:`riskset.fit`); the refit on all data uses the same backend.
     held_out : boolean mask of the rows held out, one row per split, instead of random folds
@@ -115,6 +120,15 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     >>> cv.selected_variance in set(cv.summary["variance"])
     True
     """
+    if isinstance(data, ShardedData):  # (the sharded search builds this module's CVResult: imported here)
+        from riskset.selection.sharded_cv import cross_validate_sharded
+
+        refuse_for_shards(n_repeats=(n_repeats, 1), auto=(auto, False), held_out=(held_out, None),
+                          group_variances=(group_variances, None), normalize=(normalize, None),
+                          backend=(backend, "cpu"), dtype=(dtype, "float64"), n_jobs=(n_jobs, None))
+        return cross_validate_sharded(data, model, prior, executor=executor, variances=variances, n_grid=n_grid,
+                                      n_folds=n_folds, seed=seed, early_stop=early_stop, progress=progress, tol=tol,
+                                      refit=refit, **model_options)
     check_dataset("data", data)
     m = as_model(model, **model_options)
     if normalize is not None:
@@ -164,8 +178,8 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
         if auto and len(search.means) >= 3:
             _refine(search, grid[:len(search.means)], n_refine)
     scores = pd.DataFrame(search.rows)
-    _warn_unconverged(scores)
-    summary = _summarize(scores)
+    warn_unconverged(scores)
+    summary = summarize_scores(scores)
     best = float(summary.loc[summary["mean"].idxmax(), "variance"])
     chosen = prior_with_variance(prior, best)
     start = pd.Series(search.nearest_fit(np.log(best)), index=ctx.names)
@@ -233,7 +247,7 @@ def _score_task(ctx: Context, task):
     return score(res.beta), res.converged
 
 
-def _warn_unconverged(scores: pd.DataFrame) -> None:
+def warn_unconverged(scores: pd.DataFrame) -> None:
     """A DataWarning counting the fold fits that did not converge (their scores are those of
     the coefficients where they stopped; the ``converged`` column of the scores marks them)."""
     bad = scores[~scores["converged"]]
@@ -245,7 +259,7 @@ def _warn_unconverged(scores: pd.DataFrame) -> None:
                       stacklevel=3)
 
 
-def _summarize(scores):
+def summarize_scores(scores):
     g = scores.groupby("variance")["score"]
     summary = pd.DataFrame({"mean": g.mean(), "sd": g.std(ddof=1), "n": g.size()}).reset_index()
     summary["se"] = summary["sd"] / np.sqrt(summary["n"])

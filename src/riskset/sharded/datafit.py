@@ -95,7 +95,9 @@ class ShardedDatafit(Likelihood):
     """A likelihood over rows held by many workers (module docstring); ``exchange`` its shards."""
 
     def __init__(self, exchange: Exchange, n_coef: int, names: list, rank: int):
-        self.exchange, self._n_coef, self.names, self._rank = exchange, n_coef, list(names), rank
+        self.exchange, self._n_coef, self._rank = exchange, n_coef, rank
+        self.coef_names: list[str] = list(names)
+        self.names = self.coef_names
 
     @property
     def n_coef(self) -> int:
@@ -107,6 +109,11 @@ class ShardedDatafit(Likelihood):
 
     def new_state(self, beta: np.ndarray) -> ShardedState:
         return ShardedState(np.asarray(beta, dtype=np.float64))
+
+    def on(self, exchange) -> "ShardedDatafit":
+        """The same likelihood asked through ``exchange`` (a replicate's channel:
+        :mod:`riskset.sharded.replicates`, whose shards answer with their replicate's rows)."""
+        return type(self)(exchange, self._n_coef, self.coef_names, self._rank)
 
     def reach(self, direction: np.ndarray) -> float:
         return max(self.exchange.each(_reach, np.asarray(direction, dtype=np.float64)))
@@ -151,9 +158,13 @@ class RiskSetDatafit(ShardedDatafit):
     """A Cox model without strata over row shards (module docstring); ``counts`` the weighted
     events and tied event rows per event time of the whole data, ``ties`` Breslow or Efron."""
 
-    def __init__(self, exchange: Exchange, n_coef: int, names: list, rank: int, counts, ties: str):
+    def __init__(self, exchange: Exchange, n_coef: int, names: list, rank: int, ties: str):
         super().__init__(exchange, n_coef, names, rank)
-        self.counts, self.ties = counts, ties
+        self.ties = ties
+        self.counts = risk_sets.combine_counts(exchange.each(shard_counts))  # the static per-time event counts
+
+    def on(self, exchange) -> "RiskSetDatafit":
+        return RiskSetDatafit(exchange, self._n_coef, self.coef_names, self._rank, self.ties)
 
     def new_state(self, beta: np.ndarray) -> RiskSetState:
         beta = np.asarray(beta, dtype=np.float64)
@@ -206,6 +217,10 @@ class RiskSetDatafit(ShardedDatafit):
         if not (np.isfinite(sums.shift) and np.all(np.isfinite(sums.S0))):
             return "the linear predictor overflowed (exp(eta) is not finite): coefficients diverge"
         return None
+
+
+def shard_counts(shard) -> risk_sets.EventCounts:
+    return shard.counts()
 
 
 def _point(state: FitState) -> tuple[int, np.ndarray]:

@@ -75,35 +75,46 @@ def fit_sharded(data: ShardedData, model: str | Model = "logistic", prior=None, 
     if m.name == "fine_gray":
         raise InputError("the fine_gray model cannot be fitted on sharded data yet (its censoring weights "
                          "span shards): fit it on one machine")
-    client, owned = _client(executor)
+    client, owned = connect(executor)
     try:
-        datafit, names, n_rows, roles = _prepare(client, data, m)
-        penalty = given.penalty(names, m.unpenalized_names())
+        datafit, names, n_rows, roles = prepare_shards(client, data, m)
         t_prepare = time.perf_counter()
         options = SolverOptions(tol=tol, kkt_tol=kkt_tol, max_iter=max_iter, progress=progress)
-        res = fit_proximal_newton(datafit, penalty.l1, penalty.l2, options=options, center=penalty.center)
-        t_solve = time.perf_counter()
-        if not res.converged:
-            warnings.warn(f"{m.name} sharded fit did not converge: {res.message}", ConvergenceWarning, stacklevel=2)
-        se = np.full(len(names), np.nan)
-        if res.converged and not penalty.is_penalized:
-            se = standard_errors(datafit, res.state, np.arange(len(names)))
-        workers = {w for held in client.who_has(datafit.exchange.shards).values() for w in held}
-        sharding = {"shards": data.n_shards, "workers": len(workers), "rounds": datafit.exchange.rounds,
-                    "bytes_exchanged": datafit.exchange.bytes}
+        result = fit_prepared(datafit, m, given, options, n_rows=n_rows, roles=roles, n_shards=data.n_shards)
     finally:
         if owned:
             client.close()
-    result = FitResult(model_name=m.name, model_options=m.options(), coef=pd.Series(res.beta, index=names),
-                       se=pd.Series(se, index=names), loglik=res.loglik, objective=res.objective,
-                       converged=res.converged, message=res.message, n_iter=res.n_iter, prior=given,
-                       n_rows=n_rows, gamma_max=res.gamma_max, roles=roles,
-                       diverging={names[j]: s for j, s in res.diverging.items()}, kkt=res.kkt, sharding=sharding)
-    result.timings = {"prepare": t_prepare - t0, "solve": t_solve - t_prepare, "total": time.perf_counter() - t0}
+    result.timings = {"prepare": t_prepare - t0, "solve": result.timings["solve"], "total": time.perf_counter() - t0}
     return result
 
 
-def _prepare(client, data: ShardedData, model: Model) -> tuple[ShardedDatafit, list, int, dict]:
+def fit_prepared(datafit: ShardedDatafit, model: Model, prior: Prior, options: SolverOptions, *, n_rows: int,
+                 roles: dict, n_shards: int, beta0: np.ndarray | None = None) -> FitResult:
+    """The fit of shards already built (:func:`prepare_shards`) under ``prior``, from ``beta0`` (the
+    prior's centers by default), as a :class:`~riskset.results.FitResult`."""
+    t0 = time.perf_counter()
+    names = datafit.coef_names
+    penalty = prior.penalty(names, model.unpenalized_names())
+    res = fit_proximal_newton(datafit, penalty.l1, penalty.l2, beta0=beta0, options=options, center=penalty.center)
+    if not res.converged:
+        warnings.warn(f"{model.name} sharded fit did not converge: {res.message}", ConvergenceWarning, stacklevel=3)
+    se = np.full(len(names), np.nan)
+    if res.converged and not penalty.is_penalized:
+        se = standard_errors(datafit, res.state, np.arange(len(names)))
+    exchange = datafit.exchange
+    workers = {w for held in exchange.client.who_has(exchange.shards).values() for w in held}
+    sharding = {"shards": n_shards, "workers": len(workers), "rounds": exchange.rounds,
+                "bytes_exchanged": exchange.bytes}
+    result = FitResult(model_name=model.name, model_options=model.options(), coef=pd.Series(res.beta, index=names),
+                       se=pd.Series(se, index=names), loglik=res.loglik, objective=res.objective,
+                       converged=res.converged, message=res.message, n_iter=res.n_iter, prior=prior,
+                       n_rows=n_rows, gamma_max=res.gamma_max, roles=roles,
+                       diverging={names[j]: s for j, s in res.diverging.items()}, kkt=res.kkt, sharding=sharding)
+    result.timings = {"solve": time.perf_counter() - t0}
+    return result
+
+
+def prepare_shards(client, data: ShardedData, model: Model) -> tuple[ShardedDatafit, list, int, dict]:
     """Read and summarize every shard where it lands, check the whole data, build each shard's
     likelihood there: (the client's datafit, coefficient names, rows, roles)."""
     labels = [f"{k} ({s.describe()})" for k, s in enumerate(data.sources)]
@@ -120,10 +131,8 @@ def _prepare(client, data: ShardedData, model: Model) -> tuple[ShardedDatafit, l
             raise InputError("the cox model cannot be fitted: no shard has an event")
         shards = [client.submit(build_risk_sets, d, model, names, grid, label, pure=False)
                   for d, label in zip(loaded, labels)]
-        exchange = Exchange(client, shards)
-        counts = risk_sets.combine_counts(exchange.each(_counts))
-        datafit: ShardedDatafit = RiskSetDatafit(exchange, len(names), names, sum(s.n_rows for s in summaries),
-                                                 counts, model.ties)
+        datafit: ShardedDatafit = RiskSetDatafit(Exchange(client, shards), len(names), names,
+                                                 sum(s.n_rows for s in summaries), model.ties)
         coef_names = names
     else:
         shards = [client.submit(build_separable, d, model, names, label, pure=False)
@@ -184,10 +193,6 @@ def _check_strata_whole(data: ShardedData, summaries: list[ShardSummary], labels
             seen[label] = k
 
 
-def _counts(shard):
-    return shard.counts()
-
-
 def _coef_names(shard) -> list:
     return shard.coef_names
 
@@ -196,7 +201,7 @@ def _rank(shard) -> int:
     return shard.hessian_rank
 
 
-def _client(executor):
+def connect(executor):
     """(a Dask client for ``executor``, whether this fit owns it and closes it)."""
     try:
         from distributed import Client

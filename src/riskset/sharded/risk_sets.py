@@ -108,6 +108,9 @@ class CoxRowShard:
     are kept between calls.
     """
 
+    #: who the rows are (riskset.sharded.shards.RowUnits, set where the shard is built; replicates read it)
+    units: object | None = None
+
     def __init__(self, X, time, status, grid, *, start=None, weights=None, offset=None, ties="breslow"):
         self.ties = one_of("ties", ties, TIES)
         self.design = _design(X)
@@ -123,11 +126,26 @@ class CoxRowShard:
         _check_on_grid(time, self.event, self.hi, self.grid)
         self.offset = None if offset is None else _row_values("offset", offset, n)
         self.products = ColumnProducts(self.design)
-        slot = self.hi[self.event == 1] - 1
-        G = self.grid.shape[0]
-        self._counts = EventCounts(d=np.bincount(slot, weights=cw[self.event == 1], minlength=G).astype(np.float64),
-                                   m=np.bincount(slot, minlength=G).astype(np.float64))
+        self._count_events()
         self._start_caches()
+
+    def _count_events(self):
+        events = self.event == 1
+        slot, G = self.hi[events] - 1, self.grid.shape[0]
+        self._counts = EventCounts(d=np.bincount(slot, weights=self.cw[events], minlength=G).astype(np.float64),
+                                   m=np.bincount(slot, minlength=G).astype(np.float64))
+
+    def scaled(self, factor: np.ndarray) -> "CoxRowShard":
+        """The same rows with case weights ``cw * factor`` (a replicate: a fold's training or
+        held-out rows, a bootstrap draw), sharing the design, its products and the grid."""
+        view = object.__new__(CoxRowShard)
+        view.__dict__.update({k: v for k, v in self.__getstate__().items() if k != "gx0"})  # X' (c delta): its own
+        view.cw = self.cw * np.asarray(factor, dtype=np.float64)
+        view.event = ((self.event == 1) & (view.cw > 0)).astype(np.uint8)
+        view.event_weight = view.cw * view.event
+        view._count_events()
+        view._start_caches()
+        return view
 
     def _start_caches(self):
         self._lock = threading.Lock()

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from riskset.core.interface import Datafit, FitState
+from riskset.core.interface import Datafit, FitState, Reweightable
 from riskset.data.dataset import Dataset
 from riskset.data.risksets import check_survival
 from riskset.exceptions import InputError
@@ -93,10 +93,26 @@ class SeparableShard:
     strata of a stratified Cox, conditional or SCCS model): each question is answered by the
     shard's own datafit (None: rows that carry no information, which answer zeros)."""
 
+    #: who the rows are (set where the shard is built; replicates read it)
+    units: "RowUnits | None" = None
+
     def __init__(self, datafit: Datafit | None, coef_names: list):
         self.datafit, self.coef_names, self.n_coef = datafit, coef_names, len(coef_names)
         self._states: OrderedDict = OrderedDict()
         self._quadratics: dict = {}
+
+    def scaled(self, factor: np.ndarray) -> "SeparableShard":
+        """The same rows with case weights multiplied by ``factor`` (Dataset row order: a fold's
+        training or held-out rows, a bootstrap draw), sharing the design."""
+        if self.datafit is None:
+            return self
+        base = self._fit.data_weights()
+        if not isinstance(self.datafit, Reweightable):
+            raise InputError(f"the {type(self.datafit).__name__} family cannot be reweighted for replicates")
+        view = SeparableShard(self.datafit.reweighted(base * np.asarray(factor, dtype=np.float64)[: base.shape[0]]),
+                              self.coef_names)
+        view.units = self.units
+        return view
 
     @property
     def nbytes(self) -> int:
@@ -187,6 +203,23 @@ class QuadraticPart:
     coupling: np.ndarray | None
 
 
+@dataclass(frozen=True)
+class RowUnits:
+    """Who each row of a shard is, in Dataset row order, for replicates drawn where the rows are:
+    its row id and, with strata, its stratum's label (a matched set resampled whole)."""
+
+    row_ids: np.ndarray
+    strata: np.ndarray | None
+
+    @staticmethod
+    def of(data: Dataset) -> "RowUnits":
+        strata = None
+        if data.strata is not None:
+            codes = np.asarray(data.strata)
+            strata = np.asarray(data.strata_labels)[codes] if data.strata_labels is not None else codes
+        return RowUnits(np.asarray(data.row_ids), strata)
+
+
 def build_separable(data: Dataset, model: Model, names: list, label: str) -> SeparableShard:
     """The resident shard of a model whose shards' log-likelihoods add up, on the covariates
     ``names`` of the whole data (its coefficients: those names where the model drops constant
@@ -195,9 +228,11 @@ def build_separable(data: Dataset, model: Model, names: list, label: str) -> Sep
     data = aligned(data, names)
     try:
         coef_names = names if model.drops_constant_covariates else model.coef_names(data)
-        return SeparableShard(model.shard_datafit(data), coef_names)
+        shard = SeparableShard(model.shard_datafit(data), coef_names)
     except InputError as err:
         raise InputError(f"shard {label}: {err}") from None
+    shard.units = RowUnits.of(data)
+    return shard
 
 
 def build_risk_sets(data: Dataset, model: CoxModel, names: list, grid: np.ndarray, label: str) -> CoxRowShard:
@@ -205,10 +240,12 @@ def build_risk_sets(data: Dataset, model: CoxModel, names: list, grid: np.ndarra
     register_sizes()
     data = aligned(data, names)
     try:
-        return CoxRowShard(data.X, data.time, data.status, grid, start=data.start, weights=data.weights,
-                           offset=data.offset, ties=model.ties)
+        shard = CoxRowShard(data.X, data.time, data.status, grid, start=data.start, weights=data.weights,
+                            offset=data.offset, ties=model.ties)
     except InputError as err:
         raise InputError(f"shard {label}: {err}") from None
+    shard.units = RowUnits.of(data)
+    return shard
 
 
 def _column_range(X: sp.csc_matrix) -> tuple[np.ndarray, np.ndarray]:
