@@ -3,11 +3,14 @@
 
     python benchmarks/bench_sharded.py [--n 2000000] [--p 1000] [--density 0.05] [--workers 4]
                                        [--variance 0.01] [--threads 2]
+    python benchmarks/bench_sharded.py --model sccs --n 1000000 --eras 20 --p 10 [--workers 4]
 
 Each worker simulates its own shard (indicator covariates at ``--density``, one effect vector
 for every shard, survival times in days, ~30% censored), so no row ever passes through the
 client; the one-process fit (in a fresh process, ``--threads`` threads) simulates the same
 shards and stacks them. Both fit a Laplace prior of variance ``--variance`` to kkt_tol 1e-6.
+``--model sccs``: the stratified case, whole cases per shard (``--eras`` eras each, ``--p``
+exposure indicators, log era lengths as offsets).
 
 Printed: the objective gap, outer iterations, rounds of tasks and bytes exchanged per
 iteration, wall and CPU time (client + workers), peak RSS of each worker against the
@@ -78,25 +81,69 @@ class SimulatedShard(ShardSource):
         return f"simulated rows {self.first}..{self.first + self.n - 1}"
 
 
-def shards(args) -> list[SimulatedShard]:
+@dataclass(frozen=True)
+class SimulatedCases(ShardSource):
+    """Cases ``first .. first + n - 1`` of a self-controlled case series: ``eras`` eras each
+    (exposure indicators of ``p`` drugs, log era length as offset) and the case's events
+    spread over its eras by their rates (one stratum per case)."""
+
+    first: int
+    n: int
+    p: int
+    eras: int
+    seed: int
+
+    def load(self) -> Dataset:
+        rng = np.random.default_rng([self.seed, self.first])
+        rows = self.n * self.eras
+        X = indicator_csc(rng, rows, self.p, 0.15)
+        irr = np.log(np.random.default_rng(12345).uniform(0.5, 2.0, size=self.p))
+        length = rng.integers(1, 120, rows).astype(np.float64)
+        rate = length * np.exp(X @ irr)
+        case = np.repeat(np.arange(self.n), self.eras)
+        share = rate / np.bincount(case, weights=rate)[case]
+        y = rng.binomial(1 + rng.poisson(0.5, self.n)[case], np.clip(share, 0, 1)).astype(np.float64)
+        return riskset.from_arrays(X, y=y, offset=np.log(length), strata=case + self.first,
+                                   row_ids=np.arange(self.first * self.eras, self.first * self.eras + rows),
+                                   covariate_names=[f"drug{j}" for j in range(self.p)])
+
+    def describe(self) -> str:
+        return f"simulated cases {self.first}..{self.first + self.n - 1}"
+
+
+def shards(args) -> list:
     bounds = np.linspace(0, args.n, args.workers + 1).astype(np.int64)
+    if args.model == "sccs":
+        return [SimulatedCases(int(a), int(b - a), args.p, args.eras, 7) for a, b in zip(bounds[:-1], bounds[1:])]
     return [SimulatedShard(int(a), int(b - a), args.p, args.density, 7) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def whole(parts: list) -> Dataset:
+    """The shards stacked into one Dataset."""
+    X = sp.vstack([d.X for d in parts], format="csc")
+    names = parts[0].covariate_names
+    if parts[0].strata is not None:
+        return riskset.from_arrays(X, y=np.concatenate([d.y for d in parts]),
+                                   offset=np.concatenate([d.offset for d in parts]),
+                                   strata=np.concatenate([np.asarray(d.strata_labels)[d.strata] for d in parts]),
+                                   covariate_names=names)
+    return riskset.from_arrays(X, time=np.concatenate([d.time for d in parts]),
+                               status=np.concatenate([d.status for d in parts]), covariate_names=names)
+
+
+def prior(args):
+    return riskset.Laplace(variance=args.variance)
 
 
 def one_process(args) -> dict:
     """The one-process fit of the stacked shards (run in a fresh process)."""
-    parts = [s.load() for s in shards(args)]
-    data = riskset.from_arrays(sp.vstack([d.X for d in parts], format="csc"),
-                               time=np.concatenate([d.time for d in parts]),
-                               status=np.concatenate([d.status for d in parts]),
-                               covariate_names=parts[0].covariate_names)
-    del parts
+    data = whole([s.load() for s in shards(args)])
     cpu0, t0 = time.process_time(), time.perf_counter()
-    fit = riskset.fit(data, "cox", riskset.Laplace(variance=args.variance), kkt_tol=KKT_TOL, n_jobs=args.threads)
+    fit = riskset.fit(data, args.model, prior(args), kkt_tol=KKT_TOL, n_jobs=args.threads)
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     return dict(objective=fit.objective, nonzero=int(np.count_nonzero(fit.coef)), wall=wall, cpu=cpu,
                 peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, kkt=fit.kkt,
-                nnz=int(data.X.nnz), events=int(np.sum(data.status)))
+                nnz=int(data.X.nnz), events=int(np.sum(data.status if data.status is not None else data.y)))
 
 
 def _usage() -> tuple[float, float]:
@@ -112,8 +159,9 @@ def sharded(args) -> dict:
         client.run(lambda: None)
         cpu0 = sum(c for c, _ in client.run(_usage).values())
         own0, t0 = time.process_time(), time.perf_counter()
-        fit = riskset.fit(ShardedData(tuple(shards(args))), "cox", riskset.Laplace(variance=args.variance),
-                          executor=client, kkt_tol=KKT_TOL, progress=True)
+        by = "stratum" if args.model == "sccs" else "row"
+        fit = riskset.fit(ShardedData(tuple(shards(args)), by=by), args.model, prior(args), executor=client,
+                          kkt_tol=KKT_TOL, progress=True)
         wall = time.perf_counter() - t0
         usage = client.run(_usage)
         cpu = sum(c for c, _ in usage.values()) - cpu0 + time.process_time() - own0
@@ -153,7 +201,9 @@ def model_at_scale(one: dict, shard: dict, args) -> list[str]:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=2_000_000)
+    ap.add_argument("--model", choices=("cox", "sccs"), default="cox")
+    ap.add_argument("--n", type=int, default=2_000_000, help="rows (cox) or cases (sccs)")
+    ap.add_argument("--eras", type=int, default=20, help="sccs: eras per case")
     ap.add_argument("--p", type=int, default=1000)
     ap.add_argument("--density", type=float, default=0.05)
     ap.add_argument("--workers", type=int, default=4)
@@ -163,8 +213,10 @@ def main(argv=None):
     shard = sharded(args)
     one = isolated(one_process, args)
     gap = (one["objective"] - shard["objective"]) / abs(one["objective"])
-    print(f"\nCox L1 (variance {args.variance}), N = {args.n:,} x {args.p:,} at {args.density:.0%} "
-          f"({one['nnz'] / 1e6:.0f}M non-zeros, {one['events']:,} events), {args.workers} workers on "
+    shape = (f"Cox L1 (variance {args.variance}), N = {args.n:,} x {args.p:,} at {args.density:.0%}"
+             if args.model == "cox" else
+             f"SCCS L1 (variance {args.variance}), {args.n:,} cases x {args.eras} eras, {args.p} drugs")
+    print(f"\n{shape} ({one['nnz'] / 1e6:.0f}M non-zeros, {one['events']:,} events), {args.workers} workers on "
           f"{os.cpu_count()} cores\n")
     rows = [
         {"fit": "one process", "wall s": f"{one['wall']:.1f}", "cpu s": f"{one['cpu']:.1f}",
@@ -180,7 +232,8 @@ def main(argv=None):
                        "KB/iteration"])
     print(f"\nsharded / one process: wall {shard['wall'] / one['wall']:.2f}x, largest worker peak "
           f"{shard['peaks'][-1] / one['peak_mb']:.2f} of the one-process peak")
-    print("\n".join(model_at_scale(one, shard, args)))
+    if args.model == "cox":
+        print("\n".join(model_at_scale(one, shard, args)))
 
 
 if __name__ == "__main__":
