@@ -457,6 +457,14 @@ class RunsOnDevice:
 
     device_datafit: ClassVar[str]
 
+    def device_record(self) -> tuple:
+        """The named record of what the device datafit copies to the device besides the design
+        (:attr:`Datafit.design`): the kernels' record (:meth:`Datafit.kernel_data`) by default;
+        a family whose device reads more declares a record of its own in its kernel module
+        (e.g. :class:`riskset.kernels.cpu.cox_records.DeviceCox`). The device datafit reads its
+        named fields and no other attribute of the CPU datafit."""
+        return self.kernel_data()  # type: ignore[attr-defined]  # a RunsOnDevice is a Datafit
+
 
 #: |b| max|x_j| at which :meth:`Datafit.univariable_separation` reads the slope far out.
 SEPARABILITY_REACH = 50.0

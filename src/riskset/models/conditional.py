@@ -173,6 +173,10 @@ class ConditionalDatafit(Datafit, Reweightable, RunsOnDevice):
                                         indicator=self.indicator, xy=self.xy, stratum_ptr=self.stratum_ptr,
                                         n_s=self.n_s, exact_m=self.exact_m, c_s=self.c_s)
 
+    def device_record(self) -> conditional_kernels.Device:
+        """What the device datafit copies besides the design (:class:`~riskset.kernels.cpu.conditional.Device`)."""
+        return conditional_kernels.Device(data=self.kernel_data(), y_raw=self.y_raw)
+
     def residuals(self, state):
         """dl/deta per row."""
         out = np.empty(self.n_rows)

@@ -42,7 +42,8 @@ from riskset.data.risksets import (build_risk_sets, check_survival, column_break
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as cox_kernels
 from riskset.kernels.cpu import cox_walks
-from riskset.kernels.cpu.cox_records import Rows, ScanData, ScanState, Slots, SparseData, SparseState, Sums
+from riskset.kernels.cpu.cox_records import (DeviceCox, Rows, ScanData, ScanState, Slots, SparseData, SparseState,
+                                             Sums)
 from riskset.kernels.cpu.cox_aggregates import loglik_slots, refresh, rows_denominators
 from riskset.kernels.cpu.cox_hessian import hessian_block, hessian_vector_rows, row_hazard_terms
 from riskset.kernels.cpu.cox_rows import case_weights, row_pieces, weights_and_slot_sums
@@ -215,6 +216,12 @@ class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
                           codes=NO_CODES if self.codes is None else self.codes, slots=self.slots(),
                           strata_ptr=self.strata_ptr, col_strata=self.col_strata,
                           parallel=numba.get_num_threads() > 1, walk_chunk=self.walk_chunk)
+
+    def device_record(self) -> DeviceCox:
+        """What the device datafit copies besides the design (:class:`~riskset.kernels.cpu.cox_records.DeviceCox`):
+        the kernels' rows and slots and what no kernel record carries."""
+        return DeviceCox(rows=self.rows(), slots=self.slots(), slot_first=self.rs.slot_first, codes=self.codes,
+                         data_rows=self.data_rows, products=self.products)
 
     def _sync(self, state):
         """Exact recomputation of w, the slot sums and the aggregates from eta (O(N)), unless

@@ -86,6 +86,10 @@ class GLMDatafit(Datafit, Reweightable, SlopeRows, ClosedFormStart, ExactSeparat
         return glm_kernels.Data(family=self.family, first=self.first, indptr=self.indptr, indices=self.indices,
                                 values=self.values, value_shift=self.value_shift, indicator=self.indicator)
 
+    def device_record(self) -> glm_kernels.Device:
+        """What the device datafit copies besides the design (:class:`~riskset.kernels.cpu.glm.Device`)."""
+        return glm_kernels.Device(data=self.kernel_data(), y=self.y)
+
     def gradient(self, state):
         return self.slopes(state, np.arange(self.n_coef))
 

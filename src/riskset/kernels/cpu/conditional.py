@@ -387,6 +387,20 @@ class Data(NamedTuple):
     c_s: np.ndarray
 
 
+class Device(NamedTuple):
+    """What the device datafit (:mod:`riskset.kernels.gpu.conditional`) copies besides the design,
+    built by :meth:`~riskset.models.conditional.ConditionalDatafit.device_record`: the kernels'
+    record and the raw outcomes ``y_raw`` (y before the stratum weights c_s: the device's exact
+    recomputation weighs them per replicate; no CPU kernel reads them)."""
+
+    data: Data
+    y_raw: np.ndarray
+
+    @property
+    def n_strata(self) -> int:
+        return self.data.stratum_ptr.shape[0] - 1
+
+
 class State(NamedTuple):
     """What a sweep writes: eta, w, the stratum sums W and the exact recursion's work vectors."""
 

@@ -4,11 +4,14 @@ A kernel takes the records whole and reads their fields by name, so that no call
 long run of arrays by position. ``CoxDatafit`` builds them in one place each
 (:meth:`~riskset.models.cox.CoxDatafit.slots`, ``.rows``, ``.kernel_data``, ``.new_state``):
 the static ones per call (a reweighted view shares the design but not its case weights, event
-counts or ties), the state's once per state.
+counts or ties), the state's once per state. :class:`DeviceCox` is no kernel's: it is what the
+device datafit copies (``.device_record``).
 """
 from typing import NamedTuple
 
 import numpy as np
+
+from riskset.core.products.column_products import ColumnProducts
 
 
 class Slots(NamedTuple):
@@ -104,3 +107,27 @@ class ScanState(NamedTuple):
     eta: np.ndarray
     w: np.ndarray
     xd: np.ndarray
+
+
+class DeviceCox(NamedTuple):
+    """What the device datafit (:mod:`riskset.kernels.gpu.cox`) copies besides the design, built
+    by :meth:`~riskset.models.cox.CoxDatafit.device_record`: the kernels' rows and slots, and
+    what no CPU kernel reads (so no kernel record carries it): the first slot of each stratum,
+    the column breakpoints of (start, stop] rows (None where the formulation builds none: the
+    scan's), the Dataset row of each row (replicate weights come in Dataset row order) and the
+    design's products (the static gradient X' (c event) of each replicate's weights)."""
+
+    rows: Rows
+    slots: Slots
+    slot_first: np.ndarray   # per slot: 1 where it is the first of its stratum
+    codes: np.ndarray | None
+    data_rows: np.ndarray
+    products: ColumnProducts
+
+    @property
+    def n_slots(self) -> int:
+        return self.slots.slot_last.shape[0]
+
+    @property
+    def n_strata(self) -> int:
+        return self.slots.slot_ptr.shape[0] - 1

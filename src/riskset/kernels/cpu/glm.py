@@ -158,6 +158,15 @@ class Data(NamedTuple):
     indicator: np.ndarray
 
 
+class Device(NamedTuple):
+    """What the device datafit (:mod:`riskset.kernels.gpu.glm`) copies besides the design, built
+    by :meth:`~riskset.models.glm.GLMDatafit.device_record`: the kernels' record and the outcomes
+    ``y`` (which the CPU kernels read from the state's rows, set by ``new_state``)."""
+
+    data: Data
+    y: np.ndarray
+
+
 class State(NamedTuple):
     """What a sweep writes: the per-row record (eta, y, w, resid, curvature...: the columns of ``rows``)."""
 

@@ -1,7 +1,9 @@
 """The device datafit: the solver's :class:`~riskset.core.interface.Datafit` interface on a GPU.
 
-A :class:`DeviceDatafit` wraps a prepared CPU datafit, copies X (CSC) and every
-per-row array to the device once, and keeps the fit state there. It always holds
+A :class:`DeviceDatafit` wraps a prepared CPU datafit, copies X (CSC, its ``design``) and
+every per-row array (the named fields of its device record,
+:meth:`~riskset.core.interface.RunsOnDevice.device_record`) to the device once, and keeps the
+fit state there. It always holds
 ``R`` replicates (row weightings of one X; ``R = 1`` for an ordinary fit): state
 arrays are (R, N) on the device and every kernel launches one block per replicate,
 except a single fit of a family with a whole-grid sweep (``sweep_grid_kernel``: GLMs,

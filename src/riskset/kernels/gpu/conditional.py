@@ -179,7 +179,9 @@ class ConditionalDeviceDatafit(DeviceDatafit):
     state_fields = ("eta", "w", "W")
 
     def __init__(self, cpu, dtype="float64", weights=None):
-        m = int(cpu.exact_m.max(initial=0))
+        #: what the device copies besides the design (:class:`~riskset.kernels.cpu.conditional.Device`)
+        self.record = cpu.device_record()
+        m = int(self.record.data.exact_m.max(initial=0))
         if m > MAX_EXACT_CASES:
             raise NotImplementedError(f"backend='gpu' computes the exact conditional logistic likelihood for matched "
                                       f"sets of at most {MAX_EXACT_CASES} cases; this data has a set with {m}: use "
@@ -187,18 +189,18 @@ class ConditionalDeviceDatafit(DeviceDatafit):
         super().__init__(cpu, dtype, weights)
 
     def _make_static(self):
-        """Device copies of the CPU kernels' static record (a value per non-zero: the device
-        kernels read no value shift) and the raw outcomes."""
-        data = self.cpu.kernel_data()
-        stype = np.int32 if self.cpu.n_strata < 2**31 - 1 else np.int64
+        """Device copies of the record's kernel record and raw outcomes, and of the design's values
+        (one per non-zero: the device kernels read no value shift)."""
+        data = self.record.data
+        stype = np.int32 if self.record.n_strata < 2**31 - 1 else np.int64
         return dict(indices=device_copy(data.indices.astype(self.itype)),
-                    values=device_copy(self.cpu.design.full_values(self.dtype)),
+                    values=device_copy(self.design.full_values(self.dtype)),
                     indicator=device_copy(np.asarray(data.indicator, np.uint8)),
                     col_runs=device_copy(data.col_runs), run_start=device_copy(data.run_start),
                     run_stratum=device_copy(data.run_stratum.astype(stype)),
                     stratum_ptr=device_copy(data.stratum_ptr.astype(np.int64)),
                     exact_m=device_copy(data.exact_m.astype(np.int32)),
-                    y_raw=device_copy(self.cpu.y_raw))
+                    y_raw=device_copy(self.record.y_raw))
 
     def _rep(self):
         """Weight-dependent device arrays (R rows each) from each replicate's CPU record: c_s,
@@ -211,14 +213,14 @@ class ConditionalDeviceDatafit(DeviceDatafit):
         return self._per_rep
 
     def _allocate(self, state):
-        wtype = np.float64 if self.cpu.exact_m.any() else self.dtype  # see the module docstring
+        wtype = np.float64 if self.record.data.exact_m.any() else self.dtype  # see the module docstring
         state.d["w"] = cuda.device_array((self.n_rep, self.n_rows), dtype=wtype)
-        state.d["W"] = cuda.device_array((self.n_rep, self.cpu.n_strata), dtype=np.float64)
+        state.d["W"] = cuda.device_array((self.n_rep, self.record.n_strata), dtype=np.float64)
 
     def _sync(self, state):
         """Exact w and W from eta; returns the (R,) log-likelihoods."""
         s, p, d = self._dev_static(), self._rep(), state.d
-        bx = row_blocks(self.cpu.n_strata, self.nt, 64)
+        bx = row_blocks(self.record.n_strata, self.nt, 64)
         partial = cuda.device_array((self.n_rep, bx), dtype=np.float64)
         sync_kernel[(bx, self.n_rep), self.nt](d["eta"], d["w"], d["W"], s["y_raw"], p["c_s"], p["n_s"],
                                                s["stratum_ptr"], s["exact_m"], partial)

@@ -1,9 +1,9 @@
 """Cox proportional hazards on the device: Breslow and Efron ties, strata, (start, stop] rows.
 
-:class:`CoxDeviceDatafit` holds the device copies of a prepared CPU Cox datafit (X, the
-entry and exit slots of every row and non-zero, the breakpoints of (start, stop] rows, per
-replicate the slot event counts and the static gradient) and launches the kernels, written
-by role:
+:class:`CoxDeviceDatafit` holds the device copies of a prepared CPU Cox datafit's design and
+device record (:class:`~riskset.kernels.cpu.cox_records.DeviceCox`: X, the entry and exit slots
+of every row and non-zero, the breakpoints of (start, stop] rows, per replicate the slot event
+counts and the static gradient) and launches the kernels, written by role:
 
 * :mod:`.cox_refresh`: the exact state from eta and the per-slot aggregates (segmented scans
   over the slots);
@@ -44,24 +44,26 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
 
     def __init__(self, cpu, dtype="float64", weights=None):
         super().__init__(cpu, dtype, weights)
-        self.has_start = bool(cpu.has_start)
+        #: what the device copies besides the design (:class:`~riskset.kernels.cpu.cox_records.DeviceCox`)
+        self.record = cpu.device_record()
+        self.has_start = bool(self.record.slots.has_start)
         # Efron terms wherever the data have tied events (a reweighting never adds ties; in a
         # replicate whose slots all have m <= 1 they are exactly the Breslow terms)
-        self.efron = bool(cpu.efron)
+        self.efron = bool(self.record.slots.efron)
 
     def _make_static(self):
-        """Device copies of the CPU kernels' records (the design, a value per non-zero: the
-        device kernels read no value shift; the rows; the slots), with each non-zero's slots."""
-        cpu, rows, slots = self.cpu, self.cpu.rows(), self.cpu.slots()
+        """Device copies of the design (a value per non-zero: the device kernels read no value
+        shift) and of the record's rows and slots, with each non-zero's slots."""
+        design, rows, slots = self.design, self.record.rows, self.record.slots
         ks, ke = np.asarray(rows.ks, np.int64), np.asarray(rows.ke, np.int64)
-        idx = cpu.indices
+        idx = design.indices
         stype = np.int32 if slots.slot_d.shape[0] < 2**31 - 1 else np.int64
         ev = np.asarray(rows.event, np.uint8)
         one8 = np.zeros(1, np.uint8)
-        static = dict(indptr=device_copy(cpu.indptr.astype(np.int64)),
+        static = dict(indptr=device_copy(design.indptr.astype(np.int64)),
                       indices=device_copy(idx.astype(self.itype)),
-                      values=device_copy(cpu.design.full_values(self.dtype)),
-                      indicator=device_copy(np.asarray(cpu.indicator, np.uint8)),
+                      values=device_copy(design.full_values(self.dtype)),
+                      indicator=device_copy(np.asarray(design.unit, np.uint8)),
                       ksn=device_copy(ks[idx].astype(stype)),
                       ken=device_copy(ke[idx].astype(stype)),
                       evn=device_copy(ev[idx] if self.efron else one8),
@@ -69,7 +71,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
                       ks=device_copy(ks),
                       event=device_copy(ev),
                       row_stratum=device_copy(np.asarray(rows.row_stratum, np.int32)),
-                      slot_first=device_copy(np.asarray(cpu.rs.slot_first, np.uint8)),
+                      slot_first=device_copy(np.asarray(self.record.slot_first, np.uint8)),
                       slot_last=device_copy(np.asarray(slots.slot_last, np.uint8)))
         bcode, bpos, bhead = self._breakpoints(stype)
         static.update(bcode=device_copy(bcode), bpos=device_copy(bpos), bhead=device_copy(bhead))
@@ -83,7 +85,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         on the device, for the whole-grid sweep."""
         s = self._dev_static()
         if "nzf" not in s:
-            s["nzf"] = cuda.device_array(max(len(self.cpu.indices), 1), dtype=np.uint8)
+            s["nzf"] = cuda.device_array(max(len(self.design.indices), 1), dtype=np.uint8)
             nz_flags_kernel[max(1, min(self.n_coef, 4096)), self.helper_threads](s["indptr"], s["ksn"], s["ken"],
                                                                                  s["nzf"])
         return s["nzf"]
@@ -95,19 +97,19 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         of length 1 for right-censored data."""
         if not self.has_start:
             return np.zeros(1, np.int32), np.zeros(1, stype), np.zeros(1, np.uint8)
-        cpu = self.cpu
-        indptr = np.asarray(cpu.indptr, np.int64)
-        codes = cpu.codes
+        rec, indices = self.record, self.design.indices
+        indptr = np.asarray(self.design.indptr, np.int64)
+        codes = rec.codes
         if codes is None:  # formulation='scan' builds none
-            codes = column_breakpoints(indptr, cpu.indices, cpu.ks, cpu.ke)
+            codes = column_breakpoints(indptr, indices, rec.rows.ks, rec.rows.ke)
         nb = 2 * (indptr[1:] - indptr[:-1])
         lo = np.repeat(2 * indptr[:-1], nb)
         k = np.arange(lo.shape[0], dtype=np.int64)
         bcode = np.ascontiguousarray(codes[lo + (lo + np.repeat(nb, nb) - 1 - k)])  # reverse within each column
-        rows = np.asarray(cpu.indices, np.int64)[bcode >> 1]
+        rows = np.asarray(indices, np.int64)[bcode >> 1]
         exits = (bcode & 1) != 0
-        bpos = np.where(exits, np.asarray(cpu.ke, np.int64)[rows], np.asarray(cpu.ks, np.int64)[rows])
-        stratum = np.asarray(cpu.rs.slot_stratum, np.int64)[bpos]
+        bpos = np.where(exits, np.asarray(rec.rows.ke, np.int64)[rows], np.asarray(rec.rows.ks, np.int64)[rows])
+        stratum = np.asarray(rec.slots.slot_stratum, np.int64)[bpos]
         bhead = np.ones(bpos.shape[0], np.uint8)
         bhead[1:] = stratum[1:] != stratum[:-1]
         bhead[2 * indptr[:-1][nb > 0]] = 1  # the first breakpoint of every column
@@ -116,8 +118,8 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
     def _sorted_weights(self):
         """(R, N) case weights in sorted (datafit) row order."""
         if self.weights is None:
-            return np.asarray(self.cpu.cw, np.float64)[None, :]
-        return self.weights[:, self.cpu.data_rows]
+            return np.asarray(self.record.rows.cw, np.float64)[None, :]
+        return self.weights[:, self.record.data_rows]
 
     def _rep(self):
         """Weight-dependent device arrays: case weights, slot event counts (and tie counts), gx0.
@@ -125,17 +127,17 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         As the CPU's ``reweighted``: ``d`` = weighted events per slot, ``m`` = event rows
         with positive weight per slot."""
         if self._per_rep is None:
-            cpu = self.cpu
+            rec = self.record
             cw = self._sorted_weights()
-            ev = np.asarray(cpu.event, bool)
-            ns = cpu.rs.n_slots
-            eslot = np.asarray(cpu.ke, np.int64)[ev] - 1
+            ev = np.asarray(rec.rows.event, bool)
+            ns = rec.n_slots
+            eslot = np.asarray(rec.rows.ke, np.int64)[ev] - 1
             slot_d = np.stack([np.bincount(eslot, weights=c[ev], minlength=ns) for c in cw])
             if self.efron:
                 slot_m = np.stack([np.bincount(eslot, weights=(c[ev] > 0), minlength=ns) for c in cw])
             else:
                 slot_m = np.zeros((1, 1))
-            gx0 = np.stack([cpu.products.dot(np.arange(cpu.n_coef), c * ev) for c in cw])
+            gx0 = np.stack([rec.products.dot(np.arange(self.n_coef), c * ev) for c in cw])
             self._per_rep = dict(cw=device_copy(cw, self.dtype),
                                  slot_d=device_copy(slot_d, np.float64),
                                  slot_m=device_copy(slot_m, np.float64),
@@ -143,7 +145,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         return self._per_rep
 
     def _allocate(self, state):
-        R, n, ns = self.n_rep, self.n_rows, self.cpu.rs.n_slots
+        R, n, ns = self.n_rep, self.n_rows, self.record.n_slots
         state.d["w"] = cuda.device_array((R, n), dtype=self.dtype)
         names = ["ex", "S", "Q1", "Q2", "A1c", "A2c"]
         names += ["en"] if self.has_start else []
@@ -153,7 +155,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         unused = cuda.device_array((1, 1), dtype=np.float64)  # never read without its feature
         for name in ("en", "ev", "R1", "R2", "T2"):
             state.d.setdefault(name, unused)
-        state.d["shift"] = cuda.device_array((R, self.cpu.n_strata), dtype=np.float64)  # sync_kernel
+        state.d["shift"] = cuda.device_array((R, self.record.n_strata), dtype=np.float64)  # sync_kernel
         state.d["dirty"] = device_copy(np.ones(R, np.int32))
         state.d["ll"] = cuda.device_array(R, dtype=np.float64)
         self._allocate_grid_scratch(state)
@@ -170,7 +172,7 @@ class CoxDeviceDatafit(RiskSetDeviceDatafit):
         s, d = self._dev_static(), state.d
         self._refresh(state)  # exact per-slot Q2, R2, T2 and cumulative A1c from eta
         cols_h = np.ascontiguousarray(columns, dtype=np.int64)
-        cols, m, n, ns = device_copy(cols_h), cols_h.shape[0], self.n_rows, self.cpu.rs.n_slots
+        cols, m, n, ns = device_copy(cols_h), cols_h.shape[0], self.n_rows, self.record.n_slots
         rows = cuda.device_array((1, n), dtype=np.float64)
         threads = self.helper_threads
         row_hazards_kernel[row_blocks(n, threads, 4096), threads](int(self.efron), d["w"], s["ks"], s["ke"], s["event"],

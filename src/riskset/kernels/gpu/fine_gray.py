@@ -369,14 +369,16 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
     state_fields = ("eta", "w", "W", "Wc", "D", "C", "A1", "SB", "A2", "A2G", "A2GG", "dirty", "gpart", "tmp")
 
     def _make_static(self):
-        """Device copies of the CPU kernels' static record (a value per non-zero: the device
-        kernels read no value shift), with each non-zero's slot."""
-        data, K = self.cpu.kernel_data(), self.cpu.n_slots
+        """Device copies of the CPU datafit's device record (its kernels' record,
+        :meth:`~riskset.core.interface.RunsOnDevice.device_record`) and of the design's values, one
+        per non-zero (the device kernels read no value shift), with each non-zero's slot."""
+        data = self.cpu.device_record()
+        K = data.slot_d.shape[0]
         st = np.int32 if K < 2**31 - 1 else np.int64
         slot = np.asarray(data.slot, st)
         return dict(indptr=device_copy(data.indptr.astype(np.int64)),
                     indices=device_copy(data.indices.astype(self.itype)),
-                    values=device_copy(self.cpu.design.full_values(self.dtype)),
+                    values=device_copy(self.design.full_values(self.dtype)),
                     indicator=device_copy(np.asarray(data.indicator, np.uint8)),
                     slot=device_copy(slot),
                     slotn=device_copy(slot[data.indices]),
@@ -398,7 +400,7 @@ class FineGrayDeviceDatafit(RiskSetDeviceDatafit):
         return self._per_rep
 
     def _allocate(self, state):
-        R, n, K = self.n_rep, self.n_rows, self.cpu.n_slots
+        R, n, K = self.n_rep, self.n_rows, self._rep()["slot_d"].shape[1]  # (R, K): d_k of each replicate
         state.d["w"] = cuda.device_array((R, n), dtype=self.dtype)
         for name in ("W", "Wc", "D", "C", "A1", "SB", "A2", "A2G", "A2GG"):
             state.d[name] = cuda.device_array((R, K + 1), dtype=np.float64)

@@ -156,7 +156,9 @@ class GLMDeviceDatafit(DeviceDatafit, ClosedFormStart, ExactSeparation):
 
     def __init__(self, cpu, dtype="float64", weights=None):
         super().__init__(cpu, dtype, weights)
-        self.family = int(cpu.family)
+        #: what the device copies besides the design (:class:`~riskset.kernels.cpu.glm.Device`)
+        self.record = cpu.device_record()
+        self.family = int(self.record.data.family)
         self.family_name = {LOGISTIC: "logistic", POISSON: "poisson", GAUSSIAN: "least_squares"}[self.family]
 
     # the CPU datafit's closed-form start and exact separation test (questions about the data)
@@ -170,10 +172,10 @@ class GLMDeviceDatafit(DeviceDatafit, ClosedFormStart, ExactSeparation):
         return self._cpu_view(0).recedes(direction)
 
     def _make_static(self):
-        """Device copies of the CPU kernels' static record (a value per non-zero: the device
-        kernels read no value shift), and the outcomes."""
-        cpu, data = self.cpu, self.cpu.kernel_data()
-        indptr, indices, values = data.indptr.astype(np.int64), data.indices, cpu.design.full_values()
+        """Device copies of the record's kernel record and outcomes, and of the design's values (one
+        per non-zero: the device kernels read no value shift)."""
+        data = self.record.data
+        indptr, indices, values = data.indptr.astype(np.int64), data.indices, self.design.full_values()
         indicator = np.asarray(data.indicator, np.uint8)
         if data.first:  # implicit intercept: an explicit column of ones on the device
             n = self.n_rows
@@ -183,7 +185,7 @@ class GLMDeviceDatafit(DeviceDatafit, ClosedFormStart, ExactSeparation):
             indicator = np.r_[np.uint8(1), indicator]
         return dict(indptr=device_copy(indptr), indices=device_copy(indices.astype(self.itype)),
                     values=device_copy(values.astype(self.dtype)), indicator=device_copy(indicator),
-                    y=device_copy(cpu.y.astype(self.dtype)))
+                    y=device_copy(self.record.y.astype(self.dtype)))
 
     def _weights_dev(self):
         if self._per_rep is None:
@@ -240,7 +242,7 @@ class GLMDeviceDatafit(DeviceDatafit, ClosedFormStart, ExactSeparation):
             scale_rows[row_blocks(n, self.helper_threads, 4096), self.helper_threads](u, d["curv"])
             return -self._column_dots(cols, u, dots)[:, 0]
 
-        ones = np.flatnonzero(cols_h == 0) if self.cpu.first else ()  # device column 0: the intercept's ones
+        ones = np.flatnonzero(cols_h == 0) if self.record.data.first else ()  # device column 0: the intercept's ones
         if not len(ones):
             return LocalQuadratic(grad, curvature, hessian_times)
         return LocalQuadratic(grad, curvature, hessian_times, intercept=int(ones[0]), coupling=coupling)

@@ -87,7 +87,7 @@ class RiskSetDeviceDatafit(DeviceDatafit):
         """``gpart`` and ``tmp`` of the whole-grid kernels: the grid scans' block totals (four
         slots) and a column's scanned values (two rows); placeholders where the fit has no grid."""
         if self._grid():
-            nnz = int(np.diff(self.cpu.indptr).max(initial=1))
+            nnz = int(np.diff(self.design.indptr).max(initial=1))
             state.d["gpart"] = cuda.device_array((4, 3, grid_blocks(self.nt)), dtype=np.float64)
             state.d["tmp"] = cuda.device_array((2, max(nnz, 1)), dtype=np.float64)
         else:
