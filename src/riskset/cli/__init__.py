@@ -53,6 +53,9 @@ from riskset.cli import demo, fit, info, pool, sccs, simulate, study
 from riskset.cli.reporting import EXIT_INTERRUPTED, EXIT_STATUS_HELP, one_line_warnings, report_error
 from riskset.ode import cli as ode
 
+#: Options whose value is a glob the shell would expand (riskset fit's sharded files).
+GLOB_OPTIONS = ("--shards", "--shard-covariates")
+
 #: The commands, in the order ``riskset --help`` lists them.
 COMMANDS = (fit, simulate, demo, info, pool, study, sccs, ode)
 
@@ -103,6 +106,10 @@ def _parse(parser: Parser, argv) -> argparse.Namespace:
         guesses = [g for u in unknown if u.startswith("-")
                    for g in difflib.get_close_matches(u.split("=")[0], command.option_strings(), n=1)]
         hint = f" (did you mean {', '.join(guesses)}?)" if guesses else ""
+        given = sys.argv[1:] if argv is None else argv
+        if any(not u.startswith("-") for u in unknown) and any(a.split("=")[0] in GLOB_OPTIONS for a in given):
+            hint += (f" (quote the globs of {' and '.join(GLOB_OPTIONS)}, 'cohort/outcomes-*.parquet', so that the "
+                     "shell does not expand them into many files)")
         command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     return args
 

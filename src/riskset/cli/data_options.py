@@ -58,12 +58,15 @@ def listed_names(text) -> list[str]:
 
 def check_data_source(args) -> None:
     """Exactly one source of data, with its partner options, and its input files present."""
+    duckdb = args.duckdb or args.outcomes_sql or args.covariates_sql
+    shards = getattr(args, "shards", None)  # riskset fit's sharded files (with --duckdb: the number of shards)
     sources = {"--spec": args.spec, "--data": args.data,
                "--outcomes/--covariates-file": args.outcomes or args.covariates_file,
-               "--duckdb": args.duckdb or args.outcomes_sql or args.covariates_sql}
+               "--duckdb": duckdb, "--shards": shards and not duckdb}
     chosen = [name for name, value in sources.items() if value]
     if not chosen:
-        raise InputError("no data: give --spec, --data, --outcomes with --covariates-file, "
+        sharded = ", --shards with --shard-covariates" if hasattr(args, "shards") else ""
+        raise InputError(f"no data: give --spec, --data, --outcomes with --covariates-file{sharded}, "
                          "or --duckdb with --outcomes-sql and --covariates-sql")
     if len(chosen) > 1:
         raise InputError(f"give one source of data, not {' and '.join(chosen)}")
@@ -85,11 +88,17 @@ def check_input(path, option) -> None:
         raise InputError(f"{option} {path!r}: the file does not exist")
 
 
+def role_columns(args) -> dict:
+    """The column roles given (``--strata``, ``--weights``, ``--time`` ...) as the keyword arguments
+    of :func:`riskset.from_frame`, :func:`riskset.from_long` and :func:`riskset.from_duckdb`."""
+    return {r: getattr(args, r) for r in ROLE_OPTIONS if getattr(args, r)}
+
+
 def load_data(args, table=None):
     """The Dataset the data options name; ``table`` is the --data table when it is already read."""
     import riskset
 
-    roles = {r: getattr(args, r) for r in ROLE_OPTIONS if getattr(args, r)}
+    roles = role_columns(args)
     if args.covariate_ref_sql and not args.duckdb:
         raise InputError("--covariate-ref-sql queries the --duckdb database; give --covariate-ref FILE otherwise")
     if args.data:

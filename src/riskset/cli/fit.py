@@ -1,6 +1,7 @@
 """``riskset fit``: fit a model to data (files, DuckDB) or to JSON specifications, with
 cross-validation, bootstrap and profile intervals if asked; or write one coefficient's profile
-log-likelihood or its likelihood approximation (a site's share of a network study).
+log-likelihood or its likelihood approximation (a site's share of a network study); or fit one
+model to rows split into shards that Dask workers read and keep (``--shards``, :mod:`riskset.sharded`).
 
 No option is ever ignored: each applies to a fit from data, from one ``--spec`` and from
 several, or is refused with an error saying why (:mod:`riskset.cli.fit_checks`).
@@ -15,8 +16,8 @@ from riskset.arguments import COUNT, FOLDS, LEVEL, NON_NEGATIVE, NON_NEGATIVE_IN
 from riskset.backend import Backend
 from riskset.cli.data_options import add_data_options, listed_names
 from riskset.cli.fit_checks import check_fit_options
-from riskset.cli.fit_inputs import (analysis_inputs, analysis_options, check_known, executor, parse_bounds,
-                                    parse_number)
+from riskset.cli.fit_inputs import (analysis_inputs, analysis_options, check_known, dask_client, executor,
+                                    parse_bounds, parse_number, sharded_inputs)
 from riskset.cli.output import plot_analysis, write_fit, write_tables
 from riskset.cli.reporting import EXIT_NOT_CONVERGED, EXIT_OK, EXIT_STATUS_HELP, one_line, report_written
 from riskset.data.normalize import NORMALIZATIONS
@@ -41,7 +42,11 @@ def add_parser(sub) -> None:
                     "                                   the same two tables as queries on a DuckDB database\n"
                     "  --spec FILE                      a case.json specification (model, columns, covariates,\n"
                     "                                   model options, penalty); data.csv beside it unless it\n"
-                    "                                   names another. The format: python -m pydoc riskset.spec\n\n"
+                    "                                   names another. The format: python -m pydoc riskset.spec\n"
+                    "  --shards GLOB --shard-covariates GLOB --dask ADDRESS\n"
+                    "  --duckdb DB --outcomes-sql Q --covariates-sql Q --shards N --dask ADDRESS\n"
+                    "                                   long tables split into shards, each read and kept by a\n"
+                    "                                   Dask worker: one fit over them all (see 'sharded fit')\n\n"
                     "A specification gives the model, the columns and the prior, so the options of those\n"
                     "groups cannot be used with it; the others (--cv, --bootstrap, --profile, --backend,\n"
                     "--dtype, --jobs, --dask, --out, ...) apply to it as to any fit. Several --spec are\n"
@@ -54,7 +59,14 @@ def add_parser(sub) -> None:
                "              --covariates-sql 'SELECT * FROM covariates' \\\n"
                "              --model logistic --prior normal --variance 1\n"
                "  riskset fit --spec case.json --cv 10 --bootstrap 200 --out result.csv\n"
-               "              (writes result.csv, result_cross_validation.csv, result_bootstrap.csv)\n\n"
+               "              (writes result.csv, result_cross_validation.csv, result_bootstrap.csv)\n"
+               "  riskset fit --dask tcp://host:8786 --shards 'cohort/outcomes-*.parquet' \\\n"
+               "              --shard-covariates 'cohort/covariates-*.parquet' \\\n"
+               "              --model cox --prior laplace --variance 0.1 --out fit.json\n"
+               "  riskset fit --dask local --duckdb cohort.duckdb --shards 8 \\\n"
+               "              --outcomes-sql 'SELECT * FROM outcomes WHERE row_id % {n_shards} = {shard}' \\\n"
+               "              --covariates-sql 'SELECT * FROM covariates WHERE row_id % {n_shards} = {shard}' \\\n"
+               "              --model logistic --prior normal --variance 1\n\n"
                + EXIT_STATUS_HELP)
     src = add_data_options(p)
     src.add_argument("--spec", metavar="FILE", action="append", help="JSON analysis specification (case.json "
@@ -127,7 +139,8 @@ def add_parser(sub) -> None:
                                                 "this process may use, or $RISKSET_NUM_THREADS)")
     sel.add_argument("--dask", metavar="ADDRESS", help="run replicate fits (or several --spec analyses) on Dask: "
                                                        "'local' for a LocalCluster, or a scheduler address "
-                                                       "tcp://host:port")
+                                                       "tcp://host:port; with --shards, the cluster whose "
+                                                       "workers hold the shards (required)")
     sel.add_argument("--plot-dir", metavar="DIR", help="write the cross-validation curve (--cv) and the forest "
                                                        "plot (--bootstrap) here")
     es = p.add_argument_group("evidence synthesis (a site's share of a network study; 'riskset pool' combines them)")
@@ -145,10 +158,33 @@ def add_parser(sub) -> None:
                                                              "adaptive grid over --bounds")
     es.add_argument("--points", metavar="A,B,...", help="the values of COEF profiled (with --profile-loglik); "
                                                         "a list starting with a minus: --points=-0.5,0,0.5")
+    sh = p.add_argument_group(
+        "sharded fit (rows on Dask workers)",
+        "One fit over rows split into shards: each worker of the --dask cluster reads its\n"
+        "shards and keeps them, and the rows never leave it. The outer Newton iterations\n"
+        "run here and send the workers only coefficients (and, for a Cox model without\n"
+        "strata, sums over the event times); the fit ends at the optimum of the same fit\n"
+        "on one machine. The column options (--strata, --weights, --time, ...) apply to\n"
+        "every shard's long tables. A sharded fit takes a laplace, normal or elastic_net\n"
+        "prior or none, on the CPU, and is one fit: no --cv, --bootstrap, --profile,\n"
+        "--fixed, --normalize or --spec.")
+    sh.add_argument("--shards", metavar="GLOB|N",
+                    help="the outcomes files of the shards, a quoted glob ('cohort/outcomes-*.parquet', .parquet "
+                         "or .csv; one shard per file, in name order); with --duckdb, the number of shards N, "
+                         "whose queries pick shard {shard} of {n_shards} (e.g. WHERE row_id %% {n_shards} = "
+                         "{shard}). The files must be readable by the workers at the same path")
+    sh.add_argument("--shard-covariates", metavar="GLOB",
+                    help="the covariates files, a quoted glob matching one file per outcomes file (paired in name "
+                         "order); each shard may hold its own covariates: the fit aligns them on their union")
+    sh.add_argument("--shard-by", choices=("row", "stratum"),
+                    help="how the rows were split: row (the default: any split; GLMs and Cox without strata, "
+                         "whose risk sets span shards) or stratum (each stratum whole in one shard: needed by "
+                         "stratified Cox, conditional logistic and Poisson, SCCS)")
     s = p.add_argument_group("solver and output")
     s.add_argument("--tol", type=POSITIVE, default=None, help="relative objective change that ends the fit "
                                                             "(default 1e-10; 1e-12 with --spec)")
-    s.add_argument("--max-iter", type=COUNT, default=1000, help="cap on coordinate-descent cycles (default 1000)")
+    s.add_argument("--max-iter", type=COUNT, default=1000, help="cap on coordinate-descent cycles (with --shards: "
+                                                                "on outer Newton iterations) (default 1000)")
     s.add_argument("--backend", choices=Backend.NAMES, default="cpu",
                    help="run the fit on the CPU (default) or keep it on a CUDA GPU, where --cv and --bootstrap fit "
                         "all their replicates in one device batch; NUMBA_ENABLE_CUDASIM=1 runs the GPU kernels in "
@@ -164,7 +200,9 @@ def add_parser(sub) -> None:
                                                  "lists the files written. Its folder must exist (checked "
                                                  "before the fit)")
     s.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    s.add_argument("--progress", action="store_true", help="show a progress bar over the cycles")
+    s.add_argument("--progress", action="store_true", help="show a progress bar over the cycles (with --shards: "
+                                                           "over the outer Newton iterations, with the KKT "
+                                                           "violation against its target)")
     p.set_defaults(func=main)
 
 
@@ -172,6 +210,8 @@ def main(args) -> int:
     """Run ``riskset fit``; returns the exit status."""
     check_fit_options(args)
     tol = args.tol if args.tol is not None else (1e-12 if args.spec else 1e-10)
+    if args.shards:
+        return _fit_sharded(args, tol)
     if args.approximate:
         return _write_approximation(args, tol)
     if args.profile_loglik:
@@ -182,9 +222,15 @@ def main(args) -> int:
         if args.quiet:
             warnings.simplefilter("ignore")
         analysis = _analyse(args, tol)
-    fit, tables = analysis.fit, analysis.tables()
+    return _report(args, analysis.fit, analysis.tables(), analysis)
+
+
+def _report(args, fit, tables: dict, analysis=None) -> int:
+    """Write the fit (--out) and the plots of ``analysis`` (--plot-dir), show its summary and
+    tables; the exit status."""
     written = write_fit(args.out, fit, tables, args.level) if args.out else []
-    written += plot_analysis(args.plot_dir, analysis)
+    if analysis is not None:
+        written += plot_analysis(args.plot_dir, analysis)
     if not args.quiet:
         print(fit.summary(args.level, full_table=args.out or "write it with --out FILE.csv or FILE.json"))
         for name, table in tables.items():
@@ -196,6 +242,22 @@ def main(args) -> int:
               file=sys.stderr)
         return EXIT_NOT_CONVERGED
     return EXIT_OK
+
+
+def _fit_sharded(args, tol) -> int:
+    """``fit --shards``: one fit over the shards, on the --dask cluster (a LocalCluster for the
+    command's duration with --dask local)."""
+    import riskset
+
+    data, model, prior = sharded_inputs(args)
+    with warnings.catch_warnings():
+        if args.quiet:
+            warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", ConvergenceWarning)  # reported by _report's last line
+        with dask_client(args.dask, data.n_shards) as client:
+            fit = riskset.fit(data, model, prior, executor=client, tol=tol, max_iter=args.max_iter,
+                              progress=args.progress)
+    return _report(args, fit, {})
 
 
 def _write_approximation(args, tol) -> int:

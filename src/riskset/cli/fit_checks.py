@@ -2,11 +2,12 @@
 is applied or refused with a reason (no option is ever ignored)."""
 from __future__ import annotations
 
+import argparse
 import os
 
-from riskset.arguments import ROLE_OPTIONS
+from riskset.arguments import COUNT, ROLE_OPTIONS
 from riskset.backend import Backend
-from riskset.cli.data_options import check_data_source, is_given, role_flag
+from riskset.cli.data_options import check_data_source, is_given, option_value, role_flag
 from riskset.cli.output import check_output
 from riskset.exceptions import InputError
 
@@ -16,9 +17,19 @@ SPEC_GIVES = ("--model", "--option", "--prior", "--gamma", "--variance", "--vari
               "--fixed",
               "--covariates") + tuple(role_flag(role) for role in ROLE_OPTIONS)
 
+#: Options of the steps and kinds of fit that a sharded fit (--shards: one fit of the rows where
+#: they lie, by outer Newton iterations) does not take: refused with --shards.
+SHARDS_REFUSE = ("--spec", "--cv", "--cv-repeats", "--cv-grid", "--cv-auto", "--cv-early-stop", "--bootstrap",
+                 "--seed", "--jobs", "--plot-dir", "--profile", "--approximate", "--approximation", "--bounds",
+                 "--profile-loglik", "--points", "--normalize", "--fixed", "--covariate-ref", "--covariate-ref-sql")
+
+#: The priors of a sharded fit (riskset.sharded.fit_sharded).
+SHARD_PRIORS = ("none", "laplace", "normal", "elastic_net")
+
 
 def check_fit_options(args) -> None:
     """Refuse missing, contradictory, unusable or ineffective options before any data is read or fitted."""
+    _check_shard_options(args)
     check_data_source(args)
     _check_spec_options(args)
     _check_prior_options(args)
@@ -85,13 +96,58 @@ def _check_selection_options(args) -> None:
     several = bool(args.spec and len(args.spec) > 1)
     needs = {"--seed": ("seeds the folds and bootstrap samples", replicates),
              "--plot-dir": ("plots the cross-validation curve and the bootstrap estimates", replicates),
-             "--dask": ("runs replicate fits or several --spec analyses", replicates or several),
+             "--dask": ("runs replicate fits, several --spec analyses or a fit over --shards",
+                        replicates or several or bool(args.shards)),
              "--jobs": ("runs replicate fits, profile-likelihood points or several --spec analyses in parallel",
                         replicates or several or bool(args.profile or args.profile_loglik or args.approximate))}
     for option, (role, used) in needs.items():
         if is_given(args, option) and not used:
             raise InputError(f"{option} {role}, and there is none to run: give --cv K or --bootstrap B"
                              + (" (or --profile, or several --spec)" if option == "--jobs" else ""))
+
+
+def _check_shard_options(args) -> None:
+    """--shards: only what a sharded fit does, on a Dask cluster, from files matched by globs
+    or from --duckdb queries that pick each shard; ``args.shards`` becomes the number of shards
+    with --duckdb."""
+    given = [o for o in ("--shard-covariates", "--shard-by") if is_given(args, o)]
+    if not args.shards:
+        if given:
+            raise InputError(f"{', '.join(given)} set(s) up a sharded fit: give --shards too")
+        return
+    refused = [o for o in SHARDS_REFUSE if is_given(args, o)]
+    if args.prior is not None and args.prior not in SHARD_PRIORS:
+        refused.append(f"--prior {args.prior}")
+    if args.backend != "cpu":
+        refused.append(f"--backend {args.backend}")
+    if refused:
+        raise InputError(f"--shards does not support {', '.join(refused)}: a sharded fit is one fit, on the CPUs of "
+                         f"the Dask workers, with a {', '.join(SHARD_PRIORS[1:])} prior or none; fit on one machine "
+                         f"(without --shards) for the others")
+    if not args.dask:
+        raise InputError("--shards needs --dask ADDRESS: the Dask scheduler whose workers read and keep the shards "
+                         "(tcp://host:8786), or 'local' for a cluster on this machine")
+    if args.dask != "local" and "://" not in args.dask:
+        raise InputError(f"--dask {args.dask!r}: give a scheduler address such as tcp://host:8786, or 'local'")
+    if args.duckdb:
+        if args.shard_covariates:
+            raise InputError("--shard-covariates names the covariates files of --shards GLOB; with --duckdb each "
+                             "shard's covariates come from --covariates-sql")
+        try:
+            args.shards = COUNT(args.shards)
+        except argparse.ArgumentTypeError as err:
+            raise InputError(f"--shards {args.shards!r}: with --duckdb, the number of shards: {err}") from None
+        for option in ("--outcomes-sql", "--covariates-sql"):
+            if option_value(args, option) and "{shard}" not in option_value(args, option):
+                raise InputError(f"{option} must pick the rows of one shard with {{shard}} (0 to N-1) and "
+                                 f"{{n_shards}} (N): e.g. SELECT * FROM outcomes WHERE row_id % {{n_shards}} = "
+                                 f"{{shard}}")
+    elif not args.shard_covariates and not (args.data or args.outcomes or args.covariates_file or args.outcomes_sql
+                                            or args.covariates_sql):  # another source: check_data_source says
+        hint = (f"; with --duckdb, --shards {args.shards} is the number of shards"
+                if args.shards.strip().isdigit() else "")
+        raise InputError(f"--shards GLOB (the outcomes files) needs --shard-covariates GLOB (the covariates files, "
+                         f"one per outcomes file){hint}")
 
 
 def _check_prior_options(args) -> None:

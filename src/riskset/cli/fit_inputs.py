@@ -4,10 +4,12 @@ option values that argparse does not check (``NAME=VALUE`` lists, ``LO,HI`` boun
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 
 from riskset.arguments import NUMBER, POSITIVE
-from riskset.cli.data_options import describe_source, listed_names, load_data
+from riskset.cli.data_options import describe_source, listed_names, load_data, role_columns
 from riskset.cli.reporting import one_line, reader_errors
 from riskset.exceptions import InputError
 
@@ -26,6 +28,48 @@ def analysis_inputs(args):
         raise InputError(f"{describe_source(args)}: {one_line(err)}") from err
     fixed = dict(parse_assignment("--fixed", "VALUE", v, NUMBER) for v in listed_names(args.fixed))
     return data, _model(args.model or "logistic", args.option), _prior(args), fixed
+
+
+def sharded_inputs(args):
+    """(sharded data, model, prior) of a fit over --shards: one shard per pair of files matched
+    by the globs, or per value of {shard} in the --duckdb queries; the column roles go to
+    :func:`riskset.from_long` on each worker. Paths are made absolute (the workers read them)."""
+    from riskset.sharded import duckdb_shards, parquet_shards
+
+    roles = role_columns(args)
+    if args.duckdb:
+        data = duckdb_shards(os.path.abspath(args.duckdb), args.outcomes_sql, args.covariates_sql, args.shards,
+                             by=args.shard_by or "row", **roles)
+    else:
+        data = parquet_shards(os.path.abspath(args.shards), os.path.abspath(args.shard_covariates),
+                              by=args.shard_by or "row", **roles)
+    return data, _model(args.model or "logistic", args.option), _prior(args)
+
+
+@contextlib.contextmanager
+def dask_client(address: str, n_workers: int):
+    """A Dask client of the scheduler at ``address``, or with ``"local"`` of a LocalCluster on this
+    machine (worker processes of one thread each, at most ``n_workers`` and the usable cores),
+    closed when the block ends."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise InputError("--dask needs Dask: pip install 'riskset[dask]'") from None
+    if address != "local":
+        try:
+            client = Client(address)
+        except OSError as err:  # refused, timed out, unknown host
+            raise InputError(f"--dask {address!r}: cannot reach the scheduler ({err})") from None
+        with client:
+            yield client
+        return
+    from riskset.cores import resolve_jobs
+
+    # no dashboard; the scheduler's HTTP server on a free loopback port (not 8787, which another cluster may hold)
+    with LocalCluster(n_workers=max(1, min(n_workers, resolve_jobs(None))), processes=True, threads_per_worker=1,
+                      dashboard_address=None, scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"}
+                      ) as cluster, Client(cluster) as client:
+        yield client
 
 
 def analysis_options(args, tol) -> dict:

@@ -163,9 +163,18 @@ def duckdb_shards(database: str, outcomes_sql: str, covariates_sql: str, n_shard
     for name, sql in (("outcomes_sql", outcomes_sql), ("covariates_sql", covariates_sql)):
         if "{shard}" not in sql:
             raise InputError(f"{name} must name the shard with {{shard}} (and {{n_shards}}): {sql!r}")
-    return ShardedData(tuple(DuckDBShard(database, outcomes_sql.format(shard=k, n_shards=n_shards),
-                                         covariates_sql.format(shard=k, n_shards=n_shards), dict(options))
+    return ShardedData(tuple(DuckDBShard(database, _shard_query("outcomes_sql", outcomes_sql, k, n_shards),
+                                         _shard_query("covariates_sql", covariates_sql, k, n_shards), dict(options))
                              for k in range(n_shards)), by=by)
+
+
+def _shard_query(name: str, sql: str, shard: int, n_shards: int) -> str:
+    """``sql`` with ``{shard}`` and ``{n_shards}`` filled in; other braces must be doubled (``{{``)."""
+    try:
+        return sql.format(shard=shard, n_shards=n_shards)
+    except (KeyError, IndexError, ValueError) as err:
+        raise InputError(f"{name} has braces other than {{shard}} and {{n_shards}} ({err!r}); write a literal "
+                         f"brace as {{{{ or }}}}: {sql!r}") from None
 
 
 def _sized(order: np.ndarray, sizes, n_shards: int) -> list:
