@@ -182,8 +182,8 @@ def _covariates(summaries: list[ShardSummary], model: Model) -> list:
 def _check_strata_whole(data: ShardedData, summaries: list[ShardSummary], labels: list) -> None:
     """A stratified model needs every stratum whole in one shard."""
     if data.by != "stratum":
-        raise InputError("a stratified model needs the data split by stratum (by='stratum'), so that no stratum "
-                         "spans shards; these shards are split by row")
+        raise InputError("a stratified model needs the data split by stratum (by='stratum'; on the command line "
+                         "--shard-by stratum), so that no stratum spans shards; these shards are split by row")
     seen: dict = {}
     for k, s in enumerate(summaries):
         for label in (s.strata_labels if s.strata_labels is not None else ()):
