@@ -1,6 +1,7 @@
 """One fit over rows split into shards on Dask workers (riskset.sharded) ends at the one-machine
-optimum: every family that shards, every prior, weights, offsets, strata, start-stop rows and
-ties, on 2-5 shards of unequal size (one without events, one of a single row or stratum); on a
+optimum: every family that shards (Fine-Gray with the censoring Kaplan-Meier or given censoring
+weights included), every prior, weights, offsets, strata, start-stop rows and ties, on 2-5 shards
+of unequal size (one without events, one of a single row or stratum); on a
 LocalCluster, on a scheduler and workers started as processes, and through the loss of a worker.
 """
 import dataclasses
@@ -57,6 +58,23 @@ def survival_data(seed=0, n=600, p=12, start=False, weights=False, offset=False,
                                strata=None if strata is None else rng.integers(0, strata, n))
 
 
+def competing_data(seed=0, n=600, p=12, weights=False, offset=False, censor_weights=False, start=False):
+    """Competing-risks data with heavy ties (integer times 1..15): status 1 (event of interest),
+    2 (competing) or 0 (censored); given censoring weights, where asked, a function of time for
+    the events of interest (tied events share it) and anything in (0.3, 1) for the other rows."""
+    rng = np.random.default_rng(seed)
+    X = _design(rng, n, p)
+    eta = X @ rng.normal(scale=0.4, size=p)
+    time_ = np.ceil(rng.exponential(8 * np.exp(-eta))).clip(1, 15)
+    status = rng.choice([0, 1, 2], size=n, p=[0.3, 0.45, 0.25])
+    return riskset.from_arrays(X, time=time_, status=status,
+                               start=np.zeros(n) if start else None,
+                               weights=rng.choice([0.0, 1.0, 2.5], size=n, p=[0.1, 0.7, 0.2]) if weights else None,
+                               offset=rng.normal(scale=0.3, size=n) if offset else None,
+                               censor_weights=np.where(status == 1, np.exp(-0.05 * time_), rng.uniform(0.3, 1.0, n))
+                               if censor_weights else None)
+
+
 def matched_data(seed=0, n_sets=120, size=4, p=8):
     rng = np.random.default_rng(seed)
     n = n_sets * size
@@ -102,6 +120,70 @@ def test_cox_risk_sets_span_shards(client, ties, roles, prior):
     _same_optimum(one, sharded)
     if prior == "none":
         np.testing.assert_allclose(sharded.se.to_numpy(), one.se.to_numpy(), rtol=1e-6)
+
+
+def _time_ordered_shards(data):
+    """Shard 0: the earliest censored rows (no event); shard 1: the latest row alone; the rest in
+    two shards of unequal size."""
+    rows = np.argsort(np.asarray(data.time), kind="stable")
+    censored_early = rows[np.asarray(data.status)[rows] == 0][:30]
+    rest = np.setdiff1d(np.arange(data.n_rows), np.concatenate([censored_early, [rows[-1]]]))
+    parts = [censored_early, rows[-1:], rest[: rest.size // 3], rest[rest.size // 3:]]
+    return ShardedData(tuple(InMemoryShard(data.subset(np.sort(p))) for p in parts))
+
+
+@pytest.mark.parametrize("roles", [{}, {"weights": True, "offset": True}, {"censor_weights": True, "weights": True}])
+@pytest.mark.parametrize("prior", ["none", "laplace", "elastic_net"])
+def test_fine_gray_risk_sets_span_shards(client, roles, prior):
+    """The subdistribution risk sets span shards, and so does the censoring Kaplan-Meier (built
+    from the shards' counts) or, given, the events' censoring weights."""
+    data = competing_data(seed=len(roles), **roles)
+    one = riskset.fit(data, "fine_gray", PRIORS[prior], variance="model-based", kkt_tol=KKT_TOL)
+    sharded_data = _time_ordered_shards(data)
+    if prior == "none":
+        with pytest.warns(riskset.DataWarning, match="model-based, not robust"):
+            sharded = riskset.fit(sharded_data, "fine_gray", None, executor=client, kkt_tol=KKT_TOL)
+        _same_optimum(one, sharded)
+        np.testing.assert_allclose(sharded.se.to_numpy(), one.se.to_numpy(), rtol=1e-6)
+        assert sharded.variance == "model-based"
+    else:
+        _same_optimum(one, riskset.fit(sharded_data, "fine_gray", PRIORS[prior], executor=client, kkt_tol=KKT_TOL))
+
+
+def test_fine_gray_status_codes_and_random_shards(client):
+    """Event of interest 2, competing 1, censored 0, rows split at random into 3 shards."""
+    data = competing_data(seed=12, weights=True, offset=True)
+    options = dict(event_of_interest=2, competing_events=[1], variance="model-based")
+    one = riskset.fit(data, "fine_gray", riskset.Laplace(gamma=3.0), kkt_tol=KKT_TOL, **options)
+    sharded = riskset.fit(split(data, 3, sizes=[1, 300, 299], seed=2), "fine_gray", riskset.Laplace(gamma=3.0),
+                          executor=client, kkt_tol=KKT_TOL, **options)
+    _same_optimum(one, sharded)
+
+
+def test_fine_gray_without_competing_events_warns_as_one_machine(client):
+    data = survival_data(seed=8, n=300, weights=True)
+    with pytest.warns(riskset.DataWarning, match="no competing events"):
+        one = riskset.fit(data, "fine_gray", riskset.Laplace(gamma=2.0), kkt_tol=KKT_TOL)
+    with pytest.warns(riskset.DataWarning, match="no competing events"):
+        sharded = riskset.fit(split(data, 2), "fine_gray", riskset.Laplace(gamma=2.0), executor=client, kkt_tol=KKT_TOL)
+    _same_optimum(one, sharded)
+
+
+def test_fine_gray_refusals_name_the_problem(client):
+    data = competing_data(seed=3)
+    with pytest.raises(InputError, match=r"shard \d .*does not support \(start, stop\] data"):
+        riskset.fit(split(competing_data(seed=3, start=True), 2), "fine_gray", executor=client)
+    with pytest.raises(InputError, match=r"shard \d .*fine_gray model does not support strata"):
+        riskset.fit(split(survival_data(seed=1, strata=3), 2), "fine_gray", executor=client)
+    given = competing_data(seed=3, censor_weights=True)
+    mixed = ShardedData((InMemoryShard(given.subset(np.arange(300))), InMemoryShard(data.subset(np.arange(300, 600)))))
+    with pytest.raises(InputError, match="censoring weights are given in shard 0 but not in shard 1"):
+        riskset.fit(mixed, "fine_gray", executor=client)
+    none = riskset.from_arrays(np.eye(4), time=[1.0, 2, 3, 4], status=[0, 2, 0, 2])
+    with pytest.raises(InputError, match="no shard has an event of interest \\(status code 1\\)"):
+        riskset.fit(split(none, 2), "fine_gray", executor=client)
+    with pytest.raises(InputError, match="shard .*unknown status code"):
+        riskset.fit(split(data, 2), "fine_gray", executor=client, competing_events=[3])
 
 
 @pytest.mark.parametrize("model, data", [
@@ -175,8 +257,6 @@ def test_refusals_name_the_problem(client):
         np.arange(stratified.n_rows), 2)), by="stratum")
     with pytest.raises(InputError, match="stratum .* is in shard 0 .* and in shard 1"):
         riskset.fit(across, "cox", executor=client)
-    with pytest.raises(InputError, match="fine_gray model cannot be fitted on sharded data"):
-        riskset.fit(split(stratified, 2), "fine_gray", executor=client)
     with pytest.raises(InputError, match="executor must be"):
         riskset.fit(split(stratified, 2), "cox", executor=None)
     with pytest.raises(InputError, match="profile=.* is not supported for sharded data"):

@@ -6,12 +6,16 @@ Two couplings of the shards:
 * :class:`SeparableDatafit`: the log-likelihood is a sum over shards (a GLM's rows; whole strata
   of a stratified Cox, conditional or SCCS model). Each value, gradient, Hessian block or
   Hessian-vector product is one round: every shard answers for its rows, the client adds.
-* :class:`RiskSetDatafit`: a Cox model without strata, rows split anyhow, so that a risk set
-  spans shards. A state is one round that gathers per-event-time sums of w = c exp(eta) (the
-  seed paper's scan one level up: each shard's totals over the global event times); the
-  log-likelihood follows on the client; a gradient is one more round (each shard's
+* :class:`RiskSetDatafit`: a Cox model without strata, or a Fine-Gray model, rows split anyhow,
+  so that a risk set spans shards. A state is one round that gathers per-event-time sums of
+  w = c exp(eta) (the seed paper's scan one level up: each shard's totals over the global event
+  times); the log-likelihood follows on the client; a gradient is one more round (each shard's
   X' (c delta - w rho) given the per-time multipliers); a Hessian-vector product two
-  (:mod:`riskset.sharded.risk_sets`). Only vectors over event times or coefficients travel.
+  (:mod:`riskset.sharded.risk_sets`). The shards are any :class:`~riskset.sharded.risk_sets.RowShard`:
+  :class:`~riskset.sharded.risk_sets.CoxRowShard`, or
+  :class:`~riskset.sharded.competing_risks.FineGrayRowShard`, whose competing events stay in the
+  later risk sets weighted by the censoring survival (its sums are Cox's with Breslow ties, and so
+  are the client's functions of them). Only vectors over event times or coefficients travel.
 
 :class:`Exchange` counts the rounds and the bytes sent and received.
 """
@@ -25,7 +29,7 @@ from riskset.core.interface import FitState, Likelihood, LocalQuadratic
 from riskset.exceptions import ShardLostError
 from riskset.sharded import risk_sets
 from riskset.sharded.shards import SeparableShard
-from riskset.sharded.risk_sets import CoxRowShard
+from riskset.sharded.risk_sets import RowShard
 
 
 class Exchange:
@@ -71,7 +75,7 @@ class ShardedState(FitState):
 
 
 class RiskSetState(ShardedState):
-    """A state of a Cox fit over row shards: the per-event-time sums of the whole data, and the
+    """A state of a Cox or Fine-Gray fit over row shards: the per-event-time sums of the whole data, and the
     multipliers of its gradient once asked."""
 
     def __init__(self, beta: np.ndarray, sums: risk_sets.RiskSums):
@@ -155,8 +159,9 @@ class SeparableDatafit(ShardedDatafit):
 
 
 class RiskSetDatafit(ShardedDatafit):
-    """A Cox model without strata over row shards (module docstring); ``counts`` the weighted
-    events and tied event rows per event time of the whole data, ``ties`` Breslow or Efron."""
+    """A Cox model without strata or a Fine-Gray model over row shards (module docstring), the
+    shards :class:`~riskset.sharded.risk_sets.RowShard`; ``counts`` the weighted events and tied
+    event rows per event time of the whole data, ``ties`` Breslow or Efron (Fine-Gray: Breslow)."""
 
     def __init__(self, exchange: Exchange, n_coef: int, names: list, rank: int, ties: str):
         super().__init__(exchange, n_coef, names, rank)
@@ -168,7 +173,7 @@ class RiskSetDatafit(ShardedDatafit):
 
     def new_state(self, beta: np.ndarray) -> RiskSetState:
         beta = np.asarray(beta, dtype=np.float64)
-        return RiskSetState(beta, risk_sets.combine_sums(self.exchange.each(CoxRowShard.sums, beta)))
+        return RiskSetState(beta, risk_sets.combine_sums(self.exchange.each(RowShard.sums, beta)))
 
     def _multipliers(self, state: FitState) -> risk_sets.Multipliers:
         own = risk_set_state(state)
@@ -180,7 +185,7 @@ class RiskSetDatafit(ShardedDatafit):
         return float(risk_sets.log_likelihood(risk_set_state(state).sums, self.counts, self.ties))
 
     def _gradient(self, state: FitState, columns=None):
-        parts = self.exchange.each(CoxRowShard.gradient, sharded(state).beta, self._multipliers(state), columns)
+        parts = self.exchange.each(RowShard.gradient, sharded(state).beta, self._multipliers(state), columns)
         return sum(p.gradient for p in parts), sum(p.curvature for p in parts)
 
     def gradient(self, state: FitState) -> np.ndarray:
@@ -193,9 +198,9 @@ class RiskSetDatafit(ShardedDatafit):
         """H_AA v in two rounds: the per-time sums of w x_A v, then each shard's product."""
         own, multipliers = risk_set_state(state), self._multipliers(state)
         totals = risk_sets.combine_hvp_sums(
-            self.exchange.each(CoxRowShard.hvp_sums, own.beta, multipliers.shift, columns, v))
+            self.exchange.each(RowShard.hvp_sums, own.beta, multipliers.shift, columns, v))
         second = risk_sets.hvp_multipliers(own.sums, self.counts, totals, self.ties)
-        return self.exchange.total(CoxRowShard.hvp, own.beta, columns, v, multipliers, second)
+        return self.exchange.total(RowShard.hvp, own.beta, columns, v, multipliers, second)
 
     def hessian(self, state: FitState, columns: np.ndarray) -> np.ndarray:
         """The block as |A| Hessian-vector products (used for small blocks and standard errors)."""

@@ -12,10 +12,12 @@ from riskset.exceptions import ConvergenceWarning, DataWarning, InputError
 from riskset.inference import standard_errors
 from riskset.models.base import Model, as_model
 from riskset.models.cox import CoxModel
+from riskset.models.fine_gray import FineGrayModel
 from riskset.results import FitResult
-from riskset.sharded import risk_sets
+from riskset.sharded import competing_risks, risk_sets
 from riskset.sharded.datafit import Exchange, RiskSetDatafit, SeparableDatafit, ShardedDatafit
-from riskset.sharded.shards import ShardSummary, build_risk_sets, build_separable, summarize
+from riskset.sharded.shards import (ShardSummary, build_fine_gray, build_risk_sets, build_separable, censoring_counts,
+                                    event_censor_weights, summarize)
 from riskset.sharded.sources import ShardedData
 from riskset.solver.ccd import SolverOptions
 from riskset.solver.prior import Prior, as_prior
@@ -39,11 +41,13 @@ def fit_sharded(data: ShardedData, model: str | Model = "logistic", prior=None, 
         From :func:`riskset.sharded.split`, :func:`~riskset.sharded.parquet_shards` or
         :func:`~riskset.sharded.duckdb_shards`. A stratified model (stratified Cox,
         conditional logistic / Poisson, SCCS) needs the data split by stratum
-        (``by="stratum"``, each stratum in one shard); a GLM and a Cox model without strata take
-        any split of the rows.
+        (``by="stratum"``, each stratum in one shard); a GLM, a Cox model without strata and a
+        Fine-Gray model take any split of the rows.
     model, prior, tol, kkt_tol, progress, model_options : as :func:`riskset.fit`; the priors
         are those of :class:`~riskset.solver.prior.Prior` (Laplace, Normal, elastic net, none).
-        ``max_iter`` caps the outer iterations.
+        ``max_iter`` caps the outer iterations. For a Fine-Gray model the censoring Kaplan-Meier
+        is built from every shard's counts, or the data's ``censor_weights`` are taken as given
+        (:mod:`riskset.sharded.competing_risks`).
     executor : distributed.Client or str
         The Dask client, or a scheduler address (``"tcp://host:8786"``).
 
@@ -52,7 +56,9 @@ def fit_sharded(data: ShardedData, model: str | Model = "logistic", prior=None, 
     FitResult
         As :func:`riskset.fit`'s; ``sharding`` gives the shards, the workers that held them,
         the rounds of tasks and the bytes exchanged. Standard errors of an unpenalized fit are
-        computed; aliased columns are not detected (their standard errors are NaN).
+        computed, model-based (inverse observed information) even where the model's are robust
+        (Fine-Gray's default, as crr; a warning says so); aliased columns are not detected (their
+        standard errors are NaN).
 
     Examples
     --------
@@ -72,9 +78,6 @@ def fit_sharded(data: ShardedData, model: str | Model = "logistic", prior=None, 
         raise InputError(f"a sharded fit takes a Laplace, Normal or elastic-net prior (or none), not "
                          f"{type(given).__name__}")
     check.solver_settings(tol, max_iter, kkt_tol)
-    if m.name == "fine_gray":
-        raise InputError("the fine_gray model cannot be fitted on sharded data yet (its censoring weights "
-                         "span shards): fit it on one machine")
     client, owned = connect(executor)
     try:
         datafit, names, n_rows, roles = prepare_shards(client, data, m)
@@ -101,6 +104,10 @@ def fit_prepared(datafit: ShardedDatafit, model: Model, prior: Prior, options: S
     se = np.full(len(names), np.nan)
     if res.converged and not penalty.is_penalized:
         se = standard_errors(datafit, res.state, np.arange(len(names)))
+        if model.variance == "robust":
+            warnings.warn(f"standard errors: model-based, not robust: a sharded fit does not compute the "
+                          f"{model.name} model's robust sandwich (its score residuals span shards)", DataWarning,
+                          stacklevel=3)
     exchange = datafit.exchange
     workers = {w for held in exchange.client.who_has(exchange.shards).values() for w in held}
     sharding = {"shards": n_shards, "workers": len(workers), "rounds": exchange.rounds,
@@ -125,14 +132,24 @@ def prepare_shards(client, data: ShardedData, model: Model) -> tuple[ShardedData
     stratified = model.uses_strata and any(s.strata_labels is not None for s in summaries)
     if stratified:
         _check_strata_whole(data, summaries, labels)
-    if isinstance(model, CoxModel) and not stratified:
+    datafit: ShardedDatafit
+    if (isinstance(model, CoxModel) and not stratified) or isinstance(model, FineGrayModel):
         grid = risk_sets.event_time_grid([s.event_times for s in summaries])
-        if not grid.size:
-            raise InputError("the cox model cannot be fitted: no shard has an event")
-        shards = [client.submit(build_risk_sets, d, model, names, grid, label, pure=False)
-                  for d, label in zip(loaded, labels)]
-        datafit: ShardedDatafit = RiskSetDatafit(Exchange(client, shards), len(names), names,
-                                                 sum(s.n_rows for s in summaries), model.ties)
+        if isinstance(model, FineGrayModel):
+            if not grid.size:
+                raise InputError(f"the fine_gray model cannot be fitted: no shard has an event of interest (status "
+                                 f"code {model.event_of_interest}) of positive weight")
+            censoring = _censoring(client, loaded, summaries, model, grid)
+            shards = [client.submit(build_fine_gray, d, model, names, grid, censoring, label, pure=False)
+                      for d, label in zip(loaded, labels)]
+            ties = "breslow"
+        else:
+            if not grid.size:
+                raise InputError("the cox model cannot be fitted: no shard has an event")
+            shards = [client.submit(build_risk_sets, d, model, names, grid, label, pure=False)
+                      for d, label in zip(loaded, labels)]
+            ties = model.ties
+        datafit = RiskSetDatafit(Exchange(client, shards), len(names), names, sum(s.n_rows for s in summaries), ties)
         coef_names = names
     else:
         shards = [client.submit(build_separable, d, model, names, label, pure=False)
@@ -149,6 +166,27 @@ def prepare_shards(client, data: ShardedData, model: Model) -> tuple[ShardedData
     if "n_strata" in roles:
         roles["n_strata"] = sum(s.roles.get("n_strata", 0) for s in summaries)
     return datafit, coef_names, sum(s.n_rows for s in summaries), roles
+
+
+def _censoring(client, loaded: list, summaries: list[ShardSummary], model: FineGrayModel,
+               grid: np.ndarray) -> competing_risks.Censoring:
+    """The censoring survival of a Fine-Gray fit, one more exchange at setup: the Kaplan-Meier of
+    every shard's censoring counts, or G(t-) at the event times from the events' given censoring
+    weights (every shard must give them, or none). Warns, as the one-machine fit, where no shard
+    has a competing event."""
+    if not any(s.competing for s in summaries):
+        warnings.warn("no competing events in the data: the Fine-Gray model reduces to the Cox model "
+                      "(Breslow ties)", DataWarning, stacklevel=5)
+    given = [s.censor_weights for s in summaries]
+    if any(given) and not all(given):
+        raise InputError(f"censoring weights are given in shard {given.index(True)} but not in shard "
+                         f"{given.index(False)}: give censor_weights for the rows of every shard or of none")
+    if all(given):
+        return competing_risks.given_censoring(grid, client.gather(
+            [client.submit(event_censor_weights, d, model, pure=False) for d in loaded]))
+    censor_grid = risk_sets.event_time_grid([s.censoring_times for s in summaries])
+    counts = client.gather([client.submit(censoring_counts, d, model, censor_grid, pure=False) for d in loaded])
+    return competing_risks.kaplan_meier_censoring(grid, censor_grid, competing_risks.combine_censoring_counts(counts))
 
 
 def _covariates(summaries: list[ShardSummary], model: Model) -> list:

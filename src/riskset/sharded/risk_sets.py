@@ -21,6 +21,11 @@ conventions as :class:`riskset.models.cox.CoxDatafit`). The protocol:
 The grid holds the event times of positive weight only. :class:`~riskset.models.cox.CoxDatafit`
 also gives an event of weight 0 an event slot, but that slot's event weight d is 0 and it adds
 nothing to the likelihood, so the two agree.
+
+:class:`RowShard` holds what such a shard does whatever the model; its rows may also be *late*
+(the kernels' module docstring): in the risk sets after they leave them, with a factor and a
+per-grid-point scale. :class:`~riskset.sharded.competing_risks.FineGrayRowShard` makes its
+competing events late rows; the driver's functions here serve it with Breslow ties.
 """
 from __future__ import annotations
 
@@ -37,7 +42,8 @@ from riskset.core.design import CompactCSC, canonical_csc
 from riskset.core.products.column_products import ColumnProducts
 from riskset.exceptions import InputError
 from riskset.kernels.cpu.shared_risk_sets import (grid_hvp_multipliers, grid_loglik, grid_multipliers, grid_sums,
-                                                  hazard_rows, hessian_rows, row_weights, shard_shift)
+                                                  hazard_rows, hessian_rows, late_hazard_rows, late_hessian_rows,
+                                                  late_sums, row_weights, shard_shift)
 from riskset.validation import one_of
 
 TIES = ("breslow", "efron")
@@ -97,13 +103,13 @@ class ShardGradient(NamedTuple):
     curvature: np.ndarray
 
 
-class CoxRowShard:
-    """The rows of one shard of a Cox model, on the global grid of event times.
+class RowShard:
+    """What a shard of rows answers on the global grid of event times (the protocol of the module
+    docstring), whatever the model: :class:`CoxRowShard`, and
+    :class:`~riskset.sharded.competing_risks.FineGrayRowShard`, whose competing events stay in the
+    later risk sets as *late rows* (:mod:`riskset.kernels.cpu.shared_risk_sets`; none here).
 
-    ``X`` (N_s x P, any scipy sparse matrix or a :class:`~riskset.core.design.CompactCSC`), ``time``
-    (stop), ``status`` (0/1), ``start``, ``weights`` (case weights, >= 0) and ``offset`` are the
-    shard's rows; ``grid`` is :func:`event_time_grid` of every shard's :meth:`event_times`. The
-    design is held compact and read through :class:`~riskset.core.products.column_products.ColumnProducts`.
+    A subclass checks its rows and calls :meth:`_build`, then, with late rows, :meth:`_set_late`.
     The linear predictor of the last :data:`KEPT_POINTS` betas, their weights and the last u = X_A v
     are kept between calls.
     """
@@ -111,22 +117,25 @@ class CoxRowShard:
     #: who the rows are (riskset.sharded.shards.RowUnits, set where the shard is built; replicates read it)
     units: object | None = None
 
-    def __init__(self, X, time, status, grid, *, start=None, weights=None, offset=None, ties="breslow"):
-        self.ties = one_of("ties", ties, TIES)
-        self.design = _design(X)
-        n = self.design.n_rows
-        time, status, cw = _outcome(time, status, weights, n)
-        self.grid = _grid(grid)
+    def _build(self, design: CompactCSC, time, event, cw, grid, lo, offset, ties: str):
+        """The shard's arrays: ``event`` the events of positive weight (uint8), ``lo`` the first
+        grid point of each row's risk sets; no late rows."""
+        self.ties = ties
+        self.design = design
+        n = design.n_rows
+        self.grid = grid
         self.cw = cw
-        self.event = ((status == 1) & (cw > 0)).astype(np.uint8)  # the events of positive weight
-        self.event_weight = cw * self.event  # c delta
-        self.hi = np.searchsorted(self.grid, time, side="right").astype(np.int64)
-        self.lo = (np.zeros(n, np.int64) if start is None
-                   else np.searchsorted(self.grid, _start(start, time), side="right").astype(np.int64))
-        _check_on_grid(time, self.event, self.hi, self.grid)
+        self.event = event
+        self.event_weight = cw * event  # c delta
+        self.hi = np.searchsorted(grid, time, side="right").astype(np.int64)
+        self.lo = lo
+        _check_on_grid(time, event, self.hi, grid)
         self.offset = None if offset is None else _row_values("offset", offset, n)
-        self.products = ColumnProducts(self.design)
+        self.products = ColumnProducts(design)
         self._count_events()
+        G = grid.shape[0]
+        self.late_rows, self.late_factor, self.late_scale = np.zeros(0, np.int64), np.zeros(0), np.zeros(G)
+        self.until = self.hi  # a row takes part in the risk sets of lo <= g < until (late rows: up to G)
         self._start_caches()
 
     def _count_events(self):
@@ -135,10 +144,11 @@ class CoxRowShard:
         self._counts = EventCounts(d=np.bincount(slot, weights=self.cw[events], minlength=G).astype(np.float64),
                                    m=np.bincount(slot, minlength=G).astype(np.float64))
 
-    def scaled(self, factor: np.ndarray) -> "CoxRowShard":
+    def scaled(self, factor: np.ndarray) -> "RowShard":
         """The same rows with case weights ``cw * factor`` (a replicate: a fold's training or
-        held-out rows, a bootstrap draw), sharing the design, its products and the grid."""
-        view = object.__new__(CoxRowShard)
+        held-out rows, a bootstrap draw), sharing the design, its products, the grid and the
+        late rows (a late row of weight 0 adds nothing)."""
+        view = object.__new__(type(self))
         view.__dict__.update({k: v for k, v in self.__getstate__().items() if k != "gx0"})  # X' (c delta): its own
         view.cw = self.cw * np.asarray(factor, dtype=np.float64)
         view.event = ((self.event == 1) & (view.cw > 0)).astype(np.uint8)
@@ -146,6 +156,17 @@ class CoxRowShard:
         view._count_events()
         view._start_caches()
         return view
+
+    def _set_late(self, rows, factor, scale):
+        """The late rows (their positions, factors f) and the per-grid-point scale s (the kernels'
+        module docstring); rows of weight 0 or that leave after the last grid point are left out."""
+        rows = np.asarray(rows, dtype=np.int64)
+        factor = np.asarray(factor, dtype=np.float64)
+        keep = (self.cw[rows] > 0) & (factor != 0) & (self.hi[rows] < self.grid.shape[0])
+        self.late_rows, self.late_factor = np.ascontiguousarray(rows[keep]), np.ascontiguousarray(factor[keep])
+        self.late_scale = np.ascontiguousarray(scale, dtype=np.float64)
+        self.until = self.hi.copy()
+        self.until[self.late_rows] = self.grid.shape[0]
 
     def _start_caches(self):
         self._lock = threading.Lock()
@@ -173,12 +194,6 @@ class CoxRowShard:
         """Bytes of the arrays held: the design, the rows, the products' copies and the kept vectors."""
         return _held_bytes(self, self.design, self.products)
 
-    @staticmethod
-    def event_times(time, status, weights=None) -> np.ndarray:
-        """The sorted distinct times of the rows with status 1 and a positive weight."""
-        time, status, cw = _outcome(time, status, weights, None)
-        return np.unique(time[(status == 1) & (cw > 0)])
-
     def counts(self) -> EventCounts:
         """The shard's event weight d and event rows m per grid point (static)."""
         return self._counts
@@ -192,11 +207,12 @@ class CoxRowShard:
     def sums(self, beta) -> RiskSums:
         """S0, E0 at beta with the shard's own shift, and sum c eta over its events."""
         eta = self._eta(beta)
-        shift, rows = shard_shift(eta, self.cw, self.lo, self.hi)
+        shift, rows = shard_shift(eta, self.cw, self.lo, self.until)
         w = self._weights(beta, shift)
         G = self.grid.shape[0]
         S0, E0 = np.empty(G), np.empty(G)
         grid_sums(w, self.lo, self.hi, self.event, S0, E0)
+        self._late_sums(w, S0)
         return RiskSums(shift=float(shift), S0=S0, E0=E0, event_eta=float(self.event_weight @ eta), rows=int(rows))
 
     # -- phase 2: the gradient -----------------------------------------------------------------
@@ -204,10 +220,12 @@ class CoxRowShard:
         """The shard's share of dl/dbeta over ``columns`` (every coefficient if None),
         X'(c delta - w rho), and of the curvature (X^2)'(w rho), in one pass over X."""
         cols = self._columns(columns)
-        A_cum, B = _prefix(self._grid_vector("A", multipliers.A)), self._grid_vector("B", multipliers.B)
+        A, B = self._grid_vector("A", multipliers.A), self._grid_vector("B", multipliers.B)
         w = self._weights(beta, multipliers.shift)
         z = np.empty(self.n_rows)
-        hazard_rows(w, self.lo, self.hi, self.event, A_cum, B, z)
+        hazard_rows(w, self.lo, self.hi, self.event, _prefix(A), B, z)
+        if self.late_rows.size:
+            late_hazard_rows(w, self.late_rows, self.late_factor, self.hi, self._late_suffix(A), z)
         xz, x2z = self.products.dot2(cols, z)
         return ShardGradient(gradient=self.gx0[cols] - xz, curvature=x2z)
 
@@ -218,19 +236,24 @@ class CoxRowShard:
         w = self._weights(beta, shift)
         G = self.grid.shape[0]
         S0u, E0u = np.empty(G), np.empty(G)
-        grid_sums(w * u, self.lo, self.hi, self.event, S0u, E0u)
+        wu = w * u
+        grid_sums(wu, self.lo, self.hi, self.event, S0u, E0u)
+        self._late_sums(wu, S0u)
         return HvpSums(S0u=S0u, E0u=E0u)
 
     def hvp(self, beta, columns, v, multipliers: Multipliers, hvp_multipliers: HvpMultipliers) -> np.ndarray:
         """The shard's share of H_AA v, X_A' (H_eta u) (an |A|-vector)."""
         cols = self._columns(columns)
         u = self._product(cols, v)
-        A_cum, B = _prefix(self._grid_vector("A", multipliers.A)), self._grid_vector("B", multipliers.B)
-        alpha_cum = _prefix(self._grid_vector("alpha", hvp_multipliers.alpha))
+        A, B = self._grid_vector("A", multipliers.A), self._grid_vector("B", multipliers.B)
+        alpha = self._grid_vector("alpha", hvp_multipliers.alpha)
         beta_g = self._grid_vector("beta", hvp_multipliers.beta)
         w = self._weights(beta, multipliers.shift)
         z = np.empty(self.n_rows)
-        hessian_rows(w, u, self.lo, self.hi, self.event, A_cum, B, alpha_cum, beta_g, z)
+        hessian_rows(w, u, self.lo, self.hi, self.event, _prefix(A), B, _prefix(alpha), beta_g, z)
+        if self.late_rows.size:
+            late_hessian_rows(w, u, self.late_rows, self.late_factor, self.hi, self._late_suffix(A),
+                              self._late_suffix(alpha), z)
         return self.products.dot(cols, z)
 
     def reach(self, direction) -> float:
@@ -264,9 +287,21 @@ class CoxRowShard:
                 self._weights_kept.move_to_end(key)
                 return self._weights_kept[key]
         w = np.empty(self.n_rows)
-        row_weights(eta, self.cw, self.lo, self.hi, float(shift), w)
+        row_weights(eta, self.cw, self.lo, self.until, float(shift), w)
         w.flags.writeable = False
         return _keep(self._lock, self._weights_kept, key, w)
+
+    # -- the late rows ------------------------------------------------------------------------
+    def _late_sums(self, values, S):
+        """S += the late rows' part of the sums of ``values`` (nothing without late rows)."""
+        if self.late_rows.size:
+            late_sums(values, self.late_rows, self.late_factor, self.hi, self.late_scale, S)
+
+    def _late_suffix(self, a) -> np.ndarray:
+        """sum_{g >= h} s_g a_g for h = 0 .. G (G + 1 values) of a per-grid vector ``a``."""
+        out = np.zeros(a.shape[0] + 1)
+        out[:-1] = np.cumsum((self.late_scale * a)[::-1])[::-1]
+        return out
 
     def _product(self, columns, v) -> np.ndarray:
         """u = X_A v, the last one kept (:meth:`hvp_sums` and :meth:`hvp` ask for the same)."""
@@ -302,6 +337,33 @@ class CoxRowShard:
             raise InputError(f"{name} must hold one value per grid point ({self.grid.shape[0]}), "
                              f"got shape {values.shape}")
         return values
+
+
+class CoxRowShard(RowShard):
+    """The rows of one shard of a Cox model, on the global grid of event times.
+
+    ``X`` (N_s x P, any scipy sparse matrix or a :class:`~riskset.core.design.CompactCSC`), ``time``
+    (stop), ``status`` (0/1), ``start``, ``weights`` (case weights, >= 0) and ``offset`` are the
+    shard's rows; ``grid`` is :func:`event_time_grid` of every shard's :meth:`event_times`. The
+    design is held compact and read through :class:`~riskset.core.products.column_products.ColumnProducts`.
+    """
+
+    def __init__(self, X, time, status, grid, *, start=None, weights=None, offset=None, ties="breslow"):
+        ties = one_of("ties", ties, TIES)
+        design = _design(X)
+        n = design.n_rows
+        time, status, cw = _outcome(time, status, weights, n)
+        grid = _grid(grid)
+        event = ((status == 1) & (cw > 0)).astype(np.uint8)  # the events of positive weight
+        lo = (np.zeros(n, np.int64) if start is None
+              else np.searchsorted(grid, _start(start, time), side="right").astype(np.int64))
+        self._build(design, time, event, cw, grid, lo, offset, ties)
+
+    @staticmethod
+    def event_times(time, status, weights=None) -> np.ndarray:
+        """The sorted distinct times of the rows with status 1 and a positive weight."""
+        time, status, cw = _outcome(time, status, weights, None)
+        return np.unique(time[(status == 1) & (cw > 0)])
 
 
 # -- the driver ------------------------------------------------------------------------------
@@ -430,10 +492,15 @@ def _start(start, time) -> np.ndarray:
     return start
 
 
-def _grid(grid) -> np.ndarray:
-    grid = np.ascontiguousarray(grid, dtype=np.float64)
+def _grid(grid, name="grid", source="event_times") -> np.ndarray:
+    """``grid`` checked: finite, strictly increasing times (event_time_grid of the shards' ``source``)."""
+    try:
+        grid = np.ascontiguousarray(grid, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be numbers") from None
     if grid.ndim != 1 or not np.all(np.isfinite(grid)) or np.any(np.diff(grid) <= 0):
-        raise InputError("grid must be a vector of finite, strictly increasing event times (event_time_grid)")
+        raise InputError(f"{name} must be a vector of finite, strictly increasing times (event_time_grid of every "
+                         f"shard's {source})")
     return grid
 
 

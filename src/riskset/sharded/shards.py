@@ -4,7 +4,7 @@ questions the client asks of it.
 A worker reads its shard (:meth:`~riskset.sharded.sources.ShardSource.load`), summarizes it
 for the client (:func:`summarize`: covariates, column ranges, event times, strata), then builds
 the shard's likelihood on the columns of the whole data (:func:`build_separable`,
-:func:`build_risk_sets`) and keeps it. Every question names a state by a key and its
+:func:`build_risk_sets`, :func:`build_fine_gray`) and keeps it. Every question names a state by a key and its
 coefficients; a shard computes the state the first time it is asked and keeps the last few
 (:class:`SeparableShard`), so that a line search's trial, its gradient and its Hessian-vector
 products share one pass X beta. A shard rebuilt elsewhere after a worker is lost computes the
@@ -24,8 +24,10 @@ from riskset.data.risksets import check_survival
 from riskset.exceptions import InputError
 from riskset.models.base import Model
 from riskset.models.cox import CoxModel
+from riskset.models.fine_gray import FineGrayModel, check_censor_weights, check_times
 from riskset.results import fit_roles
-from riskset.sharded.risk_sets import CoxRowShard
+from riskset.sharded.competing_risks import Censoring, CensoringCounts, EventCensorWeights, FineGrayRowShard
+from riskset.sharded.risk_sets import CoxRowShard, RowShard
 
 #: States a shard keeps (a line search's trial beside the accepted state, and the next one).
 KEPT_STATES = 4
@@ -35,7 +37,9 @@ KEPT_STATES = 4
 class ShardSummary:
     """What the client needs to know of a shard before building it: its size, covariates and
     their range over its rows (implicit zeros included), weighted events and their distinct
-    times (survival models), strata labels, and the roles its columns play."""
+    times (survival models; Fine-Gray: the events of interest), strata labels, and the roles its
+    columns play; for Fine-Gray also its competing rows, whether it gives censoring weights and,
+    if not, the distinct times of its censored rows of positive weight."""
 
     n_rows: int
     covariate_names: list
@@ -45,14 +49,20 @@ class ShardSummary:
     event_times: np.ndarray | None
     strata_labels: np.ndarray | None
     roles: dict
+    competing: int = 0
+    censor_weights: bool = False
+    censoring_times: np.ndarray | None = None
 
 
 def summarize(data: Dataset, model: Model, label: str) -> ShardSummary:
     """The summary of one shard's ``data`` for ``model``; bad data raise an InputError naming
     the shard (``label``)."""
+    fine_gray: dict = {}
     try:
         survival = data.time is not None and data.status is not None
-        if survival:
+        if isinstance(model, FineGrayModel):
+            fine_gray = _competing_summary(data, model)
+        elif survival:
             check_survival(data.time, data.status, data.start, data.subject, data.row_ids, need_event=False)
         model.check_roles(data)
     except InputError as err:
@@ -60,7 +70,9 @@ def summarize(data: Dataset, model: Model, label: str) -> ShardSummary:
     X = sp.csc_matrix(data.X)
     low, high = _column_range(X)
     events, times = 0.0, None
-    if survival:
+    if fine_gray:
+        events, times = fine_gray.pop("events"), fine_gray.pop("event_times")
+    elif survival:
         weights = np.ones(data.n_rows) if data.weights is None else np.asarray(data.weights, np.float64)
         event = (np.asarray(data.status) == 1) & (weights > 0)
         events, times = float(weights[event].sum()), np.unique(np.asarray(data.time, np.float64)[event])
@@ -70,7 +82,47 @@ def summarize(data: Dataset, model: Model, label: str) -> ShardSummary:
     if data.strata is not None:
         labels = np.asarray(data.strata_labels if data.strata_labels is not None else np.unique(data.strata))
     return ShardSummary(data.n_rows, list(data.covariate_names), low, high, events, times, labels,
-                        fit_roles(data, model))
+                        fit_roles(data, model), **fine_gray)
+
+
+def _competing_summary(data: Dataset, model: FineGrayModel) -> dict:
+    """A Fine-Gray shard checked as :meth:`~riskset.models.fine_gray.FineGrayModel.prepare` checks
+    the whole data (a shard may lack events of interest), and what its summary holds of it."""
+    data.require("time", "status", model=model.name)
+    if data.start is not None:
+        raise InputError("the fine_gray model does not support (start, stop] data (left truncation)")
+    if data.strata is not None:
+        raise InputError("the fine_gray model does not support strata")
+    time = check_times(data.time, data.row_ids)
+    outcome = model.classify(data, require_event=False)
+    weights = np.ones(data.n_rows) if data.weights is None else np.asarray(data.weights, np.float64)
+    given = data.censor_weights is not None
+    if given:
+        check_censor_weights(data.censor_weights, time, outcome, data.row_ids)
+    codes = fine_gray_codes(model)
+    return {"events": float(weights[outcome.event == 1].sum()),
+            "event_times": FineGrayRowShard.event_times(time, data.status, data.weights, **codes),
+            "competing": int(outcome.competing.sum()), "censor_weights": given,
+            "censoring_times": None if given else FineGrayRowShard.censoring_times(time, data.status, data.weights,
+                                                                                   **codes)}
+
+
+def fine_gray_codes(model: FineGrayModel) -> dict:
+    """The status codes of ``model`` as the keywords of :class:`FineGrayRowShard`."""
+    return {"event_of_interest": model.event_of_interest, "competing_events": model.competing_events,
+            "censor_code": model.censor_code}
+
+
+def censoring_counts(data: Dataset, model: FineGrayModel, censor_grid: np.ndarray) -> CensoringCounts:
+    """A Fine-Gray shard's censored weight and rows at risk per censoring time of every shard."""
+    return FineGrayRowShard.censoring_counts(data.time, data.status, censor_grid, data.weights,
+                                             **fine_gray_codes(model))
+
+
+def event_censor_weights(data: Dataset, model: FineGrayModel) -> EventCensorWeights:
+    """A Fine-Gray shard's event times and their given censoring weights G(t-)."""
+    return FineGrayRowShard.event_censor_weights(data.time, data.status, data.censor_weights,
+                                                 **fine_gray_codes(model))
 
 
 def aligned(data: Dataset, names: list) -> Dataset:
@@ -248,6 +300,20 @@ def build_risk_sets(data: Dataset, model: CoxModel, names: list, grid: np.ndarra
     return shard
 
 
+def build_fine_gray(data: Dataset, model: FineGrayModel, names: list, grid: np.ndarray, censoring: Censoring,
+                    label: str) -> FineGrayRowShard:
+    """The resident shard of a Fine-Gray model, whose subdistribution risk sets span shards."""
+    register_sizes()
+    data = aligned(data, names)
+    try:
+        shard = FineGrayRowShard(data.X, data.time, data.status, grid, censoring, weights=data.weights,
+                                 offset=data.offset, censor_weights=data.censor_weights, **fine_gray_codes(model))
+    except InputError as err:
+        raise InputError(f"shard {label}: {err}") from None
+    shard.units = RowUnits.of(data)
+    return shard
+
+
 def _column_range(X: sp.csc_matrix) -> tuple[np.ndarray, np.ndarray]:
     """Per column, its least and largest value over every row (a column with fewer stored
     values than rows has zeros)."""
@@ -270,6 +336,6 @@ def register_sizes() -> None:
     from dask.sizeof import sizeof
 
     @sizeof.register(SeparableShard)
-    @sizeof.register(CoxRowShard)
+    @sizeof.register(RowShard)
     def _shard_size(shard) -> int:
         return shard.nbytes

@@ -29,7 +29,22 @@ applied to u (l = sum c delta eta - sum_{g,r} wbar log sum_k a_{k,gr} w_k with a
     beta_g = wbar_g sum_r (r/m_g)(S0u_g - (r/m_g) E0u_g)/D_gr^2
 
 Every product w_k rho_k, w_k alpha_g is invariant to M. A row of weight 0, or at risk at no
-grid point (lo_k = hi_k), has w_k = 0 and adds nothing to any sum. The kernels are serial.
+grid point (lo_k = hi_k), has w_k = 0 and adds nothing to any sum.
+
+*Late rows* (Fine-Gray's subdistribution risk set, :mod:`riskset.sharded.competing_risks`): a
+listed row r with factor f_r stays, after it leaves the risk sets, in those of every later grid
+point g >= hi_r, scaled by s_g there (a competing event at T_r: f_r = 1/G(T_r-), s_g = G(t_g-),
+G the censoring survival). Its membership of grid point g is then ``a_gr = 1[lo_r <= g < hi_r] +
+f_r s_g 1[g >= hi_r]``, and every formula above holds with it (a late row is no event at g >= hi_r,
+so E0 is unchanged)::
+
+    S0_g  += s_g sum_{late r, hi_r <= g} f_r w_r                    (S0u_g likewise with w u)
+    rho_r += f_r AL_{hi_r}                    AL_h = sum_{g >= h} s_g A_g
+    (H_eta u)_r += w_r f_r (alphaL_{hi_r} - u_r AL_{hi_r})           alphaL_h = sum_{g >= h} s_g alpha_g
+
+(:func:`late_sums`, :func:`late_hazard_rows`, :func:`late_hessian_rows`: O(late rows + G)). A late
+row takes part in a risk set up to the last grid point: the ``hi`` that :func:`shard_shift` and
+:func:`row_weights` read is G for it. The kernels are serial.
 """
 import math
 
@@ -113,6 +128,42 @@ def hessian_rows(w, u, lo, hi, event, A_cum, B, alpha_cum, beta, out):
             continue
         rho = window(A_cum, B, lo[k], hi[k], event[k])
         out[k] = w[k] * (window(alpha_cum, beta, lo[k], hi[k], event[k]) - u[k] * rho)
+
+
+# -- late rows (Fine-Gray's competing events) -------------------------------------------
+
+@njit(**OPTIONS)
+def late_sums(values, rows, factor, hi, scale, S):
+    """S_g += scale_g sum_{i: hi_{rows_i} <= g} factor_i values_{rows_i}: the late rows' part of a
+    sum over the risk sets (``rows``: the late rows, ``factor``: theirs, in that order), a
+    forward cumulative sum of their values by exit point."""
+    G = S.shape[0]
+    exits = np.zeros(G + 1)
+    for i in range(rows.shape[0]):
+        k = rows[i]
+        exits[hi[k]] += factor[i] * values[k]
+    s = 0.0
+    for g in range(G):
+        s += exits[g]
+        S[g] += scale[g] * s
+
+
+@njit(**OPTIONS)
+def late_hazard_rows(w, rows, factor, hi, AL, out):
+    """out_r += w_r f_r AL_{hi_r} over the late rows (``AL``: the suffix sums of s A, G + 1)."""
+    for i in range(rows.shape[0]):
+        k = rows[i]
+        out[k] += w[k] * factor[i] * AL[hi[k]]
+
+
+@njit(**OPTIONS)
+def late_hessian_rows(w, u, rows, factor, hi, AL, alphaL, out):
+    """out_r += w_r f_r (alphaL_{hi_r} - u_r AL_{hi_r}) over the late rows (``AL``, ``alphaL``: the
+    suffix sums of s A and s alpha, G + 1)."""
+    for i in range(rows.shape[0]):
+        k = rows[i]
+        h = hi[k]
+        out[k] += w[k] * factor[i] * (alphaL[h] - u[k] * AL[h])
 
 
 # -- the grid (the driver) -------------------------------------------------------------
