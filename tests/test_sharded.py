@@ -339,6 +339,7 @@ def test_scheduler_and_workers_started_as_commands(tmp_path):
 @pytest.mark.parametrize("model, make, by", [
     ("logistic", lambda: riskset.simulate(n=1200, p=12, model="logistic", seed=8), "row"),
     ("cox", lambda: survival_data(seed=8, weights=True), "row"),
+    ("fine_gray", lambda: competing_data(seed=8), "row"),
     ("conditional_logistic", lambda: matched_data(seed=8), "stratum"),
 ])
 def test_cross_validation_scores_the_one_machine_folds(client, model, make, by):
@@ -372,6 +373,7 @@ def test_replicates_are_drawn_from_unit_ids_alone():
 
 @pytest.mark.parametrize("model, make, by", [
     ("cox", lambda: survival_data(seed=12), "row"),
+    ("fine_gray", lambda: competing_data(seed=12), "row"),
     ("conditional_logistic", lambda: matched_data(seed=12), "stratum"),
 ])
 def test_bootstrap_draws_are_the_one_machine_fits_of_the_same_weights(client, model, make, by):

@@ -111,9 +111,21 @@ class FineGrayRowShard(RowShard):
             left = censoring.left_limits(time[competing])
         else:
             left = _given(censor_weights, time, outcome)[competing]
-        with np.errstate(divide="ignore"):
-            factor = np.where(left > 0, 1.0 / left, 0.0)  # as FineGrayDatafit: G(T-) = 0 drops the row
-        self._set_late(competing, factor, censoring.at_grid)
+        self.time, self.censored, self.competing = time, (outcome.censored == 1), competing
+        self._set_late(competing, _inverse(left), censoring.at_grid)
+
+    def censoring_now(self, censor_grid) -> CensoringCounts:
+        """:meth:`censoring_counts` of these rows under their current case weights (a replicate's)."""
+        return _censoring_counts(self.time, self.censored, self.cw, _grid(censor_grid, "censor_grid",
+                                                                          "censoring_times"))
+
+    def recensored(self, censoring: Censoring) -> "FineGrayRowShard":
+        """These rows weighted by another Kaplan-Meier of censoring (a replicate's own, as
+        :meth:`~riskset.models.fine_gray.FineGrayDatafit.reweighted` recomputes G)."""
+        censoring = _censoring(censoring, self.grid, given=False)
+        view = self.scaled(np.ones(self.n_rows))
+        view._set_late(self.competing, _inverse(censoring.left_limits(self.time[self.competing])), censoring.at_grid)
+        return view
 
     @staticmethod
     def event_times(time, status, weights=None, *, event_of_interest: int = 1, competing_events=None,
@@ -136,19 +148,7 @@ class FineGrayRowShard(RowShard):
         """The shard's censored weight at each time v of ``censor_grid`` (every shard's
         :meth:`censoring_times` merged) and the weight of its rows with T >= v."""
         time, outcome, cw = _outcome(time, status, weights, None, event_of_interest, competing_events, censor_code)
-        censor_grid = _grid(censor_grid, "censor_grid", "censoring_times")
-        V = censor_grid.shape[0]
-        hi = np.searchsorted(censor_grid, time, side="right")  # row at risk at the censoring times v < hi
-        censored = (outcome.censored == 1) & (cw > 0)
-        off = censored & ((hi == 0) | (censor_grid[np.maximum(hi - 1, 0)] != time)) if V else censored
-        if off.any():
-            k = int(np.flatnonzero(off)[0])
-            raise InputError(f"the censoring time {time[k]:g} of row {k} is not on the censor grid: it must be "
-                             "event_time_grid of every shard's censoring_times")
-        leaving = np.bincount(hi, weights=cw, minlength=V + 1)
-        at_risk = np.cumsum(leaving[::-1])[::-1][1:]  # the weight of the rows with hi > v
-        cens = np.bincount(hi[censored] - 1, weights=cw[censored], minlength=V).astype(np.float64)
-        return CensoringCounts(censored=cens, at_risk=np.ascontiguousarray(at_risk, dtype=np.float64))
+        return _censoring_counts(time, outcome.censored == 1, cw, _grid(censor_grid, "censor_grid", "censoring_times"))
 
     @staticmethod
     def event_censor_weights(time, status, censor_weights, *, event_of_interest: int = 1, competing_events=None,
@@ -230,6 +230,28 @@ def hvp_multipliers(global_sums: RiskSums, counts: EventCounts, hvp_sums_total: 
 
 
 # -- checks ------------------------------------------------------------------------------------
+
+def _censoring_counts(time, censored, cw, censor_grid) -> CensoringCounts:
+    """The censored weight at each censoring time v and the weight of the rows with T >= v."""
+    V = censor_grid.shape[0]
+    hi = np.searchsorted(censor_grid, time, side="right")  # row at risk at the censoring times v < hi
+    censored = censored & (cw > 0)
+    off = censored & ((hi == 0) | (censor_grid[np.maximum(hi - 1, 0)] != time)) if V else censored
+    if off.any():
+        k = int(np.flatnonzero(off)[0])
+        raise InputError(f"the censoring time {time[k]:g} of row {k} is not on the censor grid: it must be "
+                         "event_time_grid of every shard's censoring_times")
+    leaving = np.bincount(hi, weights=cw, minlength=V + 1)
+    at_risk = np.cumsum(leaving[::-1])[::-1][1:]  # the weight of the rows with hi > v
+    cens = np.bincount(hi[censored] - 1, weights=cw[censored], minlength=V).astype(np.float64)
+    return CensoringCounts(censored=cens, at_risk=np.ascontiguousarray(at_risk, dtype=np.float64))
+
+
+def _inverse(left: np.ndarray) -> np.ndarray:
+    """1 / G(T-) of competing rows, 0 where G(T-) = 0 (as FineGrayDatafit: such a row is dropped)."""
+    with np.errstate(divide="ignore"):
+        return np.where(left > 0, 1.0 / left, 0.0)
+
 
 def _outcome(time, status, weights, n, event_of_interest, competing_events,
              censor_code) -> tuple[np.ndarray, CompetingRiskOutcome, np.ndarray]:

@@ -34,7 +34,11 @@ from riskset.sharded.risk_sets import RowShard
 
 class Exchange:
     """The shards of a fit on a Dask client, and the traffic with them: ``rounds`` (each one task
-    per shard and a gather) and ``bytes`` (arguments sent plus answers received)."""
+    per shard and a gather) and ``bytes`` (arguments sent plus answers received). The shards
+    answer with their whole rows (``replicate`` None; a replicate's exchange:
+    :class:`riskset.sharded.replicates.ReplicateChannel`)."""
+
+    replicate = None
 
     def __init__(self, client, shards: list):
         self.client, self.shards = client, shards
@@ -163,13 +167,17 @@ class RiskSetDatafit(ShardedDatafit):
     shards :class:`~riskset.sharded.risk_sets.RowShard`; ``counts`` the weighted events and tied
     event rows per event time of the whole data, ``ties`` Breslow or Efron (Fine-Gray: Breslow)."""
 
-    def __init__(self, exchange: Exchange, n_coef: int, names: list, rank: int, ties: str):
+    def __init__(self, exchange: Exchange, n_coef: int, names: list, rank: int, ties: str,
+                 censor_grids: tuple | None = None):
         super().__init__(exchange, n_coef, names, rank)
         self.ties = ties
+        #: Fine-Gray with the Kaplan-Meier of censoring: (event grid, censoring grid), on which a
+        #: replicate computes its own (riskset.sharded.replicates.Recensored); else None
+        self.censor_grids = censor_grids
         self.counts = risk_sets.combine_counts(exchange.each(shard_counts))  # the static per-time event counts
 
     def on(self, exchange) -> "RiskSetDatafit":
-        return RiskSetDatafit(exchange, self._n_coef, self.coef_names, self._rank, self.ties)
+        return RiskSetDatafit(exchange, self._n_coef, self.coef_names, self._rank, self.ties, self.censor_grids)
 
     def new_state(self, beta: np.ndarray) -> RiskSetState:
         beta = np.asarray(beta, dtype=np.float64)

@@ -139,17 +139,18 @@ def prepare_shards(client, data: ShardedData, model: Model) -> tuple[ShardedData
             if not grid.size:
                 raise InputError(f"the fine_gray model cannot be fitted: no shard has an event of interest (status "
                                  f"code {model.event_of_interest}) of positive weight")
-            censoring = _censoring(client, loaded, summaries, model, grid)
+            censoring, censor_grid = _censoring(client, loaded, summaries, model, grid)
             shards = [client.submit(build_fine_gray, d, model, names, grid, censoring, label, pure=False)
                       for d, label in zip(loaded, labels)]
-            ties = "breslow"
+            ties, censor_grids = "breslow", None if censor_grid is None else (grid, censor_grid)
         else:
             if not grid.size:
                 raise InputError("the cox model cannot be fitted: no shard has an event")
             shards = [client.submit(build_risk_sets, d, model, names, grid, label, pure=False)
                       for d, label in zip(loaded, labels)]
-            ties = model.ties
-        datafit = RiskSetDatafit(Exchange(client, shards), len(names), names, sum(s.n_rows for s in summaries), ties)
+            ties, censor_grids = model.ties, None
+        datafit = RiskSetDatafit(Exchange(client, shards), len(names), names, sum(s.n_rows for s in summaries), ties,
+                                 censor_grids)
         coef_names = names
     else:
         shards = [client.submit(build_separable, d, model, names, label, pure=False)
@@ -169,11 +170,11 @@ def prepare_shards(client, data: ShardedData, model: Model) -> tuple[ShardedData
 
 
 def _censoring(client, loaded: list, summaries: list[ShardSummary], model: FineGrayModel,
-               grid: np.ndarray) -> competing_risks.Censoring:
+               grid: np.ndarray) -> tuple[competing_risks.Censoring, np.ndarray | None]:
     """The censoring survival of a Fine-Gray fit, one more exchange at setup: the Kaplan-Meier of
-    every shard's censoring counts, or G(t-) at the event times from the events' given censoring
-    weights (every shard must give them, or none). Warns, as the one-machine fit, where no shard
-    has a competing event."""
+    every shard's censoring counts (and its grid of censoring times), or G(t-) at the event times
+    from the events' given censoring weights (every shard must give them, or none; no grid).
+    Warns, as the one-machine fit, where no shard has a competing event."""
     if not any(s.competing for s in summaries):
         warnings.warn("no competing events in the data: the Fine-Gray model reduces to the Cox model "
                       "(Breslow ties)", DataWarning, stacklevel=5)
@@ -183,10 +184,11 @@ def _censoring(client, loaded: list, summaries: list[ShardSummary], model: FineG
                          f"{given.index(False)}: give censor_weights for the rows of every shard or of none")
     if all(given):
         return competing_risks.given_censoring(grid, client.gather(
-            [client.submit(event_censor_weights, d, model, pure=False) for d in loaded]))
+            [client.submit(event_censor_weights, d, model, pure=False) for d in loaded])), None
     censor_grid = risk_sets.event_time_grid([s.censoring_times for s in summaries])
     counts = client.gather([client.submit(censoring_counts, d, model, censor_grid, pure=False) for d in loaded])
-    return competing_risks.kaplan_meier_censoring(grid, censor_grid, competing_risks.combine_censoring_counts(counts))
+    counted = competing_risks.combine_censoring_counts(counts)
+    return competing_risks.kaplan_meier_censoring(grid, censor_grid, counted), censor_grid
 
 
 def _covariates(summaries: list[ShardSummary], model: Model) -> list:

@@ -13,6 +13,7 @@ slowest, not R times the rounds.
 """
 from __future__ import annotations
 
+import hashlib
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +23,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from riskset.sharded.datafit import Exchange, ShardedDatafit
+from riskset.sharded import competing_risks
+from riskset.sharded.datafit import Exchange, RiskSetDatafit, ShardedDatafit
 
 #: Units a replicate draws: rows, or whole strata (matched sets, SCCS cases).
 UNITS = ("row", "stratum")
@@ -75,6 +77,40 @@ class PoissonDraw:
         return _poisson_one(uniform)
 
 
+class Recensored:
+    """A Fine-Gray replicate whose competing rows are weighted by the Kaplan-Meier of censoring of
+    its own case weights (as one machine's reweighted Fine-Gray datafit recomputes G)."""
+
+    def __init__(self, replicate, censoring):
+        self.replicate, self.censoring = replicate, censoring
+        self._key = (replicate, hashlib.sha1(np.ascontiguousarray(censoring.at_grid).tobytes()).hexdigest())
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Recensored) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def view(self, shard):
+        return view_of(shard, self.replicate).recensored(self.censoring)
+
+
+def own_censoring(datafit, channel):
+    """A Fine-Gray replicate's datafit on its own censoring survival: one round for the censoring
+    counts of its weights, the Kaplan-Meier on the client, and its questions asked of the shards
+    reweighted by it (other datafits, and the whole data, as they are)."""
+    if not isinstance(datafit, RiskSetDatafit) or datafit.censor_grids is None or channel.replicate is None:
+        return datafit
+    grid, censor_grid = datafit.censor_grids
+    counts = competing_risks.combine_censoring_counts(channel.each(_censoring_now, censor_grid))
+    censoring = competing_risks.kaplan_meier_censoring(grid, censor_grid, counts)
+    return datafit.on(channel.as_replicate(Recensored(channel.replicate, censoring)))
+
+
+def _censoring_now(shard, censor_grid):
+    return shard.censoring_now(censor_grid)
+
+
 def _ids(units, unit: str) -> np.ndarray:
     if unit == "stratum":
         if units.strata is None:
@@ -101,10 +137,12 @@ def view_of(shard, replicate):
     if replicate is None:
         return shard
     with _VIEWS_LOCK:
-        views = _VIEWS.setdefault(shard, {})
-        if replicate not in views:
-            views[replicate] = shard.scaled(replicate.factor(shard.units))
-        return views[replicate]
+        views = _VIEWS.get(shard, {})
+        if replicate in views:
+            return views[replicate]
+    view = replicate.view(shard) if isinstance(replicate, Recensored) else shard.scaled(replicate.factor(shard.units))
+    with _VIEWS_LOCK:
+        return _VIEWS.setdefault(shard, {}).setdefault(replicate, view)
 
 
 def answer_all(shard, questions: list) -> list:
@@ -164,6 +202,10 @@ class ReplicateChannel:
         self._rounds, self.index, self.replicate = rounds, index, replicate
         self.client, self.shards = rounds.exchange.client, rounds.exchange.shards
 
+    def as_replicate(self, replicate) -> "ReplicateChannel":
+        """This replicate's place in the rounds, its shards answering as ``replicate``."""
+        return ReplicateChannel(self._rounds, self.index, replicate)
+
     @property
     def rounds(self) -> int:
         return self._rounds.exchange.rounds
@@ -187,7 +229,8 @@ def run_replicates(datafit: ShardedDatafit, replicates: list, work: Callable) ->
 
     def one(r: int):
         try:
-            return work(datafit.on(ReplicateChannel(rounds, r, replicates[r])), r)
+            channel = ReplicateChannel(rounds, r, replicates[r])
+            return work(own_censoring(datafit.on(channel), channel), r)
         finally:
             rounds.leave()
 

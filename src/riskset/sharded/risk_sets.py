@@ -33,7 +33,7 @@ import math
 import threading
 from collections import OrderedDict
 from functools import cached_property
-from typing import NamedTuple
+from typing import NamedTuple, Self
 
 import numpy as np
 import scipy.sparse as sp
@@ -144,7 +144,7 @@ class RowShard:
         self._counts = EventCounts(d=np.bincount(slot, weights=self.cw[events], minlength=G).astype(np.float64),
                                    m=np.bincount(slot, minlength=G).astype(np.float64))
 
-    def scaled(self, factor: np.ndarray) -> "RowShard":
+    def scaled(self, factor: np.ndarray) -> Self:
         """The same rows with case weights ``cw * factor`` (a replicate: a fold's training or
         held-out rows, a bootstrap draw), sharing the design, its products, the grid and the
         late rows (a late row of weight 0 adds nothing)."""
