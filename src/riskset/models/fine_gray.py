@@ -471,20 +471,27 @@ class FineGrayModel(Model):
         return classify_status(data.status, self.event_of_interest, self.competing_events, self.censor_code,
                                data.row_ids, require_event=require_event)
 
-    def prepare(self, data, warn: bool = True) -> _Prepared:
-        """Validate the data and drop zero-variance covariates (with a warning)."""
+    def checked(self, data, require_event: bool = True):
+        """(times, classified status, given G(T-) or None) of ``data``, checked: no (start, stop]
+        rows, no strata, valid times, codes and censoring weights (and an event of interest if
+        ``require_event``: a shard of sharded data may have none)."""
         data.require("time", "status", model=self.name)
         if data.start is not None:
             raise InputError("the fine_gray model does not support (start, stop] data (left truncation)")
         if data.strata is not None:
             raise InputError("the fine_gray model does not support strata")
         time = check_times(data.time, data.row_ids)
-        outcome = self.classify(data)
+        outcome = self.classify(data, require_event=require_event)
+        G = None if data.censor_weights is None else check_censor_weights(data.censor_weights, time, outcome,
+                                                                          data.row_ids)
+        return time, outcome, G
+
+    def prepare(self, data, warn: bool = True) -> _Prepared:
+        """Validate the data and drop zero-variance covariates (with a warning)."""
+        time, outcome, G = self.checked(data)
         if warn and not outcome.competing.any():
             warnings.warn("no competing events in the data: the Fine-Gray model reduces to the Cox model "
                           "(Breslow ties)", DataWarning, stacklevel=4)
-        G = None if data.censor_weights is None else check_censor_weights(data.censor_weights, time, outcome,
-                                                                          data.row_ids)
         X = sp.csc_matrix(data.X, dtype=np.float64)
         X.sum_duplicates()
         X, names = drop_constant_covariates(X, list(data.covariate_names), warn)

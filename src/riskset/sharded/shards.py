@@ -24,7 +24,7 @@ from riskset.data.risksets import check_survival
 from riskset.exceptions import InputError
 from riskset.models.base import Model
 from riskset.models.cox import CoxModel
-from riskset.models.fine_gray import FineGrayModel, check_censor_weights, check_times
+from riskset.models.fine_gray import FineGrayModel
 from riskset.results import fit_roles
 from riskset.sharded.competing_risks import Censoring, CensoringCounts, EventCensorWeights, FineGrayRowShard
 from riskset.sharded.risk_sets import CoxRowShard, RowShard
@@ -88,17 +88,9 @@ def summarize(data: Dataset, model: Model, label: str) -> ShardSummary:
 def _competing_summary(data: Dataset, model: FineGrayModel) -> dict:
     """A Fine-Gray shard checked as :meth:`~riskset.models.fine_gray.FineGrayModel.prepare` checks
     the whole data (a shard may lack events of interest), and what its summary holds of it."""
-    data.require("time", "status", model=model.name)
-    if data.start is not None:
-        raise InputError("the fine_gray model does not support (start, stop] data (left truncation)")
-    if data.strata is not None:
-        raise InputError("the fine_gray model does not support strata")
-    time = check_times(data.time, data.row_ids)
-    outcome = model.classify(data, require_event=False)
+    time, outcome, given_weights = model.checked(data, require_event=False)
     weights = np.ones(data.n_rows) if data.weights is None else np.asarray(data.weights, np.float64)
-    given = data.censor_weights is not None
-    if given:
-        check_censor_weights(data.censor_weights, time, outcome, data.row_ids)
+    given = given_weights is not None
     codes = fine_gray_codes(model)
     return {"events": float(weights[outcome.event == 1].sum()),
             "event_times": FineGrayRowShard.event_times(time, data.status, data.weights, **codes),

@@ -193,8 +193,10 @@ def grid_loglik(S0, E0, d, m, efron):
 
 
 @njit(**OPTIONS)
-def grid_multipliers(S0, E0, d, m, efron, A, B):
-    """A_g = wbar sum_r 1/D_gr, B_g = wbar sum_r (r/m)/D_gr (0 where d_g = 0)."""
+def tied_sums(S0, E0, num, event_num, d, m, efron, power, a_out, b_out):
+    """a_g = wbar sum_r (num_g - (r/n) event_num_g) / D_gr^power and b_g the same terms times r/n,
+    over the n tied terms of grid point g (0 where d_g = 0): the multipliers (num = 1,
+    event_num = 0, power 1) and the Hessian-vector multipliers (S0u, E0u, power 2)."""
     for g in range(S0.shape[0]):
         a = 0.0
         b = 0.0
@@ -203,30 +205,23 @@ def grid_multipliers(S0, E0, d, m, efron, A, B):
             for r in range(n):
                 f = r / n
                 inv = 1.0 / (S0[g] - f * E0[g])
-                a += inv
-                b += f * inv
+                t = (num[g] - f * event_num[g]) * (inv if power == 1 else inv * inv)
+                a += t
+                b += f * t
             a *= d[g] / n
             b *= d[g] / n
-        A[g] = a
-        B[g] = b
+        a_out[g] = a
+        b_out[g] = b
+
+
+@njit(**OPTIONS)
+def grid_multipliers(S0, E0, d, m, efron, A, B):
+    """A_g = wbar sum_r 1/D_gr, B_g = wbar sum_r (r/m)/D_gr (0 where d_g = 0)."""
+    tied_sums(S0, E0, np.ones_like(S0), np.zeros_like(S0), d, m, efron, 1, A, B)
 
 
 @njit(**OPTIONS)
 def grid_hvp_multipliers(S0, E0, S0u, E0u, d, m, efron, alpha, beta):
     """alpha_g = wbar sum_r (S0u - (r/m) E0u)/D_gr^2, beta_g = wbar sum_r (r/m)(S0u - (r/m) E0u)/D_gr^2
     (0 where d_g = 0)."""
-    for g in range(S0.shape[0]):
-        a = 0.0
-        b = 0.0
-        if d[g] > 0.0:
-            n = tied(m[g], efron)
-            for r in range(n):
-                f = r / n
-                inv = 1.0 / (S0[g] - f * E0[g])
-                t = (S0u[g] - f * E0u[g]) * inv * inv
-                a += t
-                b += f * t
-            a *= d[g] / n
-            b *= d[g] / n
-        alpha[g] = a
-        beta[g] = b
+    tied_sums(S0, E0, S0u, E0u, d, m, efron, 2, alpha, beta)
