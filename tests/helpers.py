@@ -95,3 +95,29 @@ def check_move(datafit, beta, j, delta):
     assert np.isclose(datafit.loglik(state), datafit.loglik(fresh), rtol=1e-12, atol=1e-10)
     for k in range(datafit.n_coef):
         assert np.allclose(datafit.coordinate(state, k), datafit.coordinate(fresh, k), rtol=1e-10, atol=1e-10)
+
+
+def shard_rows(rng, no_event, n_shards):
+    """Rows split at random into shards of unequal sizes (tests of sharded likelihoods): with 2
+    shards or more the first holds one row and (from 3) the second only rows of ``no_event`` (a
+    mask: a shard without events)."""
+    n = no_event.shape[0]
+    if n_shards == 1:
+        return [np.arange(n)]
+    rows = rng.permutation(n)
+    parts = [rows[:1]]
+    rest = rows[1:]
+    if n_shards >= 3:
+        others = rest[no_event[rest]]
+        chosen = others[:max(1, others.size // 4)]
+        parts.append(np.sort(chosen))
+        rest = rng.permutation(np.setdiff1d(rest, chosen))
+    k = n_shards - len(parts)
+    cuts = np.sort(rng.choice(np.arange(1, rest.size), size=k - 1, replace=False)) if k > 1 else []
+    parts += [np.sort(part) for part in np.split(rest, cuts)]
+    return parts
+
+
+def rows_of(a, rows):
+    """``a[rows]``, or None for an absent array."""
+    return None if a is None else a[rows]

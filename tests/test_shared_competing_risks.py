@@ -8,6 +8,8 @@ and linear predictors far beyond exp's range."""
 import pickle
 
 import numpy as np
+
+from helpers import rows_of, shard_rows
 import pytest
 import scipy.sparse as sp
 
@@ -43,27 +45,8 @@ def data(seed, n=300, p=10, weights=False, offset=False, given=False, scale=0.3)
 
 
 def partition(rng, status, n_shards):
-    """Rows split at random into shards of unequal sizes; with 2 shards or more the first holds one
-    row and (from 3) the second only competing and censored rows (no event of interest)."""
-    n = status.shape[0]
-    if n_shards == 1:
-        return [np.arange(n)]
-    rows = rng.permutation(n)
-    parts = [rows[:1]]
-    rest = rows[1:]
-    if n_shards >= 3:
-        others = rest[status[rest] != 1]
-        chosen = others[:max(1, others.size // 4)]
-        parts.append(np.sort(chosen))
-        rest = rng.permutation(np.setdiff1d(rest, chosen))
-    k = n_shards - len(parts)
-    cuts = np.sort(rng.choice(np.arange(1, rest.size), size=k - 1, replace=False)) if k > 1 else []
-    parts += [np.sort(part) for part in np.split(rest, cuts)]
-    return parts
-
-
-def take(a, rows):
-    return None if a is None else a[rows]
+    """Shards of unequal sizes (:func:`helpers.shard_rows`), one without events."""
+    return shard_rows(rng, status != 1, n_shards)
 
 
 def flags(status, codes=CODES):
@@ -77,18 +60,18 @@ def censoring_of(time, status, w, G, parts, grid, codes=CODES):
     if G is not None:
         return given_censoring(grid, [FineGrayRowShard.event_censor_weights(time[r], status[r], G[r], **codes)
                                       for r in parts])
-    censor_grid = event_time_grid([FineGrayRowShard.censoring_times(time[r], status[r], take(w, r), **codes)
+    censor_grid = event_time_grid([FineGrayRowShard.censoring_times(time[r], status[r], rows_of(w, r), **codes)
                                    for r in parts])
     counts = combine_censoring_counts([FineGrayRowShard.censoring_counts(time[r], status[r], censor_grid,
-                                                                         take(w, r), **codes) for r in parts])
+                                                                         rows_of(w, r), **codes) for r in parts])
     return kaplan_meier_censoring(grid, censor_grid, counts)
 
 
 def shards_of(X, time, status, w, off, G, parts, codes=CODES):
-    grid = event_time_grid([FineGrayRowShard.event_times(time[r], status[r], take(w, r), **codes) for r in parts])
+    grid = event_time_grid([FineGrayRowShard.event_times(time[r], status[r], rows_of(w, r), **codes) for r in parts])
     censoring = censoring_of(time, status, w, G, parts, grid, codes)
-    return [FineGrayRowShard(X[r], time[r], status[r], grid, censoring, weights=take(w, r), offset=take(off, r),
-                             censor_weights=take(G, r), **codes) for r in parts]
+    return [FineGrayRowShard(X[r], time[r], status[r], grid, censoring, weights=rows_of(w, r), offset=rows_of(off, r),
+                             censor_weights=rows_of(G, r), **codes) for r in parts]
 
 
 def sharded(shards, beta, cols, v):
@@ -181,7 +164,7 @@ def test_kaplan_meier_from_shard_counts(weights):
     X, time, status, w, off, G, beta, rng = data(8, weights=weights)
     time = time + rng.integers(0, 5, time.shape[0]) / 10
     parts = partition(rng, status, 4)
-    grid = event_time_grid([FineGrayRowShard.event_times(time[r], status[r], take(w, r)) for r in parts])
+    grid = event_time_grid([FineGrayRowShard.event_times(time[r], status[r], rows_of(w, r)) for r in parts])
     censoring = censoring_of(time, status, w, None, parts, grid)
     ut, _, G_left = censoring_survival(time, status == 0, w)
     np.testing.assert_allclose(censoring.at_grid, G_left[np.searchsorted(ut, grid)], rtol=1e-14)

@@ -6,6 +6,8 @@ size (one without events, one of a single row) and linear predictors far beyond 
 import pickle
 
 import numpy as np
+
+from helpers import rows_of, shard_rows
 import pytest
 import scipy.sparse as sp
 
@@ -39,34 +41,15 @@ def data(seed, n=300, p=10, start=False, weights=False, offset=False, scale=0.3)
 
 
 def partition(rng, status, n_shards):
-    """Rows split at random into shards of unequal sizes; with 2 shards or more, the first holds
-    one row and (from 3) the second only censored rows."""
-    n = status.shape[0]
-    if n_shards == 1:
-        return [np.arange(n)]
-    rows = rng.permutation(n)
-    parts = [rows[:1]]
-    rest = rows[1:]
-    if n_shards >= 3:
-        censored = rest[status[rest] == 0]
-        take = censored[:max(1, censored.size // 4)]
-        parts.append(np.sort(take))
-        rest = np.setdiff1d(rest, take)
-        rest = rng.permutation(rest)
-    k = n_shards - len(parts)
-    cuts = np.sort(rng.choice(np.arange(1, rest.size), size=k - 1, replace=False)) if k > 1 else []
-    parts += [np.sort(part) for part in np.split(rest, cuts)]
-    return parts
-
-
-def take(a, rows):
-    return None if a is None else a[rows]
+    """Shards of unequal sizes (:func:`helpers.shard_rows`), one without events."""
+    return shard_rows(rng, status == 0, n_shards)
 
 
 def shards_of(X, time, status, st, w, off, ties, parts):
-    times = [CoxRowShard.event_times(time[r], status[r], take(w, r)) for r in parts]
+    times = [CoxRowShard.event_times(time[r], status[r], rows_of(w, r)) for r in parts]
     grid = event_time_grid(times)
-    return [CoxRowShard(X[r], time[r], status[r], grid, start=take(st, r), weights=take(w, r), offset=take(off, r),
+    return [CoxRowShard(X[r], time[r], status[r], grid, start=rows_of(st, r), weights=rows_of(w, r),
+                        offset=rows_of(off, r),
                         ties=ties) for r in parts]
 
 
