@@ -121,3 +121,16 @@ def shard_rows(rng, no_event, n_shards):
 def rows_of(a, rows):
     """``a[rows]``, or None for an absent array."""
     return None if a is None else a[rows]
+
+
+def assert_same_as_datafit(datafit, beta, cols, v, ll, gradient, curvature, Hv):
+    """A sharded likelihood's log-likelihood, gradient, Jacobi curvature and H_AA v at ``beta``
+    (``cols`` = A) against the one-machine ``datafit``'s."""
+    state = datafit.new_state(beta)
+    ref_ll, ref_g = datafit.loglik(state), datafit.gradient(state)
+    H = datafit.hessian(state, np.arange(datafit.n_coef))
+    ref_Hv = H[np.ix_(cols, cols)] @ v
+    assert abs(ll - ref_ll) <= 1e-12 * abs(ref_ll)
+    np.testing.assert_allclose(gradient, ref_g, rtol=0, atol=1e-10 * np.abs(ref_g).max())
+    np.testing.assert_allclose(Hv, ref_Hv, rtol=0, atol=1e-9 * np.abs(ref_Hv).max())
+    assert np.all(curvature >= -np.diag(H) - 1e-12 * np.abs(np.diag(H)).max())

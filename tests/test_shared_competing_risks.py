@@ -9,7 +9,7 @@ import pickle
 
 import numpy as np
 
-from helpers import rows_of, shard_rows
+from helpers import assert_same_as_datafit, rows_of, shard_rows
 import pytest
 import scipy.sparse as sp
 
@@ -90,18 +90,10 @@ def sharded(shards, beta, cols, v):
 
 def check_against_fine_gray(X, time, status, w, off, G, beta, parts, rng, codes=CODES):
     df = FineGrayDatafit(X, time, *flags(status, codes), weights=w, offset=off, censor_weights=G)
-    state = df.new_state(beta)
     p = X.shape[1]
     cols = np.sort(rng.choice(p, size=max(p - 2, 1), replace=False))
     v = rng.normal(size=cols.size)
-    ll, gradient, curvature, Hv = sharded(shards_of(X, time, status, w, off, G, parts, codes), beta, cols, v)
-    ref_ll, ref_g = df.loglik(state), df.gradient(state)
-    H = df.hessian(state, np.arange(p))
-    ref_Hv = H[np.ix_(cols, cols)] @ v
-    assert abs(ll - ref_ll) <= 1e-12 * abs(ref_ll)
-    np.testing.assert_allclose(gradient, ref_g, rtol=0, atol=1e-10 * np.abs(ref_g).max())
-    np.testing.assert_allclose(Hv, ref_Hv, rtol=0, atol=1e-9 * np.abs(ref_Hv).max())
-    assert np.all(curvature >= -np.diag(H) - 1e-12 * np.abs(np.diag(H)).max())
+    assert_same_as_datafit(df, beta, cols, v, *sharded(shards_of(X, time, status, w, off, G, parts, codes), beta, cols, v))
 
 
 @pytest.mark.parametrize("n_shards", [1, 2, 3, 5])
