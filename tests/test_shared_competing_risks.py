@@ -93,7 +93,8 @@ def check_against_fine_gray(X, time, status, w, off, G, beta, parts, rng, codes=
     p = X.shape[1]
     cols = np.sort(rng.choice(p, size=max(p - 2, 1), replace=False))
     v = rng.normal(size=cols.size)
-    assert_same_as_datafit(df, beta, cols, v, *sharded(shards_of(X, time, status, w, off, G, parts, codes), beta, cols, v))
+    shards = shards_of(X, time, status, w, off, G, parts, codes)
+    assert_same_as_datafit(df, beta, cols, v, *sharded(shards, beta, cols, v))
 
 
 @pytest.mark.parametrize("n_shards", [1, 2, 3, 5])

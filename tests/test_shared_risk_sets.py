@@ -73,7 +73,8 @@ def check_against_cox(X, time, status, st, w, off, beta, ties, parts, rng):
     p = X.shape[1]
     cols = np.sort(rng.choice(p, size=p - 2, replace=False))
     v = rng.normal(size=cols.size)
-    assert_same_as_datafit(df, beta, cols, v, *sharded(shards_of(X, time, status, st, w, off, ties, parts), beta, ties, cols, v))
+    shards = shards_of(X, time, status, st, w, off, ties, parts)
+    assert_same_as_datafit(df, beta, cols, v, *sharded(shards, beta, ties, cols, v))
 
 
 @pytest.mark.parametrize("ties", TIES)
