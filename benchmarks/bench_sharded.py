@@ -158,7 +158,7 @@ def sharded(args) -> dict:
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                      memory_limit=0) as cluster, Client(cluster) as client:
+                      memory_limit=args.worker_memory) as cluster, Client(cluster) as client:
         client.run(lambda: None)
         cpu0 = sum(c for c, _ in client.run(_usage).values())
         own0, t0 = time.process_time(), time.perf_counter()
@@ -212,6 +212,8 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--variance", type=float, default=0.01)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--worker-memory", default="6GiB", help="each worker's memory limit (Dask pauses a worker at "
+                                                           "80%% of it and restarts it at 95%%)")
     args = ap.parse_args(argv)
     shard = sharded(args)
     one = isolated(one_process, args)
@@ -219,8 +221,8 @@ def main(argv=None):
     shape = (f"Cox L1 (variance {args.variance}), N = {args.n:,} x {args.p:,} at {args.density:.0%}"
              if args.model == "cox" else
              f"SCCS L1 (variance {args.variance}), {args.n:,} cases x {args.eras} eras, {args.p} drugs")
-    print(f"\n{shape} ({one['nnz'] / 1e6:.0f}M non-zeros, {one['events']:,} events), {args.workers} workers on "
-          f"{os.cpu_count()} cores\n")
+    print(f"\n{shape} ({one['nnz'] / 1e6:.0f}M non-zeros, {one['events']:,} events), {args.workers} workers "
+          f"(memory limit {args.worker_memory} each) on {os.cpu_count()} cores\n")
     rows = [
         {"fit": "one process", "wall s": f"{one['wall']:.1f}",
          "simulate+prepare s": f"{one['load'] + one['prepare']:.1f}",
