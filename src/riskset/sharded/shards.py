@@ -74,8 +74,8 @@ def summarize(data: Dataset, model: Model, label: str) -> ShardSummary:
         events, times = fine_gray.pop("events"), fine_gray.pop("event_times")
     elif survival:
         weights = np.ones(data.n_rows) if data.weights is None else np.asarray(data.weights, np.float64)
-        event = (np.asarray(data.status) == 1) & (weights > 0)
-        events, times = float(weights[event].sum()), np.unique(np.asarray(data.time, np.float64)[event])
+        events = float(weights[np.asarray(data.status) == 1].sum())
+        times = CoxRowShard.event_times(data.time, data.status, data.weights)
     elif data.y is not None:
         events = float(np.count_nonzero(np.asarray(data.y)))
     labels = None
