@@ -1,7 +1,9 @@
 """``riskset fit --shards``: one fit over rows split into shards that Dask workers read (Parquet
 files matched by globs, or DuckDB queries per shard) ends at the coefficients of the fit of the
-whole data, writes the same summary and --out JSON as any fit (with ``sharding``), and refuses
-what a sharded fit does not do with one line and exit status 2 before any cluster is started."""
+whole data, writes the same summary and --out JSON as any fit (with ``sharding``); with --cv and
+--bootstrap, the choice and the draws of riskset.cross_validate and riskset.bootstrap of the same
+shards, written as on one machine; and refuses what a sharded fit does not do with one line and
+exit status 2 before any cluster is started."""
 import json
 import warnings
 
@@ -93,6 +95,58 @@ def test_duckdb_shards_on_a_scheduler_address(cohort, tmp_path, capsys):
     assert res["sharding"]["shards"] == N_SHARDS
 
 
+def _parquet_argv(folder, *more):
+    return [a.format(folder=folder) for a in PARQUET] + list(more)
+
+
+def test_cross_validation_and_bootstrap_over_parquet_shards(cohort, tmp_path, capsys):
+    """--cv 3 --cv-grid 3 --bootstrap 3 choose the variance of riskset.cross_validate on the same
+    shards (same seed), bootstrap with it as riskset.bootstrap does, fit the whole data at it, and
+    write the one-machine tables, JSON and plots."""
+    from riskset.sharded import parquet_shards
+
+    folder, out, plots = cohort["folder"], tmp_path / "fit.json", tmp_path / "plots"
+    status = cli.main(_parquet_argv(folder, "--prior", "laplace", "--cv", "3", "--cv-grid", "3", "--bootstrap", "3",
+                                    "--seed", "5", "--plot-dir", str(plots), "--out", str(out)))
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    shards = parquet_shards(str(folder / "outcomes-*.parquet"), str(folder / "covariates-*.parquet"))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
+                                  scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster, \
+            distributed.Client(cluster) as client:
+        cv = riskset.cross_validate(shards, "cox", riskset.Laplace(variance=1.0), executor=client, n_folds=3, n_grid=3,
+                                    seed=5, progress=False, refit=False)
+        boot = riskset.bootstrap(shards, "cox", cv.prior, executor=client, n_boot=3, seed=5, progress=False)
+    res = _same_as_whole(out, cohort["whole"], prior=cv.prior)
+    summary = pd.DataFrame(res["cross_validation"])
+    assert summary["variance"][summary["mean"].idxmax()] == pytest.approx(cv.selected_variance, rel=1e-12)
+    np.testing.assert_allclose(summary["mean"], cv.summary["mean"], rtol=1e-8)
+    assert res["prior"]["gamma"] == pytest.approx((2 / cv.selected_variance) ** 0.5)
+    table = pd.DataFrame(res["bootstrap"])
+    assert list(table["name"]) == list(cohort["whole"].covariate_names) == list(res["coef"])
+    np.testing.assert_allclose(table[["lower", "upper"]], boot.table[["lower", "upper"]], rtol=1e-6, atol=1e-9)
+    assert (plots / "cross_validation.png").stat().st_size > 0 and (plots / "bootstrap_forest.png").stat().st_size > 0
+    assert "\ncross validation:\n" in captured.out and "\nbootstrap:\n" in captured.out
+    assert f"wrote {out} (the fit, cross-validation, bootstrap)" in captured.out
+    assert "sharded cross-validation" in captured.err and "sharded bootstrap (3 draws)" in captured.err
+
+
+def test_bootstrap_over_parquet_shards_writes_its_table_beside_the_csv(cohort, tmp_path, capsys):
+    out = tmp_path / "fit.csv"
+    status = cli.main(_parquet_argv(cohort["folder"], "--prior", "normal", "--variance", "0.5", "--bootstrap", "3",
+                                    "--out", str(out), "--quiet"))
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert captured.out == ""
+    table = pd.read_csv(tmp_path / "fit_bootstrap.csv", dtype={"name": str})
+    assert list(table["name"]) == list(cohort["whole"].covariate_names)
+    assert list(table.columns) == ["name", "estimate", "lower", "upper", "nonzero_proportion"]
+    assert (table["lower"] <= table["upper"]).all() and (table["nonzero_proportion"] == 1).all()
+    coefficients = pd.read_csv(out, dtype={"name": str})
+    one = riskset.fit(cohort["whole"], "cox", riskset.Normal(variance=0.5), kkt_tol=1e-8)
+    np.testing.assert_allclose(coefficients["estimate"], one.coef.to_numpy(), atol=1e-6)
+
+
 PARQUET = ["fit", "--dask", "local", "--shards", "{folder}/outcomes-*.parquet", "--shard-covariates",
            "{folder}/covariates-*.parquet", "--model", "cox"]
 DUCK = ["fit", "--dask", "local", "--duckdb", "{duckdb}", "--outcomes-sql",
@@ -101,9 +155,19 @@ DUCK = ["fit", "--dask", "local", "--duckdb", "{duckdb}", "--outcomes-sql",
 
 # (argv, what the one line must contain)
 REFUSED = {
-    "cv": (PARQUET + ["--prior", "laplace", "--cv", "3"], "--shards does not support --cv: a sharded fit is one fit"),
+    "cv repeats": (PARQUET + ["--prior", "laplace", "--cv", "3", "--cv-repeats", "2"],
+                   "--shards does not support --cv-repeats 2: a sharded fit runs on the CPUs of the Dask workers"),
+    "cv auto": (PARQUET + ["--prior", "laplace", "--cv", "3", "--cv-auto", "--cv-repeats", "4"],
+                "--shards does not support --cv-repeats 4, --cv-auto: "),
     "bootstrap and profile": (PARQUET + ["--bootstrap", "5", "--profile", "1"],
-                              "--shards does not support --bootstrap, --profile:"),
+                              "--shards does not support --profile: "),
+    "cv without a prior": (PARQUET + ["--cv", "3"], "--cv need(s) a prior"),
+    "cv of elastic net": (PARQUET + ["--prior", "elastic_net", "--cv", "3"],
+                          "--cv chooses the variance of a laplace or normal prior"),
+    "seed without cv or bootstrap": (PARQUET + ["--prior", "laplace", "--variance", "1", "--seed", "3"],
+                                     "--seed seeds the folds and bootstrap samples, and there is none to run"),
+    "cv grid without cv": (PARQUET + ["--prior", "laplace", "--variance", "1", "--cv-grid", "3"],
+                           "--cv-grid set(s) up cross-validation: give --cv K too"),
     "backend gpu": (PARQUET + ["--backend", "gpu"], "--shards does not support --backend gpu"),
     "spec": (["fit", "--dask", "local", "--shards", "{folder}/outcomes-*.parquet", "--spec", "{folder}/case.json"],
              "--shards does not support --spec"),
@@ -189,3 +253,5 @@ def test_help_shows_the_sharded_fit_group(capsys):
     assert "sharded fit (rows on Dask workers):" in text
     for option in ("--shards GLOB|N", "--shard-covariates GLOB", "--shard-by {row,stratum}"):
         assert option in text
+    assert "--cv K (--cv-grid, --cv-early-stop, --seed) chooses the\n  variance there too" in text
+    assert "No --cv-repeats above 1, --cv-auto" in text

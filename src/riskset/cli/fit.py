@@ -1,7 +1,8 @@
 """``riskset fit``: fit a model to data (files, DuckDB) or to JSON specifications, with
 cross-validation, bootstrap and profile intervals if asked; or write one coefficient's profile
 log-likelihood or its likelihood approximation (a site's share of a network study); or fit one
-model to rows split into shards that Dask workers read and keep (``--shards``, :mod:`riskset.sharded`).
+model to rows split into shards that Dask workers read and keep (``--shards``, :mod:`riskset.sharded`),
+after its cross-validation and bootstrap there if asked.
 
 No option is ever ignored: each applies to a fit from data, from one ``--spec`` and from
 several, or is refused with an error saying why (:mod:`riskset.cli.fit_checks`).
@@ -16,8 +17,8 @@ from riskset.arguments import COUNT, FOLDS, LEVEL, NON_NEGATIVE, NON_NEGATIVE_IN
 from riskset.backend import Backend
 from riskset.cli.data_options import add_data_options, listed_names
 from riskset.cli.fit_checks import check_fit_options
-from riskset.cli.fit_inputs import (analysis_inputs, analysis_options, check_known, dask_client, executor,
-                                    parse_bounds, parse_number, sharded_inputs)
+from riskset.cli.fit_inputs import (analysis_inputs, analysis_options, check_known, cv_options, dask_client,
+                                    executor, parse_bounds, parse_number, sharded_inputs)
 from riskset.cli.output import plot_analysis, write_fit, write_tables
 from riskset.cli.reporting import EXIT_NOT_CONVERGED, EXIT_OK, EXIT_STATUS_HELP, one_line, report_written
 from riskset.data.normalize import NORMALIZATIONS
@@ -66,7 +67,7 @@ def add_parser(sub) -> None:
                "  riskset fit --dask local --duckdb cohort.duckdb --shards 8 \\\n"
                "              --outcomes-sql 'SELECT * FROM outcomes WHERE row_id % {n_shards} = {shard}' \\\n"
                "              --covariates-sql 'SELECT * FROM covariates WHERE row_id % {n_shards} = {shard}' \\\n"
-               "              --model logistic --prior normal --variance 1\n\n"
+               "              --model logistic --prior normal --cv 5 --bootstrap 100 --out fit.json\n\n"
                + EXIT_STATUS_HELP)
     src = add_data_options(p)
     src.add_argument("--spec", metavar="FILE", action="append", help="JSON analysis specification (case.json "
@@ -166,8 +167,11 @@ def add_parser(sub) -> None:
         "strata, sums over the event times); the fit ends at the optimum of the same fit\n"
         "on one machine. The column options (--strata, --weights, --time, ...) apply to\n"
         "every shard's long tables. A sharded fit takes a laplace, normal or elastic_net\n"
-        "prior or none, on the CPU, and is one fit: no --cv, --bootstrap, --profile,\n"
-        "--fixed, --normalize or --spec.")
+        "prior or none, on the CPU. --cv K (--cv-grid, --cv-early-stop, --seed) chooses the\n"
+        "variance there too, its folds weights drawn on the workers from the rows' ids (not\n"
+        "the one-machine folds), and --bootstrap B fits Poisson draws drawn the same way;\n"
+        "their tables, --out files and --plot-dir plots are those of a fit on one machine.\n"
+        "No --cv-repeats above 1, --cv-auto, --profile, --fixed, --normalize or --spec.")
     sh.add_argument("--shards", metavar="GLOB|N",
                     help="the outcomes files of the shards, a quoted glob ('cohort/outcomes-*.parquet', .parquet "
                          "or .csv; one shard per file, in name order); with --duckdb, the number of shards N, "
@@ -245,19 +249,30 @@ def _report(args, fit, tables: dict, analysis=None) -> int:
 
 
 def _fit_sharded(args, tol) -> int:
-    """``fit --shards``: one fit over the shards, on the --dask cluster (a LocalCluster for the
-    command's duration with --dask local)."""
+    """``fit --shards``: the variance chosen by cross-validation (--cv), the bootstrap (--bootstrap)
+    and the fit, each over the shards on the --dask cluster (a LocalCluster for the command's
+    duration with --dask local), in the order and with the tables and plots of an Analysis."""
     import riskset
+    from riskset.selection.analyses import Analysis
 
     data, model, prior = sharded_inputs(args)
+    cv, steps = cv_options(args), dict(seed=args.seed or 0, progress=not args.quiet)
+    chosen = boot = None
     with warnings.catch_warnings():
         if args.quiet:
             warnings.simplefilter("ignore")
         warnings.simplefilter("ignore", ConvergenceWarning)  # reported by _report's last line
         with dask_client(args.dask, data.n_shards) as client:
+            if cv is not None:
+                chosen = riskset.cross_validate(data, model, prior, executor=client, refit=False, **cv, **steps)
+                prior = chosen.prior
+            if args.bootstrap:
+                boot = riskset.bootstrap(data, model, prior, executor=client, n_boot=args.bootstrap, level=args.level,
+                                         **steps)
             fit = riskset.fit(data, model, prior, executor=client, tol=tol, max_iter=args.max_iter,
                               progress=args.progress)
-    return _report(args, fit, {})
+    analysis = Analysis(fit, chosen, boot)
+    return _report(args, fit, analysis.tables(), analysis)
 
 
 def _write_approximation(args, tol) -> int:

@@ -17,10 +17,10 @@ SPEC_GIVES = ("--model", "--option", "--prior", "--gamma", "--variance", "--vari
               "--fixed",
               "--covariates") + tuple(role_flag(role) for role in ROLE_OPTIONS)
 
-#: Options of the steps and kinds of fit that a sharded fit (--shards: one fit of the rows where
-#: they lie, by outer Newton iterations) does not take: refused with --shards.
-SHARDS_REFUSE = ("--spec", "--cv", "--cv-repeats", "--cv-grid", "--cv-auto", "--cv-early-stop", "--bootstrap",
-                 "--seed", "--jobs", "--plot-dir", "--profile", "--approximate", "--approximation", "--bounds",
+#: Options of the steps and kinds of fit that a sharded fit (--shards: a fit of the rows where
+#: they lie, by outer Newton iterations, after --cv and --bootstrap if asked: riskset.selection.
+#: sharded_cv, sharded_bootstrap) does not take: refused with --shards, as is --cv-repeats above 1.
+SHARDS_REFUSE = ("--spec", "--cv-auto", "--jobs", "--profile", "--approximate", "--approximation", "--bounds",
                  "--profile-loglik", "--points", "--normalize", "--fixed", "--covariate-ref", "--covariate-ref-sql")
 
 #: The priors of a sharded fit (riskset.sharded.fit_sharded).
@@ -116,14 +116,17 @@ def _check_shard_options(args) -> None:
             raise InputError(f"{', '.join(given)} set(s) up a sharded fit: give --shards too")
         return
     refused = [o for o in SHARDS_REFUSE if is_given(args, o)]
+    if args.cv_repeats is not None and args.cv_repeats > 1:
+        refused.insert(0, f"--cv-repeats {args.cv_repeats}")
     if args.prior is not None and args.prior not in SHARD_PRIORS:
         refused.append(f"--prior {args.prior}")
     if args.backend != "cpu":
         refused.append(f"--backend {args.backend}")
     if refused:
-        raise InputError(f"--shards does not support {', '.join(refused)}: a sharded fit is one fit, on the CPUs of "
-                         f"the Dask workers, with a {', '.join(SHARD_PRIORS[1:])} prior or none; fit on one machine "
-                         f"(without --shards) for the others")
+        raise InputError(f"--shards does not support {', '.join(refused)}: a sharded fit runs on the CPUs of the "
+                         f"Dask workers, with a {', '.join(SHARD_PRIORS[1:])} prior or none, and its only other "
+                         f"steps are --cv K (one repeat of the folds, on the grid) and --bootstrap B; fit on one "
+                         f"machine (without --shards) for the others")
     if not args.dask:
         raise InputError("--shards needs --dask ADDRESS: the Dask scheduler whose workers read and keep the shards "
                          "(tcp://host:8786), or 'local' for a cluster on this machine")

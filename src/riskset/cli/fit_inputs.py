@@ -72,10 +72,15 @@ def dask_client(address: str, n_workers: int):
         yield client
 
 
+def cv_options(args) -> dict | None:
+    """Keyword arguments of riskset.cross_validate from --cv K and its options; None without --cv."""
+    return dict(n_folds=args.cv, n_repeats=args.cv_repeats, n_grid=args.cv_grid, auto=args.cv_auto,
+                early_stop=args.cv_early_stop or None) if args.cv else None
+
+
 def analysis_options(args, tol) -> dict:
     """Keyword arguments of riskset.selection.analyses.analyse shared by every way of fitting."""
-    cv = dict(n_folds=args.cv, n_repeats=args.cv_repeats, n_grid=args.cv_grid, auto=args.cv_auto,
-              early_stop=args.cv_early_stop or None) if args.cv else None
+    cv = cv_options(args)
     if cv is not None and args.group_variance is not None:  # a hierarchical prior's group variance, held
         cv["group_variances"] = [args.group_variance]
     return dict(cv=cv, n_boot=args.bootstrap, seed=args.seed or 0, n_jobs=args.jobs, tol=tol,
