@@ -215,6 +215,16 @@ def small_strata_datafit(n=3000, seed=1):
     return CoxDatafit(X, time, status, strata=rng.integers(0, 400, n))
 
 
+def test_the_sweep_and_the_datafit_call_one_compiled_refresh():
+    """The sweep refreshes the strata of ``col_strata`` with ``full`` = cox.PARTIAL, the datafit
+    ``all_strata`` with a bool: Numba types both alike (PARTIAL a bool, not the literal ``False``;
+    one dtype of strata), so that both call one compiled refresh and its parallel scans (a
+    second specialisation cost seconds of a first fit's compile time)."""
+    df = small_strata_datafit()
+    assert numba.typeof(df.all_strata) == numba.typeof(df.col_strata)
+    assert numba.typeof(cox_kernels.PARTIAL) == numba.typeof(True)
+
+
 @pytest.mark.parametrize("moves", [1, 3, cox_kernels.MOVED_COLUMNS + 2])
 def test_refresh_of_the_moved_strata_equals_a_full_refresh(moves):
     """A coordinate after ``moves`` moves refreshes only the strata of the moved columns (all of

@@ -99,8 +99,9 @@ class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
             self.ksn, self.ken, self.evn = slots_at_nonzeros(self.indices, rs)
         self.slot_ptr = np.r_[0, np.flatnonzero(rs.slot_last) + 1].astype(np.int64)
         self.n_strata = self.slot_ptr.shape[0] - 1
-        self.all_strata = np.arange(self.n_strata, dtype=np.int64)
         self.strata_ptr, _, self.col_strata = column_runs(self.indptr, self.indices, rs.row_stratum, starts=False)
+        # in col_strata's dtype, as the sweep's refresh takes its strata: one compiled refresh (cox.PARTIAL)
+        self.all_strata = np.arange(self.n_strata, dtype=self.col_strata.dtype)
         self.row_pieces = row_pieces(rs.row_stratum, rs.ke)  # the O(N) passes in parallel (weights_and_slot_sums)
         self.walk_chunk = cox_walks.WALK_CHUNK  # non-zeros per chunk of a column's parallel walk and move
         self.codes = None

@@ -49,6 +49,12 @@ ALL_MOVED = -1
 #: Columns ``moved`` holds (a sweep refreshes after each move: one is enough there).
 MOVED_COLUMNS = 8
 
+#: ``full`` of the sweep's refreshes (no Q1, Q2 stored): a NumPy bool, which Numba types as the bool
+#: the datafit's refreshes pass, where it types ``False`` as a literal. With the strata in ``col_strata``'s
+#: dtype (the datafit's ``all_strata`` too), the sweep calls the refresh the datafit compiled, instead
+#: of a second one with second copies of the parallel scans (seconds of a first fit's compile time).
+PARTIAL = np.bool_(False)
+
 
 # -- "sparse": data = SparseData, state = SparseState (riskset.kernels.cpu.cox_records) -------------
 
@@ -59,11 +65,11 @@ def sparse_refresh(data, state):
     count = moved[0]
     if count == ALL_MOVED:
         n = data.slots.slot_ptr.shape[0] - 1
-        refresh(np.arange(n), n, data.slots, state.sums, False, data.parallel)
+        refresh(np.arange(n).astype(data.col_strata.dtype), n, data.slots, state.sums, PARTIAL, data.parallel)
     for c in range(1, count + 1):
         j = moved[c]
         a = data.strata_ptr[j]
-        refresh(data.col_strata[a:], data.strata_ptr[j + 1] - a, data.slots, state.sums, False, data.parallel)
+        refresh(data.col_strata[a:], data.strata_ptr[j + 1] - a, data.slots, state.sums, PARTIAL, data.parallel)
     moved[0] = 0
 
 

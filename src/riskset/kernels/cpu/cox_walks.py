@@ -21,7 +21,7 @@ def move_run(lo, hi, indices, values, vs, ind, delta, factor, eta, w, ksn, ken, 
     """beta_j += delta at the stored non-zeros lo .. hi-1 of column j: eta, w
     (:func:`moved_weight`) and the slot sums. Without start times the entry sums ``en`` are
     never read (every row enters at its stratum's first slot). Flat arguments: it runs
-    inside the parallel loop of :func:`move_chunked`."""
+    inside the parallel loop of :func:`chunked_move`."""
     for i in range(lo, hi):
         if i + DISTANCE < hi:
             prefetch(w, indices[i + DISTANCE])
@@ -318,11 +318,16 @@ def coordinate_chunked(data, state, j, gradient_only):
     """(g_j, h_j) of :func:`coordinate_sorted` by chunks of :func:`walk_chunks` in parallel,
     then their carries added in chunk order (the same bits on 2 or 16 threads; equal to the
     serial walk up to rounding); ``gradient_only``: (g_j, 0) from the chunks' g alone, bit
-    for bit the g of the full walk (the screen of a coordinate at its center)."""
+    for bit the g of the full walk (the screen of a coordinate at its center).
+
+    ``gradient_only`` goes on as a NumPy bool, which Numba types as a bool where it types the
+    callers' ``True`` and ``False`` as literals: the screen and the walk call one compiled
+    :func:`chunked_walk` instead of one each (a parallel function: seconds of a first fit's
+    compile time; its branch is taken once per chunk)."""
     sums = state.sums
     return chunked_walk(data.indptr, data.indices, data.values, data.value_shift, j, data.gx0[j], state.w, data.ksn,
                         data.ken, data.evn, sums.A1c, sums.A2c, sums.R1, sums.R2, sums.T2, data.slots.efron,
-                        data.walk_chunk, gradient_only)
+                        data.walk_chunk, np.bool_(gradient_only))
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
@@ -359,18 +364,21 @@ def chunked_walk(indptr, indices, values, value_shift, j, gx0, w, ksn, ken, evn,
     return g, h + S
 
 
-@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def move_chunked(data, state, j, delta):
     """:func:`move_sparse` of a right-censored column by chunks of :func:`walk_chunks` in
     parallel: every row and slot sum takes the same additions in the same order (no slot
     is shared by two chunks), so the result is the serial one, bit for bit."""
-    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
-    ksn, ken, evn = data.ksn, data.ken, data.evn
-    eta, w, ex, en, ev = state.eta, state.w, state.sums.ex, state.sums.en, state.sums.ev
-    ind = data.indicator[j]
-    vs = value_shift[j]
+    sums = state.sums
+    chunked_move(data.indptr, data.indices, data.values, data.value_shift[j], data.indicator[j], j, delta, state.eta,
+                 state.w, data.ksn, data.ken, data.evn, sums.ex, sums.en, sums.ev, data.walk_chunk)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def chunked_move(indptr, indices, values, vs, ind, j, delta, eta, w, ksn, ken, evn, ex, en, ev, size):
+    """:func:`move_chunked` on flat arguments (a parallel function, as :func:`chunked_walk`)."""
     factor = math.exp(delta)
-    bounds = walk_chunks(indptr[j], indptr[j + 1], ksn, ken, data.walk_chunk)
+    bounds = walk_chunks(indptr[j], indptr[j + 1], ksn, ken, size)
     for k in prange(bounds.shape[0] - 1):  # right-censored rows (chunked): no entry sums
         move_run(bounds[k], bounds[k + 1], indices, values, vs, ind, delta, factor, eta, w, ksn, ken, evn, False, ex,
                  en, ev)
