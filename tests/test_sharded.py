@@ -5,6 +5,7 @@ of unequal size (one without events, one of a single row or stratum); on a
 LocalCluster, on a scheduler and workers started as processes, and through the loss of a worker.
 """
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -310,12 +311,13 @@ def test_process_workers_and_the_loss_of_one():
 
 
 def test_scheduler_and_workers_started_as_commands(tmp_path):
-    """``dask scheduler`` and two ``dask worker`` processes, as a user starts them; the fit is
-    given the scheduler's address."""
-    address = "tcp://127.0.0.1:8799"
+    """``dask scheduler`` and two ``dask worker`` processes, as a user starts them (on a free
+    port, written to a scheduler file); the fit is given the scheduler's address."""
+    scheduler_file = tmp_path / "scheduler.json"
     scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                                  "--port", "8799", "--dashboard-address", ":0"],
+                                  "--port", "0", "--dashboard-address", ":0", "--scheduler-file", str(scheduler_file)],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    address = _scheduler_address(scheduler_file, timeout=60)
     workers = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
                                  "--memory-limit", "1GiB", "--no-dashboard"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)]
@@ -334,6 +336,17 @@ def test_scheduler_and_workers_started_as_commands(tmp_path):
         deadline = time.time() + 30
         for proc in [*workers, scheduler]:
             proc.wait(timeout=max(1, deadline - time.time()))
+
+
+def _scheduler_address(path, timeout: float) -> str:
+    """The address a scheduler wrote to its scheduler file, once the file is whole."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            return json.loads(path.read_text())["address"]
+        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+            time.sleep(0.2)
+    raise AssertionError(f"the scheduler wrote no address to {path} within {timeout} s")
 
 
 @pytest.mark.parametrize("model, make, by", [
