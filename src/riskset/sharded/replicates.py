@@ -40,8 +40,9 @@ def assign_folds(ids: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     """The fold (0 .. n_folds - 1) of each unit id: a hash of the id and the seed, so that a
     unit's fold does not depend on which shard holds it nor on the other units.
 
-    >>> assign_folds(np.array([10, 11, 10]), 3, seed=1).tolist() == assign_folds(np.array([10, 11, 10]), 3, 1).tolist()
-    True
+    >>> folds = assign_folds(np.array([10, 11, 10, 12]), 3, seed=1)
+    >>> bool(folds[0] == folds[2]), bool(np.all((folds >= 0) & (folds < 3)))
+    (True, True)
     """
     return (unit_hash(ids, seed, "fold") % np.uint64(n_folds)).astype(np.int64)
 
@@ -55,6 +56,9 @@ class Fold:
     fold: int
     held_out: bool
     unit: str = "row"
+
+    def __post_init__(self):
+        _check_unit(self.unit)
 
     def factor(self, units) -> np.ndarray:
         inside = assign_folds(_ids(units, self.unit), self.n_folds, self.seed) == self.fold
@@ -70,6 +74,9 @@ class PoissonDraw:
     seed: int
     draw: int
     unit: str = "row"
+
+    def __post_init__(self):
+        _check_unit(self.unit)
 
     def factor(self, units) -> np.ndarray:
         u = (unit_hash(_ids(units, self.unit), self.seed * 1_000_003 + self.draw, "boot") >> np.uint64(11))
@@ -109,6 +116,11 @@ def own_censoring(datafit, channel):
 
 def _censoring_now(shard, censor_grid):
     return shard.censoring_now(censor_grid)
+
+
+def _check_unit(unit: str) -> None:
+    if unit not in UNITS:
+        raise ValueError(f"a replicate's unit must be one of {UNITS}, not {unit!r}")
 
 
 def _ids(units, unit: str) -> np.ndarray:
