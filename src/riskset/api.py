@@ -23,6 +23,7 @@ from riskset.results import FitResult, coef_labels, fit_roles
 from riskset.solver.ccd import SolverOptions, fit_ccd
 from riskset.solver.prior import AdaptiveRidge, HierarchicalPrior, JeffreysPrior, Prior, as_prior
 from riskset.sharded import ShardedData, fit_sharded
+from riskset.sharded.sources import refuse_options
 from riskset.spec import analysis_from_spec, load_spec, spec_fixed
 
 #: Any riskset prior, as :func:`fit` takes it: Laplace, Normal, elastic net (:class:`Prior`),
@@ -116,8 +117,9 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: AnyPrior | None =
     True
     """
     if isinstance(data, ShardedData):
-        _refuse_for_shards(warm_start=warm_start, fixed=fixed, profile=profile, backend=backend, dtype=dtype,
-                           n_jobs=n_jobs, normalize=normalize)
+        refuse_options(warm_start=(warm_start, None), fixed=(fixed, None), profile=(profile, ()),
+                       backend=(backend, "cpu"), dtype=(dtype, "float64"), n_jobs=(n_jobs, None),
+                       normalize=(normalize, None))
         return fit_sharded(data, model, prior, executor=executor, tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
                            progress=progress, **model_options)
     if executor is not None:
@@ -193,15 +195,6 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: AnyPrior | None =
     result.timings = {"prepare": t_prepare - t0, "solve": t_solve - t_prepare,
                       "total": time.perf_counter() - t0}
     return result
-
-
-def _refuse_for_shards(**given) -> None:
-    """InputError naming the first option of :func:`fit` given that a sharded fit does not take."""
-    defaults = {"warm_start": None, "fixed": None, "profile": (), "backend": "cpu", "dtype": "float64",
-                "n_jobs": None, "normalize": None}
-    for name, value in given.items():
-        if value is not defaults[name] and value != defaults[name]:
-            raise InputError(f"{name}={value!r} is not supported for sharded data (riskset.sharded.fit_sharded)")
 
 
 def _refuse_creeping(res, creep: np.ndarray, names, model: str) -> None:

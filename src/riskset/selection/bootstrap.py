@@ -20,10 +20,11 @@ from riskset.data.normalize import normalized
 from riskset.exceptions import DataWarning, InputError
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult
-from riskset.selection.common import Context, refuse_for_shards
+from riskset.selection.common import Context
 from riskset.selection.executors import run_tasks
 from riskset.selection.folds import bootstrap_weights
 from riskset.sharded import ShardedData
+from riskset.sharded.sources import refuse_options
 from riskset.solver.prior import HierarchicalPrior, Prior, as_prior
 
 
@@ -99,7 +100,7 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     if isinstance(data, ShardedData):  # (the sharded bootstrap builds this module's result: imported here)
         from riskset.selection.sharded_bootstrap import bootstrap_sharded
 
-        refuse_for_shards(backend=(backend, "cpu"), dtype=(dtype, "float64"), n_jobs=(n_jobs, None),
+        refuse_options(backend=(backend, "cpu"), dtype=(dtype, "float64"), n_jobs=(n_jobs, None),
                           normalize=(normalize, None))
         return bootstrap_sharded(data, model, prior, n_boot=n_boot, seed=seed, level=level, executor=executor,
                                  progress=progress, tol=tol, **model_options)

@@ -182,14 +182,6 @@ class Context:
         return score
 
 
-def refuse_for_shards(**given) -> None:
-    """InputError naming the first option given (``name=(value, default)``) that a search over
-    sharded data does not take."""
-    for name, (value, default) in given.items():
-        if value is not default and value != default:
-            raise InputError(f"{name}={value!r} is not supported for sharded data (riskset.sharded)")
-
-
 def prior_with_variance(prior: Prior, variance: float) -> Prior:
     """The prior with its variance set (Laplace: gamma = sqrt(2 / variance))."""
     return prior.with_variance(variance)

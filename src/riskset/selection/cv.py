@@ -29,11 +29,11 @@ from riskset.exceptions import DataWarning, InputError
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult
 from riskset.api import fit
-from riskset.selection.common import (Context, checked_grid, prior_with_variance, refuse_for_shards, varied_prior,
-                                      variance_grid)
+from riskset.selection.common import Context, checked_grid, prior_with_variance, varied_prior, variance_grid
 from riskset.selection.executors import TaskRunner
 from riskset.selection.folds import assign_folds, checked_splits
 from riskset.sharded import ShardedData
+from riskset.sharded.sources import refuse_options
 from riskset.solver.prior import HierarchicalPrior, Prior
 
 _GOLDEN = (np.sqrt(5) - 1) / 2
@@ -123,7 +123,7 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     if isinstance(data, ShardedData):  # (the sharded search builds this module's CVResult: imported here)
         from riskset.selection.sharded_cv import cross_validate_sharded
 
-        refuse_for_shards(n_repeats=(n_repeats, 1), auto=(auto, False), held_out=(held_out, None),
+        refuse_options(n_repeats=(n_repeats, 1), auto=(auto, False), held_out=(held_out, None),
                           group_variances=(group_variances, None), normalize=(normalize, None),
                           backend=(backend, "cpu"), dtype=(dtype, "float64"), n_jobs=(n_jobs, None))
         return cross_validate_sharded(data, model, prior, executor=executor, variances=variances, n_grid=n_grid,

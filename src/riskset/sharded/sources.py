@@ -116,6 +116,14 @@ class ShardedData:
         return f"ShardedData({self.n_shards} shards by {self.by}: {shown})"
 
 
+def refuse_options(**given) -> None:
+    """InputError naming the first option given (``name=(value, default)``) that a fit or search
+    over sharded data does not take (its value is not the default)."""
+    for name, (value, default) in given.items():
+        if value is not default and value != default:
+            raise InputError(f"{name}={value!r} is not supported for sharded data (riskset.sharded)")
+
+
 def split(data: Dataset, n_shards: int, *, by: str = "row", sizes=None, seed: int | None = None) -> ShardedData:
     """``data`` split into ``n_shards`` in-memory shards: by row (consecutive blocks of rows,
     or of a random permutation with ``seed``; ``sizes`` gives each shard's row count) or by
