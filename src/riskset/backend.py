@@ -26,7 +26,8 @@ the data, never by the thread count, so that its result is the same on 2 or 16 t
 whose blocked form costs more work than its serial code runs the serial code on one
 thread (the caller reads ``numba.get_num_threads()`` in Python and passes it: a compiled
 read keeps a function out of Numba's disk cache). BLAS (the Hessian blocks) is held to the same
-count: ``n_jobs`` threads in one fit, one in each worker of a replicate pool.
+count: one thread in each worker of a replicate pool, and in one fit one thread, or ``n_jobs``
+for a dense block large enough to pay for them (:func:`riskset.cores.dense_algebra`).
 
 No other module outside :mod:`riskset.kernels` imports the GPU kernels; they are imported
 only when a GPU backend is used, so ``import riskset`` never loads ``numba.cuda``.
@@ -156,9 +157,10 @@ class Backend:
 
     @contextmanager
     def fit_threads(self):
-        """Inside: the compiled kernels called from this thread (one fit's) and BLAS use up to
-        :attr:`fit_thread_count` threads (:func:`kernel_threads`, :func:`~riskset.cores.blas_threads`)."""
-        with kernel_threads(self.fit_thread_count), blas_threads(self.fit_thread_count):
+        """Inside: the compiled kernels called from this thread (one fit's) use up to
+        :attr:`fit_thread_count` threads (:func:`kernel_threads`); BLAS one, or as many for a large
+        dense block (:func:`~riskset.cores.dense_algebra`)."""
+        with kernel_threads(self.fit_thread_count), blas_threads(1):
             yield
 
     def check_executor(self, executor) -> None:

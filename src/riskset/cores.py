@@ -7,7 +7,11 @@ default; an explicit ``n_jobs`` (``--jobs``) replaces both.
 
 BLAS (NumPy's linear algebra: the Newton polish's Hessian blocks) belongs to the same
 budget: :func:`blas_threads` limits it while a fit or a batch of fits runs, so that a pool of
-k fitting threads never runs k BLAS pools of the whole machine.
+k fitting threads never runs k BLAS pools of the whole machine. Inside one fit BLAS runs on
+one thread, and on the fit's threads only for a dense block of
+:data:`THREADED_BLAS_MIN` rows or more (:func:`dense_algebra`): OpenBLAS's workers spin for a
+while after every call, and a spinning worker takes a core from the fit's compiled kernels
+(docs/performance.md, "Every core").
 """
 from __future__ import annotations
 
@@ -18,11 +22,18 @@ from functools import lru_cache
 
 import numpy as np
 
+import numba
+
 from riskset import validation as check
 from riskset.exceptions import InputError
 
 #: The environment variable that sets the default number of threads.
 ENV = "RISKSET_NUM_THREADS"
+
+#: Fewest rows of a dense block whose factorization BLAS runs on the fit's threads: below it a
+#: second thread gains nothing (a symmetric eigendecomposition of 400 rows: 15.3 ms on one
+#: thread, 14.3 on two; of 800: 97 and 68 ms), while the worker it woke spins after the call.
+THREADED_BLAS_MIN = 800
 
 
 def usable_cores() -> int:
@@ -100,4 +111,17 @@ def _blas_controller():
 def blas_threads(n: int):
     """Inside: NumPy's BLAS uses at most ``n`` threads (process-wide; restored after)."""
     with _blas_controller().limit(limits=int(n), user_api="blas"):
+        yield
+
+
+@contextmanager
+def dense_algebra(rows: int):
+    """Inside: BLAS runs on this thread's kernel threads (``numba.get_num_threads()``: a fit's
+    ``n_jobs``, one in a worker of a replicate pool) where a dense block of ``rows`` rows is
+    worth them (:data:`THREADED_BLAS_MIN`); else as it was (one thread inside a fit)."""
+    threads = numba.get_num_threads()
+    if rows < THREADED_BLAS_MIN or threads == 1:
+        yield
+        return
+    with blas_threads(threads):
         yield

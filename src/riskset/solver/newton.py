@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse.linalg import LinearOperator, cg
 
+from riskset.cores import dense_algebra
 from riskset.core.penalty import Penalty
 
 #: Largest active set whose Newton step solves the formed Hessian block; larger sets use
@@ -191,11 +192,12 @@ def block_step(datafit, beta, active, pen: Penalty, A: np.ndarray, grad: np.ndar
     step then leaves those directions out (:func:`null_free_solve`) unless moving along them
     raises the objective by more than rounding (a nearly collinear pair that is identified,
     whose information lies below double precision: its estimate is settled by the likelihood)."""
-    reduced = null_free_solve(A, grad)
-    try:
-        full = np.linalg.solve(A, grad)
-    except np.linalg.LinAlgError:
-        return None if reduced is None else reduced[0]
+    with dense_algebra(A.shape[0]):
+        reduced = null_free_solve(A, grad)
+        try:
+            full = np.linalg.solve(A, grad)
+        except np.linalg.LinAlgError:
+            return None if reduced is None else reduced[0]
     if reduced is None or not reduced[1]:
         return full
     objective = {}
