@@ -10,6 +10,10 @@ at the same optimum (equal up to rounding; a faster fit elsewhere is not faster)
     python benchmarks/bench_threads.py                           # N = 1M, every family
     python benchmarks/bench_threads.py --n 100000 --repeats 3
     python benchmarks/bench_threads.py --cases cox_weak,logistic --n 200000
+    python benchmarks/bench_threads.py --cv --n 150000 --p 3000 --repeats 1   # cross-validation 10 x 2
+
+``--cv`` times ``riskset.cross_validate`` (10-fold x 2, three variances around the optimum of
+the case's prior, no auto search) instead of one fit.
 
 Run it on a quiet machine: another process on the second core makes the k-thread side slow.
 """
@@ -50,10 +54,17 @@ def make(recipe: dict, n: int, p: int, density: float):
     return data
 
 
-def timed_fit(data, model, options, prior, n_jobs):
+def timed_fit(data, model, options, prior, n_jobs, cv=False):
     kind, variance = prior
     prior = riskset.Laplace(variance=variance) if kind == "laplace" else riskset.Normal(variance)
     c0, t0 = time.process_time(), time.perf_counter()
+    if cv:
+        res = riskset.cross_validate(data, model, prior, variances=variance * np.array([0.5, 1.0, 2.0]), n_folds=10,
+                                     n_repeats=2, seed=0, tol=1e-8, n_jobs=n_jobs, refit=False, progress=False,
+                                     **options)
+        return dict(wall=time.perf_counter() - t0, cpu=time.process_time() - c0,
+                    objective=float(res.summary["mean"].max()), nonzero=int(res.selected_variance / variance * 100),
+                    converged=bool(res.scores["converged"].all()), threads=n_jobs)
     fit = riskset.fit(data, model, prior, tol=1e-8, n_jobs=n_jobs, **options)
     return dict(wall=time.perf_counter() - t0, cpu=time.process_time() - c0, objective=fit.objective,
                 nonzero=int(np.count_nonzero(fit.coef)), converged=bool(fit.converged), threads=fit.threads)
@@ -72,16 +83,17 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2, help="k, the threaded side (default 2)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, from: {', '.join(CASES)}")
+    ap.add_argument("--cv", action="store_true", help="time cross-validation (10-fold x 2) instead of one fit")
     args = ap.parse_args(argv)
     rows = []
     for name in args.cases.split(","):
         model, options, prior, recipe = CASES[name]
         data = make(recipe, args.n, args.p, args.density)
-        timed_fit(data, model, options, prior, 1)  # compiled, caches warm
+        timed_fit(data, model, options, prior, 1, args.cv)  # compiled, caches warm
         best = {}
         for _ in range(args.repeats):
             for jobs in (1, args.threads):
-                r = timed_fit(data, model, options, prior, jobs)
+                r = timed_fit(data, model, options, prior, jobs, args.cv)
                 if jobs not in best or r["wall"] < best[jobs]["wall"]:
                     best[jobs] = r
         one, many = best[1], best[args.threads]
@@ -94,7 +106,9 @@ def main(argv=None):
               f"cpu x{rows[-1][7]:4.2f}  objective diff {rows[-1][8]:+.1e}", flush=True)
         del data
     k = args.threads
-    print(f"\nN = {args.n:,}, P = {args.p:,}, density {args.density:g}; best of {args.repeats} paired runs\n")
+    what = "cross-validation 10 x 2 (objective: best mean score; non-zero: selected variance in % of the prior's)" \
+        if args.cv else "one fit"
+    print(f"\n{what}; N = {args.n:,}, P = {args.p:,}, density {args.density:g}; best of {args.repeats} paired runs\n")
     print(f"| case | 1 thread (s) | {k} threads (s) | speed-up | parallel fraction | model 16 | model 64 | "
           f"CPU {k} / 1 | objective diff | non-zero | converged | threads used |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -68,3 +68,25 @@ def test_blas_held_to_the_budget():
 
     with cores.blas_threads(1):
         assert all(lib["num_threads"] == 1 for lib in threadpool_info() if lib["user_api"] == "blas")
+
+
+def test_blas_inside_a_fit_on_one_thread_but_for_large_dense_blocks(monkeypatch):
+    """A fit's BLAS runs on one thread (an OpenBLAS worker spins after each call, taking a
+    core from the fit's kernels); a dense block of THREADED_BLAS_MIN rows or more gets the
+    fit's threads."""
+    from threadpoolctl import threadpool_info
+
+    from riskset.backend import Backend, kernel_threads
+
+    def blas():
+        return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+    with Backend.of("cpu", n_jobs=2).fit_threads():
+        assert blas() == {1}
+        with cores.dense_algebra(cores.THREADED_BLAS_MIN - 1):
+            assert blas() == {1}
+        with cores.dense_algebra(cores.THREADED_BLAS_MIN):
+            assert blas() == {min(2, riskset.backend.numba.config.NUMBA_NUM_THREADS)}
+        assert blas() == {1}
+    with kernel_threads(1), cores.blas_threads(1), cores.dense_algebra(10 * cores.THREADED_BLAS_MIN):
+        assert blas() == {1}  # a worker of a replicate pool keeps its one thread

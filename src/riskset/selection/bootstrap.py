@@ -124,7 +124,7 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     if not isinstance(ctx.prior, Prior) and where.on_device:
         raise InputError(f"the bootstrap of a {ctx.prior.kind} prior runs on the CPU (each draw a fit of its own): "
                          f"use backend='cpu'")
-    full = fit(data, m, ctx.prior, tol=tol, backend=backend, dtype=dtype)
+    full = fit(data, m, ctx.prior, tol=tol, backend=backend, dtype=dtype, n_jobs=n_jobs)
     seeds = np.random.SeedSequence(seed).spawn(n_boot)
     size = ctx.backend.batch_size or n_boot
     tasks = [(seeds[a:a + size], full.coef) for a in range(0, n_boot, size)]

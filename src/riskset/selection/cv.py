@@ -168,7 +168,9 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     ctx = Context(data, m, prior, tol, where)
     grid = variance_grid(ctx, grid, n_grid)
     _require_informative_training(ctx, held_out, splits, n_folds)
-    with TaskRunner(ctx, executor=executor, n_jobs=n_jobs, progress=progress, desc="cross-validation") as runner:
+    # the full-data fits between the rounds on this thread: the fit's threads, as riskset.fit's
+    with where.fit_threads(), TaskRunner(ctx, executor=executor, n_jobs=n_jobs, progress=progress,
+                                         desc="cross-validation") as runner:
         search = _Search(ctx, runner, held_out, splits)
         runner.expect(grid.size * search.fits_per_variance)
         for v in grid:
@@ -183,7 +185,8 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     best = float(summary.loc[summary["mean"].idxmax(), "variance"])
     chosen = prior_with_variance(prior, best)
     start = pd.Series(search.nearest_fit(np.log(best)), index=ctx.names)
-    final = fit(data, m, chosen, tol=tol, backend=backend, dtype=dtype, warm_start=start) if refit else None
+    final = (fit(data, m, chosen, tol=tol, backend=backend, dtype=dtype, n_jobs=n_jobs, warm_start=start)
+             if refit else None)
     return CVResult(scores, summary, best, chosen, final)
 
 

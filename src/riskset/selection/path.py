@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 
 from riskset import validation as check
+from riskset.backend import Backend
 from riskset.data.dataset import check_dataset
 from riskset.models.base import Model, as_model
 from riskset.results import coef_labels
@@ -12,8 +13,10 @@ from riskset.solver.prior import Prior
 
 
 def regularization_path(data, model: str | Model, prior: Prior, *, variances=None, n_grid: int = 20,
-                        tol: float = 1e-8, progress: bool = True, **model_options) -> pd.DataFrame:
-    """Coefficients (columns) at each variance (rows, strongest penalty first).
+                        tol: float = 1e-8, progress: bool = True, n_jobs: int | None = None,
+                        **model_options) -> pd.DataFrame:
+    """Coefficients (columns) at each variance (rows, strongest penalty first), each fit warm
+    started from the one before, its kernels on ``n_jobs`` threads (as :func:`riskset.fit`'s).
 
     ``path.attrs['labels']`` holds the coefficients' display names (covariate
     reference table), which :func:`riskset.plots.selection.plot_path` shows.
@@ -28,8 +31,10 @@ def regularization_path(data, model: str | Model, prior: Prior, *, variances=Non
     m = as_model(model, **model_options)
     check.positive_number("tol", tol)
     prior, grid = varied_prior(prior), checked_grid(variances, n_grid)
-    ctx = Context(data, m, prior, tol)
+    where = Backend.of("cpu", n_jobs=n_jobs)
+    ctx = Context(data, m, prior, tol, where)
     grid = variance_grid(ctx, grid, n_grid)
-    path = pd.DataFrame(ctx.path(grid, progress), index=pd.Index(grid, name="variance"), columns=ctx.names)
+    with where.fit_threads():
+        path = pd.DataFrame(ctx.path(grid, progress), index=pd.Index(grid, name="variance"), columns=ctx.names)
     path.attrs["labels"] = coef_labels(data, m, ctx.names)
     return path
