@@ -268,3 +268,22 @@ def test_replicate_workers_run_serial_kernels():
         assert set(pool.map(lambda _: numba.get_num_threads(), range(8))) == {1}
     with Backend.of("cpu", n_jobs=2).threads() as pool:
         assert set(pool.map(lambda _: numba.get_num_threads(), range(8))) == {1}
+
+
+@needs_two
+@pytest.mark.parametrize("model", ["logistic", "poisson"])
+def test_glm_fits_give_the_same_bits_on_one_and_two_threads(model):
+    """Columns (and the intercept) of more than two chunks of entries run their sums and moves by
+    chunks in parallel on two threads, one after another on one: the same chunks, added in the
+    same order, the same bits."""
+    from riskset.kernels.cpu import glm as glm_kernels
+
+    n = 6 * glm_kernels.CHUNK
+    rng, X, eta = design(n, p=5, density=0.5, seed=4)
+    y = rng.random(n) < 1 / (1 + np.exp(-eta)) if model == "logistic" else rng.poisson(np.exp(0.3 * eta))
+    data = riskset.from_arrays(X, y=y.astype(float))
+    assert np.diff(X.indptr).max() > 2 * glm_kernels.CHUNK
+    one, two = fit_on(1, data, model), fit_on(2, data, model)
+    assert one.converged and two.converged
+    np.testing.assert_array_equal(two.coef.to_numpy(), one.coef.to_numpy())
+    assert two.objective == one.objective

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 
+import numba
 import numpy as np
 
 from riskset import validation as check
@@ -68,10 +69,7 @@ class GLMDatafit(Datafit, Reweightable, SlopeRows, ClosedFormStart, ExactSeparat
 
     def new_state(self, beta):
         rows = np.empty((self.n_rows, glm_kernels.N_FIELDS))
-        rows[:, glm_kernels.ETA] = self.linear_predictor(beta)
-        rows[:, glm_kernels.Y] = self.y
-        rows[:, glm_kernels.W] = self.w
-        glm_kernels.refresh_rows(self.family, rows)
+        glm_kernels.fill_rows(self.family, self.linear_predictor(beta), self.y, self.w, rows)
         state = FitState(rows[:, glm_kernels.ETA])
         state.rows = rows
         state.kernel = glm_kernels.State(rows=rows)
@@ -83,8 +81,11 @@ class GLMDatafit(Datafit, Reweightable, SlopeRows, ClosedFormStart, ExactSeparat
     kernels = glm_kernels.KERNELS
 
     def kernel_data(self):
+        """The kernels' static record; its chunks run in parallel where this thread's kernels have
+        more than one thread (``numba.get_num_threads()``, see :mod:`riskset.backend`)."""
         return glm_kernels.Data(family=self.family, first=self.first, indptr=self.indptr, indices=self.indices,
-                                values=self.values, value_shift=self.value_shift, indicator=self.indicator)
+                                values=self.values, value_shift=self.value_shift, indicator=self.indicator,
+                                parallel=numba.get_num_threads() > 1)
 
     def device_record(self) -> glm_kernels.Device:
         """What the device datafit copies besides the design (:class:`~riskset.kernels.cpu.glm.Device`)."""
@@ -95,20 +96,20 @@ class GLMDatafit(Datafit, Reweightable, SlopeRows, ClosedFormStart, ExactSeparat
 
     def slopes(self, state, coefs):
         """X_c' resid over the columns of ``coefs`` only."""
-        return self.products.dot(self.columns(coefs), state.rows[:, glm_kernels.RESID])
+        return self.products.dot(self.columns(coefs), glm_kernels.field(state.rows, glm_kernels.RESID))
 
     def slope_rows(self, state):
         """(a copy of resid, the norm of each coefficient's column): the slopes are X_c' resid."""
         norms = self.products.column_norms(self.columns(np.arange(self.n_coef)))  # the intercept's ones: sqrt(N)
-        return np.array(state.rows[:, glm_kernels.RESID]), norms
+        return glm_kernels.field(state.rows, glm_kernels.RESID), norms
 
     def hessian(self, state, columns):
-        return -self.products.gram(self.columns(columns), state.rows[:, glm_kernels.CURV])
+        return -self.products.gram(self.columns(columns), glm_kernels.field(state.rows, glm_kernels.CURV))
 
     def information_scale(self, state, columns):
         """(X_A ** 2)' curv, the exact diagonal of the information (the local quadratic's
         curvature, without its gradient: the KKT check has that already)."""
-        return self.products.dot2(self.columns(columns), np.ascontiguousarray(state.rows[:, glm_kernels.CURV]))[1]
+        return self.products.dot2(self.columns(columns), glm_kernels.field(state.rows, glm_kernels.CURV))[1]
 
     def local_quadratic(self, state, columns):
         """Gradient X_A' resid, exact diagonal (X_A ** 2)' curv and ``b -> -X_A' (curv X_A b)``
@@ -116,8 +117,8 @@ class GLMDatafit(Datafit, Reweightable, SlopeRows, ClosedFormStart, ExactSeparat
         :meth:`~riskset.core.products.column_products.ColumnProducts.gram_operator`); with the
         intercept in A, its column of -H, X_A' curv (the same pass as the diagonal)."""
         cols = self.columns(columns)
-        curv = np.ascontiguousarray(state.rows[:, glm_kernels.CURV])
-        grad = self.products.dot(cols, state.rows[:, glm_kernels.RESID])
+        curv = glm_kernels.field(state.rows, glm_kernels.CURV)
+        grad = self.products.dot(cols, glm_kernels.field(state.rows, glm_kernels.RESID))
         gram = self.products.gram_operator(cols, curv)
 
         def hessian_times(b):

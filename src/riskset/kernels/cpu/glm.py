@@ -24,6 +24,11 @@ from riskset.core.sweep import compile_family
 from riskset.core.prefetch import DISTANCE, prefetch
 
 LOGISTIC, POISSON, GAUSSIAN = 0, 1, 2
+
+#: Entries (a column's non-zeros, or the intercept's rows) per chunk of a coordinate's sums and
+#: move: the sums are taken chunk by chunk and added in order, on one thread or many (the same
+#: bits); on more than one thread a coordinate of more than two chunks runs them in parallel.
+CHUNK = 1 << 13
 ETA, EXPETA, RESID, CURV, Y, W = 0, 1, 2, 3, 4, 5
 N_FIELDS = 6
 
@@ -39,11 +44,23 @@ def _mean_and_curvature(family, eta, expeta):
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def refresh_rows(family, rows):
-    """Fill exp(eta), resid and curv of every row from its eta, y and w (rows on all threads)."""
+def fill_rows(family, eta, y, w, rows):
+    """Every row's record from its eta, y and w: exp(eta), resid and curv computed (rows on all threads)."""
     for i in prange(rows.shape[0]):
-        rows[i, EXPETA] = _exp_eta(family, rows[i, ETA])
+        rows[i, ETA] = eta[i]
+        rows[i, Y] = y[i]
+        rows[i, W] = w[i]
+        rows[i, EXPETA] = _exp_eta(family, eta[i])
         _set_mean(family, rows, i)
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def field(rows, f):
+    """A contiguous copy of field ``f`` (e.g. RESID) of every row (rows on all threads)."""
+    out = np.empty(rows.shape[0])
+    for i in prange(rows.shape[0]):
+        out[i] = rows[i, f]
+    return out
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -60,25 +77,66 @@ def _set_mean(family, rows, i):
     rows[i, CURV] = rows[i, W] * v
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def coordinate(indptr, indices, values, value_shift, c, rows):
-    """(dl/dbeta, d2l/dbeta^2) of CSC column ``c``, or of the implicit intercept if c < 0."""
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def chunk_terms(indices, values, vs, rows, lo, hi):
+    """(sum x resid, -sum x^2 curv) over the non-zeros lo .. hi-1 of a column (value shift ``vs``),
+    or over the rows lo .. hi-1 where ``indices`` is empty (the implicit intercept)."""
     g = 0.0
     h = 0.0
-    if c < 0:
-        for i in range(rows.shape[0]):
+    if indices.shape[0] == 0:
+        for i in range(lo, hi):
             g += rows[i, RESID]
             h -= rows[i, CURV]
         return g, h
-    end = indptr[c + 1]
-    vs = value_shift[c]
-    for k in range(indptr[c], end):
-        if k + DISTANCE < end:
+    for k in range(lo, hi):
+        if k + DISTANCE < hi:
             prefetch(rows, indices[k + DISTANCE])
         i = indices[k]
         x = values[k + vs]
         g += x * rows[i, RESID]
         h -= x * x * rows[i, CURV]
+    return g, h
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _span(indptr, indices, c, rows):
+    """(first, end, indices) of the entries a coordinate reads: column c's non-zeros, or
+    every row (with no indices) for the implicit intercept (c < 0)."""
+    if c < 0:
+        return 0, rows.shape[0], indices[:0]
+    return indptr[c], indptr[c + 1], indices
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def coordinate(indptr, indices, values, value_shift, c, rows):
+    """(dl/dbeta, d2l/dbeta^2) of CSC column ``c``, or of the implicit intercept if c < 0: the
+    sums of :data:`CHUNK` entries at a time, added in order (:func:`coordinate_parallel`'s bits)."""
+    a, b, idx = _span(indptr, indices, c, rows)
+    vs = value_shift[c] if c >= 0 else 0
+    g = 0.0
+    h = 0.0
+    for lo in range(a, b, CHUNK):
+        cg, ch = chunk_terms(idx, values, vs, rows, lo, min(b, lo + CHUNK))
+        g += cg
+        h += ch
+    return g, h
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def coordinate_parallel(indptr, indices, values, value_shift, c, rows):
+    """:func:`coordinate` with its chunks on all threads: the same chunks, added in the same order."""
+    a, b, idx = _span(indptr, indices, c, rows)
+    vs = value_shift[c] if c >= 0 else 0
+    n = (b - a + CHUNK - 1) // CHUNK
+    part = np.empty((n, 2))
+    for k in prange(n):
+        lo = a + k * CHUNK
+        part[k, 0], part[k, 1] = chunk_terms(idx, values, vs, rows, lo, min(b, lo + CHUNK))
+    g = 0.0
+    h = 0.0
+    for k in range(n):
+        g += part[k, 0]
+        h += part[k, 1]
     return g, h
 
 
@@ -96,23 +154,42 @@ def _update_row(family, rows, i, dx, factor):
     _set_mean(family, rows, i)
 
 
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def move_chunk(family, indices, values, vs, delta, factor, scaled, rows, lo, hi):
+    """The moves of the entries lo .. hi-1 (non-zeros, or rows where ``indices`` is empty: the
+    intercept), each row's eta by delta x."""
+    if indices.shape[0] == 0:
+        for i in range(lo, hi):
+            _update_row(family, rows, i, delta, factor)
+        return
+    for k in range(lo, hi):
+        if k + DISTANCE < hi:
+            prefetch(rows, indices[k + DISTANCE])
+        dx = delta * values[k + vs]
+        _update_row(family, rows, indices[k], dx, math.exp(dx) if scaled else factor)
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def move(family, indptr, indices, values, value_shift, indicator, c, delta, rows):
     """beta += delta for CSC column ``c`` (the implicit intercept if c < 0): update the
     state of the column's non-zero rows (least squares keeps no exp(eta): no ``exp``)."""
+    a, b, idx = _span(indptr, indices, c, rows)
     factor = math.exp(delta) if family != GAUSSIAN else 1.0
-    if c < 0:
-        for i in range(rows.shape[0]):
-            _update_row(family, rows, i, delta, factor)
-        return
-    scaled = not indicator[c] and family != GAUSSIAN
-    end = indptr[c + 1]
-    vs = value_shift[c]
-    for k in range(indptr[c], end):
-        if k + DISTANCE < end:
-            prefetch(rows, indices[k + DISTANCE])
-        dx = delta * values[k + vs]
-        _update_row(family, rows, indices[k], dx, math.exp(dx) if scaled else factor)
+    scaled = c >= 0 and not indicator[c] and family != GAUSSIAN
+    move_chunk(family, idx, values, value_shift[c] if c >= 0 else 0, delta, factor, scaled, rows, a, b)
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def move_parallel(family, indptr, indices, values, value_shift, indicator, c, delta, rows):
+    """:func:`move` by chunks of :data:`CHUNK` entries on all threads (a row is in one chunk:
+    the same bits)."""
+    a, b, idx = _span(indptr, indices, c, rows)
+    factor = math.exp(delta) if family != GAUSSIAN else 1.0
+    scaled = c >= 0 and not indicator[c] and family != GAUSSIAN
+    vs = value_shift[c] if c >= 0 else 0
+    for k in prange((b - a + CHUNK - 1) // CHUNK):
+        lo = a + k * CHUNK
+        move_chunk(family, idx, values, vs, delta, factor, scaled, rows, lo, min(b, lo + CHUNK))
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
@@ -156,6 +233,7 @@ class Data(NamedTuple):
     values: np.ndarray
     value_shift: np.ndarray
     indicator: np.ndarray
+    parallel: bool  # more than one kernel thread (read by the caller: numba.get_num_threads())
 
 
 class Device(NamedTuple):
@@ -178,15 +256,29 @@ def contract_refresh(data, state):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def in_parallel(data, state, j):
+    """Whether coordinate j runs its chunks in parallel: more than one thread, more than two chunks."""
+    c = j - data.first
+    n = state.rows.shape[0] if c < 0 else data.indptr[c + 1] - data.indptr[c]
+    return data.parallel and n > 2 * CHUNK
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_terms(data, state, j):
     d = data
+    if in_parallel(data, state, j):
+        return coordinate_parallel(d.indptr, d.indices, d.values, d.value_shift, j - d.first, state.rows)
     return coordinate(d.indptr, d.indices, d.values, d.value_shift, j - d.first, state.rows)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def contract_move(data, state, j, delta):
     d = data
-    move(d.family, d.indptr, d.indices, d.values, d.value_shift, d.indicator, j - d.first, delta, state.rows)
+    if in_parallel(data, state, j):
+        move_parallel(d.family, d.indptr, d.indices, d.values, d.value_shift, d.indicator, j - d.first, delta,
+                      state.rows)
+    else:
+        move(d.family, d.indptr, d.indices, d.values, d.value_shift, d.indicator, j - d.first, delta, state.rows)
 
 
 # no separate screen: g alone is no cheaper (resid and curv share a row's cache line)
