@@ -287,3 +287,18 @@ def test_glm_fits_give_the_same_bits_on_one_and_two_threads(model):
     assert one.converged and two.converged
     np.testing.assert_array_equal(two.coef.to_numpy(), one.coef.to_numpy())
     assert two.objective == one.objective
+
+
+def test_constant_columns_match_scipy_with_stored_zeros_and_empty_columns():
+    """The compiled test of zero-variance columns (models.base.drop_constant_covariates) equals
+    scipy's column max == min, implicit and stored zeros included."""
+    from riskset.kernels.cpu.separability import constant_columns
+
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        n, p = int(rng.integers(1, 7)), int(rng.integers(1, 7))
+        X = sp.random(n, p, density=rng.random(), format="csc", random_state=rng,
+                      data_rvs=lambda k: rng.integers(-1, 2, k).astype(float))
+        X.sum_duplicates()
+        expected = np.asarray(X.max(axis=0).todense()).ravel() == np.asarray(X.min(axis=0).todense()).ravel()
+        np.testing.assert_array_equal(constant_columns(X.indptr, X.data, n), expected)

@@ -24,6 +24,7 @@ import scipy.sparse as sp
 from riskset.core.interface import SEPARABILITY_REACH, Datafit, FitState, LocalQuadratic  # noqa: F401
 from riskset.data.dataset import first_names
 from riskset.exceptions import DataWarning, InputError
+from riskset.kernels.cpu.separability import constant_columns
 
 
 def risk_set_block_work(datafit: Datafit, columns: np.ndarray) -> float:
@@ -74,7 +75,7 @@ def drop_constant_covariates(X: sp.csc_matrix, names: list, warn: bool) -> tuple
     ``X`` must have no duplicate entries."""
     if not X.shape[1]:
         return X, names
-    const = np.asarray(X.max(axis=0).todense()).ravel() == np.asarray(X.min(axis=0).todense()).ravel()
+    const = constant_columns(X.indptr, X.data, X.shape[0])
     if not const.any():
         return X, names
     if warn:

@@ -34,6 +34,23 @@ def class_ranges(indptr, indices, values, value_shift, columns, row_class, class
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def constant_columns(indptr, data, n_rows):
+    """Whether each CSC column is constant over the ``n_rows`` rows (its stored values and, where
+    it stores fewer than ``n_rows``, the implicit zeros all equal). O(nnz), columns on all threads."""
+    n_cols = indptr.shape[0] - 1
+    out = np.empty(n_cols, np.bool_)
+    for j in prange(n_cols):
+        a, b = indptr[j], indptr[j + 1]
+        lo = 0.0 if b - a < n_rows or a == b else data[a]
+        hi = lo
+        for p in range(a, b):
+            lo = min(lo, data[p])
+            hi = max(hi, data[p])
+        out[j] = lo == hi
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def column_moments(indptr, indices, data, columns, y, out):
     """``out[a] = (sum x, sum x^2, sum x y)`` over the stored entries of CSC column ``columns[a]``
     (``data``: a value per stored entry). O(nnz of the columns), no copy of X."""
