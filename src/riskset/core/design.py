@@ -79,6 +79,7 @@ def column_runs(indptr, indices, row_stratum, starts: bool = True):
     single = row_stratum.shape[0] == 0 or row_stratum[0] == row_stratum[-1]
     col_runs = np.zeros(p + 1, np.int64)
     _count_runs(indptr, indices, row_stratum, single, col_runs)
+    np.cumsum(col_runs, out=col_runs)
     n_runs = int(col_runs[p])
     run_start = np.empty(n_runs + 1 if starts else 0, index_type(nnz))
     run_stratum = np.empty(n_runs, index_type(int(row_stratum[-1]) if row_stratum.shape[0] else 0))
@@ -86,9 +87,10 @@ def column_runs(indptr, indices, row_stratum, starts: bool = True):
     return col_runs, (run_start if starts else None), run_stratum
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def _count_runs(indptr, indices, row_stratum, single, col_runs):
-    for j in range(indptr.shape[0] - 1):
+    """col_runs[j + 1] = the runs of one stratum among column j's non-zeros (columns on all threads)."""
+    for j in prange(indptr.shape[0] - 1):
         n, prev = 0, -1
         for i in range(indptr[j], indptr[j + 1]):
             s = row_stratum[indices[i]]
@@ -97,14 +99,14 @@ def _count_runs(indptr, indices, row_stratum, single, col_runs):
                 prev = s
                 if single:
                     break
-        col_runs[j + 1] = col_runs[j] + n
+        col_runs[j + 1] = n
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def _fill_runs(indptr, indices, row_stratum, single, col_runs, run_start, run_stratum):
-    """Fill the runs counted by :func:`_count_runs` (``run_start`` if it has room)."""
+    """Fill the runs counted by :func:`_count_runs` (``run_start`` if it has room; columns on all threads)."""
     with_starts = run_start.shape[0] > 0
-    for j in range(indptr.shape[0] - 1):
+    for j in prange(indptr.shape[0] - 1):
         k, prev = col_runs[j], -1
         for i in range(indptr[j], indptr[j + 1]):
             s = row_stratum[indices[i]]
