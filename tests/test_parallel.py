@@ -302,3 +302,30 @@ def test_constant_columns_match_scipy_with_stored_zeros_and_empty_columns():
         X.sum_duplicates()
         expected = np.asarray(X.max(axis=0).todense()).ravel() == np.asarray(X.min(axis=0).todense()).ravel()
         np.testing.assert_array_equal(constant_columns(X.indptr, X.data, n), expected)
+
+
+@needs_two
+def test_fine_gray_hessian_by_row_blocks_equals_one_walk(monkeypatch):
+    """The Fine-Gray Hessian block walked in row blocks (their prefix sums' terms added as
+    outer products) equals the one walk over every row to rounding, and has the same bits on
+    one and two threads."""
+    from riskset.kernels.cpu import fine_gray as fine_gray_kernels
+
+    rng, X, eta = design(3 * fine_gray_kernels.HESSIAN_BLOCK_ROWS, seed=6)
+    t1 = rng.exponential(1.0 / np.exp(eta))
+    t2 = rng.exponential(2.0, t1.shape[0])
+    c = rng.exponential(1.5, t1.shape[0])
+    time = np.minimum(np.minimum(t1, t2), c)
+    status = np.where(time == c, 0, np.where(time == t1, 1, 2))
+    datafit = riskset.models.get_model("fine_gray").datafit(riskset.from_arrays(X, time=time, status=status))
+    state = datafit.new_state(np.linspace(-0.3, 0.3, datafit.n_coef))
+    cols = np.arange(datafit.n_coef)
+    assert fine_gray_kernels.hessian_blocks(datafit.n_rows, cols.size) == 3
+    with kernel_threads(1):
+        one = datafit.hessian(state, cols)
+    with kernel_threads(2):
+        two = datafit.hessian(state, cols)
+    np.testing.assert_array_equal(two, one)
+    monkeypatch.setattr(fine_gray_kernels, "hessian_blocks", lambda n, m: 1)
+    walk = datafit.hessian(state, cols)
+    np.testing.assert_allclose(one, walk, rtol=1e-12, atol=1e-12 * np.abs(walk).max())

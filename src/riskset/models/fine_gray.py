@@ -306,7 +306,7 @@ class FineGrayDatafit(Datafit, Reweightable, RunsOnDevice):
         rowptr, rcol, rval = self.products.rows_of(cols)
         H = np.empty((cols.shape[0], cols.shape[0]))
         fine_gray_kernels.hessian_block(rowptr, rcol, rval, state.w, v, self.slot, self.cinv, state.A2, state.A2G,
-                                        state.A2GG, H)
+                                        state.A2GG, fine_gray_kernels.hessian_blocks(self.n_rows, cols.shape[0]), H)
         return H
 
     hessian_work = risk_set_block_work

@@ -47,7 +47,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from riskset.core.sweep import compile_family
 from riskset.kernels.cpu.cox_hessian import (accumulate_row, add_inner, add_listed, add_outer, add_row_square,
@@ -378,8 +378,25 @@ def numerators(cols, indptr, indices, values, value_shift, w, slot, cinv, Gev, N
             N1[k, a] += pre
 
 
+#: Rows per block of the blocked Hessian walk (:func:`hessian_block`), and most blocks; each
+#: block keeps an |A| x |A| matrix, at most :data:`HESSIAN_BLOCKS_BYTES` of them in all.
+HESSIAN_BLOCK_ROWS = 1 << 14
+HESSIAN_MAX_BLOCKS = 8
+HESSIAN_BLOCKS_BYTES = 64 << 20
+
+
+def hessian_blocks(n_rows: int, m: int) -> int:
+    """How many row blocks :func:`hessian_block` walks for N rows and |A| = m columns: a
+    function of the shape, never of the threads (the same bits on 1 or 16 threads).
+
+    >>> hessian_blocks(100_000, 88), hessian_blocks(10_000, 88), hessian_blocks(10**6, 4000)
+    (6, 1, 1)
+    """
+    return int(max(1, min(HESSIAN_MAX_BLOCKS, n_rows // HESSIAN_BLOCK_ROWS, HESSIAN_BLOCKS_BYTES // (8 * m * m + 1))))
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
-def hessian_block(rowptr, rcol, rval, w, v, slot, cinv, A2, A2G, A2GG, H):
+def hessian_block(rowptr, rcol, rval, w, v, slot, cinv, A2, A2G, A2GG, n_blocks, H):
     """The dense block of ``FineGrayDatafit.hessian`` on the columns of the row-major
     ``(rowptr, rcol, rval)`` (:meth:`~riskset.core.products.column_products.ColumnProducts.rows_of`) in
     O(nnz x |A| + N), never forming the risk-set sums N1 per slot and column.
@@ -395,11 +412,71 @@ def hessian_block(rowptr, rcol, rval, w, v, slot, cinv, A2, A2G, A2GG, H):
     (A2GG[0] - A2GG[s_i]) u) adds, per group with sums R = sum u and Rc = sum cinv u,
     ``A2[s] R P' + Rc (Q - A2G[s] P)'`` (its pairs with earlier rows) and
     ``(A2[s] R R' + (A2GG[0] - A2GG[s]) Rc Rc') / 2`` (its pairs within), half of H + H'.
+
+    The rows are walked in ``n_blocks`` blocks (:func:`hessian_blocks`) of whole slot groups,
+    in parallel (:func:`walk_blocks`): each block's walk starts with P = Q = 0, and the
+    terms of the prefix sums P0, Q0 of the blocks before it are added afterwards as outer
+    products, ``SA P0' + SC Q0' - SG P0'`` with SA, SC, SG the block's sums of A2[s] R,
+    Rc and A2G[s] Rc over its groups.
     """
     m = H.shape[0]
     n = rowptr.shape[0] - 1
-    P = np.zeros(m)
-    Q = np.zeros(m)
+    bounds = group_bounds(slot, n, n_blocks)
+    nb = bounds.shape[0] - 1
+    if nb == 1:
+        sums = np.zeros((5, m))
+        walk_rows(rowptr, rcol, rval, w, v, slot, cinv, A2, A2G, A2GG, 0, n, H, sums)
+        fold_halves(H)
+        return
+    parts = np.zeros((nb, m, m))
+    sums = np.zeros((nb, 5, m))
+    walk_blocks(rowptr, rcol, rval, w, v, slot, cinv, A2, A2G, A2GG, bounds, parts, sums)
+    H[:, :] = 0.0
+    P0 = np.zeros(m)
+    Q0 = np.zeros(m)
+    for b in range(nb):
+        SA, SC, SG, dP, dQ = sums[b, 0], sums[b, 1], sums[b, 2], sums[b, 3], sums[b, 4]
+        for a in range(m):
+            for c in range(m):
+                H[a, c] += parts[b, a, c] + SA[a] * P0[c] + SC[a] * Q0[c] - SG[a] * P0[c]
+        P0 += dP
+        Q0 += dQ
+    fold_halves(H)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def group_bounds(slot, n, n_blocks):
+    """Boundaries of ``n_blocks`` blocks of rows 0 .. n-1, each moved forward to the start of
+    a slot group (rows come in slot order): fixed by the data."""
+    out = np.empty(n_blocks + 1, np.int64)
+    out[0] = 0
+    k = 1
+    for b in range(1, n_blocks):
+        r = max(b * n // n_blocks, out[k - 1] + 1)
+        while r < n and slot[r] == slot[r - 1]:
+            r += 1
+        if r < n:
+            out[k] = r
+            k += 1
+    out[k] = n
+    return out[:k + 1]
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def walk_blocks(rowptr, rcol, rval, w, v, slot, cinv, A2, A2G, A2GG, bounds, parts, sums):
+    """:func:`walk_rows` of each block ``bounds[b] .. bounds[b + 1]`` into ``parts[b]`` and
+    ``sums[b]``, the blocks on all threads."""
+    for b in prange(bounds.shape[0] - 1):
+        walk_rows(rowptr, rcol, rval, w, v, slot, cinv, A2, A2G, A2GG, bounds[b], bounds[b + 1], parts[b], sums[b])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def walk_rows(rowptr, rcol, rval, w, v, slot, cinv, A2, A2G, A2GG, lo, hi, H, sums):
+    """Half of the Hessian terms of the slot groups of rows lo .. hi-1 into ``H`` (zeroed
+    first), with P = Q = 0 at ``lo`` (:func:`hessian_block`); ``sums`` = (SA, SC, SG, P, Q)
+    at ``hi``: the sums over the groups of A2[s] R, Rc and A2G[s] Rc, and the running sums."""
+    m = H.shape[0]
+    SA, SC, SG, P, Q = sums[0], sums[1], sums[2], sums[3], sums[4]
     V = np.zeros(m)
     R = np.zeros(m)
     Rc = np.zeros(m)
@@ -412,16 +489,16 @@ def hessian_block(rowptr, rcol, rval, w, v, slot, cinv, A2, A2G, A2GG, H):
     n_p = 0
     gg0 = A2GG[0]
     H[:, :] = 0.0
-    i = 0
+    i = lo
     while True:
-        while i < n and rowptr[i] == rowptr[i + 1]:
+        while i < hi and rowptr[i] == rowptr[i + 1]:
             i += 1
-        if i == n:
+        if i == hi:
             break
         s = slot[i]
         nr = 0
         nc = 0
-        while i < n and slot[i] == s:
+        while i < hi and slot[i] == s:
             nr = accumulate_row(rowptr, rcol, rval, i, w[i], R, in_r, touched_r, nr)
             if cinv[i] != 0.0:
                 nc = accumulate_row(rowptr, rcol, rval, i, w[i] * cinv[i], Rc, in_c, touched_c, nc)
@@ -431,12 +508,19 @@ def hessian_block(rowptr, rcol, rval, w, v, slot, cinv, A2, A2G, A2GG, H):
         add_inner(H, 0.5 * A2[s], R, touched_r, nr)
         g = A2G[s]
         gg = gg0 - A2GG[s]
+        for u in range(nr):
+            a = touched_r[u]
+            SA[a] += A2[s] * R[a]
         if nc > 0:
             for u in range(n_p):
                 b = touched_p[u]
                 V[b] = Q[b] - g * P[b]
             add_outer(H, 1.0, Rc, touched_c, nc, V, touched_p, n_p)
             add_inner(H, 0.5 * gg, Rc, touched_c, nc)
+            for u in range(nc):
+                a = touched_c[u]
+                SC[a] += Rc[a]
+                SG[a] += g * Rc[a]
         n_p = add_listed(P, in_p, touched_p, n_p, 1.0, R, touched_r, nr)
         for u in range(nr):  # Q shares P's list (Rc's positions are R's)
             a = touched_r[u]
@@ -446,7 +530,6 @@ def hessian_block(rowptr, rcol, rval, w, v, slot, cinv, A2, A2G, A2GG, H):
             Q[a] += gg * Rc[a]
         clear_listed(R, in_r, touched_r, nr)
         clear_listed(Rc, in_c, touched_c, nc)
-    fold_halves(H)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
