@@ -329,3 +329,21 @@ def test_fine_gray_hessian_by_row_blocks_equals_one_walk(monkeypatch):
     monkeypatch.setattr(fine_gray_kernels, "hessian_blocks", lambda n, m: 1)
     walk = datafit.hessian(state, cols)
     np.testing.assert_allclose(one, walk, rtol=1e-12, atol=1e-12 * np.abs(walk).max())
+
+
+@needs_two
+def test_conditional_poisson_by_chunks_of_strata_on_two_threads_equals_the_serial_fit():
+    """Columns of more than two chunks of non-zeros take their derivatives and moves by chunks
+    of whole strata in parallel on two threads: the fit equals the one-thread fit to rounding,
+    and two runs on two threads give the same bits."""
+    from riskset.kernels.cpu import conditional as conditional_kernels
+
+    n = 6 * conditional_kernels.CHUNK
+    rng, X, eta = design(n, p=5, density=0.5, seed=7)
+    y = rng.poisson(np.exp(0.3 * eta)).astype(float)
+    data = riskset.from_arrays(X, y=y, strata=np.arange(n) // 8)
+    assert np.diff(X.indptr).max() > 2 * conditional_kernels.CHUNK
+    one, two, again = (fit_on(k, data, "conditional_poisson") for k in (1, 2, 2))
+    assert one.converged and two.converged
+    np.testing.assert_array_equal(two.coef.to_numpy(), again.coef.to_numpy())
+    np.testing.assert_allclose(two.coef.to_numpy(), one.coef.to_numpy(), rtol=1e-12, atol=1e-12)

@@ -48,6 +48,7 @@ from functools import cached_property
 
 import warnings
 
+import numba
 import numpy as np
 
 from riskset.core.design import column_runs
@@ -171,7 +172,8 @@ class ConditionalDatafit(Datafit, Reweightable, RunsOnDevice):
         return conditional_kernels.Data(col_runs=self.col_runs, run_start=self.run_start, run_stratum=self.run_stratum,
                                         indices=self.indices, values=self.values, value_shift=self.value_shift,
                                         indicator=self.indicator, xy=self.xy, stratum_ptr=self.stratum_ptr,
-                                        n_s=self.n_s, exact_m=self.exact_m, c_s=self.c_s)
+                                        n_s=self.n_s, exact_m=self.exact_m, c_s=self.c_s, multinomial=self.max_m == 0,
+                                        parallel=numba.get_num_threads() > 1)
 
     def device_record(self) -> conditional_kernels.Device:
         """What the device datafit copies besides the design (:class:`~riskset.kernels.cpu.conditional.Device`)."""
