@@ -66,8 +66,9 @@ LAYERS = (
     ("riskset.cli",),
 )
 
-#: What the solver may import: it fits any Datafit (rule 3).
-SOLVER_SEES = ("riskset.solver", "riskset.core", "riskset.exceptions", "riskset.validation")
+#: What the solver may import: it fits any Datafit (rule 3); it sizes its dense algebra by the
+#: thread budget (riskset.cores, the bottom layer).
+SOLVER_SEES = ("riskset.solver", "riskset.core", "riskset.exceptions", "riskset.validation", "riskset.cores")
 
 #: The only modules outside the kernels that may import the GPU kernels (rule 4).
 GPU_CHOOSERS = ("riskset.backend",)

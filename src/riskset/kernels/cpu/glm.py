@@ -80,12 +80,12 @@ def _set_mean(family, rows, i):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def chunk_terms(indices, values, vs, rows, lo, hi):
+def chunk_terms(ones, indices, values, vs, rows, lo, hi):
     """(sum x resid, -sum x^2 curv) over the non-zeros lo .. hi-1 of a column (value shift ``vs``),
-    or over the rows lo .. hi-1 where ``indices`` is empty (the implicit intercept)."""
+    or over the rows lo .. hi-1 where ``ones`` (the implicit intercept's column of ones)."""
     g = 0.0
     h = 0.0
-    if indices.shape[0] == 0:
+    if ones:
         for i in range(lo, hi):
             g += rows[i, RESID]
             h -= rows[i, CURV]
@@ -101,24 +101,26 @@ def chunk_terms(indices, values, vs, rows, lo, hi):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _span(indptr, indices, c, rows):
-    """(first, end, indices) of the entries a coordinate reads: column c's non-zeros, or
-    every row (with no indices) for the implicit intercept (c < 0)."""
+def _span(indptr, c, rows):
+    """(first, end) of the entries a coordinate reads: column c's non-zeros, or every row for
+    the implicit intercept (c < 0)."""
     if c < 0:
-        return 0, rows.shape[0], indices[:0]
-    return indptr[c], indptr[c + 1], indices
+        return 0, rows.shape[0]
+    return indptr[c], indptr[c + 1]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def coordinate(indptr, indices, values, value_shift, c, rows):
     """(dl/dbeta, d2l/dbeta^2) of CSC column ``c``, or of the implicit intercept if c < 0: the
     sums of :data:`CHUNK` entries at a time, added in order (:func:`coordinate_parallel`'s bits)."""
-    a, b, idx = _span(indptr, indices, c, rows)
+    a, b = _span(indptr, c, rows)
+    if c >= 0 and b - a <= CHUNK:  # one chunk (most columns): its sums, the same bits
+        return chunk_terms(False, indices, values, value_shift[c], rows, a, b)
     vs = value_shift[c] if c >= 0 else 0
     g = 0.0
     h = 0.0
     for lo in range(a, b, CHUNK):
-        cg, ch = chunk_terms(idx, values, vs, rows, lo, min(b, lo + CHUNK))
+        cg, ch = chunk_terms(c < 0, indices, values, vs, rows, lo, min(b, lo + CHUNK))
         g += cg
         h += ch
     return g, h
@@ -127,13 +129,13 @@ def coordinate(indptr, indices, values, value_shift, c, rows):
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def coordinate_parallel(indptr, indices, values, value_shift, c, rows):
     """:func:`coordinate` with its chunks on all threads: the same chunks, added in the same order."""
-    a, b, idx = _span(indptr, indices, c, rows)
+    a, b = _span(indptr, c, rows)
     vs = value_shift[c] if c >= 0 else 0
     n = (b - a + CHUNK - 1) // CHUNK
     part = np.empty((n, 2))
     for k in prange(n):
         lo = a + k * CHUNK
-        part[k, 0], part[k, 1] = chunk_terms(idx, values, vs, rows, lo, min(b, lo + CHUNK))
+        part[k, 0], part[k, 1] = chunk_terms(c < 0, indices, values, vs, rows, lo, min(b, lo + CHUNK))
     g = 0.0
     h = 0.0
     for k in range(n):
@@ -157,10 +159,10 @@ def _update_row(family, rows, i, dx, factor):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def move_chunk(family, indices, values, vs, delta, factor, scaled, rows, lo, hi):
-    """The moves of the entries lo .. hi-1 (non-zeros, or rows where ``indices`` is empty: the
-    intercept), each row's eta by delta x."""
-    if indices.shape[0] == 0:
+def move_chunk(family, ones, indices, values, vs, delta, factor, scaled, rows, lo, hi):
+    """The moves of the entries lo .. hi-1 (non-zeros, or rows where ``ones``: the intercept),
+    each row's eta by delta x."""
+    if ones:
         for i in range(lo, hi):
             _update_row(family, rows, i, delta, factor)
         return
@@ -175,23 +177,23 @@ def move_chunk(family, indices, values, vs, delta, factor, scaled, rows, lo, hi)
 def move(family, indptr, indices, values, value_shift, indicator, c, delta, rows):
     """beta += delta for CSC column ``c`` (the implicit intercept if c < 0): update the
     state of the column's non-zero rows (least squares keeps no exp(eta): no ``exp``)."""
-    a, b, idx = _span(indptr, indices, c, rows)
+    a, b = _span(indptr, c, rows)
     factor = math.exp(delta) if family != GAUSSIAN else 1.0
     scaled = c >= 0 and not indicator[c] and family != GAUSSIAN
-    move_chunk(family, idx, values, value_shift[c] if c >= 0 else 0, delta, factor, scaled, rows, a, b)
+    move_chunk(family, c < 0, indices, values, value_shift[c] if c >= 0 else 0, delta, factor, scaled, rows, a, b)
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def move_parallel(family, indptr, indices, values, value_shift, indicator, c, delta, rows):
     """:func:`move` by chunks of :data:`CHUNK` entries on all threads (a row is in one chunk:
     the same bits)."""
-    a, b, idx = _span(indptr, indices, c, rows)
+    a, b = _span(indptr, c, rows)
     factor = math.exp(delta) if family != GAUSSIAN else 1.0
     scaled = c >= 0 and not indicator[c] and family != GAUSSIAN
     vs = value_shift[c] if c >= 0 else 0
     for k in prange((b - a + CHUNK - 1) // CHUNK):
         lo = a + k * CHUNK
-        move_chunk(family, idx, values, vs, delta, factor, scaled, rows, lo, min(b, lo + CHUNK))
+        move_chunk(family, c < 0, indices, values, vs, delta, factor, scaled, rows, lo, min(b, lo + CHUNK))
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
