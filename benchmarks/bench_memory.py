@@ -3,17 +3,23 @@ beside the input's size (issue 46).
 
     python benchmarks/bench_memory.py [--n 1000000] [--p 1000] [--density 0.05]
                                       [--families cox,cox_strata,fine_gray,conditional_logistic,logistic]
-                                      [--folds 10] [--arrays 12]
+                                      [--folds 10] [--arrays 12] [--boot 0] [--source memory]
+    python benchmarks/bench_memory.py --n 10000000 --families cox --source parquet --boot 4
 
 Each family runs in a fresh process on simulated binary covariates (``riskset.simulate``; the
 strata are blocks of 10 rows, matched sets of conditional logistic hold their first case only, the
 Fine-Gray competing event is a random half of the events):
 
-1. the data as the user holds them (a ``Dataset``: the CSC matrix and the outcome);
+1. the data as the user holds them (a ``Dataset``: the CSC matrix and the outcome); with
+   ``--source parquet`` or ``duckdb``, loaded from long tables (``row_id, covariate_id``, no
+   value column: indicators) that the benchmark writes once, column block by column block, into
+   ``benchmarks/.cache`` from the simulation, which the process then drops: the load's peak
+   and time are its own;
 2. the prepared model (``model.datafit``), its arrays listed by owner and name, each buffer
    counted once however many views of it there are, with the bytes per non-zero;
 3. one L1 fit at a variance that leaves about a tenth of the covariates active;
-4. a ``--folds``-fold cross-validation over three variances around it.
+4. a ``--folds``-fold cross-validation over three variances around it;
+5. with ``--boot K``, K bootstrap draws at that variance.
 
 The peaks are each step's own (the kernel's high-water mark, reset before the step through
 ``/proc/self/clear_refs``) and include what the process held before the step. The *compact
@@ -30,7 +36,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import isolated, peak_rss_mb, print_table, reset_peak_rss  # noqa: E402
+from _common import CACHE, isolated, peak_rss_mb, print_table, reset_peak_rss  # noqa: E402
 
 FAMILIES = ("cox", "cox_strata", "fine_gray", "conditional_logistic", "logistic")
 
@@ -90,6 +96,51 @@ def simulated(family: str, n: int, p: int, density: float):
     return data, {"cox_strata": "cox"}.get(family, family)
 
 
+def long_tables(family: str, n: int, p: int, density: float) -> str:
+    """The folder of ``outcomes.parquet``, ``covariates.parquet`` and ``tables.duckdb`` of the
+    simulated data (written once): the covariates by blocks of columns, one row group each, so
+    that no long copy of the whole design is ever made."""
+    import duckdb
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = os.path.join(CACHE, f"long_{family}_{n}_{p}_{density}")
+    if os.path.exists(os.path.join(folder, "tables.duckdb")):
+        return folder
+    os.makedirs(folder, exist_ok=True)
+    data, _ = simulated(family, n, p, density)
+    out = pd.DataFrame({"row_id": np.arange(n, dtype=np.int64)})
+    for name in ("y", "time", "status"):
+        if getattr(data, name) is not None:
+            out[name] = getattr(data, name)
+    if data.strata is not None:
+        out["stratum_id"] = data.strata
+    out.to_parquet(os.path.join(folder, "outcomes.parquet"))
+    X = data.X.tocsc()
+    schema = pa.schema([("row_id", pa.int64()), ("covariate_id", pa.int64())])
+    with pq.ParquetWriter(os.path.join(folder, "covariates.parquet"), schema) as writer:
+        for a in range(0, p, 25):
+            z = min(p, a + 25)
+            rows = X.indices[X.indptr[a]:X.indptr[z]].astype(np.int64)
+            cols = np.repeat(np.arange(a, z, dtype=np.int64) + 1000, np.diff(X.indptr[a:z + 1]))
+            writer.write_table(pa.table({"row_id": rows, "covariate_id": cols}, schema=schema))
+    del data, X
+    with duckdb.connect(os.path.join(folder, "tables.duckdb")) as con:
+        for name in ("outcomes", "covariates"):
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_parquet('{folder}/{name}.parquet')")
+    return folder
+
+
+def loaded(source: str, folder: str):
+    import riskset
+
+    if source == "parquet":
+        return riskset.from_long(os.path.join(folder, "outcomes.parquet"), os.path.join(folder, "covariates.parquet"))
+    return riskset.from_duckdb(os.path.join(folder, "tables.duckdb"), "SELECT * FROM outcomes",
+                               "SELECT * FROM covariates")
+
+
 def compact_bytes(data) -> int:
     """Row indices as int32, the values that are not 1, the outcome vectors."""
     X = data.X
@@ -97,13 +148,21 @@ def compact_bytes(data) -> int:
     return 4 * X.nnz + 8 * int(np.count_nonzero(X.data != 1.0)) + outcome
 
 
-def profile(family: str, n: int, p: int, density: float, folds: int, n_arrays: int) -> dict:
+def profile(family: str, n: int, p: int, density: float, folds: int, n_arrays: int, source: str = "memory",
+            boot: int = 0) -> dict:
     import riskset
     from riskset.models import get_model
 
     row = {"family": family}
     reset_peak_rss()
-    data, model = simulated(family, n, p, density)
+    if source == "memory":
+        data, model = simulated(family, n, p, density)
+    else:
+        folder = long_tables(family, n, p, density)
+        reset_peak_rss()
+        t = time.perf_counter()
+        data, model = loaded(source, folder), {"cox_strata": "cox"}.get(family, family)
+        row["load s"] = time.perf_counter() - t
     X = data.X
     row["nnz M"] = X.nnz / 1e6
     row["CSC MB"] = (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) / 2**20
@@ -133,6 +192,11 @@ def profile(family: str, n: int, p: int, density: float, folds: int, n_arrays: i
     riskset.cross_validate(data, model, riskset.Laplace(), variances=variance * np.array([0.5, 1.0, 2.0]),
                            n_folds=folds, progress=False, refit=False, early_stop=None)
     row["cv s"], row["cv peak MB"] = time.perf_counter() - t, peak_rss_mb()
+    if boot:
+        reset_peak_rss()
+        t = time.perf_counter()
+        riskset.bootstrap(data, model, riskset.Laplace(variance=variance), n_boot=boot, progress=False)
+        row["boot s"], row["boot peak MB"] = time.perf_counter() - t, peak_rss_mb()
     return row
 
 
@@ -144,10 +208,13 @@ def main():
     ap.add_argument("--families", default=",".join(FAMILIES))
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--arrays", type=int, default=12, help="largest arrays listed per family")
+    ap.add_argument("--source", choices=["memory", "parquet", "duckdb"], default="memory",
+                    help="simulate in the process, or load long tables written once")
+    ap.add_argument("--boot", type=int, default=0, help="bootstrap draws at the fitted variance")
     args = ap.parse_args()
     rows = []
     for family in args.families.split(","):
-        row = isolated(profile, family, args.n, args.p, args.density, args.folds, args.arrays)
+        row = isolated(profile, family, args.n, args.p, args.density, args.folds, args.arrays, args.source, args.boot)
         if "error" in row:
             print(f"{family}: {row['error']}")
             continue
@@ -157,11 +224,12 @@ def main():
                     ["array", "MB", "B/nnz"])
         print(f"\nN = {args.n:,}, P = {args.p:,}, density {args.density}: peak RSS of each step (MB) beside the "
               "input", flush=True)
-        print_table(rows, COLUMNS)
+        print_table(rows, [c for c in COLUMNS if any(c in r for r in rows)])
 
 
-COLUMNS = ["family", "nnz M", "CSC MB", "compact MB", "data MB", "prepare s", "prepared peak MB", "held MB",
-           "held B/nnz", "fit s", "active", "fit peak MB", "cv s", "cv peak MB"]
+COLUMNS = ["family", "nnz M", "CSC MB", "compact MB", "load s", "data MB", "prepare s", "prepared peak MB", "held MB",
+           "held B/nnz", "fit s", "active", "fit peak MB", "cv s", "cv peak MB", "boot s",
+           "boot peak MB"]
 
 
 if __name__ == "__main__":

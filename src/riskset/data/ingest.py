@@ -31,7 +31,7 @@ import scipy.sparse as sp
 
 from riskset.data.dataset import Dataset, check_finite, plain, row_label
 from riskset.exceptions import DataWarning, InputError
-from riskset.data.triplets import triplets_to_csc
+from riskset.data import long_covariates
 from riskset.validation import renamed
 
 #: Old keywords of :func:`from_long` / :func:`from_duckdb` -> the keyword every builder uses.
@@ -120,7 +120,9 @@ def from_long(outcomes, covariates, *, row_id="row_id", strata="stratum_id", y="
         One row per non-zero covariate value: ``row_id, covariate_id[, value]``;
         without a value column every entry is 1 (indicator covariates). Covariate ids
         may be 64-bit integers or strings; columns are ordered by id, and rows by
-        ``row_id``, so results never depend on the order rows arrive in.
+        ``row_id``, so results never depend on the order rows arrive in. Read in
+        batches, twice (:mod:`riskset.data.long_covariates`): a file of any size is never
+        held whole, only the matrix built from it.
     weights, offset, exposure : str, optional
         Columns used as case weights, as offset (fixed part of the linear predictor)
         and as exposure (offset log(exposure)). Never taken from a column name alone:
@@ -142,15 +144,14 @@ def from_long(outcomes, covariates, *, row_id="row_id", strata="stratum_id", y="
     (['3', '7'], [[1.0, 1.0], [0.0, 1.0]])
     """
     out = _to_pandas(_read_table(outcomes))
-    cov = _read_table(covariates)
+    cov = _covariate_source(covariates, row_id)
     if len(out) == 0:
         raise InputError("the outcomes table is empty (no rows)")
     if row_id not in out.columns:
         raise InputError(f"the outcomes table has no {row_id!r} column")
     _check_unique_columns(out.columns, [row_id, strata, y, time, status, start, weights, offset, exposure, subject,
                                         censor_weights], "the outcomes table")
-    _check_unique_columns(list(cov.columns) if isinstance(cov, pd.DataFrame) else cov.column_names,
-                          [row_id, covariate_id, value], "the covariates table")
+    _check_unique_columns(cov.columns, [row_id, covariate_id, value], "the covariates table")
     out = out.sort_values(row_id, kind="stable").reset_index(drop=True)
     ids = out[row_id].to_numpy()
     _check_unique_ids(ids)
@@ -170,7 +171,7 @@ def from_long(outcomes, covariates, *, row_id="row_id", strata="stratum_id", y="
     strata = strata if strata in out.columns else None
     strata_codes, labels = _codes(out[strata]) if strata is not None else (None, None)
     subject_codes = _codes(out[subject])[0] if subject is not None else None
-    X, names = _long_covariates(cov, ids, row_id, covariate_id, value)
+    X, names = long_covariates.read_covariates(cov, ids, row_id, covariate_id, value)
     ds = Dataset(X=X, covariate_names=names, row_ids=ids, strata=strata_codes, strata_labels=labels,
                  subject=subject_codes,
                  meta={"roles": _role_columns(weights, offset, exposure, strata, censor_weights)},
@@ -201,12 +202,11 @@ def from_duckdb(database: str, outcomes_sql: str, covariates_sql: str, *, covari
         raise InputError("give covariate_ref_sql or covariate_ref, not both")
     if not os.path.exists(database):
         raise InputError(f"DuckDB database {database!r} does not exist")
-    queries = {"outcomes_sql": outcomes_sql, "covariates_sql": covariates_sql, "covariate_ref_sql": covariate_ref_sql}
     with duckdb.connect(database, read_only=True) as con:
-        tables = {what: _query(con, sql, what) for what, sql in queries.items() if sql is not None}
-    if covariate_ref_sql is not None:
-        kwargs["covariate_ref"] = tables["covariate_ref_sql"]
-    return from_long(tables["outcomes_sql"], tables["covariates_sql"], **kwargs)
+        outcomes = _query(con, outcomes_sql, "outcomes_sql")
+        if covariate_ref_sql is not None:
+            kwargs["covariate_ref"] = _query(con, covariate_ref_sql, "covariate_ref_sql")
+        return from_long(outcomes, _query_source(con, covariates_sql, "covariates_sql"), **kwargs)
 
 
 def from_arrays(X, *, y=None, time=None, status=None, start=None, weights=None, offset=None, censor_weights=None,
@@ -361,6 +361,64 @@ def _query(con, sql, what):
         raise InputError(f"{what} failed: {sql!r}: {e}") from None
 
 
+def _query_source(con, sql, what) -> long_covariates.CovariateSource:
+    """The covariates query ``sql`` as a source read in batches (the query run once per read)."""
+    import duckdb
+
+    def batches():
+        try:
+            relation = con.sql(sql)  # to_arrow_reader from DuckDB 1.4 on
+            read = relation.to_arrow_reader if hasattr(relation, "to_arrow_reader") else relation.fetch_record_batch
+            yield from read(long_covariates.BATCH_ROWS)
+        except duckdb.Error as e:
+            raise InputError(f"{what} failed: {sql!r}: {e}") from None
+
+    try:
+        columns = list(con.sql(sql).columns)
+    except duckdb.Error as e:
+        raise InputError(f"{what} failed: {sql!r}: {e}") from None
+    return long_covariates.CovariateSource(batches, columns, f"the covariates query ({what})")
+
+
+def _covariate_source(source, row_id: str) -> long_covariates.CovariateSource:
+    """A DataFrame or Arrow table in slices; a Parquet or CSV file opened for each read, in batches
+    (a source already, as :func:`from_duckdb`'s query, as it is)."""
+    if isinstance(source, long_covariates.CovariateSource):
+        return source
+    if not isinstance(source, (str, os.PathLike)):
+        return long_covariates.CovariateSource.of_table(source, row_id)
+    import pyarrow as pa
+
+    path = os.fspath(source)
+    if not path.endswith((".parquet", ".pq", ".csv", ".csv.gz")):
+        raise InputError(f"unsupported file type {path!r}: use .parquet or .csv")
+    if not os.path.exists(path):
+        raise InputError(f"file {path!r} does not exist")
+
+    def opened():
+        if path.endswith((".csv", ".csv.gz")):
+            import pyarrow.csv as pacsv
+
+            return pacsv.open_csv(path)
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(path, page_checksum_verification=True)
+
+    def batches():
+        try:
+            f = opened()
+            yield from (f if path.endswith((".csv", ".csv.gz")) else f.iter_batches(long_covariates.BATCH_ROWS))
+        except (OSError, pa.ArrowException) as e:
+            raise InputError(f"cannot read file {path!r}, it is corrupt or not in its format: {e}") from None
+
+    try:
+        f = opened()
+        columns = list(f.schema.names) if path.endswith((".csv", ".csv.gz")) else list(f.schema_arrow.names)
+    except (OSError, pa.ArrowException) as e:
+        raise InputError(f"cannot read file {path!r}, it is corrupt or not in its format: {e}") from None
+    return long_covariates.CovariateSource(batches, columns)
+
+
 def _arrow(relation):
     """A DuckDB relation as an Arrow table (``to_arrow_table`` from DuckDB 1.4 on)."""
     return relation.to_arrow_table() if hasattr(relation, "to_arrow_table") else relation.fetch_arrow_table()
@@ -399,76 +457,6 @@ def _to_pandas(frame) -> pd.DataFrame:
     if hasattr(frame, "to_pandas"):
         return frame.to_pandas()
     raise InputError(f"expected a pandas DataFrame or Arrow table, got {type(frame).__name__}")
-
-
-def _column_array(table, name):
-    if isinstance(table, pd.DataFrame):
-        return table[name].to_numpy()
-    return table.column(name).to_numpy()
-
-
-def _long_covariates(cov, ids, row_id, covariate_id, value):
-    """Canonical CSC matrix from (row_id, covariate_id, value) triplets in O(nnz)."""
-    cols = list(cov.columns) if isinstance(cov, pd.DataFrame) else cov.column_names
-    for c in (row_id, covariate_id):
-        if c not in cols:
-            raise InputError(f"the covariates table has no {c!r} column")
-    cov_rows = _column_array(cov, row_id)
-    rows = _positions(ids, cov_rows)
-    if np.any(rows < 0):
-        bad = cov_rows[rows < 0]
-        raise InputError(f"covariates for {bad.size} row(s) not in the outcomes table, first row_id {plain(bad[0])!r}")
-    col, names = _sorted_codes(cov.column(covariate_id) if not isinstance(cov, pd.DataFrame) else cov[covariate_id])
-    vals = np.ones(len(rows)) if value not in cols else _numeric_values(_column_array(cov, value), value, cov_rows)
-    if vals.size and not np.all(np.isfinite(vals)):
-        i = int(np.flatnonzero(~np.isfinite(vals))[0])
-        raise InputError(f"covariate {plain(names[col[i]])!r} has a non-finite value ({vals[i]}) "
-                         f"at row_id {plain(cov_rows[i])!r}")
-    indptr, indices, data, dup = triplets_to_csc(rows, col, vals, len(names))
-    if dup >= 0:
-        c = int(np.searchsorted(indptr, dup, side="right") - 1)
-        raise InputError(f"covariate {plain(names[c])!r} is given twice for row_id {plain(ids[indices[dup]])!r}")
-    X = sp.csc_matrix((data, indices, indptr), shape=(len(ids), len(names)))
-    X.eliminate_zeros()
-    return X, [str(c) for c in names]
-
-
-def _numeric_values(values, column, row_ids) -> np.ndarray:
-    """``values`` of the covariates table's column ``column`` as floats; text raises naming the row."""
-    try:
-        return np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        numbers = pd.to_numeric(pd.Series(values), errors="coerce")
-        i = int(np.flatnonzero(numbers.isna() & pd.Series(values).notna())[0])
-        raise InputError(f"column {column!r} of the covariates table is not numeric: {values[i]!r} at "
-                         f"row_id {plain(row_ids[i])!r}") from None
-
-
-def _positions(sorted_ids, wanted):
-    """Index of each ``wanted`` id in ``sorted_ids`` (ascending, unique), -1 if absent."""
-    if sorted_ids.dtype.kind in "iuf" and np.asarray(wanted).dtype.kind in "iuf":
-        pos = np.searchsorted(sorted_ids, wanted)
-        pos[pos == len(sorted_ids)] = 0
-        return np.where(sorted_ids[pos] == wanted, pos, -1).astype(np.int64)
-    return pd.Index(sorted_ids).get_indexer(wanted).astype(np.int64)
-
-
-def _sorted_codes(column):
-    """(code per entry, sorted distinct values): codes follow the sorted order of the ids.
-
-    Arrow columns are dictionary-encoded in C++; pandas/NumPy ones factorized by hash.
-    """
-    if hasattr(column, "combine_chunks"):
-        encoded = column.combine_chunks().dictionary_encode()
-        codes = encoded.indices.to_numpy(zero_copy_only=False)
-        uniques = encoded.dictionary.to_numpy(zero_copy_only=False)
-    else:
-        codes, uniques = pd.factorize(np.asarray(column))
-        uniques = np.asarray(uniques)
-    order = np.argsort(uniques, kind="stable")
-    rank = np.empty(order.size, np.int64)
-    rank[order] = np.arange(order.size)
-    return rank[codes], uniques[order]
 
 
 #: What :func:`pandas.api.types.infer_dtype` says of an object column that holds numbers only.

@@ -1,5 +1,6 @@
 """Building a canonical CSC matrix from (row, column, value) triplets in O(nnz): the compiled
-pass behind the long-table builders (:mod:`riskset.data.ingest`)."""
+passes behind the long-table builders (:mod:`riskset.data.ingest`,
+:mod:`riskset.data.long_covariates`)."""
 import numpy as np
 from numba import njit
 
@@ -20,13 +21,33 @@ def triplets_to_csc(rows, cols, vals, n_cols):
     fill = indptr[:-1].copy()
     indices = np.empty(nnz, np.int64)
     data = np.empty(nnz, np.float64)
-    for k in range(nnz):
+    fill_columns(rows, cols, vals, True, indptr, fill, indices, data)
+    return indptr, indices, data, sort_columns(indptr, indices, data)
+
+
+@njit(cache=True, error_model="numpy")
+def fill_columns(rows, cols, vals, has_value, indptr, fill, indices, data):
+    """Place each triplet at its column's next free position ``fill[c]`` (advanced), the value
+    only with ``has_value``. Returns the first column that would pass its end
+    ``indptr[c + 1]`` (nothing of that triplet written), or -1."""
+    for k in range(rows.shape[0]):
         c = cols[k]
-        indices[fill[c]] = rows[k]
-        data[fill[c]] = vals[k]
-        fill[c] += 1
+        f = fill[c]
+        if f >= indptr[c + 1]:
+            return c
+        indices[f] = rows[k]
+        if has_value:
+            data[f] = vals[k]
+        fill[c] = f + 1
+    return -1
+
+
+@njit(cache=True, error_model="numpy")
+def sort_columns(indptr, indices, data):
+    """Sort each column's rows (with their values; a sorted column is left as it is).
+    Returns the position of a repeated (row, column) pair, or -1."""
     duplicate = -1
-    for c in range(n_cols):
+    for c in range(indptr.shape[0] - 1):
         a, b = indptr[c], indptr[c + 1]
         for k in range(a + 1, b):
             if indices[k] < indices[k - 1]:
@@ -37,4 +58,4 @@ def triplets_to_csc(rows, cols, vals, n_cols):
         for k in range(a + 1, b):
             if indices[k] == indices[k - 1] and duplicate < 0:
                 duplicate = k
-    return indptr, indices, data, duplicate
+    return duplicate

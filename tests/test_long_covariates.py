@@ -1,0 +1,121 @@
+"""The long covariates table read in batches (riskset.data.long_covariates): every source,
+read in batches of a few rows, gives the matrix of the whole table at once; a table that
+changes between the two reads, or holds a missing id, is refused."""
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import scipy.sparse as sp
+
+import riskset
+from riskset.data import long_covariates
+from riskset.data.long_covariates import CovariateSource, read_covariates
+from riskset.exceptions import InputError
+
+
+def tables(seed, text_ids=False, values=True, sparse_ids=False):
+    rng = np.random.default_rng(seed)
+    n, p = 60, 9
+    X = sp.random(n, p, density=0.3, random_state=seed, format="coo")
+    ids = np.sort(rng.choice(10**12 if sparse_ids else 3 * n, n, replace=False)) + 5
+    names = np.array([f"c{k:02d}" for k in range(p)] if text_ids else 2 ** np.arange(30, 30 + p), dtype=object)
+    cov = pd.DataFrame({"row_id": ids[X.row], "covariate_id": names[X.col],
+                        "value": np.round(rng.normal(size=X.nnz), 3)}).sample(frac=1, random_state=seed)
+    cov["covariate_id"] = cov["covariate_id"].astype(str if text_ids else np.int64)
+    if not values:
+        cov = cov.drop(columns="value")
+    out = pd.DataFrame({"row_id": ids, "y": rng.integers(0, 2, n)}).sample(frac=1, random_state=seed + 1)
+    return out, cov
+
+
+def expected(out, cov):
+    """The matrix from the whole table at once (scipy's COO -> CSC: rows sorted within columns)."""
+    ids = np.sort(out["row_id"].to_numpy())
+    names = np.sort(cov["covariate_id"].unique())
+    rows = np.searchsorted(ids, cov["row_id"].to_numpy())
+    cols = np.searchsorted(names, cov["covariate_id"].to_numpy())
+    vals = cov["value"].to_numpy() if "value" in cov else np.ones(len(cov))
+    X = sp.coo_matrix((vals, (rows, cols)), shape=(ids.size, names.size)).tocsc()
+    X.eliminate_zeros()
+    X.sort_indices()
+    return X, [str(c) for c in names]
+
+
+def same(ds, out, cov):
+    X, names = expected(out, cov)
+    keep = [names.index(c) for c in ds.covariate_names]  # an all-zero column is dropped
+    assert ds.covariate_names == [names[k] for k in keep]
+    np.testing.assert_array_equal(ds.X.indptr, X[:, keep].indptr)
+    np.testing.assert_array_equal(ds.X.indices, X[:, keep].indices)
+    np.testing.assert_array_equal(ds.X.data, X[:, keep].data)
+
+
+@pytest.mark.parametrize("text_ids", [False, True])
+@pytest.mark.parametrize("values", [False, True])
+@pytest.mark.parametrize("sparse_ids", [False, True])
+def test_every_source_read_in_batches_gives_the_whole_tables_matrix(text_ids, values, sparse_ids, tmp_path,
+                                                                    monkeypatch):
+    monkeypatch.setattr(long_covariates, "BATCH_ROWS", 7)
+    out, cov = tables(3, text_ids, values, sparse_ids)
+    cov.to_parquet(tmp_path / "c.parquet")
+    cov.to_csv(tmp_path / "c.csv", index=False)
+    with duckdb.connect(str(tmp_path / "db.duckdb")) as con:
+        con.register("o", out)
+        con.register("c", cov)
+        con.execute("CREATE TABLE outcomes AS SELECT * FROM o; CREATE TABLE covariates AS SELECT * FROM c")
+    for source in (cov, pa.Table.from_pandas(cov, preserve_index=False), str(tmp_path / "c.parquet"),
+                   str(tmp_path / "c.csv")):
+        same(riskset.from_long(out, source), out, cov)
+    same(riskset.from_duckdb(str(tmp_path / "db.duckdb"), "SELECT * FROM outcomes", "SELECT * FROM covariates"),
+         out, cov)
+
+
+def test_the_batches_hold_the_matrix_int32_rows_and_no_values_array_beyond_ones():
+    out, cov = tables(4, values=False)
+    ds = riskset.from_long(out, cov)
+    assert ds.X.indices.dtype == np.int32 and np.all(ds.X.data == 1.0)
+
+
+def changing(cov, second):
+    """A source whose second read (the fill) returns ``second`` instead of ``cov``."""
+    reads = []
+
+    def batches():
+        reads.append(1)
+        table = cov if len(reads) == 1 else second
+        return iter(pa.Table.from_pandas(table, preserve_index=False).to_batches(max_chunksize=5))
+
+    return CovariateSource(batches, list(cov.columns))
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda c: pd.concat([c, c.iloc[:1].assign(row_id=c["row_id"].iloc[1])]), "more rows than on the first read"),
+    (lambda c: c.iloc[1:], "fewer rows than on the first read"),
+    (lambda c: c.assign(covariate_id=np.where(np.arange(len(c)) == 0, 7, c["covariate_id"])),
+     "a covariate id not there on the first read"),
+])
+def test_a_table_that_changes_between_the_reads_is_refused(change, match):
+    out, cov = tables(5)
+    with pytest.raises(InputError, match=match):
+        read_covariates(changing(cov, change(cov)), np.sort(out["row_id"].to_numpy()), "row_id", "covariate_id",
+                        "value")
+
+
+def test_missing_ids_and_values_are_named():
+    out = pd.DataFrame({"row_id": [1, 2], "y": [0, 1]})
+    with pytest.raises(InputError, match="missing \\(null\\) 'covariate_id'"):
+        riskset.from_long(out, pa.table({"row_id": [1, 2], "covariate_id": pa.array([5, None], pa.int64())}))
+    with pytest.raises(InputError, match="missing \\(null\\) 'row_id'"):
+        riskset.from_long(out, pa.table({"row_id": pa.array([1, None], pa.int64()), "covariate_id": [5, 5]}))
+    with pytest.raises(InputError, match="covariate 5 has a non-finite value \\(inf\\) at row_id 2"):
+        riskset.from_long(out, pd.DataFrame({"row_id": [1, 2], "covariate_id": [5, 5], "value": [1.0, np.inf]}))
+
+
+def test_a_parquet_file_is_read_in_row_groups_not_whole(tmp_path, monkeypatch):
+    """The reader asks the file for batches (its row groups), never for the whole table."""
+    out, cov = tables(6)
+    pq.write_table(pa.Table.from_pandas(cov, preserve_index=False), tmp_path / "c.parquet", row_group_size=10)
+    monkeypatch.setattr(pq, "read_table", lambda *a, **k: pytest.fail("read whole"))
+    same(riskset.from_long(out, str(tmp_path / "c.parquet")), out, cov)
