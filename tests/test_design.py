@@ -118,7 +118,8 @@ def scipy_preparation(monkeypatch):
 
         def slots(indices, rs):
             itype = np.uint16 if rs.n_slots < 2**16 else np.int32 if rs.n_slots < 2**31 - 1 else np.int64
-            return rs.ks[indices].astype(itype), rs.ke[indices].astype(itype), rs.event[indices]
+            ksn = rs.ks[indices] if rs.has_start else rs.ks[:0]  # entry slots only with start times
+            return ksn.astype(itype), rs.ke[indices].astype(itype), rs.event[indices]
 
         monkeypatch.setattr(cox, "slots_at_nonzeros", slots)
     return use
@@ -262,6 +263,16 @@ def test_an_indicator_design_allocates_no_values_per_non_zero():
     big_floats = [name for name, value in vars(datafit).items()
                   if isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.size >= nnz]
     assert big_floats == []
+
+
+@pytest.mark.parametrize("start", [False, True])
+def test_a_cox_datafit_stores_entry_slots_only_with_start_times(start):
+    """Without start times every row enters at its stratum's first slot: no entry slot is kept
+    per non-zero (the walks read the exit slot and its stratum alone)."""
+    d = survival(300, seed=5, strata=True, start=start)
+    datafit = CoxDatafit(messy_csc(300, 4, seed=6), d["time"], d["status"], d["start"], d["strata"])
+    assert datafit.ken.size == datafit.design.nnz
+    assert datafit.ksn.size == (datafit.design.nnz if start else 0)
 
 
 def uncompacted(X: sp.csc_matrix) -> CompactCSC:

@@ -68,7 +68,7 @@ class SparseData(NamedTuple):
     value_shift: np.ndarray
     indicator: np.ndarray
     gx0: np.ndarray          # per column: sum over events of c x
-    ksn: np.ndarray          # per non-zero: its row's entry slot, exit slot and event flag
+    ksn: np.ndarray          # per non-zero: its row's entry slot (with start times; else empty), exit slot, event
     ken: np.ndarray
     evn: np.ndarray
     codes: np.ndarray        # per non-zero: the column's breakpoints (read only with start times)

@@ -35,15 +35,16 @@ def move_run(lo, hi, indices, values, vs, ind, delta, factor, eta, w, ksn, ken, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def gradient_run(lo, hi, g, indices, values, vs, w, ksn, ken, evn, A1c, R1, efron):
+def gradient_run(lo, hi, g, indices, values, vs, w, ksn, ken, evn, has_start, A1c, R1, efron):
     """``g`` minus the gradient terms of the stored non-zeros lo .. hi-1 of a column (the g of
-    :func:`walk_chunk` alone). Flat arguments: it runs inside the parallel loop of
-    :func:`chunked_walk`."""
+    :func:`walk_chunk` alone). Without start times a row enters at its stratum's first slot,
+    where A1c is 0 (``ksn`` is not stored, nor read). Flat arguments: it runs inside the
+    parallel loop of :func:`chunked_walk`."""
     for i in range(lo, hi):
         if i + DISTANCE < hi:
             prefetch(w, indices[i + DISTANCE])
         wx = w[indices[i]] * values[i + vs]
-        g -= wx * (A1c[ken[i]] - A1c[ksn[i]])
+        g -= wx * (A1c[ken[i]] - A1c[ksn[i]] if has_start else A1c[ken[i]])
         if efron and evn[i]:
             g += wx * R1[ken[i] - 1]
     return g
@@ -75,14 +76,15 @@ def move_scan(indptr, indices, values, value_shift, j, delta, eta, w):
 def coordinate_sorted(data, state, j):
     """(g_j, h_j) in O(nnz_j) for right-censored rows (sorted order = descending exit slot).
 
-    ``ksn, ken, evn``: entry slot (= the stratum's first slot), exit slot and status of
-    the row of each stored non-zero (static, so the walk reads them sequentially).
+    ``ken, evn``: exit slot and status of the row of each stored non-zero (static, so the
+    walk reads them sequentially); every row enters at its stratum's first slot, where A1c
+    and A2c are 0.
     """
-    indptr, ksn, ken, evn, efron = data.indptr, data.ksn, data.ken, data.evn, data.slots.efron
+    indptr, ken, evn, efron = data.indptr, data.ken, data.evn, data.slots.efron
     w, A1c, A2c, R1, R2, T2 = state.w, state.sums.A1c, state.sums.A2c, state.sums.R1, state.sums.R2, state.sums.T2
     out = np.empty(8)
     walk_chunk(indptr[j], indptr[j + 1], indptr[j + 1], data.gx0[j], data.indices, data.values, data.value_shift[j], w,
-               ksn, ken, evn, A1c, A2c, R1, R2, T2, efron, out)
+               data.slots.slot_stratum, ken, evn, A1c, A2c, R1, R2, T2, efron, out)
     return out[0], out[1] + out[2]
 
 
@@ -230,18 +232,18 @@ def coordinate_scan(data, state, j):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def walk_chunks(a, b, ksn, ken, size):
+def walk_chunks(a, b, ken, size):
     """Boundaries of the chunks of a column's stored non-zeros a .. b-1 (right-censored rows,
     in slot order): one every ``size``, each moved forward to the end of its run (non-zeros
-    of one stratum and exit slot), so that no slot sum is touched by two chunks. Fixed by
-    the data, not by the threads."""
+    of one exit slot, hence of one stratum), so that no slot sum is touched by two chunks.
+    Fixed by the data, not by the threads."""
     n = (b - a + size - 1) // size
     out = np.empty(n + 1, np.int64)
     out[0] = a
     m = 1
     for c in range(1, n):
         k = max(a + c * size, out[m - 1] + 1)
-        while k < b and ken[k] == ken[k - 1] and ksn[k] == ksn[k - 1]:
+        while k < b and ken[k] == ken[k - 1]:
             k += 1
         if k < b:
             out[m] = k
@@ -251,12 +253,14 @@ def walk_chunks(a, b, ksn, ken, size):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def walk_chunk(lo, hi, b, g0, indices, values, vs, w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron, out):
+def walk_chunk(lo, hi, b, g0, indices, values, vs, w, slot_stratum, ken, evn, A1c, A2c, R1, R2, T2, efron, out):
     """:func:`coordinate_sorted`'s sums over the whole runs lo .. hi-1 of a column ending at
     ``b``, its running risk-set sum c started at 0 and g at ``g0``. ``out`` = (g, h, S, K0, K1, K2, c, reset):
     K0, K1, K2 are the sums of dA2, c dA2 and e R2 over the runs before the chunk's first
     change of stratum (``reset``), where a carry C of the chunks before adds
-    C^2 K0 + 2 C (K1 - K2) to S (S's terms c^2 dA2 and -2 e c R2 with c -> C + c). Called inside
+    C^2 K0 + 2 C (K1 - K2) to S (S's terms c^2 dA2 and -2 e c R2 with c -> C + c). Rows enter
+    at their stratum's first slot, where A1c and A2c are 0; a change of stratum is one of
+    ``slot_stratum`` between exit slots. Called inside
     the parallel loop of :func:`coordinate_chunked`, where Numba passes only arrays and scalars:
     flat arguments."""
     g = g0
@@ -274,7 +278,7 @@ def walk_chunk(lo, hi, b, g0, indices, values, vs, w, ksn, ken, evn, A1c, A2c, R
         x = values[i + vs]
         wx = w[indices[i]] * x
         kr = ken[i]
-        a1 = A1c[kr] - A1c[ksn[i]]
+        a1 = A1c[kr]
         g -= wx * a1
         h -= wx * x * a1
         if efron and evn[i]:
@@ -286,8 +290,8 @@ def walk_chunk(lo, hi, b, g0, indices, values, vs, w, ksn, ken, evn, A1c, A2c, R
         same_stratum = False
         same_run = False
         if i + 1 < b:
-            same_stratum = ksn[i + 1] == ksn[i]
-            same_run = same_stratum and ken[i + 1] == kr
+            same_run = ken[i + 1] == kr
+            same_stratum = same_run or slot_stratum[ken[i + 1]] == slot_stratum[kr]
         if not same_run:
             if e != 0.0:
                 p = kr - 1
@@ -295,7 +299,7 @@ def walk_chunk(lo, hi, b, g0, indices, values, vs, w, ksn, ken, evn, A1c, A2c, R
                 if first:
                     k2 += e * R2[p]
                 e = 0.0
-            d2 = A2c[kr] - A2c[ken[i + 1] if same_stratum else ksn[i]]
+            d2 = A2c[kr] - A2c[ken[i + 1]] if same_stratum else A2c[kr]
             S += c * c * d2
             if first:
                 k0 += d2
@@ -325,29 +329,29 @@ def coordinate_chunked(data, state, j, gradient_only):
     :func:`chunked_walk` instead of one each (a parallel function: seconds of a first fit's
     compile time; its branch is taken once per chunk)."""
     sums = state.sums
-    return chunked_walk(data.indptr, data.indices, data.values, data.value_shift, j, data.gx0[j], state.w, data.ksn,
-                        data.ken, data.evn, sums.A1c, sums.A2c, sums.R1, sums.R2, sums.T2, data.slots.efron,
-                        data.walk_chunk, np.bool_(gradient_only))
+    return chunked_walk(data.indptr, data.indices, data.values, data.value_shift, j, data.gx0[j], state.w,
+                        data.slots.slot_stratum, data.ken, data.evn, sums.A1c, sums.A2c, sums.R1, sums.R2, sums.T2,
+                        data.slots.efron, data.walk_chunk, np.bool_(gradient_only))
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def chunked_walk(indptr, indices, values, value_shift, j, gx0, w, ksn, ken, evn, A1c, A2c, R1, R2, T2, efron, size,
-                 gradient_only):
+def chunked_walk(indptr, indices, values, value_shift, j, gx0, w, slot_stratum, ken, evn, A1c, A2c, R1, R2, T2, efron,
+                 size, gradient_only):
     """:func:`coordinate_chunked` on flat arguments: a parallel function compiles faster on
     arrays and scalars than on records it unpacks."""
     a = indptr[j]
     b = indptr[j + 1]
     vs = value_shift[j]
-    bounds = walk_chunks(a, b, ksn, ken, size)
+    bounds = walk_chunks(a, b, ken, size)
     n = bounds.shape[0] - 1
     part = np.empty((n, 8))
-    for k in prange(n):
+    for k in prange(n):  # right-censored rows: no entry slots (ken stands in for the ksn not read)
         if gradient_only:
-            part[k, 0] = gradient_run(bounds[k], bounds[k + 1], 0.0, indices, values, vs, w, ksn, ken, evn, A1c, R1,
-                                      efron)
+            part[k, 0] = gradient_run(bounds[k], bounds[k + 1], 0.0, indices, values, vs, w, ken, ken, evn, False,
+                                      A1c, R1, efron)
         else:
-            walk_chunk(bounds[k], bounds[k + 1], b, 0.0, indices, values, vs, w, ksn, ken, evn, A1c, A2c, R1, R2, T2,
-                       efron, part[k])
+            walk_chunk(bounds[k], bounds[k + 1], b, 0.0, indices, values, vs, w, slot_stratum, ken, evn, A1c, A2c, R1,
+                       R2, T2, efron, part[k])
     g = gx0
     if gradient_only:
         for k in range(n):
@@ -371,16 +375,16 @@ def move_chunked(data, state, j, delta):
     is shared by two chunks), so the result is the serial one, bit for bit."""
     sums = state.sums
     chunked_move(data.indptr, data.indices, data.values, data.value_shift[j], data.indicator[j], j, delta, state.eta,
-                 state.w, data.ksn, data.ken, data.evn, sums.ex, sums.en, sums.ev, data.walk_chunk)
+                 state.w, data.ken, data.evn, sums.ex, sums.en, sums.ev, data.walk_chunk)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def chunked_move(indptr, indices, values, vs, ind, j, delta, eta, w, ksn, ken, evn, ex, en, ev, size):
+def chunked_move(indptr, indices, values, vs, ind, j, delta, eta, w, ken, evn, ex, en, ev, size):
     """:func:`move_chunked` on flat arguments (a parallel function, as :func:`chunked_walk`)."""
     factor = math.exp(delta)
-    bounds = walk_chunks(indptr[j], indptr[j + 1], ksn, ken, size)
-    for k in prange(bounds.shape[0] - 1):  # right-censored rows (chunked): no entry sums
-        move_run(bounds[k], bounds[k + 1], indices, values, vs, ind, delta, factor, eta, w, ksn, ken, evn, False, ex,
+    bounds = walk_chunks(indptr[j], indptr[j + 1], ken, size)
+    for k in prange(bounds.shape[0] - 1):  # right-censored rows: no entry sums (ken stands in for ksn, not read)
+        move_run(bounds[k], bounds[k + 1], indices, values, vs, ind, delta, factor, eta, w, ken, ken, evn, False, ex,
                  en, ev)
 
 
@@ -388,5 +392,5 @@ def chunked_move(indptr, indices, values, vs, ind, j, delta, eta, w, ksn, ken, e
 def gradient_column(data, state, j):
     """dl/dbeta_j alone in O(nnz_j) (the g of :func:`coordinate_sorted`, bit for bit: :func:`gradient_run`)."""
     return gradient_run(data.indptr[j], data.indptr[j + 1], data.gx0[j], data.indices, data.values,
-                        data.value_shift[j], state.w, data.ksn, data.ken, data.evn, state.sums.A1c, state.sums.R1,
-                        data.slots.efron)
+                        data.value_shift[j], state.w, data.ksn, data.ken, data.evn, data.slots.has_start,
+                        state.sums.A1c, state.sums.R1, data.slots.efron)
