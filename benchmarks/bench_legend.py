@@ -28,6 +28,7 @@ a GV100 GPU.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import resource
 import time
@@ -118,7 +119,7 @@ def main():
                                follow_up=0.3, competing_rate=0.5, seed=args.seed)
     record("simulate", m, data.n_rows, data.X.nnz,
            f"{(data.status == 1).mean():.1%} events, {(data.status == 2).mean():.1%} competing")
-    population = None
+    population = scored = None
     if "propensity" in steps:
         with Meter() as m:
             model, scored = fit_propensity(data, cv=folds, n_jobs=args.jobs, prior=None if args.ps_variance is None
@@ -140,6 +141,12 @@ def main():
                f"max |std diff| after {np.nanmax(np.abs(balance.std_diff_after)):.3f}")
     outcome = population.outcome_data(data) if population is not None else data
     with_competing, outcome = outcome, replace(outcome, status=(outcome.status == 1).astype(np.int64))  # Cox: censored
+    nnz, ones, n_rows = data.X.nnz, int((data.X.data == 1).sum()), data.n_rows
+    # the outcome models need the matched rows alone: the cohort, its scores and the propensity
+    # model are let go, as a study script would (held_gb below is then the matched data)
+    del data, population, scored
+    model = matched = balance = None  # noqa: F841 (let go)
+    gc.collect()
     selected = {}
     for name, fit_data in (("cox", outcome), ("fine_gray", _without_strata(with_competing))):
         if name not in steps:
@@ -161,9 +168,7 @@ def main():
         record(f"bootstrap {args.boot} draws", m, outcome.n_rows, outcome.X.nnz,
                f"HR interval {np.exp(b.lower):.3f} to {np.exp(b.upper):.3f}")
 
-    nnz = data.X.nnz
-    ones = int((data.X.data == 1).sum())
-    input_gb = (4 * nnz + 8 * (nnz - ones) + 16 * data.n_rows) / 2 ** 30
+    input_gb = (4 * nnz + 8 * (nnz - ones) + 16 * n_rows) / 2 ** 30
     print(f"\nLEGEND-shaped cohort: N = {args.n:,} before matching, P = {args.p:,}, density {args.density}, "
           f"{nnz:,} non-zeros (compact input {input_gb:.2f} GB); {threads} threads; "
           f"riskset {riskset.__version__}, {os.cpu_count()} CPUs")
