@@ -119,3 +119,11 @@ def test_a_parquet_file_is_read_in_row_groups_not_whole(tmp_path, monkeypatch):
     pq.write_table(pa.Table.from_pandas(cov, preserve_index=False), tmp_path / "c.parquet", row_group_size=10)
     monkeypatch.setattr(pq, "read_table", lambda *a, **k: pytest.fail("read whole"))
     same(riskset.from_long(out, str(tmp_path / "c.parquet")), out, cov)
+
+
+def test_a_matrix_without_stored_zeros_is_not_copied_to_look_for_empty_columns():
+    """Loading ends by dropping covariates without a non-zero value: a matrix with no stored
+    zero is looked at where it is (a copy would double the peak of a large load)."""
+    out, cov = tables(7)
+    ds = riskset.from_long(out, cov)
+    assert ds.X.data.all() and ds.drop_empty_covariates() is ds

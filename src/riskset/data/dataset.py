@@ -209,8 +209,10 @@ class Dataset:
 
     def drop_empty_covariates(self) -> "Dataset":
         """Drop covariates without a non-zero value, with a warning naming them."""
-        X = self.X.copy()
-        X.eliminate_zeros()
+        X = self.X
+        if not X.data.all():  # stored zeros, counted out on a copy (X itself is left as it is)
+            X = X.copy()
+            X.eliminate_zeros()
         empty = np.flatnonzero(np.diff(X.indptr) == 0)
         if empty.size == 0:
             return self
