@@ -82,7 +82,7 @@ def changing(cov, second):
     """A source whose second read (the fill) returns ``second`` instead of ``cov``."""
     reads = []
 
-    def batches():
+    def batches(names):
         reads.append(1)
         table = cov if len(reads) == 1 else second
         return iter(pa.Table.from_pandas(table, preserve_index=False).to_batches(max_chunksize=5))
@@ -127,3 +127,18 @@ def test_a_matrix_without_stored_zeros_is_not_copied_to_look_for_empty_columns()
     out, cov = tables(7)
     ds = riskset.from_long(out, cov)
     assert ds.X.data.all() and ds.drop_empty_covariates() is ds
+
+
+def test_each_read_asks_for_the_columns_it_needs_alone():
+    """The count reads the covariate ids alone; the fill the row ids, covariate ids and values
+    (a Parquet file or a query then decodes no other column)."""
+    out, cov = tables(8)
+    asked = []
+
+    def batches(names):
+        asked.append(list(names))
+        return iter(pa.Table.from_pandas(cov.assign(extra=1.0), preserve_index=False).select(names).to_batches())
+
+    read_covariates(CovariateSource(batches, list(cov.columns) + ["extra"]), np.sort(out["row_id"].to_numpy()),
+                    "row_id", "covariate_id", "value")
+    assert asked == [["covariate_id"], ["row_id", "covariate_id", "value"]]

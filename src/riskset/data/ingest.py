@@ -365,9 +365,10 @@ def _query_source(con, sql, what) -> long_covariates.CovariateSource:
     """The covariates query ``sql`` as a source read in batches (the query run once per read)."""
     import duckdb
 
-    def batches():
+    def batches(names):
         try:
-            relation = con.sql(sql)  # to_arrow_reader from DuckDB 1.4 on
+            relation = con.sql(sql).select(*(duckdb.ColumnExpression(n) for n in names))  # those columns alone
+            # to_arrow_reader from DuckDB 1.4 on
             read = relation.to_arrow_reader if hasattr(relation, "to_arrow_reader") else relation.fetch_record_batch
             yield from read(long_covariates.BATCH_ROWS)
         except duckdb.Error as e:
@@ -395,19 +396,20 @@ def _covariate_source(source, row_id: str) -> long_covariates.CovariateSource:
     if not os.path.exists(path):
         raise InputError(f"file {path!r} does not exist")
 
-    def opened():
+    def opened(names=None):
         if path.endswith((".csv", ".csv.gz")):
             import pyarrow.csv as pacsv
 
-            return pacsv.open_csv(path)
+            return pacsv.open_csv(path, convert_options=pacsv.ConvertOptions(include_columns=names))
         import pyarrow.parquet as pq
 
         return pq.ParquetFile(path, page_checksum_verification=True)
 
-    def batches():
+    def batches(names):
         try:
-            f = opened()
-            yield from (f if path.endswith((".csv", ".csv.gz")) else f.iter_batches(long_covariates.BATCH_ROWS))
+            f = opened(names)
+            yield from (f if path.endswith((".csv", ".csv.gz")) else f.iter_batches(long_covariates.BATCH_ROWS,
+                                                                                      columns=names))
         except (OSError, pa.ArrowException) as e:
             raise InputError(f"cannot read file {path!r}, it is corrupt or not in its format: {e}") from None
 

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import scipy.sparse as sp
 
 from riskset.data.dataset import plain
-from riskset.data.triplets import fill_columns, sort_columns
+from riskset.data.triplets import dense_positions, fill_columns, sort_columns
 from riskset.exceptions import InputError
 
 #: Covariate rows read per batch (a batch's working arrays are ~40 bytes a row).
@@ -41,10 +41,11 @@ DENSE_ID_SPAN = 4
 class CovariateSource:
     """A long covariates table that can be read, batch by batch, more than once.
 
-    ``batches()`` opens the source anew and yields Arrow record batches (or tables) holding at
-    least the columns ``columns``; ``what`` names the source in errors."""
+    ``batches(names)`` opens the source anew and yields Arrow record batches (or tables) holding
+    at least the columns ``names`` (a file or a query reads those alone); ``columns`` are all
+    its columns; ``what`` names the source in errors."""
 
-    batches: Callable[[], Iterator]
+    batches: Callable[[list], Iterator]
     columns: list
     what: str = "the covariates table"
 
@@ -52,14 +53,15 @@ class CovariateSource:
     def of_table(cls, table, row_id: str = "row_id", what: str = "the covariates table") -> "CovariateSource":
         """A pandas DataFrame or Arrow table in memory (read in slices, without a copy of the whole)."""
         if isinstance(table, pd.DataFrame):
-            def frames():
+            def frames(names):
                 for a in range(0, max(len(table), 1), BATCH_ROWS):
                     yield FrameSlice(table.iloc[a:a + BATCH_ROWS], what, row_id)
 
             return cls(frames, [str(c) for c in table.columns], what)
         if not isinstance(table, pa.Table):
             raise InputError(f"expected a pandas DataFrame or Arrow table, got {type(table).__name__}")
-        return cls(lambda: iter(table.to_batches(max_chunksize=BATCH_ROWS)), list(table.column_names), what)
+        return cls(lambda names: iter(table.select(names).to_batches(max_chunksize=BATCH_ROWS)),
+                   list(table.column_names), what)
 
 
 @dataclass(frozen=True)
@@ -95,11 +97,11 @@ def read_covariates(source: CovariateSource, ids: np.ndarray, row_id: str, covar
     np.cumsum(counts, out=indptr[1:])
     nnz = int(indptr[-1])
     indices = np.empty(nnz, np.int32 if ids.size < 2**31 - 1 else np.int64)
-    data = np.empty(nnz) if has_value else np.ones(nnz)
+    data = np.empty(nnz)
     fill = indptr[:-1].copy()
     position = _row_positions(ids)
     lookup = pa.array(names)
-    for batch in source.batches():
+    for batch in source.batches([row_id, covariate_id] + ([value] if has_value else [])):
         cov_rows = _column(batch, row_id, source)
         rows = position(cov_rows)
         if np.any(rows < 0):
@@ -131,7 +133,7 @@ def read_covariates(source: CovariateSource, ids: np.ndarray, row_id: str, covar
 def _count_columns(source: CovariateSource, covariate_id: str):
     """(sorted distinct covariate ids, non-zeros of each) over every batch (pass 1)."""
     ids, counts = [], []
-    for batch in source.batches():
+    for batch in source.batches([covariate_id]):
         column = batch.column(covariate_id)
         if column.null_count:
             raise InputError(f"{source.what} has a missing (null) {covariate_id!r}")
@@ -183,11 +185,11 @@ def _row_positions(ids: np.ndarray):
 
             def dense(wanted):
                 wanted = np.asarray(wanted)
-                if wanted.dtype.kind not in "iu":
+                if wanted.dtype.kind not in "iu" or (wanted.dtype.kind == "u" and wanted.dtype.itemsize == 8):
                     return _search(ids, wanted)
-                k = wanted.astype(np.int64) - low
-                inside = (k >= 0) & (k < table.size)
-                return np.where(inside, table[np.where(inside, k, 0)], -1)
+                out = np.empty(wanted.shape[0], np.int64)
+                dense_positions(wanted.astype(np.int64, copy=False), low, table, out)
+                return out
 
             return dense
     return lambda wanted: _search(ids, wanted)

@@ -27,8 +27,8 @@ def triplets_to_csc(rows, cols, vals, n_cols):
 
 @njit(cache=True, error_model="numpy")
 def fill_columns(rows, cols, vals, has_value, indptr, fill, indices, data):
-    """Place each triplet at its column's next free position ``fill[c]`` (advanced), the value
-    only with ``has_value``. Returns the first column that would pass its end
+    """Place each triplet at its column's next free position ``fill[c]`` (advanced), its value
+    or, without ``has_value``, 1. Returns the first column that would pass its end
     ``indptr[c + 1]`` (nothing of that triplet written), or -1."""
     for k in range(rows.shape[0]):
         c = cols[k]
@@ -36,8 +36,7 @@ def fill_columns(rows, cols, vals, has_value, indptr, fill, indices, data):
         if f >= indptr[c + 1]:
             return c
         indices[f] = rows[k]
-        if has_value:
-            data[f] = vals[k]
+        data[f] = vals[k] if has_value else 1.0
         fill[c] = f + 1
     return -1
 
@@ -59,3 +58,17 @@ def sort_columns(indptr, indices, data):
             if indices[k] == indices[k - 1] and duplicate < 0:
                 duplicate = k
     return duplicate
+
+
+@njit(cache=True, error_model="numpy")
+def dense_positions(wanted, low, table, out):
+    """out[k] = table[wanted[k] - low] (a row id's position), -1 outside the table. Returns the
+    first k without a position, or -1."""
+    bad = -1
+    for k in range(wanted.shape[0]):
+        i = wanted[k] - low
+        p = table[i] if 0 <= i < table.shape[0] else -1
+        out[k] = p
+        if p < 0 and bad < 0:
+            bad = k
+    return bad
