@@ -108,7 +108,10 @@ def read_covariates(source: CovariateSource, ids: np.ndarray, row_id: str, covar
             bad = cov_rows[rows < 0]
             raise InputError(f"covariates for {bad.size} row(s) not in the outcomes table, first row_id "
                              f"{plain(bad[0])!r}")
-        cols = pc.index_in(batch.column(covariate_id), value_set=lookup)
+        ids_here = batch.column(covariate_id)
+        if lookup.type != ids_here.type:  # e.g. text as large_string in one batch, string in another
+            lookup = lookup.cast(ids_here.type)
+        cols = pc.index_in(ids_here, value_set=lookup)
         if cols.null_count:
             raise InputError(f"{source.what} changed while it was read: a covariate id not there on the first read")
         vals = _values(batch, value, cov_rows, names, cols) if has_value else data[:0]
