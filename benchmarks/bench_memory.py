@@ -93,7 +93,12 @@ def simulated(family: str, n: int, p: int, density: float):
         rng = np.random.default_rng(2)
         status = np.where((data.status == 1) & (rng.random(n) < 0.5), 2, data.status)
         data = replace(data, status=status)
-    return data, {"cox_strata": "cox"}.get(family, family)
+    return data, model_of(family)
+
+
+def model_of(family: str) -> str:
+    """The model that fits ``family`` (the stratified Cox family is Cox)."""
+    return {"cox_strata": "cox"}.get(family, family)
 
 
 def long_tables(family: str, n: int, p: int, density: float) -> str:
@@ -161,7 +166,7 @@ def profile(family: str, n: int, p: int, density: float, folds: int, n_arrays: i
         folder = long_tables(family, n, p, density)
         reset_peak_rss()
         t = time.perf_counter()
-        data, model = loaded(source, folder), {"cox_strata": "cox"}.get(family, family)
+        data, model = loaded(source, folder), model_of(family)
         row["load s"] = time.perf_counter() - t
     X = data.X
     row["nnz M"] = X.nnz / 1e6

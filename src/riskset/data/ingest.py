@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,10 @@ from riskset.validation import renamed
 
 #: Old keywords of :func:`from_long` / :func:`from_duckdb` -> the keyword every builder uses.
 _OLD_ROLE_KEYWORDS = {"stratum": "strata", "weight": "weights"}
+
+#: The file types of a table, by ending.
+PARQUET, CSV = (".parquet", ".pq"), (".csv", ".csv.gz")
+
 
 def from_frame(frame, *, y=None, time=None, status=None, start=None, stop=None, strata=None,
                subject=None, weights=None, offset=None, exposure=None, censor_weights=None, covariates=None,
@@ -388,16 +393,10 @@ def _covariate_source(source, row_id: str) -> long_covariates.CovariateSource:
         return source
     if not isinstance(source, (str, os.PathLike)):
         return long_covariates.CovariateSource.of_table(source, row_id)
-    import pyarrow as pa
-
-    path = os.fspath(source)
-    if not path.endswith((".parquet", ".pq", ".csv", ".csv.gz")):
-        raise InputError(f"unsupported file type {path!r}: use .parquet or .csv")
-    if not os.path.exists(path):
-        raise InputError(f"file {path!r} does not exist")
+    path = _file_path(source)
 
     def opened(names=None):
-        if path.endswith((".csv", ".csv.gz")):
+        if path.endswith(CSV):
             import pyarrow.csv as pacsv
 
             return pacsv.open_csv(path, convert_options=pacsv.ConvertOptions(include_columns=names))
@@ -406,18 +405,13 @@ def _covariate_source(source, row_id: str) -> long_covariates.CovariateSource:
         return pq.ParquetFile(path, page_checksum_verification=True)
 
     def batches(names):
-        try:
+        with _reading(path):
             f = opened(names)
-            yield from (f if path.endswith((".csv", ".csv.gz")) else f.iter_batches(long_covariates.BATCH_ROWS,
-                                                                                      columns=names))
-        except (OSError, pa.ArrowException) as e:
-            raise InputError(f"cannot read file {path!r}, it is corrupt or not in its format: {e}") from None
+            yield from (f if path.endswith(CSV) else f.iter_batches(long_covariates.BATCH_ROWS, columns=names))
 
-    try:
+    with _reading(path):
         f = opened()
-        columns = list(f.schema.names) if path.endswith((".csv", ".csv.gz")) else list(f.schema_arrow.names)
-    except (OSError, pa.ArrowException) as e:
-        raise InputError(f"cannot read file {path!r}, it is corrupt or not in its format: {e}") from None
+        columns = list(f.schema.names if path.endswith(CSV) else f.schema_arrow.names)
     return long_covariates.CovariateSource(batches, columns)
 
 
@@ -434,23 +428,36 @@ def _read_table(source):
     """
     if not isinstance(source, (str, os.PathLike)):
         return source
-    import pyarrow as pa
-
-    path = os.fspath(source)
-    if not os.path.exists(path):
-        raise InputError(f"file {path!r} does not exist")
-    try:
-        if path.endswith((".parquet", ".pq")):
-            import pyarrow.parquet as pq
-
-            return pq.read_table(path, page_checksum_verification=True)
-        if path.endswith((".csv", ".csv.gz")):
+    path = _file_path(source)
+    with _reading(path):
+        if path.endswith(CSV):
             import pyarrow.csv as pacsv
 
             return pacsv.read_csv(path)
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path, page_checksum_verification=True)
+
+
+def _file_path(source) -> str:
+    """The path of an existing Parquet or CSV file; otherwise an InputError naming it."""
+    path = os.fspath(source)
+    if not os.path.exists(path):
+        raise InputError(f"file {path!r} does not exist")
+    if not path.endswith(PARQUET + CSV):
+        raise InputError(f"unsupported file type {path!r}: use .parquet or .csv")
+    return path
+
+
+@contextmanager
+def _reading(path: str):
+    """Reading the file ``path``: pyarrow's error on a corrupt file becomes an InputError naming it."""
+    import pyarrow as pa
+
+    try:
+        yield
     except (OSError, pa.ArrowException) as e:
         raise InputError(f"cannot read file {path!r}, it is corrupt or not in its format: {e}") from None
-    raise InputError(f"unsupported file type {path!r}: use .parquet or .csv")
 
 
 def _to_pandas(frame) -> pd.DataFrame:

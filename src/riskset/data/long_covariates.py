@@ -102,7 +102,7 @@ def read_covariates(source: CovariateSource, ids: np.ndarray, row_id: str, covar
     position = _row_positions(ids)
     lookup = pa.array(names)
     for batch in source.batches([row_id, covariate_id] + ([value] if has_value else [])):
-        cov_rows = _column(batch, row_id, source)
+        cov_rows = _column(batch, row_id, source).to_numpy(zero_copy_only=False)
         rows = position(cov_rows)
         if np.any(rows < 0):
             bad = cov_rows[rows < 0]
@@ -137,10 +137,7 @@ def _count_columns(source: CovariateSource, covariate_id: str):
     """(sorted distinct covariate ids, non-zeros of each) over every batch (pass 1)."""
     ids, counts = [], []
     for batch in source.batches([covariate_id]):
-        column = batch.column(covariate_id)
-        if column.null_count:
-            raise InputError(f"{source.what} has a missing (null) {covariate_id!r}")
-        vc = pc.value_counts(column)
+        vc = pc.value_counts(_column(batch, covariate_id, source))
         ids.append(vc.field("values").to_numpy(zero_copy_only=False))
         counts.append(vc.field("counts").to_numpy(zero_copy_only=False))
     if not ids:
@@ -149,11 +146,12 @@ def _count_columns(source: CovariateSource, covariate_id: str):
     return total.index.to_numpy(), total.to_numpy(np.int64)
 
 
-def _column(batch, name, source: CovariateSource) -> np.ndarray:
+def _column(batch, name, source: CovariateSource) -> pa.Array:
+    """The batch's column ``name``; a missing (null) entry raises."""
     column = batch.column(name)
     if column.null_count:
         raise InputError(f"{source.what} has a missing (null) {name!r}")
-    return column.to_numpy(zero_copy_only=False)
+    return column
 
 
 def _values(batch, value, cov_rows, names, cols) -> np.ndarray:

@@ -1,28 +1,7 @@
 """Building a canonical CSC matrix from (row, column, value) triplets in O(nnz): the compiled
-passes behind the long-table builders (:mod:`riskset.data.ingest`,
-:mod:`riskset.data.long_covariates`)."""
+passes behind the long-table reader (:mod:`riskset.data.long_covariates`)."""
 import numpy as np
 from numba import njit
-
-
-@njit(cache=True, error_model="numpy")
-def triplets_to_csc(rows, cols, vals, n_cols):
-    """Counting sort by column, rows sorted within each column (kept if already sorted).
-
-    Returns (indptr, indices, data, duplicate) where ``duplicate`` is the position of
-    a repeated (row, column) pair in the output, or -1.
-    """
-    nnz = rows.shape[0]
-    indptr = np.zeros(n_cols + 1, np.int64)
-    for k in range(nnz):
-        indptr[cols[k] + 1] += 1
-    for c in range(n_cols):
-        indptr[c + 1] += indptr[c]
-    fill = indptr[:-1].copy()
-    indices = np.empty(nnz, np.int64)
-    data = np.empty(nnz, np.float64)
-    fill_columns(rows, cols, vals, True, indptr, fill, indices, data)
-    return indptr, indices, data, sort_columns(indptr, indices, data)
 
 
 @njit(cache=True, error_model="numpy")
@@ -62,13 +41,7 @@ def sort_columns(indptr, indices, data):
 
 @njit(cache=True, error_model="numpy")
 def dense_positions(wanted, low, table, out):
-    """out[k] = table[wanted[k] - low] (a row id's position), -1 outside the table. Returns the
-    first k without a position, or -1."""
-    bad = -1
+    """out[k] = table[wanted[k] - low] (a row id's position), -1 outside the table."""
     for k in range(wanted.shape[0]):
         i = wanted[k] - low
-        p = table[i] if 0 <= i < table.shape[0] else -1
-        out[k] = p
-        if p < 0 and bad < 0:
-            bad = k
-    return bad
+        out[k] = table[i] if 0 <= i < table.shape[0] else -1
