@@ -127,21 +127,27 @@ def warm_up(models, dtypes, layouts=(), gpu=True):
     """Compile every kernel a timed fit launches: tiny fits, unpenalized over more than
     ``DENSE_NEWTON_MAX`` coefficients so that the polish takes conjugate-gradient steps (the
     device Hessian-vector kernels; the first GPU fit of a process otherwise spends seconds
-    compiling them)."""
+    compiling them). Then one fit at the shape of large data, which takes other kernel variants
+    (a first fit at N = 1M otherwise compiles them, ~10 s): more than ``CACHED_ROWS`` rows and
+    over two non-zeros per row (products over a row-major copy) and more than ``NARROW_SLOTS``
+    event times (risk-set kernels on uint32 slot indices)."""
     import riskset
+    from riskset.core.products.column_products import CACHED_ROWS
+    from riskset.data.risksets import NARROW_SLOTS
     from riskset.solver.newton import DENSE_NEWTON_MAX
 
     for model in models:
-        data = riskset.simulate(n=400, p=DENSE_NEWTON_MAX + 5, model="cox" if model == "fine_gray" else model,
-                                seed=1, density=0.05)
-        if model == "fine_gray":
-            data.status[::3] *= 2  # some competing events
-        for lay in layouts if gpu else ():
-            set_layout(lay)
-            for dt in dtypes:
-                riskset.fit(data, model, riskset.Normal(variance=1.0), backend="gpu", dtype=dt)
-        set_layout("grid")
-        riskset.fit(data, model, riskset.Normal(variance=1.0))
+        large = max(CACHED_ROWS, 3 * NARROW_SLOTS) + 1000
+        for n, p, density in ((400, DENSE_NEWTON_MAX + 5, 0.05), (large, 5, 0.6)):
+            data = riskset.simulate(n=n, p=p, model="cox" if model == "fine_gray" else model, seed=1, density=density)
+            if model == "fine_gray":
+                data.status[::3] *= 2  # some competing events
+            for lay in layouts if gpu else ():
+                set_layout(lay)
+                for dt in dtypes:
+                    riskset.fit(data, model, riskset.Normal(variance=1.0), backend="gpu", dtype=dt)
+            set_layout("grid")
+            riskset.fit(data, model, riskset.Normal(variance=1.0))
 
 
 def kernel_report():
