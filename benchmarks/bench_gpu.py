@@ -14,11 +14,10 @@ Tables:
 2. ``pass``: one O(N) pass of each kind (GLM state refresh, GLM log-likelihood, Cox
    exact state + log-likelihood) and one whole CCD sweep, against the floor
    ``bytes moved / bandwidth``, the bandwidth measured by a device-to-device copy.
-3. ``cv``: 10-fold x 10-repetition cross-validation at N = 1,000,000 (first dtype) as 100 replicates
-   fitted at once by ``riskset.solver.replicates.fit_replicates`` on the device batch
-   ``riskset.kernels.gpu.replicate_batch`` (one block per replicate),
-   against the CPU time of one replicate fit times 100 (both without the host Newton
-   polish: cross-validation scores held-out likelihoods, not coefficients to 1e-15).
+3. ``cv``: ``riskset.cross_validate`` at one variance, 10 folds x 10 repetitions at
+   ``--cv-n`` rows (first dtype): on the device, the 100 splits as one batch (one block per
+   split), against one CPU thread (one repetition, extrapolated); the held-out score of the
+   first repetition, whose folds both share, shows they agree.
 
 4. ``profile``: one GPU fit per model at the largest N (first dtype) under cProfile
    (where the host waits: a kernel's time shows in the call that synchronizes after it).
@@ -123,22 +122,24 @@ def set_layout(layout):
         cls.single_fit_grid = layout == "grid"
 
 
-def warm_up(models, dtypes, layouts=(), gpu=True):
+def warm_up(models, dtypes, layouts=(), gpu=True, large=True):
     """Compile every kernel a timed fit launches: tiny fits, unpenalized over more than
     ``DENSE_NEWTON_MAX`` coefficients so that the polish takes conjugate-gradient steps (the
     device Hessian-vector kernels; the first GPU fit of a process otherwise spends seconds
     compiling them). Then one fit at the shape of large data, which takes other kernel variants
     (a first fit at N = 1M otherwise compiles them, ~10 s): more than ``CACHED_ROWS`` rows and
     over two non-zeros per row (products over a row-major copy) and more than ``NARROW_SLOTS``
-    event times (risk-set kernels on uint32 slot indices)."""
+    event times (risk-set kernels on uint32 slot indices); ``large=False`` (the simulator's
+    smoke test) leaves it out."""
     import riskset
     from riskset.core.products.column_products import CACHED_ROWS
     from riskset.data.risksets import NARROW_SLOTS
     from riskset.solver.newton import DENSE_NEWTON_MAX
 
     for model in models:
-        large = max(CACHED_ROWS, 3 * NARROW_SLOTS) + 1000
-        for n, p, density in ((400, DENSE_NEWTON_MAX + 5, 0.05), (large, 5, 0.6)):
+        large_n = max(CACHED_ROWS, 3 * NARROW_SLOTS) + 1000
+        shapes = [(400, DENSE_NEWTON_MAX + 5, 0.05)] + ([(large_n, 5, 0.6)] if large else [])
+        for n, p, density in shapes:
             data = riskset.simulate(n=n, p=p, model="cox" if model == "fine_gray" else model, seed=1, density=density)
             if model == "fine_gray":
                 data.status[::3] *= 2  # some competing events
@@ -305,45 +306,39 @@ def pass_table(args, bandwidth):
 
 
 def cv_table(args):
+    """``riskset.cross_validate`` at one variance (the fit table's penalty), 10 folds x 10
+    repetitions, refit off: on the device (every split in one batch, one block per split) and
+    on one CPU thread (the first repetition, times the repetitions). Both score the held-out
+    log-likelihood; the first repetition's folds are the same on both."""
     import riskset
-    from riskset.kernels.gpu import replicate_batch
-    from riskset.solver.ccd import SolverOptions, fit_ccd
-    from riskset.solver.replicates import fit_replicates
 
     rows = []
     n = args.cv_n
     K, reps = args.folds, args.repeats
     for model in args.models:
         data = dataset(model, n, args.p, args.density)
-        m = riskset.models.get_model(model)
-        df = m.datafit(data)
-        p = df.n_coef
-        rng = np.random.default_rng(0)
-        W = np.empty((K * reps, n))
-        for rep in range(reps):
-            fold = rng.permutation(n) % K
-            for k in range(K):
-                W[rep * K + k] = (fold != k).astype(float)
-        l1 = np.full(p, gamma_for(model, n))
-        if model in ("logistic", "poisson", "least_squares"):
-            l1[0] = 0.0  # the intercept
-        options = SolverOptions(tol=args.tol, polish_max_active=0)
+        gamma = gamma_for(model, n)
+        prior = riskset.Laplace(gamma=gamma)
+
+        def cv(n_repeats, **backend):
+            return riskset.cross_validate(data, model, prior, variances=[2.0 / gamma**2], n_folds=K,
+                                          n_repeats=n_repeats, refit=False, progress=False, n_jobs=1, tol=args.tol,
+                                          **backend)
+
+        def first_repeat(res):
+            return float(res.scores.loc[res.scores["repeat"] == 0, "score"].mean())
+
         for dt in args.dtypes[:1]:
-            res, sec = timed(lambda: fit_replicates(replicate_batch(df, W, dt), l1, 0.0, options=options))
-            rows.append(dict(model=model, N=n, replicates=K * reps, backend="gpu batched", dtype=dt, seconds=sec,
-                             converged=int(res.converged.sum()), cycles_max=int(res.n_iter.max())))
-        if not args.cv_cpu:
-            continue
-        # CPU: two replicate fits, extrapolated
-        t = []
-        for r in range(2):
-            view = df.reweighted(W[r])
-            _, s = timed(lambda: fit_ccd(view, l1, np.zeros(p), options=options))
-            t.append(s)
-        rows.append(dict(model=model, N=n, replicates=K * reps, backend=f"cpu sequential (2 fits, x {K * reps // 2})",
-                         dtype="float64", seconds=float(np.mean(t)) * K * reps))
-    print(f"== cv: {K}-fold x {reps} repetitions as one batch ==")
-    print_table(rows, ["model", "N", "replicates", "backend", "dtype", "seconds", "converged", "cycles_max"])
+            res, sec = timed(lambda: cv(reps, backend="gpu", dtype=dt))
+            rows.append(dict(model=model, N=n, splits=K * reps, backend="gpu, one batch", dtype=dt, seconds=sec,
+                             converged=int(res.scores["converged"].sum()), first_repeat_score=first_repeat(res)))
+        if args.cv_cpu:
+            res, sec = timed(lambda: cv(1))
+            rows.append(dict(model=model, N=n, splits=K * reps, backend=f"cpu 1 thread (1 repeat, x {reps})",
+                             dtype="float64", seconds=sec * reps, converged=int(res.scores["converged"].sum()) * reps,
+                             first_repeat_score=first_repeat(res)))
+    print(f"== cv: {K}-fold x {reps} repetitions at one variance ==")
+    print_table(rows, ["model", "N", "splits", "backend", "dtype", "seconds", "converged", "first_repeat_score"])
     print()
 
 
@@ -367,7 +362,7 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=2,
                     help="fit table: best of this many fits (the first at a new size may still compile kernels)")
     ap.add_argument("--cv-cpu", action=argparse.BooleanOptionalAction, default=True,
-                    help="cv table: also time two CPU replicate fits (extrapolated to the batch)")
+                    help="cv table: also time the CPU's cross-validation (one repetition, extrapolated)")
     ap.add_argument("--skip", nargs="*", default=[], choices=["fit", "pass", "cv", "profile"])
     ap.add_argument("--allow-simulator", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -375,7 +370,7 @@ def main(argv=None):
         warm_up(args.models, [], gpu=False)
         return fit_table(args)
     check_device(args.allow_simulator)
-    warm_up(args.models, args.dtypes, args.layouts)
+    warm_up(args.models, args.dtypes, args.layouts, large=not args.allow_simulator)
     kernel_report()
     bandwidth = copy_bandwidth(1 << 20 if args.allow_simulator else 1 << 30)
     print(f"device copy bandwidth: {bandwidth / 1e9:.0f} GB/s\n", flush=True)

@@ -18,7 +18,9 @@ import riskset
 import riskset.core.interface as interface
 import riskset.data.risksets as risksets
 import riskset.models.cox as cox
-from riskset.core.design import CompactCSC, canonical_csc, is_canonical, row_indices, take_rows, unit_columns
+import riskset.data.dataset as dataset_module
+from riskset.core.design import (CompactCSC, canonical_csc, is_canonical, row_indices, stores_no_values,
+                                  take_rows, unit_columns)
 from riskset.data.dataset import Dataset
 from riskset.models.conditional import ConditionalLogistic, ConditionalPoisson
 from riskset.models.cox import CoxDatafit
@@ -263,6 +265,51 @@ def test_an_indicator_design_allocates_no_values_per_non_zero():
     big_floats = [name for name, value in vars(datafit).items()
                   if isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.size >= nnz]
     assert big_floats == []
+
+
+# -- a Dataset of indicators: one 1.0 for every non-zero ----------------------------------------
+def test_a_dataset_of_indicators_stores_no_value_per_non_zero():
+    X = sp.random(400, 12, density=0.2, format="csc", random_state=np.random.default_rng(4))
+    X.data[:] = 1.0
+    d = riskset.from_arrays(X, y=np.arange(400) % 2)
+    assert stores_no_values(d.X) and d.X.data.strides == (0,) and not d.X.data.flags.writeable
+    np.testing.assert_array_equal(d.X.toarray(), X.toarray())
+    for got, want in ((CompactCSC.of(d.X), CompactCSC.of(X)),
+                      (take_rows(d.X, np.arange(400)[::-1]), take_rows(X, np.arange(400)[::-1]))):
+        for name in ("indptr", "indices", "values", "value_shift", "unit"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+    assert dataclasses.replace(d, y=np.zeros(400)).X.indices is d.X.indices  # rebuilt, not re-copied
+    valued = X.copy()
+    valued.data[0] = 2.0
+    assert not stores_no_values(riskset.from_arrays(valued, y=np.zeros(400)).X)
+    twice = sp.csc_matrix((np.ones(3), np.array([0, 0, 1]), np.array([0, 2, 3])), shape=(2, 2))  # sums to 2
+    assert Dataset(twice, ["a", "b"], np.arange(2)).X.toarray().tolist() == [[2.0, 0.0], [0.0, 1.0]]
+
+
+@pytest.mark.parametrize("model", ["cox", "fine_gray", "logistic", "conditional_logistic"])
+def test_a_dataset_of_indicators_fits_bit_for_bit_as_one_with_its_values(model, monkeypatch):
+    """Fits (normalized too) and a cross-validation read the same numbers whether the Dataset holds
+    a 1.0 per non-zero or one 1.0 for all."""
+    base = "logistic" if model in ("logistic", "conditional_logistic") else "cox"
+    sim = riskset.simulate(n=1200, p=25, density=0.1, model=base, seed=8)
+    fields = dict(y=sim.y, strata=np.arange(1200) // 6) if model == "conditional_logistic" else \
+        dict(y=sim.y) if base == "logistic" else \
+        dict(time=sim.time, status=sim.status * (1 + (np.arange(1200) % 2) * (model == "fine_gray")))
+    X = sim.X.toarray()
+
+    def run():
+        d = riskset.from_arrays(X, **fields)
+        fit = riskset.fit(d, model, riskset.Laplace(variance=0.1), progress=False)
+        scaled = riskset.fit(d, model, riskset.Laplace(variance=0.1), normalize="stdev", progress=False)
+        cv = riskset.cross_validate(d, model, riskset.Laplace(), n_folds=3, n_grid=3, progress=False, seed=1)
+        return stores_no_values(d.X), fit.coef.to_numpy(), scaled.coef.to_numpy(), cv.scores["score"].to_numpy()
+
+    compact = run()
+    monkeypatch.setattr(dataset_module, "_all_ones", lambda values: False)
+    full = run()
+    assert compact[0] and not full[0]
+    for a, b in zip(compact[1:], full[1:]):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("start", [False, True])

@@ -122,6 +122,33 @@ def _fill_runs(indptr, indices, row_stratum, single, col_runs, run_start, run_st
         run_start[run_start.shape[0] - 1] = indptr[indptr.shape[0] - 1]
 
 
+def indicator_csc(indices: np.ndarray, indptr: np.ndarray, shape) -> sp.csc_matrix:
+    """The CSC matrix with a 1 at each (row ``indices[k]``, column of k) and no value stored
+    per non-zero: its ``data`` is a read-only stride-0 view of one 1.0 (``np.broadcast_to``).
+    ``indices`` and ``indptr`` are used as they are, not copied.
+
+    >>> import numpy as np
+    >>> X = indicator_csc(np.array([0, 1, 1], np.int32), np.array([0, 2, 3], np.int32), (2, 2))
+    >>> X.data.strides, X.toarray().tolist()
+    ((0,), [[1.0, 0.0], [1.0, 1.0]])
+    """
+    ones = np.broadcast_to(np.float64(1.0), indices.shape)
+    return sp.csc_matrix((ones, indices, indptr), shape=shape, copy=False)
+
+
+def stores_no_values(X) -> bool:
+    """Whether X is an :func:`indicator_csc` matrix (its values one shared 1.0)."""
+    return sp.issparse(X) and X.data.ndim == 1 and X.data.size > 1 and X.data.strides == (0,)
+
+
+def unit_of(X: sp.csc_matrix) -> np.ndarray:
+    """Boolean per column of a CSC ``X``: every stored value is 1 (:func:`unit_columns`; all
+    True for an :func:`indicator_csc` matrix, without reading it)."""
+    if stores_no_values(X):
+        return np.ones(X.shape[1], np.bool_)
+    return unit_columns(np.asarray(X.indptr, dtype=np.int64), X.data)
+
+
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def unit_columns(indptr, values):
     """Boolean per column: every stored value is 1 (an indicator; kernels skip its values)."""
@@ -159,7 +186,7 @@ class CompactCSC:
         """The compact form of a canonical float64 CSC ``X``, sharing its row indices (and its
         values when no column is an indicator)."""
         indptr = np.asarray(X.indptr, dtype=np.int64)
-        unit = unit_columns(indptr, X.data) if unit is None else unit
+        unit = unit_of(X) if unit is None else unit
         values, shift = _compact_values(indptr, X.data, unit)
         return cls(X.shape[0], X.shape[1], indptr, row_indices(X.indices), values, shift, unit)
 
@@ -204,7 +231,8 @@ def _compact_values(indptr, data, unit):
     if not unit.any():
         return data, np.zeros(indptr.shape[0] - 1, np.int64)
     values, shift = _compact_layout(indptr, unit)
-    _gather_valued(indptr, data, unit, shift, values)
+    if not unit.all():
+        _gather_valued(indptr, data, unit, shift, values)
     return values, shift
 
 
@@ -244,6 +272,8 @@ def canonical_csc(X) -> sp.csc_matrix:
     if is_canonical(X.indptr, X.indices, X.shape[0]):
         X.has_canonical_format = True  # scipy's own flag: its later operations skip the check
     else:
+        if not X.data.flags.writeable:  # scipy sorts in place
+            X = X.copy()
         X.has_canonical_format = False
         X.sum_duplicates()
         X.sort_indices()
@@ -268,11 +298,12 @@ def take_rows(X: sp.csc_matrix, rows: np.ndarray) -> CompactCSC:
         indptr[0] = 0
         _count_kept(X.indptr, X.indices, new_row, indptr[1:])
         np.cumsum(indptr[1:], out=indptr[1:])
-    unit = unit_columns(np.asarray(X.indptr, dtype=np.int64), X.data)
+    unit = unit_of(X)
     values, shift = _compact_layout(indptr, unit)
     indices = np.empty(indptr[-1], itype)
     digit_bits = max(1, int(rows.shape[0] - 1).bit_length())
-    _fill_sorted(X.indptr, X.indices, X.data, new_row, indptr, indices, values, shift, unit, digit_bits)
+    data = X.data if not unit.all() else np.ones(0)  # the kernel reads the valued columns' values alone
+    _fill_sorted(X.indptr, X.indices, data, new_row, indptr, indices, values, shift, unit, digit_bits)
     return CompactCSC(rows.shape[0], X.shape[1], indptr, row_indices(indices), values, shift, unit)
 
 

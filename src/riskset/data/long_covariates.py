@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import scipy.sparse as sp
 
+from riskset.core.design import indicator_csc
 from riskset.data.dataset import plain
 from riskset.data.triplets import dense_positions, fill_columns, sort_columns
 from riskset.exceptions import InputError
@@ -97,7 +98,7 @@ def read_covariates(source: CovariateSource, ids: np.ndarray, row_id: str, covar
     np.cumsum(counts, out=indptr[1:])
     nnz = int(indptr[-1])
     indices = np.empty(nnz, np.int32 if ids.size < 2**31 - 1 else np.int64)
-    data = np.empty(nnz)
+    data = np.empty(nnz if has_value else 0)  # without a value column every value is 1: none stored
     fill = indptr[:-1].copy()
     position = _row_positions(ids)
     lookup = pa.array(names)
@@ -127,9 +128,10 @@ def read_covariates(source: CovariateSource, ids: np.ndarray, row_id: str, covar
     if dup >= 0:
         c = int(np.searchsorted(indptr, dup, side="right") - 1)
         raise InputError(f"covariate {plain(names[c])!r} is given twice for row_id {plain(ids[indices[dup]])!r}")
+    if not has_value:
+        return indicator_csc(indices, indptr, (ids.size, names.size)), [str(c) for c in names]
     X = sp.csc_matrix((data, indices, indptr), shape=(ids.size, names.size), copy=False)
-    if has_value:
-        X.eliminate_zeros()
+    X.eliminate_zeros()
     return X, [str(c) for c in names]
 
 

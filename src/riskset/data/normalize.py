@@ -16,6 +16,7 @@ from dataclasses import replace
 import numpy as np
 import scipy.sparse as sp
 
+from riskset.core.design import stores_no_values
 from riskset.validation import one_of
 
 NORMALIZATIONS = ("stdev", "max", "median", "q95")
@@ -25,7 +26,8 @@ def column_scales(X, kind: str) -> np.ndarray:
     """The multiplier of each column of ``X`` (module docstring), vectorized over the non-zeros."""
     one_of("normalize", kind, NORMALIZATIONS)
     X = sp.csc_matrix(X)
-    X.eliminate_zeros()
+    if not stores_no_values(X):  # (an indicator matrix stores no zeros, and no value to change)
+        X.eliminate_zeros()
     n, p = X.shape
     counts = np.diff(X.indptr)
     column = np.repeat(np.arange(p), counts)
