@@ -9,6 +9,7 @@ duplicates, unsorted indices, explicit zeros, tied times, strata and (start, sto
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import numpy as np
 import pytest
@@ -279,6 +280,9 @@ def test_a_dataset_of_indicators_stores_no_value_per_non_zero():
         for name in ("indptr", "indices", "values", "value_shift", "unit"):
             np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
     assert dataclasses.replace(d, y=np.zeros(400)).X.indices is d.X.indices  # rebuilt, not re-copied
+    sent = pickle.dumps(d)  # to a worker: the pattern alone, and the copy holds no values either
+    assert not sp.issparse(d.__getstate__()["X"]) and stores_no_values(pickle.loads(sent).X)
+    np.testing.assert_array_equal(pickle.loads(sent).X.toarray(), X.toarray())
     valued = X.copy()
     valued.data[0] = 2.0
     assert not stores_no_values(riskset.from_arrays(valued, y=np.zeros(400)).X)

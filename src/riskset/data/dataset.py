@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,6 +41,14 @@ COVARIATE_MIN = 1e-100
 #: least squares) they run 1000 cycles and do not converge; a weight of 1e300 also overflows
 #: the sums (NumPy warnings). 1e20 leaves a margin of 1e3 (1e8 rows of weight 1e6 fit).
 WEIGHT_TOTAL_MAX = 1e20
+
+
+class _IndicatorPattern(NamedTuple):
+    """An :func:`~riskset.core.design.indicator_csc` matrix as pickled: where its ones are."""
+
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple
 
 
 @dataclass(frozen=True)
@@ -176,6 +185,20 @@ class Dataset:
                 object.__setattr__(self, "X", indicator_csc(X.indices, X.indptr, X.shape))
         if self.weights is not None:
             check_weights(self.weights, self.row_ids)
+
+    def __getstate__(self) -> dict:
+        """Pickled (to a worker process or a Dask worker) with an indicator X as its pattern
+        alone: no 1.0 per non-zero is sent, and the copy holds none either."""
+        state = dict(self.__dict__)
+        if stores_no_values(self.X):
+            state["X"] = _IndicatorPattern(self.X.indices, self.X.indptr, self.X.shape)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        X = state["X"]
+        if isinstance(X, _IndicatorPattern):
+            state = {**state, "X": indicator_csc(X.indices, X.indptr, X.shape)}
+        self.__dict__.update(state)
 
     @property
     def n_rows(self) -> int:
