@@ -309,7 +309,7 @@ def test_a_dataset_of_indicators_fits_bit_for_bit_as_one_with_its_values(model, 
         return stores_no_values(d.X), fit.coef.to_numpy(), scaled.coef.to_numpy(), cv.scores["score"].to_numpy()
 
     compact = run()
-    monkeypatch.setattr(dataset_module, "_all_ones", lambda values: False)
+    monkeypatch.setattr(dataset_module, "as_indicator_csc", lambda X: X)
     full = run()
     assert compact[0] and not full[0]
     for a, b in zip(compact[1:], full[1:]):

@@ -137,8 +137,10 @@ def indicator_csc(indices: np.ndarray, indptr: np.ndarray, shape) -> sp.csc_matr
 
 
 def stores_no_values(X) -> bool:
-    """Whether X is an :func:`indicator_csc` matrix (its values one shared 1.0)."""
-    return sp.issparse(X) and X.data.ndim == 1 and X.data.size > 1 and X.data.strides == (0,)
+    """Whether X is an :func:`indicator_csc` matrix (its values one shared 1.0; a stride-0
+    array of another value is not)."""
+    return (sp.issparse(X) and X.data.ndim == 1 and X.data.strides == (0,)
+            and (X.data.size == 0 or X.data[0] == 1.0))
 
 
 def unit_of(X: sp.csc_matrix) -> np.ndarray:
@@ -147,6 +149,15 @@ def unit_of(X: sp.csc_matrix) -> np.ndarray:
     if stores_no_values(X):
         return np.ones(X.shape[1], np.bool_)
     return unit_columns(np.asarray(X.indptr, dtype=np.int64), X.data)
+
+
+def as_indicator_csc(X):
+    """A canonical float64 CSC ``X`` whose every stored value is 1 as an :func:`indicator_csc`
+    matrix (sharing its indices); any other ``X`` as it is."""
+    if (sp.isspmatrix_csc(X) and X.dtype == np.float64 and not stores_no_values(X) and unit_of(X).all()
+            and is_canonical(X.indptr, X.indices, X.shape[0])):
+        return indicator_csc(X.indices, X.indptr, X.shape)
+    return X
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")

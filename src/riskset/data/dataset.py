@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
-from riskset.core.design import indicator_csc, is_canonical, stores_no_values
+from riskset.core.design import as_indicator_csc, indicator_csc, stores_no_values
 from riskset.exceptions import DataWarning, InputError
 from riskset.validation import coef_mapping, coef_names
 
@@ -179,10 +179,7 @@ class Dataset:
                 check_finite(arr, name, self.row_ids)
         if not stores_no_values(self.X):
             check_covariate_values(self.X, self.covariate_names, self.row_ids)
-            X = self.X
-            if (sp.isspmatrix_csc(X) and X.dtype == np.float64 and _all_ones(X.data)
-                    and is_canonical(X.indptr, X.indices, X.shape[0])):
-                object.__setattr__(self, "X", indicator_csc(X.indices, X.indptr, X.shape))
+            object.__setattr__(self, "X", as_indicator_csc(self.X))
         if self.weights is not None:
             check_weights(self.weights, self.row_ids)
 
@@ -294,14 +291,6 @@ def check_weights(weights: np.ndarray, row_ids) -> None:
             f"of the likelihood's weighted sums grows with the total: fits stop converging from totals of about "
             f"1e24, and larger ones overflow. Fix the weight, or divide every weight by one constant (the "
             f"estimates stay the same; model-based standard errors treat the weights as counts)")
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _all_ones(values) -> bool:
-    for v in values:
-        if v != 1.0:
-            return False
-    return True
 
 
 def check_covariate_values(X: sp.csc_matrix, names, row_ids) -> None:
