@@ -291,27 +291,30 @@ def test_column_norms_of_a_set_with_the_ones_column():
 
 
 def test_a_product_asked_again_is_kept_and_handed_out_as_a_copy(monkeypatch):
-    """times_recurring: the bits of times; kept from the second ask (the third reads it: the
-    kernel is not called); every ask gets its own array; a product asked once is not kept;
-    the kept bytes stay under the bound."""
+    """times_recurring: the bits of times; kept from the third ask (the fourth reads it: the
+    kernel is not called); every ask gets its own array; a product asked twice (a fit's last
+    state and its score) is not kept; the kept bytes stay under the bound."""
     rng = np.random.default_rng(2)
     cp = products(design(rng, indicators=False), monkeypatch, "csc")
     cols, b = np.array([1, 4, 7]), np.array([0.5, -1.0, 2.0])
     first = cp.times_recurring(cols, b)
     np.testing.assert_array_equal(first, cp.times(cols, b))
-    assert not cp._recurring  # asked once: remembered by its digest only
     second = cp.times_recurring(cols, b)
+    assert not cp._recurring  # asked twice: remembered by its digest and count only
+    third = cp.times_recurring(cols, b)
+    assert len(cp._recurring) == 1
     first[:] = np.nan  # the caller owns its array (a state moves its linear predictor in place)
     kernel = column_products.tiled_times
     monkeypatch.setattr(column_products, "tiled_times", lambda *a: pytest.fail("a kept product was recomputed"))
-    third = cp.times_recurring(cols, b)
+    fourth = cp.times_recurring(cols, b)
     monkeypatch.setattr(column_products, "tiled_times", kernel)
-    np.testing.assert_array_equal(third, second)
-    assert third is not second and np.all(np.isfinite(third))
-    monkeypatch.setattr(column_products, "RECURRING_BYTES", third.nbytes)  # room for one: the older goes
+    np.testing.assert_array_equal(fourth, second)
+    np.testing.assert_array_equal(fourth, third)
+    assert fourth is not third and np.all(np.isfinite(fourth))
+    monkeypatch.setattr(column_products, "RECURRING_BYTES", fourth.nbytes)  # room for one: the older goes
     other = np.array([2.0, 2.0, 2.0])
-    cp.times_recurring(cols, other)
-    cp.times_recurring(cols, other)
+    for _ in range(3):
+        cp.times_recurring(cols, other)
     assert len(cp._recurring) == 1
 
 

@@ -31,10 +31,14 @@ CACHED_ROWS = 1 << 17
 #: (ski rental: the copy costs about as much as the products it then saves after this many;
 #: a Newton step preconditioned by centring asks for 2-3).
 ROW_COPY_AFTER = 4
-#: Bytes of the products that :meth:`ColumnProducts.times_recurring` keeps (the least recently
-#: used go first) ...
+#: The ask of a product from which :meth:`ColumnProducts.times_recurring` keeps it: a fit's last
+#: state and its held-out score ask for the same product twice, a start that many fits share
+#: many times (a second ask kept the scored fits of a cross-validation: 230 MB at the LEGEND
+#: shape, never read again) ...
+RECURRING_KEPT_FROM = 3
+#: ... the bytes of the products it keeps (the least recently used go first) ...
 RECURRING_BYTES = 1 << 28
-#: ... and the products asked once it remembers (by a digest) to know a second ask.
+#: ... and the products asked fewer times it remembers (by a digest, with their count).
 RECURRING_SEEN = 256
 
 
@@ -108,13 +112,13 @@ class ColumnProducts:
         return out
 
     def times_recurring(self, cols, b) -> np.ndarray:
-        """A new N-vector X[:, cols] @ b (:meth:`times`), kept from its second ask on: the
-        linear predictor of a starting point that many fits share (every split of a
-        cross-validation starts from the full-data fit at its variance, every bootstrap
-        replicate from the estimate; a copy of a kept product costs a tenth of the product).
-        A product asked once is only remembered by a digest
-        (the last :data:`RECURRING_SEEN`); at most :data:`RECURRING_BYTES` of products are kept,
-        the least recently used dropped first. The same bits as :meth:`times`."""
+        """A new N-vector X[:, cols] @ b (:meth:`times`), kept from its
+        :data:`RECURRING_KEPT_FROM`-th ask on: the linear predictor of a starting point that
+        many fits share (every split of a cross-validation starts from the full-data fit at its
+        variance, every bootstrap replicate from the estimate; a copy of a kept product costs a
+        tenth of the product). A product asked fewer times is only remembered by a digest and
+        its count (the last :data:`RECURRING_SEEN`); at most :data:`RECURRING_BYTES` of products
+        are kept, the least recently used dropped first. The same bits as :meth:`times`."""
         cols, b = _index(cols), np.ascontiguousarray(b, dtype=np.float64)
         key = cols.tobytes() + b.tobytes()
         digest = hashlib.blake2b(key, digest_size=16).digest()
@@ -123,13 +127,12 @@ class ColumnProducts:
             if kept is not None and kept[0] == key:
                 self._recurring.move_to_end(digest)
                 return kept[1].copy()
-            again = digest in self._seen
-            self._seen[digest] = None
-            self._seen.move_to_end(digest)
+            asks = self._seen.pop(digest, 0) + 1
+            self._seen[digest] = asks
             while len(self._seen) > RECURRING_SEEN:
                 self._seen.popitem(last=False)
         out = self.times(cols, b)
-        if again and out.nbytes <= RECURRING_BYTES:
+        if asks >= RECURRING_KEPT_FROM and out.nbytes <= RECURRING_BYTES:
             with self._lock:
                 self._recurring[digest] = key, out.copy()
                 while sum(v[1].nbytes for v in self._recurring.values()) > RECURRING_BYTES:
