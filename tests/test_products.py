@@ -331,6 +331,39 @@ def test_freed_memory_is_kept_unless_the_process_has_chosen():
     assert keep_freed_memory({}) == glibc
 
 
+def test_the_outermost_top_level_call_returns_the_freed_memory(monkeypatch):
+    """riskset.core.memory.returns_freed_memory: the freed heap goes back to the system once,
+    when the outermost top-level call ends (a cross-validation's refit is inside it), also when
+    it raises; riskset.fit and cross_validate are such calls."""
+    from riskset.core import memory
+
+    released = []
+    monkeypatch.setattr(memory, "release_freed_memory", lambda: released.append(1))
+
+    @memory.returns_freed_memory
+    def inner():
+        return 1
+
+    @memory.returns_freed_memory
+    def outer(fail=False):
+        before = len(released)
+        inner()
+        assert len(released) == before  # inside a call: nothing released
+        if fail:
+            raise ValueError("stop")
+        return inner() + 1
+
+    assert outer() == 2 and len(released) == 1
+    with pytest.raises(ValueError):
+        outer(fail=True)
+    assert len(released) == 2
+    data = riskset.from_arrays(sp.csc_matrix(np.eye(6)[:, :2]), y=np.array([0, 1, 0, 1, 1, 0.0]))
+    riskset.fit(data, "logistic", riskset.Normal(variance=1.0))
+    assert len(released) == 3
+    for call in (riskset.fit, riskset.cross_validate, riskset.bootstrap, riskset.profile_loglik):
+        assert call.__wrapped__.__name__ == call.__name__
+
+
 @pytest.mark.parametrize("n_cols, itype", [(65536, np.uint16), (65537, np.uint32)])
 def test_the_row_major_copy_keeps_the_narrowest_column_indices(n_cols, itype):
     """16-bit column indices up to 2^16 columns, 32-bit beyond; products on the copy equal scipy's."""

@@ -25,12 +25,14 @@ from riskset.solver.prior import AdaptiveRidge, HierarchicalPrior, JeffreysPrior
 from riskset.sharded import ShardedData, fit_sharded
 from riskset.sharded.sources import refuse_options
 from riskset.spec import analysis_from_spec, load_spec, spec_fixed
+from riskset.core.memory import returns_freed_memory
 
 #: Any riskset prior, as :func:`fit` takes it: Laplace, Normal, elastic net (:class:`Prior`),
 #: BAR and IHT, Jeffreys, hierarchical.
 AnyPrior = Prior | AdaptiveRidge | JeffreysPrior | HierarchicalPrior
 
 
+@returns_freed_memory
 def fit(data: Dataset, model: str | Model = "logistic", prior: AnyPrior | None = None, *, tol: float = 1e-10,
         kkt_tol: float = 1e-4, max_iter: int = 1000, warm_start=None, fixed=None, profile=(), level: float = 0.95,
         progress: bool = False, backend: str = "cpu", dtype: str = "float64", n_jobs: int | None = None,

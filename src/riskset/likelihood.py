@@ -17,8 +17,10 @@ from riskset.models.base import Model
 from riskset.profile_likelihood import HeldFits, adaptive_profile, profile_at
 from riskset.solver.ccd import SolverOptions
 from riskset.solver.prior import AdaptiveRidge, JeffreysPrior, Prior
+from riskset.core.memory import returns_freed_memory
 
 
+@returns_freed_memory
 def profile_loglik(data: Dataset, model: str | Model = "logistic", prior: Prior | None = None, *, coef,
                    points=None, bounds=None, tol: float = 1e-3, initial_grid: int = 10,
                    include_estimate: bool = False, include_penalty: bool = True, fixed=None,

@@ -14,6 +14,7 @@ from riskset.selection.cv import cross_validate
 from riskset.selection.executors import run_tasks
 from riskset.exceptions import InputError
 from riskset.spec import analysis_from_spec, load_spec, spec_fixed
+from riskset.core.memory import returns_freed_memory
 
 
 @dataclass
@@ -103,6 +104,7 @@ def analyse_specs(paths, *, executor=None, n_jobs: int | None = None, progress: 
     return {name: pd.concat([r[name] for r in results], ignore_index=True) for name in results[0]}
 
 
+@returns_freed_memory
 def fit_specs(paths, *, executor=None, n_jobs: int | None = None, progress: bool = True, **fit_options) -> pd.DataFrame:
     """Fit every case.json specification in ``paths``; one row per analysis and coefficient.
 

@@ -26,6 +26,7 @@ from riskset.selection.folds import bootstrap_weights
 from riskset.sharded import ShardedData
 from riskset.sharded.sources import refuse_options
 from riskset.solver.prior import HierarchicalPrior, Prior, as_prior
+from riskset.core.memory import returns_freed_memory
 
 
 @dataclass
@@ -70,6 +71,7 @@ class BootstrapResult:
                            path=path, ax=ax, title=f"Bootstrap {self.level:.0%} percentile intervals", **options)
 
 
+@returns_freed_memory
 def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: int = 200, seed: int = 0,
               level: float = 0.95, executor=None, n_jobs: int | None = None, progress: bool = True,
               tol: float = 1e-8,

@@ -35,6 +35,7 @@ from riskset.selection.folds import assign_folds, checked_splits
 from riskset.sharded import ShardedData
 from riskset.sharded.sources import refuse_options
 from riskset.solver.prior import HierarchicalPrior, Prior
+from riskset.core.memory import returns_freed_memory
 
 _GOLDEN = (np.sqrt(5) - 1) / 2
 
@@ -67,6 +68,7 @@ class CVResult:
         return plot_cv(self, path=path, ax=ax)
 
 
+@returns_freed_memory
 def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_grid: int = 10,
                    n_folds: int = 10, n_repeats: int = 1, seed: int = 0, auto: bool = False,
                    n_refine: int = 4, early_stop: int | None = 2, executor=None, n_jobs: int | None = None,

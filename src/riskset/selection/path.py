@@ -10,8 +10,10 @@ from riskset.models.base import Model, as_model
 from riskset.results import coef_labels
 from riskset.selection.common import Context, checked_grid, varied_prior, variance_grid
 from riskset.solver.prior import Prior
+from riskset.core.memory import returns_freed_memory
 
 
+@returns_freed_memory
 def regularization_path(data, model: str | Model, prior: Prior, *, variances=None, n_grid: int = 20,
                         tol: float = 1e-8, progress: bool = True, n_jobs: int | None = None,
                         **model_options) -> pd.DataFrame:
