@@ -293,7 +293,7 @@ def test_column_norms_of_a_set_with_the_ones_column():
 def test_a_product_asked_again_is_kept_and_handed_out_as_a_copy(monkeypatch):
     """times_recurring: the bits of times; kept from the third ask (the fourth reads it: the
     kernel is not called); every ask gets its own array; a product asked twice (a fit's last
-    state and its score) is not kept; the kept bytes stay under the bound."""
+    state and its score) is not kept; the kept products and bytes stay under their bounds."""
     rng = np.random.default_rng(2)
     cp = products(design(rng, indicators=False), monkeypatch, "csc")
     cols, b = np.array([1, 4, 7]), np.array([0.5, -1.0, 2.0])
@@ -316,6 +316,11 @@ def test_a_product_asked_again_is_kept_and_handed_out_as_a_copy(monkeypatch):
     for _ in range(3):
         cp.times_recurring(cols, other)
     assert len(cp._recurring) == 1
+    monkeypatch.setattr(column_products, "RECURRING_BYTES", 1 << 28)  # room for many: the count bounds them
+    for start in range(column_products.RECURRING_KEPT + 2):  # e.g. the starts of the variances a CV scored
+        for _ in range(3):
+            cp.times_recurring(cols, np.full(3, float(start)))
+    assert len(cp._recurring) == column_products.RECURRING_KEPT
 
 
 def test_freed_memory_is_kept_unless_the_process_has_chosen():

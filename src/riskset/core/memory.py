@@ -18,7 +18,7 @@ What is kept serves the call that freed it. :func:`returns_freed_memory` marks r
 top-level calls (``fit``, ``cross_validate``, ``bootstrap``, ...): when the outermost one
 ends, the freed heap goes back to the system (glibc's ``malloc_trim``), so that a study's next
 step starts from what the process holds, not from the last step's high-water mark (the
-Fine-Gray step of the LEGEND-HTN benchmark started holding 0.4 GB of the Cox step's freed heap).
+Fine-Gray step of the LEGEND-HTN benchmark started holding 0.3 GB of the Cox step's freed heap).
 """
 from __future__ import annotations
 

@@ -163,9 +163,10 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     if held_out is None:
         folds = assign_folds(data, n_folds, n_repeats, seed, m)  # checks n_folds against the units, before any work
         splits = [(r, k) for r in range(n_repeats) for k in range(n_folds)]
-        held_out = np.array([folds[r] == k for r, k in splits])
+        held_out = np.array([np.packbits(folds[r] == k) for r, k in splits])
+        del folds
     else:
-        held_out = checked_splits(data, held_out, m)
+        held_out = np.packbits(checked_splits(data, held_out, m), axis=1)
         splits, n_folds = [(0, k) for k in range(held_out.shape[0])], held_out.shape[0]
     ctx = Context(data, m, prior, tol, where)
     grid = variance_grid(ctx, grid, n_grid)
@@ -217,11 +218,17 @@ def _cross_validate_hierarchical(data, m, prior: HierarchicalPrior, group_varian
     return CVResult(scores, summary, chosen.variance, chosen, final)
 
 
+def _unpacked(held_out: np.ndarray, n_rows: int) -> np.ndarray:
+    """The boolean masks (splits, rows) of held-out rows kept as bits (``np.packbits`` along
+    the rows): 100 splits of 643k rows are 8 MB, not the 64 MB of their masks."""
+    return np.unpackbits(held_out, axis=-1, count=n_rows).view(bool)
+
+
 def _require_informative_training(ctx: Context, held_out, splits, n_folds):
     """InputError if the training set of some split carries no information (a fold would
     silently score a fit of nothing, e.g. when too few units have an event for ``n_folds``)."""
-    for (r, k), out in zip(splits, held_out):
-        problem = ctx.missing_information(np.where(out, 0.0, ctx.base_weights))
+    for (r, k), bits in zip(splits, held_out):
+        problem = ctx.missing_information(np.where(_unpacked(bits, ctx.data.n_rows), 0.0, ctx.base_weights))
         if problem:
             raise InputError(f"cross-validation cannot fit the training set without fold {k + 1} of {n_folds} "
                              f"(repeat {r + 1}): {problem}. The data have {ctx.n_event_units()} resampling unit(s) "
@@ -229,8 +236,9 @@ def _require_informative_training(ctx: Context, held_out, splits, n_folds):
 
 
 def _batches(ctx, held_out, v, start, likely):
-    """Tasks of :func:`_batch_size` splits each, every split fitted at variance ``v`` from the
-    full-data fit ``start`` whose likely entrants are ``likely`` (:meth:`Context.likely_entrants`)."""
+    """Tasks of :func:`_batch_size` splits each (their held-out rows as bits), every split fitted
+    at variance ``v`` from the full-data fit ``start`` whose likely entrants are ``likely``
+    (:meth:`Context.likely_entrants`)."""
     size = _batch_size(ctx, held_out.shape[0])
     return [(held_out[a:a + size], v, start, likely) for a in range(0, held_out.shape[0], size)]
 
@@ -244,6 +252,7 @@ def _score_task(ctx: Context, task):
     """Fit a batch of training weightings at one variance from the same start; their held-out
     scores and whether each fit converged."""
     held_out, v, start, likely = task
+    held_out = _unpacked(held_out, ctx.data.n_rows)
     n = held_out.shape[0]
     train = ctx.batch(np.where(held_out, 0.0, ctx.base_weights))
     score = ctx.scorer(np.where(held_out, ctx.base_weights, 0.0))

@@ -36,7 +36,10 @@ ROW_COPY_AFTER = 4
 #: many times (a second ask kept the scored fits of a cross-validation: 230 MB at the LEGEND
 #: shape, never read again) ...
 RECURRING_KEPT_FROM = 3
-#: ... the bytes of the products it keeps (the least recently used go first) ...
+#: ... the products it keeps and their bytes at most (the least recently used go first: a
+#: cross-validation's start serves the splits of one variance, and 20 starts of the scored
+#: variances kept were 100 MB of the Fine-Gray LEGEND peak) ...
+RECURRING_KEPT = 4
 RECURRING_BYTES = 1 << 28
 #: ... and the products asked fewer times it remembers (by a digest, with their count).
 RECURRING_SEEN = 256
@@ -117,8 +120,8 @@ class ColumnProducts:
         many fits share (every split of a cross-validation starts from the full-data fit at its
         variance, every bootstrap replicate from the estimate; a copy of a kept product costs a
         tenth of the product). A product asked fewer times is only remembered by a digest and
-        its count (the last :data:`RECURRING_SEEN`); at most :data:`RECURRING_BYTES` of products
-        are kept, the least recently used dropped first. The same bits as :meth:`times`."""
+        its count (the last :data:`RECURRING_SEEN`); at most :data:`RECURRING_KEPT` products and
+        :data:`RECURRING_BYTES` are kept, the least recently used dropped first. The same bits as :meth:`times`."""
         cols, b = _index(cols), np.ascontiguousarray(b, dtype=np.float64)
         key = cols.tobytes() + b.tobytes()
         digest = hashlib.blake2b(key, digest_size=16).digest()
@@ -135,7 +138,8 @@ class ColumnProducts:
         if asks >= RECURRING_KEPT_FROM and out.nbytes <= RECURRING_BYTES:
             with self._lock:
                 self._recurring[digest] = key, out.copy()
-                while sum(v[1].nbytes for v in self._recurring.values()) > RECURRING_BYTES:
+                while (len(self._recurring) > RECURRING_KEPT
+                       or sum(v[1].nbytes for v in self._recurring.values()) > RECURRING_BYTES):
                     self._recurring.popitem(last=False)
         return out
 
