@@ -369,6 +369,23 @@ def test_the_outermost_top_level_call_returns_the_freed_memory(monkeypatch):
         assert call.__wrapped__.__name__ == call.__name__
 
 
+def test_the_freed_heap_goes_back_only_above_its_bound(monkeypatch):
+    """release_freed_memory keeps a freed heap of RELEASED_ABOVE or less for the next call (a loop
+    of small fits would fault it in again) and gives a larger one back."""
+    from riskset.core import memory
+
+    if not memory._tuned or memory.freed_heap_bytes() is None:
+        pytest.skip("the allocator is not glibc's (2.33 or later) tuned by riskset")
+    blocks = [np.ones(20 << 17) for _ in range(24)]  # 24 blocks of 20 MB: served from the heap
+    del blocks
+    freed = memory.freed_heap_bytes()
+    assert freed > memory.RELEASED_ABOVE
+    monkeypatch.setattr(memory, "RELEASED_ABOVE", freed + 1)
+    assert not memory.release_freed_memory() and memory.freed_heap_bytes() >= freed - (1 << 20)
+    monkeypatch.setattr(memory, "RELEASED_ABOVE", 256 << 20)
+    assert memory.release_freed_memory() and memory.freed_heap_bytes() < freed
+
+
 @pytest.mark.parametrize("n_cols, itype", [(65536, np.uint16), (65537, np.uint32)])
 def test_the_row_major_copy_keeps_the_narrowest_column_indices(n_cols, itype):
     """16-bit column indices up to 2^16 columns, 32-bit beyond; products on the copy equal scipy's."""

@@ -16,8 +16,9 @@ the environment, e.g. a Dask worker told to return memory), or where
 
 What is kept serves the call that freed it. :func:`returns_freed_memory` marks riskset's
 top-level calls (``fit``, ``cross_validate``, ``bootstrap``, ...): when the outermost one
-ends, the freed heap goes back to the system (glibc's ``malloc_trim``), so that a study's next
-step starts from what the process holds, not from the last step's high-water mark (the
+ends, the freed heap goes back to the system (glibc's ``malloc_trim``) if it is more than
+:data:`RELEASED_ABOVE`, so that a study's next step starts from what the process holds, not
+from the last step's high-water mark (the
 Fine-Gray step of the LEGEND-HTN benchmark started holding 0.3 GB of the Cox step's freed heap).
 """
 from __future__ import annotations
@@ -32,6 +33,9 @@ import threading
 HEAP_BLOCK_BYTES = 32 << 20
 #: ... and the freed memory at the top of the heap kept for reuse before it goes back to the system.
 KEPT_BYTES = 1 << 30
+#: The freed heap above which the end of a top-level call gives it back (less stays for the next
+#: call: faulting it in again made a loop of small fits 10% slower).
+RELEASED_ABOVE = 256 << 20
 
 _M_TRIM_THRESHOLD = -1  # mallopt parameters (malloc.h)
 _M_MMAP_THRESHOLD = -3
@@ -65,11 +69,34 @@ def _tune(environ) -> bool:
     return bool(mallopt(_M_MMAP_THRESHOLD, HEAP_BLOCK_BYTES)) and bool(mallopt(_M_TRIM_THRESHOLD, KEPT_BYTES))
 
 
+class _MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (malloc.h), summed over every arena."""
+
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def freed_heap_bytes() -> int | None:
+    """The free bytes that glibc's heaps hold (``mallinfo2().fordblks``, every arena), or None
+    where it cannot say (not glibc, or older than 2.33)."""
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return None
+    mallinfo2.argtypes, mallinfo2.restype = [], _MallInfo2
+    return int(mallinfo2().fordblks)
+
+
 def release_freed_memory() -> bool:
     """Give the freed heap that :func:`keep_freed_memory` keeps back to the system (glibc's
-    ``malloc_trim(0)``: the free top of each heap and the free pages inside it); True if
-    memory was released. Nothing where the allocator was not tuned."""
+    ``malloc_trim(0)``: the free top of each heap and the free pages inside it) once it holds
+    more than :data:`RELEASED_ABOVE`; True if memory was released. Nothing where the allocator
+    was not tuned."""
     if not _tuned:
+        return False
+    freed = freed_heap_bytes()
+    if freed is not None and freed <= RELEASED_ABOVE:
         return False
     try:
         trim = ctypes.CDLL(None).malloc_trim
