@@ -18,8 +18,8 @@ What is kept serves the call that freed it. :func:`returns_freed_memory` marks r
 top-level calls (``fit``, ``cross_validate``, ``bootstrap``, ...): when the outermost one
 ends, the freed heap goes back to the system (glibc's ``malloc_trim``) if it is more than
 :data:`RELEASED_ABOVE`, so that a study's next step starts from what the process holds, not
-from the last step's high-water mark (the
-Fine-Gray step of the LEGEND-HTN benchmark started holding 0.3 GB of the Cox step's freed heap).
+from the last step's high-water mark (the Fine-Gray step of the LEGEND-HTN benchmark started
+holding 0.3 GB of the Cox step's freed heap).
 """
 from __future__ import annotations
 
@@ -61,12 +61,20 @@ def _tune(environ) -> bool:
         return False
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return False
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
+    mallopt = _libc("mallopt", [ctypes.c_int, ctypes.c_int], ctypes.c_int)
+    if mallopt is None:
         return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return bool(mallopt(_M_MMAP_THRESHOLD, HEAP_BLOCK_BYTES)) and bool(mallopt(_M_TRIM_THRESHOLD, KEPT_BYTES))
+
+
+def _libc(name: str, argtypes: list, restype):
+    """The C library's function ``name``, typed, or None where the process's C library has none."""
+    try:
+        function = getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
+        return None
+    function.argtypes, function.restype = argtypes, restype
+    return function
 
 
 class _MallInfo2(ctypes.Structure):
@@ -80,12 +88,8 @@ class _MallInfo2(ctypes.Structure):
 def freed_heap_bytes() -> int | None:
     """The free bytes that glibc's heaps hold (``mallinfo2().fordblks``, every arena), or None
     where it cannot say (not glibc, or older than 2.33)."""
-    try:
-        mallinfo2 = ctypes.CDLL(None).mallinfo2
-    except (OSError, AttributeError):
-        return None
-    mallinfo2.argtypes, mallinfo2.restype = [], _MallInfo2
-    return int(mallinfo2().fordblks)
+    mallinfo2 = _libc("mallinfo2", [], _MallInfo2)
+    return None if mallinfo2 is None else int(mallinfo2().fordblks)
 
 
 def release_freed_memory() -> bool:
@@ -98,12 +102,8 @@ def release_freed_memory() -> bool:
     freed = freed_heap_bytes()
     if freed is not None and freed <= RELEASED_ABOVE:
         return False
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return False
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return bool(trim(0))
+    trim = _libc("malloc_trim", [ctypes.c_size_t], ctypes.c_int)
+    return trim is not None and bool(trim(0))
 
 
 def returns_freed_memory(call):

@@ -121,7 +121,8 @@ class ColumnProducts:
         variance, every bootstrap replicate from the estimate; a copy of a kept product costs a
         tenth of the product). A product asked fewer times is only remembered by a digest and
         its count (the last :data:`RECURRING_SEEN`); at most :data:`RECURRING_KEPT` products and
-        :data:`RECURRING_BYTES` are kept, the least recently used dropped first. The same bits as :meth:`times`."""
+        :data:`RECURRING_BYTES` are kept, the least recently used dropped first. The same bits
+        as :meth:`times`."""
         cols, b = _index(cols), np.ascontiguousarray(b, dtype=np.float64)
         key = cols.tobytes() + b.tobytes()
         digest = hashlib.blake2b(key, digest_size=16).digest()
