@@ -62,8 +62,8 @@ from riskset.solver.control import POLISH_SETTLED, CycleControl
 from riskset.solver.ending import state_problem, verdict
 from riskset.solver.entrants import OPENING_SWEEP_PASSES, Opening, entrants, opening_entrants
 from riskset.solver.kkt import kkt_violation, violators
-from riskset.solver.newton import (NEWTON_CG_RTOL, newton_coordinates, newton_steps, refine_coordinates,
-                                   refine_max_active)
+from riskset.solver.newton import (NEWTON_CG_RTOL, active_set, newton_coordinates, newton_steps,
+                                   refine_coordinates, refine_max_active, singular_by_rank, within)
 from riskset.solver.screening import kkt_gradient, reference
 
 #: A polish round that gained more than this fraction of the objective is far from the optimum:
@@ -80,6 +80,11 @@ POLISH_ROUNDS = 20
 VIOLATOR_SWEEPS = 3
 #: ... each after one that reduced the largest violation at least this many times.
 VIOLATIONS_FALL = 4.0
+
+#: Entrants join the next Newton round of a polish, in a family whose sweeps are costly, where a
+#: sweep over them would cost at least this many gradients (:meth:`Solver.newton_enters`): a
+#: few entrants cost less in a sweep than the Newton step that joining them may add.
+JOINING_GRADIENTS = 1.0
 
 #: The message of a fit whose L1 rate leaves every penalized coefficient at zero.
 AT_GAMMA_MAX = "all penalized coefficients are zero: the L1 rate is at or above gamma_max"
@@ -320,12 +325,30 @@ class Solver:
         return SolverResult(self.beta, self.state, ll, ctl.objective, ctl.converged, ctl.k, ctl.message, kkt=ctl.kkt,
                             grad=ctl.grad)
 
+    @property
+    def costly_sweeps(self) -> bool:
+        """Whether a full sweep of the family costs at least
+        :data:`~riskset.solver.entrants.OPENING_SWEEP_PASSES` gradients (risk-set and stratum
+        sums refreshed per moved coordinate): polishes then stand in for sweeps wherever they can
+        (:meth:`open`, :meth:`polish`)."""
+        return self.datafit.sweep_passes >= OPENING_SWEEP_PASSES
+
+    def newton_enters(self, enter: np.ndarray) -> bool:
+        """Whether the entrants ``enter`` join the next Newton round rather than a sweep over
+        them: where sweeps are costly (:attr:`costly_sweeps`), a sweep over them would cost at
+        least :data:`JOINING_GRADIENTS` gradients, and the active set with them is still
+        polished (at most ``polish_max_active``, not singular by count)."""
+        if not self.costly_sweeps or enter.size * self.datafit.sweep_passes < JOINING_GRADIENTS * self.datafit.n_coef:
+            return False
+        block = np.union1d(active_set(self.beta, self.pen, self.free), enter)
+        return within(block.size, self.opts.polish_max_active) and not singular_by_rank(self.datafit, block, self.pen)
+
     def open(self, grad: np.ndarray | None = None) -> None:
         """The opening, in a family whose full sweep costs at least
         :data:`~riskset.solver.entrants.OPENING_SWEEP_PASSES` gradients: where the gradient
         (``grad``, computed if not given) shows few entrants (:func:`opening_entrants`), a
         polish that they join, in place of the first full sweep."""
-        if self.datafit.sweep_passes < OPENING_SWEEP_PASSES or self.control.done:
+        if not self.costly_sweeps or self.control.done:
             return
         grad = self.datafit.gradient(self.state) if grad is None else grad
         enter = opening_entrants(self.datafit, self.beta, grad, self.pen, self.free, self.opts.polish_max_active)
@@ -385,7 +408,7 @@ class Solver:
         that step back, and they enter later as any other). At most :data:`POLISH_ROUNDS` rounds.
         """
         datafit, pen, free, opts, ctl = self.datafit, self.pen, self.free, self.opts, self.control
-        joining, rtol = None, NEWTON_CG_RTOL
+        joining, rtol, stalled_kkt = None, NEWTON_CG_RTOL, np.inf
         if opening is not None:
             if opening.exact:
                 ctl.reference = reference(datafit, self.state, opening.grad)
@@ -417,15 +440,21 @@ class Solver:
             if grad is None:  # screened: the entrants and the violators are decided against the rates
                 grad, _ = self.screened_gradient()
             enter = entrants(self.beta, grad, pen, free)
-            if enter.size:
+            if enter.size and self.newton_enters(enter):
+                joining = enter, np.sign(grad[enter])
+            elif enter.size:
                 datafit.sweep(self.state, enter, self.beta, pen.table, self.radius)
                 ctl.swept(self.penalized_loglik(), "the entrants")
                 if ctl.done:
                     return
             elif not gained > opts.tol:  # the KKT check failed on the active set and the polish no longer gains
-                if newton_coordinates(datafit, self.beta, pen, free, opts.polish_max_active) is not None:
-                    self.sweep_violators(grad)
-                return  # else nothing polished (polishing off): the sweeps of plain CCD go on
+                if newton_coordinates(datafit, self.beta, pen, free, opts.polish_max_active) is None:
+                    return  # nothing polished (polishing off): the sweeps of plain CCD go on
+                if self.costly_sweeps and ctl.kkt * VIOLATIONS_FALL <= stalled_kkt:
+                    stalled_kkt = ctl.kkt  # one more round: its first step is taken whatever it gains
+                    continue
+                self.sweep_violators(grad)
+                return
 
     def sweep_violators(self, grad: np.ndarray) -> None:
         """After a KKT check that failed (its gradient ``grad``) where polishes no longer gain:
