@@ -1,5 +1,7 @@
 """Screened KKT checks (riskset.solver.screening): a bound clears coordinates from the last
 exact gradient; every decision taken against the L1 rates must be the exact gradient's."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -12,10 +14,20 @@ from riskset.solver.entrants import entrants
 from riskset.solver.kkt import kkt_violation
 
 
-@pytest.fixture(scope="module")
-def cox():
-    """A Cox datafit, an L1 rate, its optimum and a state one small step away on the active set."""
-    datafit = riskset.models.get_model("cox").datafit(riskset.simulate(n=3000, p=60, model="cox", seed=11))
+def _competing(data):
+    """``data`` with every fourth event a competing one (status 2): Fine-Gray's outcome."""
+    status = np.asarray(data.status).copy()
+    status[::4] = 2 * (status[::4] > 0)
+    return dataclasses.replace(data, status=status)
+
+
+@pytest.fixture(scope="module", params=["cox", "fine_gray"])
+def cox(request):
+    """A risk-set datafit (Cox, Fine-Gray), an L1 rate, its optimum and a state one small step
+    away on the active set."""
+    data = riskset.simulate(n=3000, p=60, model="cox", seed=11)
+    data = _competing(data) if request.param == "fine_gray" else data
+    datafit = riskset.models.get_model(request.param).datafit(data)
     p = datafit.n_coef
     rate = 0.5 * np.max(np.abs(datafit.gradient(datafit.new_state(np.zeros(p)))))
     pen = Penalty(np.full(p, rate), np.zeros(p))
@@ -56,11 +68,12 @@ def test_nothing_is_cleared_without_a_reference_or_far_from_it(cox):
     np.testing.assert_array_equal(grad, datafit.gradient(state))
 
 
-@pytest.mark.parametrize("model, n, p", [("cox", 3000, 50), ("logistic", 20000, 200)])
+@pytest.mark.parametrize("model, n, p", [("cox", 3000, 50), ("fine_gray", 6000, 100), ("logistic", 20000, 200)])
 def test_cross_validation_with_screened_checks_equals_the_exact_checks(monkeypatch, model, n, p):
     """(A logistic fit screens its checks only after a polish round: none at N = 3000. A fold fit
     whose opening read its likely entrants alone has no reference before its first exact gradient.)"""
-    data = riskset.simulate(n=n, p=p, model=model, seed=5)
+    data = riskset.simulate(n=n, p=p, model="cox" if model == "fine_gray" else model, seed=5)
+    data = _competing(data) if model == "fine_gray" else data
     screened = []
 
     def spy(*args):

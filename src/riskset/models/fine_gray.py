@@ -41,7 +41,7 @@ from riskset.data.dataset import row_label
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as fine_gray_kernels
 from riskset.kernels.cpu.cox_rows import row_pieces
-from riskset.core.interface import Reweightable, RunsOnDevice
+from riskset.core.interface import Reweightable, RunsOnDevice, SlopeRows
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
                                  drop_constant_covariates, refuse_kind, require_information, risk_set_block_work,
                                  weight_overflow, HAZARD_KINDS, NO_RESPONSE, VARIANCES)
@@ -123,7 +123,7 @@ def check_times(time, row_ids=None):
     return time
 
 
-class FineGrayDatafit(Datafit, Reweightable, RunsOnDevice):
+class FineGrayDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
     """Fine-Gray log pseudo-likelihood over rows sorted by time descending.
 
     Parameters: ``X``, ``time`` and the 0/1 flags ``event`` (of interest),
@@ -286,6 +286,11 @@ class FineGrayDatafit(Datafit, Reweightable, RunsOnDevice):
         """gx0 - X' v over the columns of ``coefs`` only."""
         coefs = np.asarray(coefs, dtype=np.int64)
         return self.gx0[coefs] - self.products.dot(coefs, self._row_terms(state))
+
+    def slope_rows(self, state):
+        """(v, ||x_j||_2): the gradient is gx0 - X' v (:meth:`gradient`), gx0 the same at every
+        state (screened KKT checks, :mod:`riskset.solver.screening`)."""
+        return self._row_terms(state), self.products.column_norms(np.arange(self.n_coef))
 
     def _row_terms(self, state):
         """v = :func:`~riskset.kernels.cpu.fine_gray.row_terms` at the (synced) state: the
