@@ -261,21 +261,50 @@ def test_a_product_updated_over_the_rows_that_changed_is_the_direct_one(indicato
     assert cp.dot_changed(known, z_old, z_many) is None
 
 
+@pytest.mark.parametrize("indicators", [False, True])
+def test_a_product_updated_over_its_support_rows_needs_no_full_row_copy(indicators, rng):
+    """dot_changed with ``support`` (the rows outside which z never changes: a risk-set family's
+    event rows): without X's row-major copy, a kept copy of those rows alone gives the update
+    (and X's copy is not built); None where z changed outside them, or where they are over a
+    quarter of the rows."""
+    X = design(rng, indicators, n=400)
+    cp = ColumnProducts(CompactCSC.of(canonical_csc(X)))
+    support = np.sort(rng.choice(400, 90, replace=False))
+    z_old = np.zeros(400)
+    z_old[support] = rng.normal(size=90)
+    z_new = z_old.copy()
+    changed = support[::7]
+    z_new[changed] = np.where(rng.random(changed.size) < 0.5, 0.0, rng.normal(size=changed.size))
+    known = X.T @ z_old
+    np.testing.assert_allclose(cp.dot_changed(known, z_old, z_new, support=support), X.T @ z_new, rtol=1e-12,
+                               atol=1e-12)
+    assert cp._csr is None and cp._support[0][0].size == 91  # the copy of the 90 support rows alone
+    outside = z_new.copy()
+    outside[np.setdiff1d(np.arange(400), support)[0]] = 1.0
+    assert cp.dot_changed(known, z_old, outside, support=support) is None
+    wide = np.arange(101)
+    assert ColumnProducts(CompactCSC.of(canonical_csc(X))).dot_changed(known, z_old, z_new, support=wide) is None
+
+
+@pytest.mark.parametrize("row_copy", [True, False], ids=["row-major-copy", "event-rows"])
 @pytest.mark.parametrize("model", ["cox", "fine_gray"])
-def test_a_training_folds_static_gradient_comes_from_the_full_datas(model, rng):
+def test_a_training_folds_static_gradient_comes_from_the_full_datas(model, row_copy, rng):
     """A reweighted view whose weights changed on a tenth of the rows takes its static gradient
-    X' (c * event) from the full data's, and it equals the one computed afresh."""
-    data = riskset.simulate(n=2000, p=8, model="cox", seed=4)
+    X' (c * event) from the full data's, read from X's row-major copy or, without it, from a
+    copy of the event rows alone, and it equals the one computed afresh."""
+    data = riskset.simulate(n=2000, p=8, model="cox", seed=4, censoring=0.85)
     if model == "fine_gray":
         status = np.asarray(data.status).copy()
         status[(status == 1) & (rng.random(2000) < 0.3)] = 2
         import dataclasses
         data = dataclasses.replace(data, status=status)
     datafit = get_model(model).datafit(data)
-    datafit.products.row_major()
+    if row_copy:
+        datafit.products.row_major()
     datafit.gx0  # noqa: B018 (computed, as a path's fits do before the folds)
     fold = datafit.reweighted(np.where(np.arange(2000) % 10 == 4, 0.0, 1.0))
     assert "gx0" in fold.__dict__  # set by reweighted, from the full data's
+    assert (datafit.products._csr is None) == (not row_copy)  # without it, from the event rows' copy
     fresh = fold.products.dot(np.arange(fold.n_coef), fold.cw * fold.event)
     np.testing.assert_allclose(fold.gx0, fresh, rtol=1e-12, atol=1e-9)
 

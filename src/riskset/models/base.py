@@ -38,9 +38,11 @@ def carry_static_gradient(datafit: Datafit, view: Datafit) -> None:
     """Give ``view``, a reweighting of a risk-set family's ``datafit`` (Cox, Fine-Gray), the
     static part of its gradient, X' (c * event), from ``datafit``'s where that one has it, over
     the rows whose weight changed (:meth:`~riskset.core.products.column_products.ColumnProducts.dot_changed`:
-    a training fold's held-out event rows); else ``view`` computes it on first use."""
+    a training fold's held-out event rows, read from a kept copy of the event rows where X has
+    no row-major copy); else ``view`` computes it on first use."""
     if "gx0" in datafit.__dict__:
-        gx0 = datafit.products.dot_changed(datafit.gx0, datafit.cw * datafit.event, view.cw * view.event)
+        gx0 = datafit.products.dot_changed(datafit.gx0, datafit.cw * datafit.event, view.cw * view.event,
+                                           support=np.flatnonzero(datafit.event == 1))
         if gx0 is not None:
             view.gx0 = gx0
 

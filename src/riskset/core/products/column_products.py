@@ -17,7 +17,8 @@ from riskset.core.products.csc import (csc_column_norms, csc_gram, csc_tile_offs
 from riskset.core.products.csr import (csr_dot, csr_gram, csr_gram_times, csr_rows_dot, csr_rows_times, csr_times,
                                        sum_blocks)
 from riskset.core.products.partition import row_blocks, row_tiles
-from riskset.core.products.row_copy import csc_row_counts, csc_subset_to_csr, csc_to_csr
+from riskset.core.products.row_copy import (csc_row_counts, csc_rows_count, csc_rows_fill, csc_subset_to_csr,
+                                            csc_to_csr)
 
 #: Most bytes of the row blocks' partial |A| x |A| blocks of :meth:`ColumnProducts.gram`
 #: (fewer, longer blocks for large A).
@@ -68,6 +69,7 @@ class ColumnProducts:
         self.tiles = row_tiles(self.n_rows, self.n_cols, design.nnz)
         self._tile_ptr = self._tile_rows = None
         self._csr = None
+        self._support = None  # the row-major copy of some rows alone (_support_rows)
         self._kept = _Kept()
         self._norms = None
         self._lock = threading.Lock()
@@ -76,8 +78,8 @@ class ColumnProducts:
     def __getstate__(self):
         """Pickled (e.g. for dask workers) without the lock, nor the row-major copy, tile
         pointers and offsets and recurring products: a worker builds its own if it needs them."""
-        return {**self.__dict__, "_lock": None, "_csr": None, "_kept": None, "_tile_ptr": None, "_tile_rows": None,
-                "_recurring": None, "_seen": None}
+        return {**self.__dict__, "_lock": None, "_csr": None, "_support": None, "_kept": None, "_tile_ptr": None,
+                "_tile_rows": None, "_recurring": None, "_seen": None}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -154,20 +156,50 @@ class ColumnProducts:
         out2 = np.empty(cols.shape[0])
         return self._dots(cols, z, None, out2), out2
 
-    def dot_changed(self, known, z_old, z_new) -> np.ndarray | None:
-        """X' z_new over every column from ``known`` = X' z_old, reading the row-major copy's rows
-        where z changed only (a training fold's static gradient from the full data's: its
-        held-out event rows, ~4% of X's non-zeros at 10 folds, where a product reads them all),
-        or None where they are more than a quarter of the rows or X's row-major copy is not at
-        hand (a direct product then costs less than the copy). Serial: the same bits on any
-        number of threads."""
+    def dot_changed(self, known, z_old, z_new, support=None) -> np.ndarray | None:
+        """X' z_new over every column from ``known`` = X' z_old, reading only the rows where z
+        changed (a training fold's static gradient from the full data's: its held-out event
+        rows, ~4% of X's non-zeros at 10 folds, where a product reads them all). The rows come
+        from X's row-major copy where it is at hand, else from a kept copy of the ``support``
+        rows alone (sorted; rows outside which z never changes: a risk-set family's event rows),
+        built on first use where they are at most a quarter of the rows. None where neither
+        holds them or over a quarter changed: a direct product then costs less. Serial: the same
+        bits on any number of threads."""
         rows = np.flatnonzero(z_new != z_old)
-        if self._csr is None or 4 * rows.size > self.n_rows:
+        if 4 * rows.size > self.n_rows:
             return None
-        rptr, rcol, rval = self.row_major()
+        if self._csr is not None:
+            (rptr, rcol, rval), at = self.row_major(), rows
+        else:
+            kept = self._support_rows(support)
+            if kept is None:
+                return None
+            (rptr, rcol, rval), support = kept
+            at = np.searchsorted(support, rows)
+            if at.size and (at[-1] >= support.size or not np.array_equal(support[at], rows)):
+                return None  # z changed outside the support
         out = np.array(known, dtype=np.float64)
-        csr_rows_dot(rptr, rcol, rval, rows, np.ascontiguousarray(z_new[rows] - z_old[rows]), out)
+        csr_rows_dot(rptr, rcol, rval, at, np.ascontiguousarray(z_new[rows] - z_old[rows]), out)
         return out
+
+    def _support_rows(self, support):
+        """((row pointers, columns, values), rows): the row-major copy of the sorted rows
+        ``support`` alone (its row i is X's row ``support[i]``), kept for the next call with the
+        same rows (a cross-validation's folds share their event rows); None without support rows
+        or where they are over a quarter of X's (the full copy would then be as cheap)."""
+        if support is None or 4 * support.size > self.n_rows:
+            return None
+        with self._lock:
+            if self._support is None or not np.array_equal(self._support[1], support):
+                position = np.full(self.n_rows, -1, np.int64)
+                position[support] = np.arange(support.size)
+                rptr = np.zeros(support.size + 1, np.int64)
+                csc_rows_count(self.indptr, self.indices, position, rptr)
+                rcol = np.empty(rptr[-1], column_index_type(self.n_cols))
+                rval = np.empty(0 if np.all(self.unit) else rptr[-1])
+                csc_rows_fill(self.indptr, self.indices, self.values, self.value_shift, position, rptr, rcol, rval)
+                self._support = (rptr, rcol, rval), np.array(support, np.int64)
+            return self._support
 
     def gram_operator(self, cols, c) -> Callable[[np.ndarray], np.ndarray]:
         """``b -> X[:, cols]' diag(c) X[:, cols] b`` (:meth:`gram_times`) for the products of one
@@ -300,9 +332,7 @@ class ColumnProducts:
         return self._csr
 
     def _build_row_major(self):
-        # the narrowest unsigned type of the column indices (see core.design.row_indices): a full
-        # gradient streams them all (N = 1M, P = 1000, 50M non-zeros: 200 -> 100 MB per X' z)
-        itype = np.uint16 if self.n_cols <= 2**16 else np.uint32 if self.n_cols < 2**32 else np.int64
+        itype = column_index_type(self.n_cols)
         unit = bool(np.all(self.unit))
         counts = np.zeros(self.n_rows + 1, np.int64)
         csc_row_counts(self.indptr, self.indices, self.bounds, counts)
@@ -390,3 +420,10 @@ class ColumnProducts:
 def _index(cols) -> np.ndarray:
     return np.ascontiguousarray(cols, dtype=np.int64)
 
+
+
+def column_index_type(n_cols: int):
+    """The narrowest unsigned type of a row-major copy's column indices (see
+    :func:`riskset.core.design.row_indices`): a full gradient streams them all (N = 1M, P = 1000,
+    50M non-zeros: 200 -> 100 MB per X' z)."""
+    return np.uint16 if n_cols <= 2**16 else np.uint32 if n_cols < 2**32 else np.int64

@@ -1,6 +1,7 @@
 """The compiled row-major (CSR) copies of X's CSC arrays: of every column (X's own copy,
-by :func:`csc_row_counts` then :func:`csc_to_csr`) and of a column subset A, whose entries
-hold their positions in A (:func:`csc_subset_to_csr`). Both run by row blocks on all
+by :func:`csc_row_counts` then :func:`csc_to_csr`), of a column subset A, whose entries
+hold their positions in A (:func:`csc_subset_to_csr`), and of a row subset
+(:func:`csc_rows_count`, :func:`csc_rows_fill`, serial). Both run by row blocks on all
 threads and fill each row in the same order whatever the threads.
 """
 import numpy as np
@@ -41,6 +42,36 @@ def csc_to_csr(indptr, indices, values, value_shift, bounds, rptr, rcol, rval):
                     rval[q] = values[k + value_shift[j]]
                 rptr[i + 1] = q + 1
                 k += 1
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def csc_rows_count(indptr, indices, position, rptr):
+    """rptr[p + 1] = non-zeros of the row i with position[i] = p >= 0 (a row subset's copy);
+    other rows have position -1. Serial: built once per datafit."""
+    for j in range(indptr.shape[0] - 1):
+        for k in range(indptr[j], indptr[j + 1]):
+            p = position[indices[k]]
+            if p >= 0:
+                rptr[p + 1] += 1
+    for p in range(rptr.shape[0] - 1):
+        rptr[p + 1] += rptr[p]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def csc_rows_fill(indptr, indices, values, value_shift, position, rptr, rcol, rval):
+    """Fill the row-major copy of the rows with a position (:func:`csc_rows_count` gave ``rptr``):
+    columns ascending within a row; ``rval`` empty: no values stored."""
+    store = rval.shape[0] > 0
+    fill = rptr[:-1].copy()
+    for j in range(indptr.shape[0] - 1):
+        for k in range(indptr[j], indptr[j + 1]):
+            p = position[indices[k]]
+            if p >= 0:
+                q = fill[p]
+                rcol[q] = j
+                if store:
+                    rval[q] = values[k + value_shift[j]]
+                fill[p] = q + 1
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
