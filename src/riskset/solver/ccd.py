@@ -62,8 +62,8 @@ from riskset.solver.control import POLISH_SETTLED, CycleControl
 from riskset.solver.ending import state_problem, verdict
 from riskset.solver.entrants import OPENING_SWEEP_PASSES, Opening, entrants, opening_entrants
 from riskset.solver.kkt import kkt_violation, violators
-from riskset.solver.newton import (NEWTON_CG_RTOL, active_set, newton_coordinates, newton_steps,
-                                   refine_coordinates, refine_max_active, singular_by_rank, within)
+from riskset.solver.newton import (NEWTON_CG_RTOL, active_set, newton_coordinates, newton_steps, polishable,
+                                   refine_coordinates, refine_max_active)
 from riskset.solver.screening import kkt_gradient, reference
 
 #: A polish round that gained more than this fraction of the objective is far from the optimum:
@@ -341,7 +341,7 @@ class Solver:
         if not self.costly_sweeps or enter.size * self.datafit.sweep_passes < JOINING_GRADIENTS * self.datafit.n_coef:
             return False
         block = np.union1d(active_set(self.beta, self.pen, self.free), enter)
-        return within(block.size, self.opts.polish_max_active) and not singular_by_rank(self.datafit, block, self.pen)
+        return polishable(self.datafit, block, self.pen, self.opts.polish_max_active)
 
     def open(self, grad: np.ndarray | None = None) -> None:
         """The opening, in a family whose full sweep costs at least

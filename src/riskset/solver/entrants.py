@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from riskset.core.penalty import Penalty
-from riskset.solver.newton import newton_coordinates, singular_by_rank, within
+from riskset.solver.newton import newton_coordinates, polishable
 
 #: A warm start opens with a Newton polish, not a full sweep, when the coordinates that would
 #: enter its active set are at most 5 and this fraction of it (:func:`opening_entrants`) ...
@@ -80,7 +80,7 @@ def opening_entrants(datafit, beta, grad, pen: Penalty, free, max_active) -> np.
     enter = entrants(beta, grad, pen, free & (pen.l1 > 0))
     if cold_start(beta, pen, free):
         block = np.union1d(enter, np.flatnonzero(free & (pen.l1 == 0)))
-        fits = 0 < enter.size and within(block.size, max_active) and not singular_by_rank(datafit, block, pen)
+        fits = 0 < enter.size and polishable(datafit, block, pen, max_active)
         return enter if fits else None
     active = newton_coordinates(datafit, beta, pen, free, max_active)
     if active is None:

@@ -269,9 +269,13 @@ def newton_coordinates(datafit, beta, pen: Penalty, free, max_active):
     stratified by matched pairs with more active coordinates than events, each polish of a
     cross-validation fold; a formed block is solved without its null directions instead)."""
     active = active_set(beta, pen, free)
-    if not active.size or not within(active.size, max_active):
-        return None
-    return None if singular_by_rank(datafit, active, pen) else active
+    return active if active.size and polishable(datafit, active, pen, max_active) else None
+
+
+def polishable(datafit, columns, pen: Penalty, max_active) -> bool:
+    """Whether Newton steps take the coordinates ``columns``: at most ``max_active`` (None: any
+    number) and not singular by count (:func:`singular_by_rank`)."""
+    return within(columns.size, max_active) and not singular_by_rank(datafit, columns, pen)
 
 
 def refine_max_active(max_active: int | None) -> int:

@@ -421,7 +421,6 @@ def _index(cols) -> np.ndarray:
     return np.ascontiguousarray(cols, dtype=np.int64)
 
 
-
 def column_index_type(n_cols: int):
     """The narrowest unsigned type of a row-major copy's column indices (see
     :func:`riskset.core.design.row_indices`): a full gradient streams them all (N = 1M, P = 1000,

@@ -1,8 +1,8 @@
 """The compiled row-major (CSR) copies of X's CSC arrays: of every column (X's own copy,
 by :func:`csc_row_counts` then :func:`csc_to_csr`), of a column subset A, whose entries
 hold their positions in A (:func:`csc_subset_to_csr`), and of a row subset
-(:func:`csc_rows_count`, :func:`csc_rows_fill`, serial). Both run by row blocks on all
-threads and fill each row in the same order whatever the threads.
+(:func:`csc_rows_count`, :func:`csc_rows_fill`: serial, built once). The first two run by
+row blocks on all threads and fill each row in the same order whatever the threads.
 """
 import numpy as np
 from numba import njit, prange
