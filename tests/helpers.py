@@ -134,3 +134,52 @@ def assert_same_as_datafit(datafit, beta, cols, v, ll, gradient, curvature, Hv):
     np.testing.assert_allclose(gradient, ref_g, rtol=0, atol=1e-10 * np.abs(ref_g).max())
     np.testing.assert_allclose(Hv, ref_Hv, rtol=0, atol=1e-9 * np.abs(ref_Hv).max())
     assert np.all(curvature >= -np.diag(H) - 1e-12 * np.abs(np.diag(H)).max())
+
+
+def numpy_risk_sets(time, status, start=None, strata=None, weights=None):
+    """The risk sets as riskset built them before its compiled preparation (np.lexsort, np.unique,
+    searchsorted on (stratum, time code) keys): the reference that
+    ``riskset.data.risksets.build_risk_sets`` must equal array for array."""
+    from riskset.data.risksets import RiskSets
+
+    time = np.asarray(time, dtype=np.float64)
+    n = time.shape[0]
+    status = np.asarray(status).astype(np.uint8)
+    strata = np.zeros(n, np.int64) if strata is None else np.asarray(strata, dtype=np.int64)
+    weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    has_start = start is not None
+    start_ = np.full(n, -np.inf) if start is None else np.asarray(start, dtype=np.float64)
+    order = np.lexsort((-status.astype(np.int64), -time, strata)).astype(np.int64)
+    t, s, st, ev, cw = time[order], strata[order], start_[order], status[order], weights[order]
+    n_strata = int(s.max()) + 1 if n else 0
+    uniq = np.unique(np.concatenate([t, st[np.isfinite(st)]]))
+    mult = np.int64(uniq.shape[0] + 2)
+
+    def key(strat, tt):
+        code = np.searchsorted(uniq, tt, side="left").astype(np.int64) + 1
+        code[np.isneginf(tt)] = 0
+        return strat * mult + code
+
+    evmask = ev == 1
+    ev_key = np.unique(key(s[evmask], t[evmask]))
+    ev_strat = ev_key // mult
+    ev_time = uniq[(ev_key % mult) - 1]
+    k_per_stratum = np.bincount(ev_strat, minlength=n_strata)
+    n_slots = ev_key.shape[0] + n_strata
+    itype = np.int32 if n_slots < 2**31 - 1 else np.int64
+    ke = (np.searchsorted(ev_key, key(s, t), side="right") + s).astype(itype)
+    ks = (np.searchsorted(ev_key, key(s, st), side="right") + s).astype(itype)
+    offsets = np.concatenate([[0], np.cumsum(k_per_stratum + 1)]).astype(np.int64)
+    slot_stratum = np.repeat(np.arange(n_strata, dtype=np.int64), k_per_stratum + 1)
+    slot_time = np.full(n_slots, np.inf)
+    slot_time[np.arange(ev_key.shape[0], dtype=np.int64) + ev_strat] = ev_time
+    slot_first = np.zeros(n_slots, np.uint8)
+    slot_first[offsets[:-1]] = 1
+    slot_last = np.zeros(n_slots, np.uint8)
+    slot_last[offsets[1:] - 1] = 1
+    eslot = ke[evmask] - 1
+    slot_d = np.bincount(eslot, weights=cw[evmask], minlength=n_slots).astype(np.float64)
+    slot_m = np.bincount(eslot, weights=(cw[evmask] > 0), minlength=n_slots).astype(np.float64)
+    return RiskSets(order=order, ks=ks, ke=ke, event=ev.astype(np.uint8), row_stratum=s, slot_time=slot_time,
+                    slot_stratum=slot_stratum, slot_first=slot_first, slot_last=slot_last, slot_d=slot_d,
+                    slot_m=slot_m, has_start=has_start)

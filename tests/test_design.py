@@ -20,6 +20,7 @@ import riskset.core.interface as interface
 import riskset.data.risksets as risksets
 import riskset.models.cox as cox
 import riskset.data.dataset as dataset_module
+from helpers import numpy_risk_sets
 from riskset.core.design import (CompactCSC, canonical_csc, is_canonical, row_indices, stores_no_values,
                                   take_rows, unit_columns)
 from riskset.data.dataset import Dataset
@@ -117,7 +118,7 @@ def scipy_preparation(monkeypatch):
     def use():
         monkeypatch.setattr(interface, "canonical_csc", scipy_canonical)
         monkeypatch.setattr(interface, "take_rows", lambda X, rows: CompactCSC.of(scipy_take_rows(X, rows)))
-        monkeypatch.setattr(risksets, "sorted_unique", np.unique)
+        monkeypatch.setattr(cox, "build_risk_sets", numpy_risk_sets)
 
         def slots(indices, rs):
             itype = np.uint16 if rs.n_slots < 2**16 else np.int32 if rs.n_slots < 2**31 - 1 else np.int64

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from riskset.data.ordering import lexsort
 from riskset.exceptions import InputError
 
 
@@ -52,7 +53,8 @@ class RiskSets:
 
 
 def build_risk_sets(time, status, start=None, strata=None, weights=None) -> RiskSets:
-    """Sort the rows and compute entry/exit slots (vectorized, O(n log n)).
+    """Sort the rows and compute entry/exit slots: one parallel sort
+    (:func:`riskset.data.ordering.lexsort`), then linear passes over the sorted rows.
 
     ``start`` may contain ``-inf`` (at risk from the beginning). ``strata`` are integer
     codes; every stratum is expected to have at least one event (the model drops the
@@ -64,61 +66,91 @@ def build_risk_sets(time, status, start=None, strata=None, weights=None) -> Risk
     strata = np.zeros(n, np.int64) if strata is None else np.asarray(strata, dtype=np.int64)
     weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     has_start = start is not None
-    start_ = np.full(n, -np.inf) if start is None else np.asarray(start, dtype=np.float64)
 
     # stratum ascending, time descending (events before censored rows at equal time)
-    order = np.lexsort((-status.astype(np.int64), -time, strata)).astype(np.int64)
-    t, s, st, ev, cw = time[order], strata[order], start_[order], status[order], weights[order]
+    order = lexsort((-status.astype(np.int64), -time, strata))
+    t, s, ev, cw = time[order], strata[order], status[order], weights[order]
     n_strata = int(s.max()) + 1 if n else 0
 
-    # integer codes of all time values so that (stratum, time) pairs become one int64 key
-    uniq = sorted_unique(np.concatenate([t, st[np.isfinite(st)]]))
-    mult = np.int64(uniq.shape[0] + 2)
-
-    def key(strat, tt):
-        code = np.searchsorted(uniq, tt, side="left").astype(np.int64) + 1
-        code[np.isneginf(tt)] = 0
-        return strat * mult + code
-
-    evmask = ev == 1
-    ev_key = sorted_unique(key(s[evmask], t[evmask]))  # sorted (stratum, event time) pairs
-    ev_strat = ev_key // mult
-    ev_time = uniq[(ev_key % mult) - 1]
-    k_per_stratum = np.bincount(ev_strat, minlength=n_strata)
-    n_slots = ev_key.shape[0] + n_strata
-
+    # event slots: stratum s owns offset_s .. offset_s + K_s, its K_s event times ascending and a
+    # terminal slot; a row exits after the event times of its stratum at or before its time
+    later, first_at_time = later_event_times(s, t, ev)
+    k_per_stratum = np.bincount(s[first_at_time], minlength=n_strata)
+    offsets = np.concatenate([[0], np.cumsum(k_per_stratum + 1)]).astype(np.int64)
+    n_slots = int(offsets[-1])
     # int32 where the slots fit: the O(N) passes of a state and a Hessian-vector product read them
     itype = np.int32 if n_slots < 2**31 - 1 else np.int64
-    ke = (np.searchsorted(ev_key, key(s, t), side="right") + s).astype(itype)
-    ks = (np.searchsorted(ev_key, key(s, st), side="right") + s).astype(itype)
-
-    # slot arrays: event slot of the i-th event time of stratum s is (#events before s) + s + i
-    offsets = np.concatenate([[0], np.cumsum(k_per_stratum + 1)]).astype(np.int64)
+    last_event_slot = offsets[s] + k_per_stratum[s] - 1  # of the row's stratum
+    ke = (last_event_slot + 1 - later).astype(itype)
     slot_stratum = np.repeat(np.arange(n_strata, dtype=np.int64), k_per_stratum + 1)
     slot_time = np.full(n_slots, np.inf)
-    ev_slot = np.arange(ev_key.shape[0], dtype=np.int64) + ev_strat
-    slot_time[ev_slot] = ev_time
+    slot_time[ke[first_at_time] - 1] = t[first_at_time]
+    if has_start:
+        ks = np.empty(n, itype)
+        _entry_slots(np.asarray(start, dtype=np.float64)[order], s, offsets, k_per_stratum, slot_time, ks)
+    else:
+        ks = offsets[s].astype(itype)
     slot_first = np.zeros(n_slots, np.uint8)
     slot_first[offsets[:-1]] = 1
     slot_last = np.zeros(n_slots, np.uint8)
     slot_last[offsets[1:] - 1] = 1
+    evmask = ev == 1
     eslot = ke[evmask] - 1
     slot_d = np.bincount(eslot, weights=cw[evmask], minlength=n_slots).astype(np.float64)
     slot_m = np.bincount(eslot, weights=(cw[evmask] > 0), minlength=n_slots).astype(np.float64)
-    return RiskSets(order=order, ks=ks, ke=ke, event=ev.astype(np.uint8), row_stratum=s,
+    return RiskSets(order=order, ks=ks, ke=ke, event=ev, row_stratum=s,
                     slot_time=slot_time, slot_stratum=slot_stratum, slot_first=slot_first,
                     slot_last=slot_last, slot_d=slot_d, slot_m=slot_m, has_start=has_start)
 
 
-def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """``np.unique`` of finite or integer values by one sort (numpy >= 2.3 takes a hash table
-    for integers, ~50x slower at a million values).
+def later_event_times(stratum, time, event):
+    """For rows sorted by (stratum ascending, time descending, events first at a time): the
+    number of distinct event times of each row's stratum strictly later than its time, and
+    whether a row is the first of its event time (an event that starts its run of equal times).
 
-    >>> sorted_unique(np.array([3, 1, 3, 2])).tolist()
-    [1, 2, 3]
+    >>> later, first = later_event_times(np.zeros(5, np.int64), np.array([5.0, 4.0, 4.0, 3.0, 3.0]),
+    ...                                  np.array([1, 1, 1, 0, 1], np.uint8))
+    >>> later.tolist(), first.tolist()
+    ([0, 1, 1, 2, 2], [True, True, False, False, False])
     """
-    values = np.sort(values)
-    return values[np.r_[True, values[1:] != values[:-1]]] if values.size else values
+    later = np.empty(time.shape[0], np.int64)
+    first = np.empty(time.shape[0], np.bool_)
+    _later_event_times(stratum, time, event, later, first)
+    return later, first
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _later_event_times(stratum, time, event, later, first):
+    seen = 0  # distinct event times of the stratum so far (all later than the current run)
+    before = 0  # ... before the current run of equal times
+    for i in range(time.shape[0]):
+        if i == 0 or stratum[i] != stratum[i - 1]:
+            seen = 0
+            starts_run = True
+        else:
+            starts_run = time[i] != time[i - 1]
+        if starts_run:
+            before = seen
+        later[i] = before
+        first[i] = starts_run and event[i] == 1
+        if first[i]:
+            seen += 1
+
+
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def _entry_slots(start, stratum, offsets, k_per_stratum, slot_time, ks):
+    """ks[i] = offset_s + #{event times of stratum s <= start[i]} (a binary search of the
+    stratum's ascending event slots; 0 of them for -inf)."""
+    for i in prange(start.shape[0]):
+        s = stratum[i]
+        lo, hi = offsets[s], offsets[s] + k_per_stratum[s]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if slot_time[mid] <= start[i]:
+                lo = mid + 1
+            else:
+                hi = mid
+        ks[i] = lo
 
 
 #: Slot counts below which the per-non-zero slots are 16-bit (times in days: claims data).

@@ -38,6 +38,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from riskset.data.dataset import row_label
+from riskset.data.ordering import lexsort
+from riskset.data.risksets import later_event_times
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as fine_gray_kernels
 from riskset.kernels.cpu.cox_rows import row_pieces
@@ -57,17 +59,34 @@ def censoring_survival(time, censored, weights=None):
     until its time (rows with an event at ``u`` are at risk at ``u``); case weights
     weight both counts.
     """
-    time = np.asarray(time, dtype=np.float64)
-    c = np.ones(time.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
-    utimes, inv = np.unique(time, return_inverse=True)
-    n_at = np.bincount(inv, weights=c, minlength=utimes.shape[0])
-    n_cens = np.bincount(inv, weights=c * np.asarray(censored, dtype=np.float64), minlength=utimes.shape[0])
+    utimes, code = distinct_times(np.asarray(time, dtype=np.float64))
+    G, G_left = _censoring_survival_at(utimes.shape[0], code, censored, weights)
+    return utimes, G, G_left
+
+
+def distinct_times(time):
+    """``np.unique(time, return_inverse=True)``, by one linear pass where ``time`` is already
+    in descending order (a Fine-Gray datafit's rows), else by NumPy's sort."""
+    if time.shape[0] > 1 and not np.all(time[1:] <= time[:-1]):
+        return np.unique(time, return_inverse=True)
+    ascending = time[::-1]
+    new = np.empty(ascending.shape[0], np.bool_)
+    new[:1] = True
+    np.not_equal(ascending[1:], ascending[:-1], out=new[1:])
+    return ascending[new], (np.cumsum(new) - 1)[::-1]
+
+
+def _censoring_survival_at(n_times, code, censored, weights=None):
+    """G and G_left at the distinct times of which ``code`` gives each row's (ascending)."""
+    c = np.ones(code.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+    n_at = np.bincount(code, weights=c, minlength=n_times)
+    n_cens = np.bincount(code, weights=c * np.asarray(censored, dtype=np.float64), minlength=n_times)
     at_risk = np.cumsum(n_at[::-1])[::-1]
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = np.where(at_risk > 0, n_cens / at_risk, 0.0)
     G = np.cumprod(1.0 - np.minimum(frac, 1.0))
     G_left = np.r_[1.0, G[:-1]]
-    return utimes, G, G_left
+    return G, G_left
 
 
 @dataclass
@@ -145,7 +164,7 @@ class FineGrayDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         competing = np.asarray(competing, dtype=np.uint8)
         censored = np.asarray(censored, dtype=np.uint8)
         weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-        order = np.lexsort((-event.astype(np.int64), -time)).astype(np.int64)
+        order = lexsort((-event.astype(np.int64), -time))
         off = None if offset is None else np.asarray(offset, dtype=np.float64)[order]  # large ones: the kernels' sync
         super().__init__(X, off, rows=order)
         self.order = order
@@ -154,14 +173,15 @@ class FineGrayDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         self.event = np.ascontiguousarray(event[order])
         self.comp = np.ascontiguousarray(competing[order])
         self.cens = np.ascontiguousarray(censored[order])
-        # event slots: distinct event-of-interest times, descending
-        self.slot_time = np.unique(self.time[self.event == 1])[::-1].copy()
-        # slot of each row: number of event times strictly later than its time
-        self.slot = np.ascontiguousarray(
-            self.slot_time.shape[0] - np.searchsorted(self.slot_time[::-1], self.time, side="right"),
-            dtype=np.int32 if self.slot_time.shape[0] < 2**31 - 1 else np.int64)
+        # event slots: distinct event-of-interest times, descending; the slot of each row: the
+        # number of event times strictly later than its time
+        later, first_at_time = later_event_times(np.zeros(n, np.int64), self.time, self.event)
+        self.slot_row = np.flatnonzero(first_at_time)  # the first row of each event slot
+        self.slot_time = self.time[self.slot_row]
         self.n_slots = self.slot_time.shape[0]
-        self.row_pieces = row_pieces(np.zeros(n, np.int64))  # one stratum: the passes of fine_gray_kernels.sync
+        self.slot = later.astype(np.int32 if self.n_slots < 2**31 - 1 else np.int64)
+        # one stratum, cut where the slot changes: the parallel passes of fine_gray_kernels.sync
+        self.row_pieces = row_pieces(np.zeros(n, np.int64), exit_slot=self.slot)
         self.kernels = fine_gray_kernels.KERNELS[formulation]
         # the user's censoring survival G(T-) per row (sorted order), fixed whatever the case weights
         self.given_G = None if censor_weights is None else np.asarray(censor_weights, dtype=np.float64)[order]
@@ -185,8 +205,9 @@ class FineGrayDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         one, unless given), d (gx0 on first use)."""
         self.cw = cw
         if self.given_G is None:
-            ut, G, G_left = censoring_survival(self.time, self.cens, cw)
-            self._set_censoring(G_left[np.searchsorted(ut, self.time)], G_left[np.searchsorted(ut, self.slot_time)])
+            utimes, code = distinct_times(self.time)
+            _, G_left = _censoring_survival_at(utimes.shape[0], code, self.cens, cw)
+            self._set_censoring(G_left[code], G_left[code[self.slot_row]])
         self.slot_d = np.bincount(self.slot[self.event == 1], weights=cw[self.event == 1],
                                   minlength=self.n_slots).astype(np.float64)[:self.n_slots]
         self.__dict__.pop("gx0", None)
@@ -206,8 +227,8 @@ class FineGrayDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
             return (f"no event of interest has a positive weight ({int(np.sum(self.event == 1))} event(s)), so "
                     "the Fine-Gray likelihood carries no information")
         t = self.time[events]
-        later = np.sort(self.time[positive])
-        competing_before = np.sort(self.time[positive & (self.comp == 1)])
+        later = self.time[positive][::-1]  # ascending: the rows are in descending time
+        competing_before = self.time[positive & (self.comp == 1)][::-1]
         at_risk = later.size - np.searchsorted(later, t, side="left") + np.searchsorted(competing_before, t)
         if np.any(at_risk >= 2):
             return None
@@ -334,7 +355,8 @@ class FineGrayDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
 
         def hessian_times(b):
             self.products.times(cols, b, u)
-            fine_gray_kernels.hessian_vector_rows(u, state.w, v, self.slot, self.cinv, self.Gev, q2, U, Uc, z)
+            fine_gray_kernels.hessian_vector_rows(u, state.w, v, self.slot, self.cinv, self.Gev, q2,
+                                                  self.row_pieces[0], U, Uc, z)
             return self.products.dot(cols, z)
 
         return LocalQuadratic(self.gx0[cols] - xv, x2v, hessian_times)

@@ -52,7 +52,7 @@ from numba import njit, prange
 from riskset.core.sweep import compile_family
 from riskset.kernels.cpu.cox_hessian import (accumulate_row, add_inner, add_listed, add_outer, add_row_square,
                                              clear_listed, fold_halves)
-from riskset.kernels.cpu.cox_rows import moved_weight, row_weights, stratum_shifts
+from riskset.kernels.cpu.cox_rows import moved_weight, piece_tasks, row_weights, stratum_shifts, task_rows
 from riskset.kernels.cpu.cox_walks import move_scan
 
 
@@ -101,22 +101,26 @@ class ScanState(NamedTuple):
     work: np.ndarray
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def sync(eta, cw, slot, cinv, piece_ptr, piece_stratum, shift, w, W, Wc):
     """w = c exp(eta - shift), shift the largest eta of a row of positive weight (the Cox
     kernels' :func:`~riskset.kernels.cpu.cox_rows.stratum_shifts` and ``row_weights`` over the
-    pieces of one stratum), and the slot sums W, Wc from scratch, added in row order (O(N))."""
+    pieces of one stratum), and the slot sums W, Wc from scratch (O(N)), over the pieces in
+    parallel: a slot's rows lie in one piece (``row_pieces`` cut at changes of slot), whose
+    task adds them in row order, as one pass would."""
     stratum_shifts(eta, cw, piece_ptr, piece_stratum, shift)
     row_weights(eta, cw, piece_ptr, piece_stratum, shift, w)
     W[:] = 0.0
     Wc[:] = 0.0
-    for r in range(eta.shape[0]):
-        wr = w[r]
-        s = slot[r]
-        W[s] += wr
-        ig = cinv[r]
-        if ig != 0.0:
-            Wc[s] += wr * ig
+    for c in prange(piece_tasks(piece_ptr)):
+        lo, hi = task_rows(piece_ptr, c)
+        for r in range(lo, hi):
+            wr = w[r]
+            s = slot[r]
+            W[s] += wr
+            ig = cinv[r]
+            if ig != 0.0:
+                Wc[s] += wr * ig
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -336,11 +340,11 @@ def gradient_column(data, state, j):
     return g
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def row_terms(w, slot, cinv, A1, B1, out):
     """Per-row weight of the first Hessian term: w [A1[s] + cinv B1[s]]."""
     sb0 = B1[0]
-    for r in range(w.shape[0]):
+    for r in prange(w.shape[0]):
         s = slot[r]
         br = A1[s]
         ig = cinv[r]
@@ -532,11 +536,12 @@ def walk_rows(rowptr, rcol, rval, w, v, slot, cinv, A2, A2G, A2GG, lo, hi, H, su
         clear_listed(Rc, in_c, touched_c, nc)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def hessian_vector_rows(u, w, v, slot, cinv, Gev, q2, U, Uc, z):
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def hessian_vector_rows(u, w, v, slot, cinv, Gev, q2, piece_ptr, U, Uc, z):
     """Row weights z with ``H_AA b = X_A' z`` for ``u = X_A b``: the dense block of
     ``FineGrayDatafit.hessian`` applied to b in O(N + K); ``v`` from :func:`row_terms`,
-    ``q2 = d / D^2`` per slot, ``U`` / ``Uc`` scratch of length K + 1.
+    ``q2 = d / D^2`` per slot, ``U`` / ``Uc`` scratch of length K + 1. The passes over rows
+    run over the pieces ``piece_ptr`` in parallel (as :func:`sync`: the same bits).
 
     With the risk-set membership ``a_kr = [s_r <= k] + [s_r > k] cinv_r Gev_k`` (D_k =
     sum_r a_kr w_r, G held at the data's censoring Kaplan-Meier), the Hessian of
@@ -553,13 +558,15 @@ def hessian_vector_rows(u, w, v, slot, cinv, Gev, q2, U, Uc, z):
     K = Gev.shape[0]
     U[:] = 0.0
     Uc[:] = 0.0
-    for r in range(u.shape[0]):  # slot sums of w u (ordinary) and w u cinv (competing)
-        wu = w[r] * u[r]
-        s = slot[r]
-        U[s] += wu
-        ig = cinv[r]
-        if ig != 0.0:
-            Uc[s] += wu * ig
+    for c in prange(piece_tasks(piece_ptr)):  # slot sums of w u (ordinary) and w u cinv (competing)
+        lo, hi = task_rows(piece_ptr, c)
+        for r in range(lo, hi):
+            wu = w[r] * u[r]
+            s = slot[r]
+            U[s] += wu
+            ig = cinv[r]
+            if ig != 0.0:
+                Uc[s] += wu * ig
     suf = 0.0  # U_k = sum_{s <= k} U[s] + Gev_k sum_{s > k} Uc[s]; U[k] <- q2_k U_k
     for k in range(K - 1, -1, -1):
         suf += Uc[k + 1]
@@ -578,7 +585,7 @@ def hessian_vector_rows(u, w, v, slot, cinv, Gev, q2, U, Uc, z):
     for k in range(K - 1, -1, -1):
         c1 += U[k]
         U[k] = c1
-    for r in range(u.shape[0]):
+    for r in prange(u.shape[0]):
         s = slot[r]
         zr = -v[r] * u[r] + w[r] * U[s]
         ig = cinv[r]
