@@ -62,3 +62,16 @@ def ptx_compiler(monkeypatch):
         monkeypatch.setattr(cuda_dispatcher, "get_current_device",
                             lambda: types.SimpleNamespace(compute_capability=(9, 0)))
     return cuda
+
+
+@pytest.fixture(autouse=True)
+def threads_at_any_size(monkeypatch):
+    """Fits with ``n_jobs`` > 1 run their kernels on that many threads whatever the data's size:
+    the tests of threaded kernels use small data, which riskset would fit on one thread
+    (``riskset.cores.THREADED_FIT_MIN``). Gives the library's own threshold, for the tests of
+    that rule."""
+    from riskset import cores
+
+    threshold = cores.THREADED_FIT_MIN
+    monkeypatch.setattr(cores, "THREADED_FIT_MIN", 0)
+    return threshold

@@ -63,6 +63,22 @@ def test_fit_reports_its_threads_and_gives_the_same_fit(monkeypatch):
     assert two.objective == pytest.approx(one.objective, rel=1e-12)
 
 
+def test_a_small_fit_runs_on_one_thread(threads_at_any_size, monkeypatch):
+    """Below THREADED_FIT_MIN (stored non-zeros + rows) a fit's kernels run on one thread, whatever
+    n_jobs, and the fit says so; above it, on n_jobs threads."""
+    from riskset.backend import fit_work
+
+    monkeypatch.setattr(cores, "THREADED_FIT_MIN", threads_at_any_size)  # the library's rule
+    small = riskset.simulate(n=3000, p=30, model="cox", seed=3)
+    large = riskset.simulate(n=30_000, p=200, density=0.05, model="logistic", seed=1)
+    assert fit_work(small) < cores.THREADED_FIT_MIN <= fit_work(large)
+    prior = riskset.Laplace(variance=0.5)
+    fit = riskset.fit(small, "cox", prior, n_jobs=2)
+    assert fit.threads == 1 and "1 thread" in fit.summary().splitlines()[0]
+    assert fit.objective == riskset.fit(small, "cox", prior, n_jobs=1).objective
+    assert riskset.fit(large, "logistic", riskset.Laplace(variance=1e-3), n_jobs=2).threads == 2
+
+
 def test_blas_held_to_the_budget():
     from threadpoolctl import threadpool_info
 

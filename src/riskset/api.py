@@ -9,7 +9,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from riskset.backend import Backend
+from riskset.backend import Backend, fit_work
 from riskset.data.dataset import Dataset, check_dataset, first_names
 from riskset.data.hierarchy import GROUP_PREFIX, with_group_columns
 from riskset.data.normalize import normalized
@@ -141,7 +141,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: AnyPrior | None =
                      fixed=fixed, profile=profile, level=level, backend=backend, dtype=dtype, n_jobs=n_jobs,
                      **model_options)
     m, prior, fit_backend, profile = args.model, args.prior, args.backend, args.profile
-    with fit_backend.fit_threads():  # every kernel of this fit (not of the profile's pool)
+    with fit_backend.fit_threads(fit_work(data)) as threads:  # every kernel of this fit (not of the profile's pool)
         datafit, names = prepared_datafit(data, m, fit_backend)
         penalty = prior.penalty(names, m.unpenalized_names())
         held = np.isin(names, list(args.fixed))
@@ -181,7 +181,7 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: AnyPrior | None =
                        aliased=[n for n, a in zip(names, aliased) if a],
                        diverging={names[j]: s for j, s in res.diverging.items()},
                        labels=coef_labels(data, m, names), kkt=res.kkt, fixed=dict(args.fixed),
-                       threads=fit_backend.fit_thread_count)
+                       threads=threads)
     if m.variance == "robust" and np.isfinite(se).any():  # Fine-Gray (cmprsk::crr), Cox (coxph robust=TRUE)
         _show_robust_se(result, data, m, np.flatnonzero(np.isfinite(se)))
     if profile:

@@ -43,7 +43,7 @@ import numba
 import numpy as np
 
 from riskset import validation as check
-from riskset.cores import blas_threads, resolve_jobs
+from riskset.cores import blas_threads, fit_kernel_threads, resolve_jobs
 from riskset.core.interface import Datafit
 from riskset.core.replicates import ReplicateBatch, ViewReplicates
 
@@ -150,24 +150,32 @@ class Backend:
         with serial_kernel_pool(self.n_jobs) as pool:
             yield pool
 
-    @property
-    def fit_thread_count(self) -> int:
-        """The CPU threads of one fit's kernels: ``n_jobs``, or 1 where the device sweeps."""
-        return 1 if self.on_device else self.n_jobs
+    def fit_thread_count(self, work: int | None = None) -> int:
+        """The CPU threads of one fit's kernels: ``n_jobs``; 1 where the device sweeps, or where
+        the fit's ``work`` (:func:`fit_work`) is too small to pay for a second
+        (:func:`~riskset.cores.fit_kernel_threads`)."""
+        return 1 if self.on_device else fit_kernel_threads(self.n_jobs, work)
 
     @contextmanager
-    def fit_threads(self):
-        """Inside: the compiled kernels called from this thread (one fit's) use up to
-        :attr:`fit_thread_count` threads (:func:`kernel_threads`); BLAS one, or as many for a large
-        dense block (:func:`~riskset.cores.dense_algebra`)."""
-        with kernel_threads(self.fit_thread_count), blas_threads(1):
-            yield
+    def fit_threads(self, work: int | None = None):
+        """Inside: the compiled kernels called from this thread (one fit's, of ``work``) use up to
+        :meth:`fit_thread_count` threads (:func:`kernel_threads`), the count it yields; BLAS one,
+        or as many for a large dense block (:func:`~riskset.cores.dense_algebra`)."""
+        threads = self.fit_thread_count(work)
+        with kernel_threads(threads), blas_threads(1):
+            yield threads
 
     def check_executor(self, executor) -> None:
         """A device batch runs in this process: no Dask executor with the GPU."""
         if self.on_device and executor is not None:
             raise ValueError(f"backend={self.name!r} fits all replicates in one device batch in this process; "
                              "a Dask executor cannot be combined with it")
+
+
+def fit_work(data) -> int:
+    """The work of one fit of a Dataset, as :func:`~riskset.cores.fit_kernel_threads` counts it:
+    X's stored non-zeros + its rows."""
+    return int(data.X.nnz) + int(data.n_rows)
 
 
 @contextmanager

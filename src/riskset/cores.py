@@ -35,6 +35,13 @@ ENV = "RISKSET_NUM_THREADS"
 #: thread, 14.3 on two; of 800: 97 and 68 ms), while the worker it woke spins after the call.
 THREADED_BLAS_MIN = 800
 
+#: Least work (stored non-zeros + rows of the data) of one fit whose kernels run on ``n_jobs``
+#: threads; a smaller fit runs on one. Its kernels take microseconds, and each parallel region
+#: wakes a team whose workers then spin through the Python between kernels: on two cores, fits
+#: of 20k-110k non-zeros ran 0.82-1.1x as fast on two threads for 1.3-2.4x the CPU time, while
+#: at 400k they ran 1.0-1.24x as fast, and at 5M 1.4-1.7x (docs/performance.md, "Every core").
+THREADED_FIT_MIN = 1 << 18
+
 
 def usable_cores() -> int:
     """The cores this process may run on: its CPU affinity, bounded by its cgroup CPU quota.
@@ -83,6 +90,16 @@ def default_threads() -> int:
         return check.positive_int(ENV, int(value))
     except ValueError:
         raise InputError(f"{ENV} must be a positive integer, got {value!r}") from None
+
+
+def fit_kernel_threads(n_jobs: int, work: int | None) -> int:
+    """The threads of one fit's kernels: ``n_jobs``, or one where the fit's ``work`` (stored
+    non-zeros + rows; None: not known) is below :data:`THREADED_FIT_MIN`.
+
+    >>> fit_kernel_threads(8, 1_000), fit_kernel_threads(8, 10_000_000), fit_kernel_threads(8, None)
+    (1, 8, 8)
+    """
+    return 1 if work is not None and work < THREADED_FIT_MIN else n_jobs
 
 
 def resolve_jobs(n_jobs) -> int:

@@ -11,6 +11,7 @@ import pandas as pd
 
 from riskset import validation as check
 from riskset.api import check_fit, fit, prepared_datafit
+from riskset.backend import fit_work
 from riskset.data.dataset import Dataset
 from riskset.exceptions import ConvergenceWarning, InputError
 from riskset.models.base import Model
@@ -108,7 +109,7 @@ def profile_loglik(data: Dataset, model: str | Model = "logistic", prior: Prior 
     beta_hat = estimate.coef.to_numpy(dtype=np.float64)
     if grid is not None and include_estimate and estimate.converged and grid.min() < beta_hat[j] < grid.max():
         grid = np.union1d(grid, [beta_hat[j]])
-    with args.backend.fit_threads():
+    with args.backend.fit_threads(fit_work(data)):
         datafit, _ = prepared_datafit(data, args.model, args.backend)
     penalty = args.prior.penalty(names, args.model.unpenalized_names())
     diverging = {names.index(n): s for n, s in estimate.diverging.items() if n != name}

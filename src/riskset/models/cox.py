@@ -36,7 +36,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from riskset.core.design import column_runs
+from riskset.core.design import canonical_csc, column_runs
 from riskset.data.risksets import (build_risk_sets, check_survival, column_breakpoints, expand_time_varying,
                                    interval_labels, risk_set_rank, slots_at_nonzeros)
 from riskset.exceptions import DataWarning, InputError
@@ -456,8 +456,7 @@ class CoxModel(Model):
             labels, strata = np.unique(strata[rows], return_inverse=True)
             strata = strata.astype(np.int64)
 
-        X = sp.csc_matrix(data.X[rows] if rows.shape[0] < data.n_rows else data.X, dtype=np.float64)
-        X.sum_duplicates()
+        X = canonical_csc(data.X[rows] if rows.shape[0] < data.n_rows else data.X)
         names = list(data.covariate_names)
         if not keep_columns:
             X, names = drop_constant_covariates(X, names, warn)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from riskset.core.design import canonical_csc
 from riskset.data.dataset import row_label
 from riskset.data.ordering import lexsort
 from riskset.data.risksets import later_event_times
@@ -519,8 +520,7 @@ class FineGrayModel(Model):
         if warn and not outcome.competing.any():
             warnings.warn("no competing events in the data: the Fine-Gray model reduces to the Cox model "
                           "(Breslow ties)", DataWarning, stacklevel=4)
-        X = sp.csc_matrix(data.X, dtype=np.float64)
-        X.sum_duplicates()
+        X = canonical_csc(data.X)
         X, names = drop_constant_covariates(X, list(data.covariate_names), warn)
         return _Prepared(X, names, time, outcome, data.weights, data.offset, G)
 

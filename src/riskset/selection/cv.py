@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from riskset import validation as check
-from riskset.backend import Backend
+from riskset.backend import Backend, fit_work
 from riskset.data.dataset import check_dataset
 from riskset.data.hierarchy import with_group_columns
 from riskset.data.normalize import normalized
@@ -172,8 +172,8 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     grid = variance_grid(ctx, grid, n_grid)
     _require_informative_training(ctx, held_out, splits, n_folds)
     # the full-data fits between the rounds on this thread: the fit's threads, as riskset.fit's
-    with where.fit_threads(), TaskRunner(ctx, executor=executor, n_jobs=n_jobs, progress=progress,
-                                         desc="cross-validation") as runner:
+    with where.fit_threads(fit_work(data)), TaskRunner(ctx, executor=executor, n_jobs=n_jobs,
+                                                       progress=progress, desc="cross-validation") as runner:
         search = _Search(ctx, runner, held_out, splits)
         runner.expect(grid.size * search.fits_per_variance)
         for v in grid:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 
 from riskset import validation as check
-from riskset.backend import Backend
+from riskset.backend import Backend, fit_work
 from riskset.data.dataset import check_dataset
 from riskset.models.base import Model, as_model
 from riskset.results import coef_labels
@@ -36,7 +36,7 @@ def regularization_path(data, model: str | Model, prior: Prior, *, variances=Non
     where = Backend.of("cpu", n_jobs=n_jobs)
     ctx = Context(data, m, prior, tol, where)
     grid = variance_grid(ctx, grid, n_grid)
-    with where.fit_threads():
+    with where.fit_threads(fit_work(data)):
         path = pd.DataFrame(ctx.path(grid, progress), index=pd.Index(grid, name="variance"), columns=ctx.names)
     path.attrs["labels"] = coef_labels(data, m, ctx.names)
     return path
