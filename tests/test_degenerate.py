@@ -415,3 +415,45 @@ def test_the_log_likelihood_kept_with_a_state_is_recomputed_after_a_move():
         moved = datafit.loglik(state)
         assert moved != before
         assert moved == pytest.approx(datafit.loglik(datafit.new_state(beta)), rel=1e-12)
+
+
+def _direct_company(time, status, start, weights, competing_in_risk_set):
+    """Whether some event (status 1) of positive weight has another row of positive weight in its
+    risk set, counted row by row: rows with start < t <= time (Cox), and for Fine-Gray also the
+    rows with a competing event (status 2) before t."""
+    positive = weights > 0
+    for i in np.flatnonzero((status == 1) & positive):
+        t = time[i]
+        at_risk = positive & (time >= t) & (start < t)
+        if competing_in_risk_set:
+            at_risk |= positive & (status == 2) & (time < t)
+        if at_risk.sum() >= 2:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_compiled_information_checks_count_the_risk_sets(seed):
+    """Cox (with strata and start times) and Fine-Gray datafits' missing_information against a
+    direct count over the rows, on small data with ties and zero weights, informative or not."""
+    from riskset.models.cox import CoxDatafit
+    from riskset.models.fine_gray import FineGrayDatafit
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 9))
+    time = rng.integers(1, 5, n).astype(float)
+    status = rng.integers(0, 3, n)
+    weights = rng.choice([0.0, 1.0, 2.5], n, p=[0.5, 0.3, 0.2])
+    start = np.where(rng.random(n) < 0.5, time - rng.integers(1, 3, n), -np.inf)
+    strata = rng.integers(0, 2, n)
+    if not all((status[strata == s] == 1).any() for s in (0, 1)):  # the model drops strata without events
+        strata[:] = 0
+    X = scipy.sparse.csc_matrix(rng.normal(size=(n, 2)))
+    if ((status == 1) & (weights > 0)).any():
+        cox = CoxDatafit(X, time, (status == 1).astype(float), start=start, strata=strata, weights=weights)
+        expected = any(_direct_company(time[strata == s], status[strata == s], start[strata == s],
+                                       weights[strata == s], False) for s in (0, 1))
+        assert (cox.missing_information() is None) == expected
+    fg = FineGrayDatafit(X, time, status == 1, status == 2, status == 0, weights=weights)
+    expected = _direct_company(time, status, np.full(n, -np.inf), weights, True)
+    assert (fg.missing_information() is None) == expected

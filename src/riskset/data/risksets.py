@@ -345,8 +345,40 @@ def risk_set_rank(ks, ke, weights, slot_d) -> int:
     """Sum over event slots with a positive weighted count ``slot_d`` of (rows at risk there with
     a positive weight - 1): a bound on the rank of a Cox Hessian, each event time's term being
     a weighted covariance over its risk set (rows by entry and exit slots ``ks``, ``ke``)."""
-    positive = weights > 0
-    n_slots = slot_d.shape[0]
-    change = np.bincount(ks[positive], minlength=n_slots + 1) - np.bincount(ke[positive], minlength=n_slots + 1)
-    at_risk = np.cumsum(change)[:n_slots]
+    at_risk = rows_at_risk(ks, ke, weights, slot_d.shape[0])
     return int(np.maximum(at_risk[slot_d > 0] - 1, 0).sum())
+
+
+def some_event_has_company(ks, ke, event, weights, n_slots: int) -> bool:
+    """Whether some event (``event == 1``) of positive weight has another row of positive weight
+    in its risk set: at its slot ke - 1, rows with ks <= ke - 1 < their ke are at risk.
+
+    >>> ks, ke = np.zeros(3, np.int64), np.array([1, 2, 2])   # slots 0, 1 (times 2, 1)
+    >>> some_event_has_company(ks, ke, np.array([0, 1, 0], np.uint8), np.ones(3), 2)
+    True
+    >>> some_event_has_company(ks, ke, np.array([0, 1, 0], np.uint8), np.array([1.0, 1.0, 0.0]), 2)
+    False
+    """
+    return _event_with_company(rows_at_risk(ks, ke, weights, n_slots), ke, event, weights)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def rows_at_risk(ks, ke, weights, n_slots):
+    """Per slot k, the rows of positive weight at risk there (ks <= k < ke): one pass over the
+    rows, one over the slots."""
+    at_risk = np.zeros(n_slots + 1, np.int64)
+    for r in range(ke.shape[0]):
+        if weights[r] > 0.0:
+            at_risk[ks[r]] += 1
+            at_risk[ke[r]] -= 1
+    for k in range(1, n_slots):
+        at_risk[k] += at_risk[k - 1]
+    return at_risk[:n_slots]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _event_with_company(at_risk, ke, event, weights):
+    for r in range(ke.shape[0]):
+        if event[r] == 1 and weights[r] > 0.0 and at_risk[ke[r] - 1] >= 2:
+            return True
+    return False

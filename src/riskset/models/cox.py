@@ -38,7 +38,8 @@ import scipy.sparse as sp
 
 from riskset.core.design import canonical_csc, column_runs
 from riskset.data.risksets import (build_risk_sets, check_survival, column_breakpoints, expand_time_varying,
-                                   interval_labels, risk_set_rank, slots_at_nonzeros)
+                                   interval_labels, risk_set_rank, slots_at_nonzeros,
+                                   some_event_has_company)
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import cox as cox_kernels
 from riskset.kernels.cpu import cox_walks
@@ -149,18 +150,12 @@ class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
     def missing_information(self):
         """None if some event of positive weight has another row of positive weight in its
         risk set (the partial likelihood compares each event with the rows at risk)."""
+        if some_event_has_company(self.ks, self.ke, self.event, self.cw, self.rs.n_slots):
+            return None
         positive = self.cw > 0
-        events = (self.event == 1) & positive
-        if not events.any():
+        if not np.any((self.event == 1) & positive):
             return (f"no event has a positive weight ({int(np.sum(self.event == 1))} event(s)), so the Cox "
                     "likelihood carries no information")
-        # rows of positive weight at risk at each event slot k: those with ks <= k < ke
-        ns = self.rs.n_slots
-        change = (np.bincount(self.ks, weights=positive, minlength=ns + 1)
-                  - np.bincount(self.ke, weights=positive, minlength=ns + 1))
-        at_risk = np.cumsum(change)[:ns]
-        if np.any(at_risk[self.ke[events] - 1] >= 2):
-            return None
         n_strata = int(self.rs.row_stratum.max()) + 1
         rows = np.bincount(self.rs.row_stratum, weights=positive, minlength=n_strata)
         if n_strata > 1 and np.all(rows <= 1):

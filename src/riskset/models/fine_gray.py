@@ -222,17 +222,11 @@ class FineGrayDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
     def missing_information(self):
         """None if some event of interest of positive weight has another row of positive
         weight in its risk set (rows still at risk, and competing events before it)."""
-        positive = self.cw > 0
-        events = (self.event == 1) & positive
-        if not events.any():
+        if fine_gray_kernels.event_with_company(self.slot, self.event, self.comp, self.cw, self.n_slots):
+            return None
+        if not np.any((self.event == 1) & (self.cw > 0)):
             return (f"no event of interest has a positive weight ({int(np.sum(self.event == 1))} event(s)), so "
                     "the Fine-Gray likelihood carries no information")
-        t = self.time[events]
-        later = self.time[positive][::-1]  # ascending: the rows are in descending time
-        competing_before = self.time[positive & (self.comp == 1)][::-1]
-        at_risk = later.size - np.searchsorted(later, t, side="left") + np.searchsorted(competing_before, t)
-        if np.any(at_risk >= 2):
-            return None
         return ("no event of interest has another row of positive weight in its risk set: the Fine-Gray "
                 "likelihood compares each event with the rows at risk, so it carries no information")
 

@@ -189,6 +189,28 @@ def loglik_terms(eta, cw, event, shift, slot_d, D):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def event_with_company(slot, event, competing, cw, n_slots):
+    """Whether some event of interest of positive weight has another row of positive weight in
+    its risk set: at event slot k, the rows with s_r <= k and the competing rows with s_r > k
+    (one pass over the rows, one over the slots)."""
+    ordinary = np.zeros(n_slots + 1, np.int64)  # positive rows by slot, then their prefix sums
+    later = np.zeros(n_slots + 2, np.int64)     # positive competing rows by slot, then suffix sums
+    for r in range(slot.shape[0]):
+        if cw[r] > 0.0:
+            ordinary[slot[r]] += 1
+            if competing[r] == 1:
+                later[slot[r]] += 1
+    for k in range(1, n_slots + 1):
+        ordinary[k] += ordinary[k - 1]
+    for k in range(n_slots - 1, -1, -1):
+        later[k] += later[k + 1]
+    for r in range(slot.shape[0]):
+        if event[r] == 1 and cw[r] > 0.0 and ordinary[slot[r]] + later[slot[r] + 1] >= 2:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def coordinate_sparse(data, state, j):
     """(g_j, h_j) in O(nnz_j) (aggregates must be current)."""
     indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
