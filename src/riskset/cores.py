@@ -37,9 +37,8 @@ THREADED_BLAS_MIN = 800
 
 #: Least work (stored non-zeros + rows of the data) of one fit whose kernels run on ``n_jobs``
 #: threads; a smaller fit runs on one. Its kernels take microseconds, and each parallel region
-#: wakes a team whose workers then spin through the Python between kernels: on two cores, fits
-#: of 20k-110k non-zeros ran 0.82-1.1x as fast on two threads for 1.3-2.4x the CPU time, while
-#: at 400k they ran 1.0-1.24x as fast, and at 5M 1.4-1.7x (docs/performance.md, "Every core").
+#: wakes a team whose workers then spin through the Python between kernels, for no speed
+#: (docs/performance.md, "Parallel preparation, small fits on one thread").
 THREADED_FIT_MIN = 1 << 18
 
 
