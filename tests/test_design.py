@@ -120,10 +120,11 @@ def scipy_preparation(monkeypatch):
         monkeypatch.setattr(interface, "take_rows", lambda X, rows: CompactCSC.of(scipy_take_rows(X, rows)))
         monkeypatch.setattr(cox, "build_risk_sets", numpy_risk_sets)
 
-        def slots(indices, rs):
+        def slots(indices, rs, statuses):
             itype = np.uint16 if rs.n_slots < 2**16 else np.int32 if rs.n_slots < 2**31 - 1 else np.int64
             ksn = rs.ks[indices] if rs.has_start else rs.ks[:0]  # entry slots only with start times
-            return ksn.astype(itype), rs.ke[indices].astype(itype), rs.event[indices]
+            evn = rs.event[indices] if statuses else rs.event[:0]  # statuses only for Efron's ties
+            return ksn.astype(itype), rs.ke[indices].astype(itype), evn
 
         monkeypatch.setattr(cox, "slots_at_nonzeros", slots)
     return use
@@ -318,13 +319,41 @@ def test_a_dataset_of_indicators_fits_bit_for_bit_as_one_with_its_values(model, 
 
 
 @pytest.mark.parametrize("start", [False, True])
-def test_a_cox_datafit_stores_entry_slots_only_with_start_times(start):
+@pytest.mark.parametrize("ties", ["breslow", "efron"])
+def test_a_cox_datafit_stores_entry_slots_only_with_start_times_and_statuses_only_for_efron(start, ties):
     """Without start times every row enters at its stratum's first slot: no entry slot is kept
-    per non-zero (the walks read the exit slot and its stratum alone)."""
+    per non-zero (the walks read the exit slot and its stratum alone); Breslow's ties read no
+    status per non-zero (only Efron's correction of a tied event does)."""
     d = survival(300, seed=5, strata=True, start=start)
-    datafit = CoxDatafit(messy_csc(300, 4, seed=6), d["time"], d["status"], d["start"], d["strata"])
+    datafit = CoxDatafit(messy_csc(300, 4, seed=6), d["time"], d["status"], d["start"], d["strata"], ties=ties)
     assert datafit.ken.size == datafit.design.nnz
     assert datafit.ksn.size == (datafit.design.nnz if start else 0)
+    assert datafit.evn.size == (datafit.design.nnz if ties == "efron" else 0)
+
+
+@pytest.mark.parametrize("start", [False, True])
+def test_breslow_fits_without_statuses_per_nonzero_are_bit_identical(monkeypatch, start):
+    """A Breslow fit, its cross-validation and a bootstrap with weights, strata and tied times
+    give the same bits whether each non-zero's status is stored (as before) or not."""
+    rng = np.random.default_rng(3)
+    sim = riskset.simulate(n=900, p=20, density=0.15, model="cox", seed=2)
+    time = np.round(np.asarray(sim.time) * 4) / 4 + 1.0  # many tied times
+    data = riskset.from_arrays(sim.X, time=time, status=sim.status, start=time - 1.0 if start else None,
+                               strata=rng.integers(0, 3, 900), weights=rng.integers(1, 3, 900).astype(float))
+
+    def run():
+        prior = riskset.Laplace(variance=0.05)
+        fit = riskset.fit(data, "cox", prior, progress=False)
+        cv = riskset.cross_validate(data, "cox", prior, n_folds=3, n_grid=3, progress=False, seed=1)
+        boot = riskset.bootstrap(data, "cox", prior, n_boot=3, seed=2, progress=False)
+        return fit.coef.to_numpy(), cv.scores["score"].to_numpy(), boot.estimates.to_numpy()
+
+    lean = run()
+    stored = cox.slots_at_nonzeros
+    monkeypatch.setattr(cox, "slots_at_nonzeros", lambda indices, rs, statuses: stored(indices, rs, True))
+    full = run()
+    for a, b in zip(lean, full):
+        np.testing.assert_array_equal(a, b)
 
 
 def uncompacted(X: sp.csc_matrix) -> CompactCSC:

@@ -157,29 +157,32 @@ def _entry_slots(start, stratum, offsets, k_per_stratum, slot_time, ks):
 NARROW_SLOTS = 2**16
 
 
-def slots_at_nonzeros(indices, rs: RiskSets):
+def slots_at_nonzeros(indices, rs: RiskSets, statuses: bool):
     """Entry slot, exit slot and status of the row of every stored non-zero (``indices``: their
     rows): ``ks[indices]``, ``ke[indices]`` and ``event[indices]``. The slots are uint16 where
     every slot index (0 .. n_slots) fits, as with times in days (2 bytes per non-zero each, not
     4), else of ``ks``'s type (int32 when the slots fit). Without start times every row enters
     at its stratum's first slot, which the kernels know: the entry slots are not stored (an
-    empty array)."""
+    empty array). The statuses are stored only if ``statuses`` (Efron's ties: the kernels read
+    a non-zero's status only for a tied event's correction; Breslow's never do), else an
+    empty array."""
     nnz = indices.shape[0]
     stype = np.uint16 if rs.n_slots < NARROW_SLOTS else rs.ks.dtype
     ksn = np.empty(nnz if rs.has_start else 0, stype)
-    ken, evn = np.empty(nnz, stype), np.empty(nnz, np.uint8)
-    _gather_rows(indices, rs.ks, rs.ke, rs.event, rs.has_start, ksn, ken, evn)
+    ken, evn = np.empty(nnz, stype), np.empty(nnz if statuses else 0, np.uint8)
+    _gather_rows(indices, rs.ks, rs.ke, rs.event, rs.has_start, statuses, ksn, ken, evn)
     return ksn, ken, evn
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def _gather_rows(indices, ks, ke, event, has_start, ksn, ken, evn):
+def _gather_rows(indices, ks, ke, event, has_start, statuses, ksn, ken, evn):
     for k in prange(indices.shape[0]):
         r = indices[k]
         if has_start:
             ksn[k] = ks[r]
         ken[k] = ke[r]
-        evn[k] = event[r]
+        if statuses:
+            evn[k] = event[r]
 
 
 def column_breakpoints(indptr, indices, ks, ke):

@@ -97,7 +97,8 @@ class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         # static: sum over event rows of c x_j
         # static per stored non-zero: entry / exit slot and status of its row (sequential reads)
         if formulation == "sparse":
-            self.ksn, self.ken, self.evn = slots_at_nonzeros(self.indices, rs)
+            # a status per non-zero only for Efron's ties: a reweighted view is Efron only if its base model is
+            self.ksn, self.ken, self.evn = slots_at_nonzeros(self.indices, rs, statuses=ties == "efron")
         self.slot_ptr = np.r_[0, np.flatnonzero(rs.slot_last) + 1].astype(np.int64)
         self.n_strata = self.slot_ptr.shape[0] - 1
         self.strata_ptr, _, self.col_strata = column_runs(self.indptr, self.indices, rs.row_stratum, starts=False)

@@ -17,10 +17,12 @@ WALK_CHUNK = 1 << 13
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def move_run(lo, hi, indices, values, vs, ind, delta, factor, eta, w, ksn, ken, evn, has_start, ex, en, ev):
+def move_run(lo, hi, indices, values, vs, ind, delta, factor, eta, w, ksn, ken, evn, has_start, efron, ex, en,
+             ev):
     """beta_j += delta at the stored non-zeros lo .. hi-1 of column j: eta, w
     (:func:`moved_weight`) and the slot sums. Without start times the entry sums ``en`` are
-    never read (every row enters at its stratum's first slot). Flat arguments: it runs
+    never read (every row enters at its stratum's first slot), nor without Efron's ties the
+    event sums ``ev`` (nor the statuses ``evn``: not stored then). Flat arguments: it runs
     inside the parallel loop of :func:`chunked_move`."""
     for i in range(lo, hi):
         if i + DISTANCE < hi:
@@ -30,7 +32,7 @@ def move_run(lo, hi, indices, values, vs, ind, delta, factor, eta, w, ksn, ken, 
         ex[ken[i]] += dw
         if has_start:
             en[ksn[i]] += dw
-        if evn[i]:
+        if efron and evn[i]:
             ev[ken[i] - 1] += dw
 
 
@@ -55,8 +57,8 @@ def move_sparse(data, state, j, delta):
     """beta_j += delta: eta, w and the slot sums at the non-zeros of column j (:func:`move_run`)."""
     sums = state.sums
     move_run(data.indptr[j], data.indptr[j + 1], data.indices, data.values, data.value_shift[j], data.indicator[j],
-             delta, math.exp(delta), state.eta, state.w, data.ksn, data.ken, data.evn, data.slots.has_start, sums.ex,
-             sums.en, sums.ev)
+             delta, math.exp(delta), state.eta, state.w, data.ksn, data.ken, data.evn, data.slots.has_start,
+             data.slots.efron, sums.ex, sums.en, sums.ev)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -375,17 +377,17 @@ def move_chunked(data, state, j, delta):
     is shared by two chunks), so the result is the serial one, bit for bit."""
     sums = state.sums
     chunked_move(data.indptr, data.indices, data.values, data.value_shift[j], data.indicator[j], j, delta, state.eta,
-                 state.w, data.ken, data.evn, sums.ex, sums.en, sums.ev, data.walk_chunk)
+                 state.w, data.ken, data.evn, data.slots.efron, sums.ex, sums.en, sums.ev, data.walk_chunk)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def chunked_move(indptr, indices, values, vs, ind, j, delta, eta, w, ken, evn, ex, en, ev, size):
+def chunked_move(indptr, indices, values, vs, ind, j, delta, eta, w, ken, evn, efron, ex, en, ev, size):
     """:func:`move_chunked` on flat arguments (a parallel function, as :func:`chunked_walk`)."""
     factor = math.exp(delta)
     bounds = walk_chunks(indptr[j], indptr[j + 1], ken, size)
     for k in prange(bounds.shape[0] - 1):  # right-censored rows: no entry sums (ken stands in for ksn, not read)
-        move_run(bounds[k], bounds[k + 1], indices, values, vs, ind, delta, factor, eta, w, ken, ken, evn, False, ex,
-                 en, ev)
+        move_run(bounds[k], bounds[k + 1], indices, values, vs, ind, delta, factor, eta, w, ken, ken, evn, False,
+                 efron, ex, en, ev)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
