@@ -33,6 +33,8 @@ CASES = {
                                                                        strata=30_000)),
     "sccs_l2": ("conditional_poisson", {}, ("normal", 1.0), dict(kind="conditional", n=300_000, p=1000,
                                                                     strata=30_000)),
+    "sccs_small": ("conditional_poisson", {}, ("laplace", 0.01), dict(kind="conditional", n=2_000, p=1000,
+                                                                          strata=200)),
     "pooled_logistic": ("pooled_logistic", {"interval_width": 1.0}, ("laplace", 1.0),
                         dict(kind="cox", n=20_000, p=200)),
     "logistic_v1": ("logistic", {}, ("laplace", 1.0), dict(kind="logistic", n=100_000, p=1000)),

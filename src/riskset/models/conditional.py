@@ -221,10 +221,12 @@ class ConditionalDatafit(Datafit, Reweightable, RunsOnDevice):
         grad = self.products.dot(cols, self.residuals(state))
         u, z = np.empty(self.n_rows), np.empty(self.n_rows)
 
+        columns = self.products.on_columns(cols)
+
         def hessian_times(b):
-            self.products.times(cols, b, u)
+            columns.times(b, u)
             conditional_kernels.centered_rows(u, p, c, self.stratum_ptr, z)
-            return -self.products.dot(cols, z)
+            return -columns.dot(z)
 
         return LocalQuadratic(grad, self.products.dot2(cols, c)[1], hessian_times)
 

@@ -329,10 +329,12 @@ class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         rows, slots = self.rows(), self.slots()
         u, z = np.empty(self.n_rows), np.empty(self.n_rows)
 
+        columns = self.products.on_columns(cols)
+
         def hessian_times(b):
-            self.products.times(cols, b, u)
+            columns.times(b, u)
             hessian_vector_rows(u, state.w, v, rows, slots, state.sums, U1, E1u, C, z)
-            return self.products.dot(cols, z)
+            return columns.dot(z)
 
         return LocalQuadratic(self.gx0[cols] - xv, x2v, hessian_times)
 

@@ -348,11 +348,13 @@ class FineGrayDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         U, Uc = np.empty(self.n_slots + 1), np.empty(self.n_slots + 1)
         u, z = np.empty(self.n_rows), np.empty(self.n_rows)
 
+        columns = self.products.on_columns(cols)
+
         def hessian_times(b):
-            self.products.times(cols, b, u)
+            columns.times(b, u)
             fine_gray_kernels.hessian_vector_rows(u, state.w, v, self.slot, self.cinv, self.Gev, q2,
                                                   self.row_pieces[0], U, Uc, z)
-            return self.products.dot(cols, z)
+            return columns.dot(z)
 
         return LocalQuadratic(self.gx0[cols] - xv, x2v, hessian_times)
 

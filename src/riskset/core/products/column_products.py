@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -88,23 +89,17 @@ class ColumnProducts:
 
     # -- the products ------------------------------------------------------------------
     def times(self, cols, b, out=None) -> np.ndarray:
-        """out = X[:, cols] @ b (an N-vector).
+        """out = X[:, cols] @ b (an N-vector); :meth:`on_columns` for many products with one A.
 
         Each row adds its terms in the order of the columns (ones first) on either layout,
         so both give the same bits.
         """
-        cols, b = _index(cols), np.ascontiguousarray(b, dtype=np.float64)
-        order = np.argsort(cols, kind="stable")
-        cols, b = cols[order], b[order]
-        out = np.empty(self.n_rows) if out is None else out
-        if self._rows_cheaper(cols):
-            rptr, rcol, rval = self.row_major()
-            full, ones = self._spread(cols, b)
-            csr_times(rptr, rcol, rval, full, ones, self.bounds, out)
-        else:
-            ptr, rows = self.tile_rows()
-            tiled_times(ptr, self.tiles, rows, self.values, self.value_shift, self.unit, cols, b, out)
-        return out
+        return self.on_columns(cols).times(b, out)
+
+    def on_columns(self, cols) -> "ColumnSet":
+        """The products of one column set A with many vectors (a Newton step's conjugate
+        gradients: hundreds on one A), its layout and index work decided once."""
+        return ColumnSet(self, _index(cols))
 
     def times_at(self, rows, cols, b) -> np.ndarray:
         """X[rows, cols] @ b (a len(rows)-vector) on the row-major copy: a few rows (the held-out
@@ -147,14 +142,14 @@ class ColumnProducts:
         return out
 
     def dot(self, cols, z, out=None) -> np.ndarray:
-        """out = X[:, cols]' @ z (an |A|-vector)."""
-        return self._dots(cols, z, out, None)
+        """out = X[:, cols]' @ z (an |A|-vector); :meth:`on_columns` for many products with one A."""
+        return self.on_columns(cols).dot(z, out)
 
     def dot2(self, cols, z) -> tuple[np.ndarray, np.ndarray]:
         """(X[:, cols]' @ z, (X[:, cols] ** 2)' @ z) in one pass."""
-        cols = _index(cols)
-        out2 = np.empty(cols.shape[0])
-        return self._dots(cols, z, None, out2), out2
+        columns = self.on_columns(cols)
+        out2 = np.empty(columns.cols.shape[0])
+        return columns.dots(z, None, out2), out2
 
     def dot_changed(self, known, z_old, z_new, support=None) -> np.ndarray | None:
         """X' z_new over every column from ``known`` = X' z_old, reading only the rows where z
@@ -388,29 +383,73 @@ class ColumnProducts:
         ones = np.flatnonzero(cols < 0)
         return pos, int(ones[0]) if ones.size else -1
 
-    def _dots(self, cols, z, out, out2):
-        cols, z = _index(cols), np.ascontiguousarray(z, dtype=np.float64)
+
+class ColumnSet:
+    """``X_A b`` and ``X_A' z`` for one column set A of a :class:`ColumnProducts` (``-1``: the
+    column of ones) and many vectors: whether the rows are the cheaper layout (A's stored
+    non-zeros counted once), A in column order for ``X_A b`` and each column's position in A
+    for ``X_A' z`` on the rows, each found on first use and kept."""
+
+    def __init__(self, products: ColumnProducts, cols: np.ndarray):
+        self.products, self.cols = products, cols
+        self.on_rows = products._rows_cheaper(cols)
+
+    @cached_property
+    def _ascending(self):
+        """(A in ascending column order, the order): ``X_A b`` adds each row's terms by column."""
+        order = np.argsort(self.cols, kind="stable")
+        return self.cols[order], order
+
+    @cached_property
+    def _positions(self):
+        """(each column's position in A, that of the ones column, whether A is every column in
+        order): the scatter of ``X_A' z`` on the rows."""
+        pos, ones = self.products._positions(self.cols)
+        direct = self.cols.shape[0] == self.products.n_cols and bool(np.all(pos == np.arange(self.cols.shape[0])))
+        return pos, ones, direct
+
+    def times(self, b, out=None) -> np.ndarray:
+        """out = X_A @ b (an N-vector)."""
+        x = self.products
+        cols, order = self._ascending
+        b = np.ascontiguousarray(b, dtype=np.float64)[order]
+        out = np.empty(x.n_rows) if out is None else out
+        if self.on_rows:
+            rptr, rcol, rval = x.row_major()
+            full, ones = x._spread(cols, b)
+            csr_times(rptr, rcol, rval, full, ones, x.bounds, out)
+        else:
+            ptr, rows = x.tile_rows()
+            tiled_times(ptr, x.tiles, rows, x.values, x.value_shift, x.unit, cols, b, out)
+        return out
+
+    def dot(self, z, out=None) -> np.ndarray:
+        """out = X_A' z (an |A|-vector)."""
+        return self.dots(z, out, None)
+
+    def dots(self, z, out, out2):
+        """out = X_A' z and, unless ``out2`` is None, out2 = (X_A ** 2)' z, in one pass."""
+        x, cols = self.products, self.cols
+        z = np.ascontiguousarray(z, dtype=np.float64)
         m = cols.shape[0]
         out = np.empty(m) if out is None else out
         squares = out2 is not None
-        if self._rows_cheaper(cols):
-            rptr, rcol, rval = self.row_major()
-            pos, ones = self._positions(cols)
-            direct = m == self.n_cols and bool(np.all(pos == np.arange(m)))  # every column, in order
-            nb = self.bounds.shape[0] - 1
+        if self.on_rows:
+            rptr, rcol, rval = x.row_major()
+            pos, ones, direct = self._positions
+            nb = x.bounds.shape[0] - 1
             partial = np.zeros((nb, m + 1))
             partial2 = np.zeros((nb, m + 1) if squares else (0, 0))
-            csr_dot(rptr, rcol, rval, pos, direct, ones, z, self.bounds, squares, partial, partial2)
+            csr_dot(rptr, rcol, rval, pos, direct, ones, z, x.bounds, squares, partial, partial2)
             sum_blocks(partial[:, :m], out)
             if squares:
                 sum_blocks(partial2[:, :m], out2)
         else:
-            nt = self.tiles.shape[0] - 1
+            nt = x.tiles.shape[0] - 1
             partial = np.empty((nt, m))
             partial2 = np.empty((nt, m) if squares else (0, 0))
-            ptr, rows = self.tile_rows()
-            tiled_dot(ptr, self.tiles, rows, self.values, self.value_shift, self.unit, cols, z, squares, partial,
-                      partial2)
+            ptr, rows = x.tile_rows()
+            tiled_dot(ptr, x.tiles, rows, x.values, x.value_shift, x.unit, cols, z, squares, partial, partial2)
             sum_blocks(partial, out)
             if squares:
                 sum_blocks(partial2, out2)
