@@ -35,6 +35,13 @@ def test_simulate_then_fit_from_duckdb_and_parquet(tmp_path, capsys):
 
     table = pd.read_csv(csv).set_index("name")
     assert table.loc["x0", "estimate"] == pytest.approx(res["coef"]["x0"], abs=1e-8)
+    capsys.readouterr()
+    assert cli.main(["fit", "--outcomes", f"{folder}/outcomes.parquet", "--covariates-file",
+                     f"{folder}/covariates.parquet", "--prior", "laplace", "--gamma", "5", "--exclude", "x0",
+                     "--progress"]) == 0
+    err = capsys.readouterr().err  # the bars: the covariate rows read, the preparation, the cycles
+    assert "covariates, pass 2 of 2" in err and "preparing the logistic model (2,000 rows" in err
+    assert "CCD cycles" in err
 
 
 def test_wide_file_with_model_options(tmp_path):

@@ -143,3 +143,79 @@ def test_each_read_asks_for_the_columns_it_needs_alone():
     read_covariates(CovariateSource(batches, list(cov.columns) + ["extra"]), np.sort(out["row_id"].to_numpy()),
                     "row_id", "covariate_id", "value")
     assert asked == [["covariate_id"], ["row_id", "covariate_id", "value"]]
+
+
+class RecordingBar:
+    """Stands in for tqdm: records the totals, descriptions and updates of each bar made."""
+
+    made: list = []
+
+    def __init__(self, total=None, desc="", **options):
+        self.total, self.n, self.descriptions, self.closed = total, 0, [desc], False
+        self.first_total = total
+        RecordingBar.made.append(self)
+
+    def update(self, k):
+        self.n += k
+
+    def set_description(self, desc):
+        self.descriptions.append(desc)
+
+    def close(self):
+        self.closed = True
+
+
+def test_progress_counts_the_rows_of_both_passes_from_every_source(tmp_path, monkeypatch):
+    """With progress, one bar counts every covariate row twice (the count, then the fill), its
+    total known from the start where the source knows its rows (a table, a Parquet file) and
+    from the count otherwise (a query, a CSV file); the matrix is the same as without."""
+    import tqdm.auto
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", RecordingBar)
+    monkeypatch.setattr(long_covariates, "BATCH_ROWS", 7)
+    out, cov = tables(5)
+    rows = len(cov)
+    cov.to_parquet(tmp_path / "c.parquet")
+    cov.to_csv(tmp_path / "c.csv", index=False)
+    with duckdb.connect(str(tmp_path / "db.duckdb")) as con:
+        con.register("o", out)
+        con.register("c", cov)
+        con.execute("CREATE TABLE outcomes AS SELECT * FROM o; CREATE TABLE covariates AS SELECT * FROM c")
+    sources = {"frame": cov, "arrow": pa.Table.from_pandas(cov, preserve_index=False),
+               "parquet": str(tmp_path / "c.parquet"), "csv": str(tmp_path / "c.csv")}
+    for name, source in sources.items():
+        RecordingBar.made.clear()
+        same(riskset.from_long(out, source, progress=True), out, cov)
+        (bar,) = RecordingBar.made
+        assert (bar.first_total, bar.total, bar.n, bar.closed) == (None if name == "csv" else 2 * rows, 2 * rows,
+                                                                    2 * rows, True), name
+        assert [d.split(" (")[0].split(",")[1].strip() for d in bar.descriptions] == [
+            "pass 1 of 2", "pass 2 of 2", "sorting each column's rows"]
+    RecordingBar.made.clear()
+    same(riskset.from_duckdb(str(tmp_path / "db.duckdb"), "SELECT * FROM outcomes", "SELECT * FROM covariates",
+                             progress=True), out, cov)
+    (bar,) = RecordingBar.made
+    assert (bar.first_total, bar.total, bar.n, bar.closed) == (None, 2 * rows, 2 * rows, True)
+    RecordingBar.made.clear()
+    riskset.from_long(out, cov)
+    assert not RecordingBar.made  # no bar unless asked for
+
+
+def test_a_bar_left_by_a_refused_table_is_closed(monkeypatch):
+    import tqdm.auto
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", RecordingBar)
+    out, cov = tables(6)
+    cov.loc[cov.index[3], "row_id"] = 10**9  # a row id not among the outcomes
+    RecordingBar.made.clear()
+    with pytest.raises(InputError, match="not in the outcomes table"):
+        riskset.from_long(out, cov, progress=True)
+    (bar,) = RecordingBar.made
+    assert bar.closed
+
+
+def test_a_fit_with_progress_names_its_preparation(capsys):
+    d = riskset.simulate(n=300, p=5, model="cox", seed=1)
+    riskset.fit(d, "cox", riskset.Laplace(variance=1.0), progress=True)
+    err = capsys.readouterr().err
+    assert f"preparing the cox model (300 rows, {d.X.nnz:,} non-zeros)" in err

@@ -17,6 +17,7 @@ from riskset.exceptions import ConvergenceWarning, DataWarning, InputError
 from riskset.robust import robust_se
 from riskset.inference import CREEP_REACH, creeping, refit_without_aliased, standard_errors
 from riskset.profile_likelihood import profile_intervals
+from riskset.progress import preparing
 from riskset import validation as check
 from riskset.models.base import Model, as_model
 from riskset.results import FitResult, coef_labels, fit_roles
@@ -76,7 +77,8 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: AnyPrior | None =
     level : float
         Confidence level of the profile intervals, strictly between 0 and 1.
     progress : bool
-        Show a progress bar over the cycles (and over the profile searches).
+        Show the preparation of the model, then a progress bar over the cycles (and over the
+        profile searches).
     backend : {'cpu', 'gpu'}
         Where the coordinate-descent cycles run. 'gpu' keeps the whole fit on a CUDA
         device (Numba-CUDA; with ``NUMBA_ENABLE_CUDASIM=1`` in Numba's simulator).
@@ -142,7 +144,8 @@ def fit(data: Dataset, model: str | Model = "logistic", prior: AnyPrior | None =
                      **model_options)
     m, prior, fit_backend, profile = args.model, args.prior, args.backend, args.profile
     with fit_backend.fit_threads(fit_work(data)) as threads:  # every kernel of this fit (not of the profile's pool)
-        datafit, names = prepared_datafit(data, m, fit_backend)
+        with preparing(progress, m, data):
+            datafit, names = prepared_datafit(data, m, fit_backend)
         penalty = prior.penalty(names, m.unpenalized_names())
         held = np.isin(names, list(args.fixed))
         beta0 = _align_start(warm_start, names)

@@ -94,8 +94,9 @@ def role_columns(args) -> dict:
     return {r: getattr(args, r) for r in ROLE_OPTIONS if getattr(args, r)}
 
 
-def load_data(args, table=None):
-    """The Dataset the data options name; ``table`` is the --data table when it is already read."""
+def load_data(args, table=None, progress: bool = False):
+    """The Dataset the data options name; ``table`` is the --data table when it is already read;
+    ``progress``: a bar over the covariate rows of long tables (--outcomes, --duckdb)."""
     import riskset
 
     roles = role_columns(args)
@@ -108,9 +109,10 @@ def load_data(args, table=None):
                                   covariates=listed_names(args.covariates) or None,
                                   covariate_ref=args.covariate_ref, **roles)
     if args.outcomes:
-        return riskset.from_long(args.outcomes, args.covariates_file, covariate_ref=args.covariate_ref, **roles)
+        return riskset.from_long(args.outcomes, args.covariates_file, covariate_ref=args.covariate_ref,
+                                 progress=progress, **roles)
     return riskset.from_duckdb(args.duckdb, args.outcomes_sql, args.covariates_sql, covariate_ref=args.covariate_ref,
-                               covariate_ref_sql=args.covariate_ref_sql, **roles)
+                               covariate_ref_sql=args.covariate_ref_sql, progress=progress, **roles)
 
 
 def describe_source(args) -> str:

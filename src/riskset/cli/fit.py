@@ -204,7 +204,9 @@ def add_parser(sub) -> None:
                                                  "lists the files written. Its folder must exist (checked "
                                                  "before the fit)")
     s.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    s.add_argument("--progress", action="store_true", help="show a progress bar over the cycles (with --shards: "
+    s.add_argument("--progress", action="store_true", help="show a progress bar over the covariate rows read "
+                                                           "from long tables (--outcomes, --duckdb), the model's "
+                                                           "preparation, then over the cycles (with --shards: "
                                                            "over the outer Newton iterations, with the KKT "
                                                            "violation against its target)")
     p.set_defaults(func=main)

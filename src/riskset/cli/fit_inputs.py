@@ -23,7 +23,7 @@ def analysis_inputs(args):
         spec, frame = load_spec(args.spec[0])
         return *analysis_from_spec(spec, frame, args.spec[0]), spec_fixed(spec, args.spec[0])
     try:
-        data = load_data(args)
+        data = load_data(args, progress=args.progress)
     except reader_errors() as err:  # the reader's message does not say which input it was reading
         raise InputError(f"{describe_source(args)}: {one_line(err)}") from err
     fixed = dict(parse_assignment("--fixed", "VALUE", v, NUMBER) for v in listed_names(args.fixed))

@@ -110,7 +110,8 @@ def from_frame(frame, *, y=None, time=None, status=None, start=None, stop=None, 
 @renamed(**_OLD_ROLE_KEYWORDS)
 def from_long(outcomes, covariates, *, row_id="row_id", strata="stratum_id", y="y", time="time",
               status="status", start="start", weights=None, offset=None, exposure=None, censor_weights=None,
-              covariate_id="covariate_id", value="value", subject=None, covariate_ref=None) -> Dataset:
+              covariate_id="covariate_id", value="value", subject=None, covariate_ref=None,
+              progress: bool = False) -> Dataset:
     """Dataset from OHDSI-style long tables.
 
     Parameters
@@ -138,6 +139,9 @@ def from_long(outcomes, covariates, *, row_id="row_id", strata="stratum_id", y="
     covariate_ref : DataFrame, Arrow table or path, optional
         OHDSI covariate reference table (``covariate_id, covariate_name, ...``): the
         names shown for the covariate ids in tables and plots (:func:`covariate_labels`).
+    progress : bool
+        Show a progress bar over the covariate rows read (two passes: counting, then
+        placing them).
 
     Examples
     --------
@@ -176,7 +180,7 @@ def from_long(outcomes, covariates, *, row_id="row_id", strata="stratum_id", y="
     strata = strata if strata in out.columns else None
     strata_codes, labels = _codes(out[strata]) if strata is not None else (None, None)
     subject_codes = _codes(out[subject])[0] if subject is not None else None
-    X, names = long_covariates.read_covariates(cov, ids, row_id, covariate_id, value)
+    X, names = long_covariates.read_covariates(cov, ids, row_id, covariate_id, value, progress=progress)
     ds = Dataset(X=X, covariate_names=names, row_ids=ids, strata=strata_codes, strata_labels=labels,
                  subject=subject_codes,
                  meta={"roles": _role_columns(weights, offset, exposure, strata, censor_weights)},
@@ -191,8 +195,9 @@ def from_duckdb(database: str, outcomes_sql: str, covariates_sql: str, *, covari
 
     The queries must return the tables of :func:`from_long`; keyword arguments are
     passed on to it (column names; case weights and offset only when asked for, e.g.
-    ``weights="weight"``). ``covariate_ref_sql`` queries the covariate reference table
-    (``covariate_id, covariate_name, ...``) whose names are shown for the ids.
+    ``weights="weight"``; ``progress=True`` for a bar over the covariate rows read).
+    ``covariate_ref_sql`` queries the covariate reference table (``covariate_id,
+    covariate_name, ...``) whose names are shown for the ids.
 
     Examples
     --------
@@ -411,8 +416,9 @@ def _covariate_source(source, row_id: str) -> long_covariates.CovariateSource:
 
     with _reading(path):
         f = opened()
-        columns = list(f.schema.names if path.endswith(CSV) else f.schema_arrow.names)
-    return long_covariates.CovariateSource(batches, columns)
+        if path.endswith(CSV):
+            return long_covariates.CovariateSource(batches, list(f.schema.names))
+        return long_covariates.CovariateSource(batches, list(f.schema_arrow.names), rows=f.metadata.num_rows)
 
 
 def _arrow(relation):

@@ -8,6 +8,10 @@ batches: two passes over the source, never the whole table in memory.
    (:func:`riskset.data.triplets.fill_columns`), then every column's rows sorted and
    checked for a repeated pair.
 
+With ``progress``, one bar counts the rows read over both passes (the second pass's total is
+the first's count; the first's is known for a table in memory or a Parquet file, not for a
+query or a CSV file).
+
 The peak is the finished matrix (int32 row indices, float64 values) plus a batch, where
 reading the table whole and building from triplets held about 60 bytes a non-zero (the
 table, its row positions, column codes and values, the matrix). A source is read twice: a
@@ -44,11 +48,13 @@ class CovariateSource:
 
     ``batches(names)`` opens the source anew and yields Arrow record batches (or tables) holding
     at least the columns ``names`` (a file or a query reads those alone); ``columns`` are all
-    its columns; ``what`` names the source in errors."""
+    its columns; ``what`` names the source in errors; ``rows`` its row count where known
+    without reading it (None: a query, a CSV file)."""
 
     batches: Callable[[list], Iterator]
     columns: list
     what: str = "the covariates table"
+    rows: int | None = None
 
     @classmethod
     def of_table(cls, table, row_id: str = "row_id", what: str = "the covariates table") -> "CovariateSource":
@@ -58,11 +64,11 @@ class CovariateSource:
                 for a in range(0, max(len(table), 1), BATCH_ROWS):
                     yield FrameSlice(table.iloc[a:a + BATCH_ROWS], what, row_id)
 
-            return cls(frames, [str(c) for c in table.columns], what)
+            return cls(frames, [str(c) for c in table.columns], what, len(table))
         if not isinstance(table, pa.Table):
             raise InputError(f"expected a pandas DataFrame or Arrow table, got {type(table).__name__}")
         return cls(lambda names: iter(table.select(names).to_batches(max_chunksize=BATCH_ROWS)),
-                   list(table.column_names), what)
+                   list(table.column_names), what, table.num_rows)
 
 
 @dataclass(frozen=True)
@@ -86,14 +92,22 @@ class FrameSlice:
                              f"{where}") from None
 
 
-def read_covariates(source: CovariateSource, ids: np.ndarray, row_id: str, covariate_id: str, value: str):
+def read_covariates(source: CovariateSource, ids: np.ndarray, row_id: str, covariate_id: str, value: str,
+                    progress: bool = False):
     """(CSC matrix with a row per id of ``ids`` (sorted, unique), sorted covariate names as
-    text) from the covariates ``source``; ``value`` absent from its columns: every entry is 1."""
+    text) from the covariates ``source``; ``value`` absent from its columns: every entry is 1.
+    ``progress``: a bar over the rows of both passes."""
     for c in (row_id, covariate_id):
         if c not in source.columns:
             raise InputError(f"{source.what} has no {c!r} column")
+    with _ReadProgress(progress, source.rows) as bar:
+        return _read_covariates(source, ids, row_id, covariate_id, value, bar)
+
+
+def _read_covariates(source: CovariateSource, ids, row_id, covariate_id, value, bar: "_ReadProgress"):
     has_value = value in source.columns
-    names, counts = _count_columns(source, covariate_id)
+    names, counts = _count_columns(source, covariate_id, bar)
+    bar.second_pass(int(counts.sum()))
     indptr = np.zeros(names.size + 1, np.int64)
     np.cumsum(counts, out=indptr[1:])
     nnz = int(indptr[-1])
@@ -117,6 +131,7 @@ def read_covariates(source: CovariateSource, ids: np.ndarray, row_id: str, covar
             raise InputError(f"{source.what} changed while it was read: a covariate id not there on the first read")
         vals = _values(batch, value, cov_rows, names, cols) if has_value else data[:0]
         over = fill_columns(rows, cols.to_numpy(zero_copy_only=False), vals, has_value, indptr, fill, indices, data)
+        bar.read(len(cov_rows))
         if over >= 0:
             raise InputError(f"{source.what} changed while it was read: covariate {plain(names[over])!r} has more "
                              f"rows than on the first read")
@@ -124,6 +139,7 @@ def read_covariates(source: CovariateSource, ids: np.ndarray, row_id: str, covar
         c = int(np.flatnonzero(fill != indptr[1:])[0])
         raise InputError(f"{source.what} changed while it was read: covariate {plain(names[c])!r} has fewer rows "
                          f"than on the first read")
+    bar.sorting()
     dup = sort_columns(indptr, indices, data)
     if dup >= 0:
         c = int(np.searchsorted(indptr, dup, side="right") - 1)
@@ -135,17 +151,53 @@ def read_covariates(source: CovariateSource, ids: np.ndarray, row_id: str, covar
     return X, [str(c) for c in names]
 
 
-def _count_columns(source: CovariateSource, covariate_id: str):
+def _count_columns(source: CovariateSource, covariate_id: str, bar: "_ReadProgress"):
     """(sorted distinct covariate ids, non-zeros of each) over every batch (pass 1)."""
     ids, counts = [], []
     for batch in source.batches([covariate_id]):
-        vc = pc.value_counts(_column(batch, covariate_id, source))
+        column = _column(batch, covariate_id, source)
+        vc = pc.value_counts(column)
+        bar.read(len(column))
         ids.append(vc.field("values").to_numpy(zero_copy_only=False))
         counts.append(vc.field("counts").to_numpy(zero_copy_only=False))
     if not ids:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     total = pd.Series(np.concatenate(counts)).groupby(np.concatenate(ids), sort=True).sum()
     return total.index.to_numpy(), total.to_numpy(np.int64)
+
+
+class _ReadProgress:
+    """The bar of :func:`read_covariates` (nothing when off): rows read by the count pass, then
+    by the fill pass, out of twice the table's rows once they are known; the column sort last."""
+
+    def __init__(self, on: bool, rows: int | None):
+        self.bar = None
+        if on:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=None if rows is None else 2 * rows, desc="covariates, pass 1 of 2 (counting)",
+                            unit="row", unit_scale=True, leave=False)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.close()
+
+    def read(self, rows: int):
+        if self.bar is not None:
+            self.bar.update(rows)
+
+    def second_pass(self, rows: int):
+        """The first pass counted ``rows``: the bar's total is twice that."""
+        if self.bar is not None:
+            self.bar.total = 2 * rows
+            self.bar.set_description("covariates, pass 2 of 2 (placing)")
+
+    def sorting(self):
+        if self.bar is not None:
+            self.bar.set_description("covariates, sorting each column's rows")
 
 
 def _column(batch, name, source: CovariateSource) -> pa.Array:

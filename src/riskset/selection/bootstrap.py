@@ -122,7 +122,7 @@ def bootstrap(data, model: str | Model, prior: Prior | None = None, *, n_boot: i
     if isinstance(prior, HierarchicalPrior):
         raise InputError("the bootstrap of a hierarchical prior is not implemented (riskset.fit and "
                          "riskset.cross_validate take it)")
-    ctx = Context(data, m, prior, tol, where)
+    ctx = Context(data, m, prior, tol, where, progress)
     if not isinstance(ctx.prior, Prior) and where.on_device:
         raise InputError(f"the bootstrap of a {ctx.prior.kind} prior runs on the CPU (each draw a fit of its own): "
                          f"use backend='cpu'")

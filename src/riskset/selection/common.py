@@ -30,6 +30,7 @@ from riskset.core.penalty import Penalty
 from riskset.core.replicates import ReplicateBatch
 from riskset.exceptions import InputError
 from riskset.models.base import Datafit, Model
+from riskset.progress import preparing
 from riskset.selection.folds import has_event, resampling_units
 from riskset.solver.ccd import SolverOptions, SolverResult, fit_ccd
 from riskset.solver.entrants import likely_entrants
@@ -41,17 +42,19 @@ from riskset.solver.replicates import ReplicateResult, fit_replicates
 @dataclass
 class Context:
     """What every replicate shares: the data, the model, its prepared datafit (``datafit``;
-    ``prepared``: as the backend sweeps it), the prior family, where the fits run."""
+    ``prepared``: as the backend sweeps it), the prior family, where the fits run; with
+    ``progress``, a line while the datafit is prepared."""
 
     data: object
     model: Model
     prior: Prior
     tol: float
     backend: Backend = Backend()
+    progress: bool = False
 
     def __post_init__(self):
         self.model.check_roles(self.data)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), preparing(self.progress, self.model, self.data):
             warnings.simplefilter("ignore")
             self.datafit = self.model.datafit(self.data)
         self.names = self.model.coef_names(self.data)

@@ -168,7 +168,7 @@ def cross_validate(data, model: str | Model, prior: Prior, *, variances=None, n_
     else:
         held_out = np.packbits(checked_splits(data, held_out, m), axis=1)
         splits, n_folds = [(0, k) for k in range(held_out.shape[0])], held_out.shape[0]
-    ctx = Context(data, m, prior, tol, where)
+    ctx = Context(data, m, prior, tol, where, progress)
     grid = variance_grid(ctx, grid, n_grid)
     _require_informative_training(ctx, held_out, splits, n_folds)
     # the full-data fits between the rounds on this thread: the fit's threads, as riskset.fit's

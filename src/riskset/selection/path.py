@@ -34,7 +34,7 @@ def regularization_path(data, model: str | Model, prior: Prior, *, variances=Non
     check.positive_number("tol", tol)
     prior, grid = varied_prior(prior), checked_grid(variances, n_grid)
     where = Backend.of("cpu", n_jobs=n_jobs)
-    ctx = Context(data, m, prior, tol, where)
+    ctx = Context(data, m, prior, tol, where, progress)
     grid = variance_grid(ctx, grid, n_grid)
     with where.fit_threads(fit_work(data)):
         path = pd.DataFrame(ctx.path(grid, progress), index=pd.Index(grid, name="variance"), columns=ctx.names)
