@@ -1,6 +1,8 @@
 """Column-set products (core.products: ColumnProducts): both layouts against scipy, and the
 same bits on 1 and 2 threads (fixed row blocks and tiles, partial sums reduced in block order)."""
 import numba
+import platform
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -361,8 +363,50 @@ def test_freed_memory_is_kept_unless_the_process_has_chosen():
 
     assert not keep_freed_memory({"RISKSET_KEEP_FREED_MEMORY": "0"})
     assert not keep_freed_memory({"MALLOC_TRIM_THRESHOLD_": "65536"})  # e.g. a Dask worker returning memory
+    assert not keep_freed_memory({"MALLOC_TOP_PAD_": "0"})
     glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
     assert keep_freed_memory({}) == glibc
+
+
+THREAD_FAULTS = """
+import json, resource, threading
+import numpy as np
+import riskset
+
+def fits():  # a replicate thread's arrays, many alive at once, allocated and freed again and again
+    for _ in range(10):
+        arrays = [np.ones(1_000_000) for _ in range(16)]  # 8 MB each, every page written
+        del arrays
+    faults.append(resource.getrusage(resource.RUSAGE_THREAD).ru_minflt)
+
+faults = []
+for _ in range(3):
+    thread = threading.Thread(target=fits)
+    thread.start()
+    thread.join()
+print(json.dumps(faults))
+"""
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc's allocator")
+def test_threads_reuse_the_freed_heap_instead_of_fresh_pages():
+    """riskset.core.memory.TOP_PAD_BYTES: arrays that threads allocate and free again and again
+    (the folds of a cross-validation on replicate threads) reuse the heaps that earlier threads
+    freed; with glibc's own settings (RISKSET_KEEP_FREED_MEMORY=0) a heap of a thread's arena
+    was unmapped once free, and every later thread faulted its pages in again."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    def later_threads_faults(**env):
+        run = subprocess.run([sys.executable, "-c", THREAD_FAULTS], env={**os.environ, **env}, capture_output=True,
+                             text=True, check=True)
+        return sum(json.loads(run.stdout)[1:])  # the first thread faults the pages in once
+
+    tuned, glibc_defaults = later_threads_faults(), later_threads_faults(RISKSET_KEEP_FREED_MEMORY="0")
+    assert glibc_defaults > 1000  # a check that this measures what it says
+    assert tuned < glibc_defaults / 10
 
 
 def test_the_outermost_top_level_call_returns_the_freed_memory(monkeypatch):

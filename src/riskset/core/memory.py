@@ -8,10 +8,11 @@ of its heap once more than twice that is free, so the next state of the same siz
 every page in again (a large share of a state's cost at N = 1M: docs/performance.md).
 
 :func:`keep_freed_memory` therefore serves blocks up to 32 MB (glibc's largest mmap
-threshold) from the heap and keeps up to :data:`KEPT_BYTES` of freed heap for reuse. Called
-once, when riskset is imported; it leaves the allocator alone where it is not glibc's, where
-the process has already chosen (``MALLOC_MMAP_THRESHOLD_`` or ``MALLOC_TRIM_THRESHOLD_`` in
-the environment, e.g. a Dask worker told to return memory), or where
+threshold) from the heap and keeps up to :data:`KEPT_BYTES` of freed heap for reuse, also in
+the arenas of other threads (:data:`TOP_PAD_BYTES`). Called once, when riskset is imported;
+it leaves the allocator alone where it is not glibc's, where the process has already chosen
+(``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_`` or ``MALLOC_TOP_PAD_`` in the
+environment, e.g. a Dask worker told to return memory), or where
 ``RISKSET_KEEP_FREED_MEMORY=0``.
 
 What is kept serves the call that freed it. :func:`returns_freed_memory` marks riskset's
@@ -33,12 +34,21 @@ import threading
 HEAP_BLOCK_BYTES = 32 << 20
 #: ... and the freed memory at the top of the heap kept for reuse before it goes back to the system.
 KEPT_BYTES = 1 << 30
+#: Padding of every heap extension. glibc gives a thread that allocates its own arena, a chain
+#: of heaps of at most 64 MB each, and unmaps a heap whole once nothing in it is in use unless
+#: the heap before it has less room than this padding (its ``heap_trim``; the trim threshold
+#: does not apply): the arrays of the fits on replicate threads (a cross-validation's folds,
+#: 50-100 MB each at N = 1M) took fresh pages again and again (900k page faults in a 10-fold x 2
+#: Cox cross-validation at N = 1M on two threads, 53k on one). A heap's size, so no heap goes.
+#: Only address space: pages are faulted in when first used.
+TOP_PAD_BYTES = 64 << 20
 #: The freed heap above which the end of a top-level call gives it back (less stays for the next
 #: call: faulting it in again made a loop of small fits 10% slower).
 RELEASED_ABOVE = 256 << 20
 
 _M_TRIM_THRESHOLD = -1  # mallopt parameters (malloc.h)
 _M_MMAP_THRESHOLD = -3
+_M_TOP_PAD = -2
 
 
 _tuned = False  # keep_freed_memory tuned the allocator: its kept heap is released after a call
@@ -57,14 +67,15 @@ def keep_freed_memory(environ=os.environ) -> bool:
 def _tune(environ) -> bool:
     if environ.get("RISKSET_KEEP_FREED_MEMORY", "1") == "0":
         return False
-    if "MALLOC_MMAP_THRESHOLD_" in environ or "MALLOC_TRIM_THRESHOLD_" in environ:
+    if any(name in environ for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_")):
         return False
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return False
     mallopt = _libc("mallopt", [ctypes.c_int, ctypes.c_int], ctypes.c_int)
     if mallopt is None:
         return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, HEAP_BLOCK_BYTES)) and bool(mallopt(_M_TRIM_THRESHOLD, KEPT_BYTES))
+    return (bool(mallopt(_M_MMAP_THRESHOLD, HEAP_BLOCK_BYTES)) and bool(mallopt(_M_TRIM_THRESHOLD, KEPT_BYTES))
+            and bool(mallopt(_M_TOP_PAD, TOP_PAD_BYTES)))
 
 
 def _libc(name: str, argtypes: list, restype):
