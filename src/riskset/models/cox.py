@@ -135,6 +135,14 @@ class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         return new
 
     @cached_property
+    def breslow_zeros(self) -> np.ndarray:
+        """Efron's per-slot terms R1, R2, T2 of every state without Efron's ties: zeros that the
+        kernels read and never write (only Efron's scans store them), one array shared by the
+        states of this datafit and its views (a fresh zeroed array per state and term cost a
+        serial memset of 8 bytes a slot each)."""
+        return np.zeros(self.rs.n_slots)
+
+    @cached_property
     def hessian_rank(self) -> int:
         """The Hessian is the sum over event times of the weighted covariance of x across the
         risk set: rank at most (rows at risk with positive weight - 1) per event time with a
@@ -176,9 +184,9 @@ class CoxDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         state.w = np.empty(n)
         state.shift = np.empty(self.n_strata)  # per stratum: w = c exp(eta - shift), stratum_shifts
         # every slot written by _sync; Efron's R1, R2, T2 written with ties, else read as zeros
+        R1, R2, T2 = (np.zeros(ns) for _ in range(3)) if self.efron else (self.breslow_zeros,) * 3
         state.sums = Sums(ex=np.empty(ns), en=np.empty(ns), ev=np.empty(ns), D=np.empty(ns), Q1=np.empty(ns),
-                          Q2=np.empty(ns), R1=np.zeros(ns), R2=np.zeros(ns), T2=np.zeros(ns), A1c=np.empty(ns),
-                          A2c=np.empty(ns))
+                          Q2=np.empty(ns), R1=R1, R2=R2, T2=T2, A1c=np.empty(ns), A2c=np.empty(ns))
         state.moved = np.zeros(cox_kernels.MOVED_COLUMNS + 1, np.int64)
         self._sync(state)
         if self.formulation == "scan":
@@ -451,8 +459,9 @@ class CoxModel(Model):
                     warnings.warn(f"dropped {empty.size} stratum/strata without any event (no information): "
                                   f"{', '.join(shown)}{' ...' if empty.size > 10 else ''}", DataWarning, stacklevel=4)
                 rows = rows[n_ev[strata] > 0]
-            labels, strata = np.unique(strata[rows], return_inverse=True)
-            strata = strata.astype(np.int64)
+            # the strata kept, coded 0 .. in label order (np.unique's inverse, without its sort)
+            kept = present & (n_ev > 0)
+            labels, strata = np.flatnonzero(kept), (np.cumsum(kept) - 1)[strata[rows]]
 
         X = canonical_csc(data.X[rows] if rows.shape[0] < data.n_rows else data.X)
         names = list(data.covariate_names)
