@@ -28,8 +28,9 @@ SOURCE = Path(__file__).resolve().parent.parent / "src"
 #: (``riskset.kernels`` holds ``riskset.kernels.cpu.glm``). ``riskset`` alone is the
 #: package namespace (``riskset/__init__.py``: ``riskset.fit``, ``riskset.cross_validate`` ...).
 LAYERS = (
-    # errors, input checks, command-line argument types, the thread budget: used everywhere, use nothing
-    ("riskset.exceptions", "riskset.validation", "riskset.arguments", "riskset.cores"),
+    # errors, input checks, command-line argument types, the thread budget, the preparation's progress
+    # line: used everywhere, use nothing
+    ("riskset.exceptions", "riskset.validation", "riskset.arguments", "riskset.cores", "riskset.progress"),
     # the datafit interface, the penalty table, the step and the compiled sweep
     ("riskset.core",),
     # Dataset, ingestion (with its compiled CSC builder), risk-set bookkeeping

@@ -44,6 +44,19 @@ def expected(out, cov):
     return X, [str(c) for c in names]
 
 
+def every_source(out, cov, folder) -> dict:
+    """The covariates table in memory (pandas, Arrow) and written to Parquet and CSV files; both
+    tables also written to the DuckDB database ``folder / "db.duckdb"`` (outcomes, covariates)."""
+    cov.to_parquet(folder / "c.parquet")
+    cov.to_csv(folder / "c.csv", index=False)
+    with duckdb.connect(str(folder / "db.duckdb")) as con:
+        con.register("o", out)
+        con.register("c", cov)
+        con.execute("CREATE TABLE outcomes AS SELECT * FROM o; CREATE TABLE covariates AS SELECT * FROM c")
+    return {"frame": cov, "arrow": pa.Table.from_pandas(cov, preserve_index=False),
+            "parquet": str(folder / "c.parquet"), "csv": str(folder / "c.csv")}
+
+
 def same(ds, out, cov):
     X, names = expected(out, cov)
     keep = [names.index(c) for c in ds.covariate_names]  # an all-zero column is dropped
@@ -60,14 +73,7 @@ def test_every_source_read_in_batches_gives_the_whole_tables_matrix(text_ids, va
                                                                     monkeypatch):
     monkeypatch.setattr(long_covariates, "BATCH_ROWS", 7)
     out, cov = tables(3, text_ids, values, sparse_ids)
-    cov.to_parquet(tmp_path / "c.parquet")
-    cov.to_csv(tmp_path / "c.csv", index=False)
-    with duckdb.connect(str(tmp_path / "db.duckdb")) as con:
-        con.register("o", out)
-        con.register("c", cov)
-        con.execute("CREATE TABLE outcomes AS SELECT * FROM o; CREATE TABLE covariates AS SELECT * FROM c")
-    for source in (cov, pa.Table.from_pandas(cov, preserve_index=False), str(tmp_path / "c.parquet"),
-                   str(tmp_path / "c.csv")):
+    for source in every_source(out, cov, tmp_path).values():
         same(riskset.from_long(out, source), out, cov)
     same(riskset.from_duckdb(str(tmp_path / "db.duckdb"), "SELECT * FROM outcomes", "SELECT * FROM covariates"),
          out, cov)
@@ -175,15 +181,7 @@ def test_progress_counts_the_rows_of_both_passes_from_every_source(tmp_path, mon
     monkeypatch.setattr(long_covariates, "BATCH_ROWS", 7)
     out, cov = tables(5)
     rows = len(cov)
-    cov.to_parquet(tmp_path / "c.parquet")
-    cov.to_csv(tmp_path / "c.csv", index=False)
-    with duckdb.connect(str(tmp_path / "db.duckdb")) as con:
-        con.register("o", out)
-        con.register("c", cov)
-        con.execute("CREATE TABLE outcomes AS SELECT * FROM o; CREATE TABLE covariates AS SELECT * FROM c")
-    sources = {"frame": cov, "arrow": pa.Table.from_pandas(cov, preserve_index=False),
-               "parquet": str(tmp_path / "c.parquet"), "csv": str(tmp_path / "c.csv")}
-    for name, source in sources.items():
+    for name, source in every_source(out, cov, tmp_path).items():
         RecordingBar.made.clear()
         same(riskset.from_long(out, source, progress=True), out, cov)
         (bar,) = RecordingBar.made
