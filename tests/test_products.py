@@ -399,8 +399,12 @@ def test_threads_reuse_the_freed_heap_instead_of_fresh_pages():
     import subprocess
     import sys
 
+    # glibc's and riskset's malloc settings from this process's environment left out (a Dask
+    # nanny of another test may have set MALLOC_TRIM_THRESHOLD_ here)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "RISKSET_KEEP_FREED_MEMORY"}
+
     def later_threads_faults(**env):
-        run = subprocess.run([sys.executable, "-c", THREAD_FAULTS], env={**os.environ, **env}, capture_output=True,
+        run = subprocess.run([sys.executable, "-c", THREAD_FAULTS], env={**clean, **env}, capture_output=True,
                              text=True, check=True)
         return sum(json.loads(run.stdout)[1:])  # the first thread faults the pages in once
 
