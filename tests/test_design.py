@@ -16,6 +16,7 @@ import pytest
 import scipy.sparse as sp
 
 import riskset
+import riskset.core.design as design_module
 import riskset.core.interface as interface
 import riskset.data.risksets as risksets
 import riskset.models.cox as cox
@@ -142,6 +143,44 @@ def test_take_rows_is_scipy_fancy_indexing_sorted(n, p, seed):
             out = take_rows(design, rows)
             assert_same_csc(out.to_csc(), scipy_take_rows(design, rows))
             assert_compact(out)
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_rows_in_order_share_the_row_indices_and_equal_the_copy(monkeypatch, mixed):
+    X = scipy_canonical((mixed_csc if mixed else messy_csc)(600, 7, 5))
+    shared = take_rows(X, np.arange(600))
+    assert np.shares_memory(shared.indices, X.indices)
+    monkeypatch.setattr(design_module, "_in_order", lambda rows: False)
+    copied = take_rows(X, np.arange(600))
+    assert not np.shares_memory(copied.indices, X.indices)
+    for name in ("indptr", "indices", "values", "value_shift", "unit"):
+        a, b = getattr(shared, name), getattr(copied, name)
+        assert a.dtype == b.dtype, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+def test_a_cox_model_of_data_in_its_order_holds_no_copy_of_x(monkeypatch):
+    """Rows sorted as the Cox model sorts them (stratum ascending, time descending, events before
+    censored rows at a time) are read from the user's X itself, and fit bit for bit as a copy."""
+    sim = riskset.simulate(n=800, p=15, density=0.2, model="cox", seed=9)
+    rng = np.random.default_rng(9)
+    strata, time = rng.integers(0, 3, 800), np.round(np.asarray(sim.time), 1) + 0.1
+    status = np.asarray(sim.status)
+    order = np.lexsort((-status, -time, strata))
+    data = riskset.from_arrays(sim.X.tocsr()[order].tocsc(), time=time[order], status=status[order],
+                               strata=strata[order])
+
+    def run():
+        datafit = riskset.models.get_model("cox").datafit(data)
+        fit = riskset.fit(data, "cox", riskset.Laplace(variance=0.1), progress=False)
+        return datafit, fit.coef.to_numpy()
+
+    in_order, coef = run()
+    assert np.shares_memory(in_order.design.indices, data.X.indices)
+    monkeypatch.setattr(design_module, "_in_order", lambda rows: False)
+    copied, coef_copied = run()
+    assert not np.shares_memory(copied.design.indices, data.X.indices)
+    np.testing.assert_array_equal(coef, coef_copied)
 
 
 def test_take_rows_refuses_repeated_rows():

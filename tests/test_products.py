@@ -373,27 +373,32 @@ import json, resource, threading
 import numpy as np
 import riskset
 
+def faults():
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+
 def fits():  # a replicate thread's arrays, many alive at once, allocated and freed again and again
-    for _ in range(10):
+    for round in range(10):
         arrays = [np.ones(1_000_000) for _ in range(16)]  # 8 MB each, every page written
         del arrays
-    faults.append(resource.getrusage(resource.RUSAGE_THREAD).ru_minflt)
+        if round == 0:
+            first = faults()  # the first round faults its pages in, in whichever arena the thread got
+    later.append(faults() - first)
 
-faults = []
+later = []
 for _ in range(3):
     thread = threading.Thread(target=fits)
     thread.start()
     thread.join()
-print(json.dumps(faults))
+print(json.dumps(later))
 """
 
 
 @pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc's allocator")
 def test_threads_reuse_the_freed_heap_instead_of_fresh_pages():
-    """riskset.core.memory.TOP_PAD_BYTES: arrays that threads allocate and free again and again
-    (the folds of a cross-validation on replicate threads) reuse the heaps that earlier threads
-    freed; with glibc's own settings (RISKSET_KEEP_FREED_MEMORY=0) a heap of a thread's arena
-    was unmapped once free, and every later thread faulted its pages in again."""
+    """riskset.core.memory.TOP_PAD_BYTES: arrays that a thread allocates and frees again and
+    again (the folds of a cross-validation on a replicate thread) reuse the heaps it freed; with
+    glibc's own settings (RISKSET_KEEP_FREED_MEMORY=0) a heap of a thread's arena was unmapped
+    once free, and every round faulted its pages in again."""
     import json
     import os
     import subprocess
@@ -403,12 +408,12 @@ def test_threads_reuse_the_freed_heap_instead_of_fresh_pages():
     # nanny of another test may have set MALLOC_TRIM_THRESHOLD_ here)
     clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "RISKSET_KEEP_FREED_MEMORY"}
 
-    def later_threads_faults(**env):
+    def later_rounds_faults(**env):
         run = subprocess.run([sys.executable, "-c", THREAD_FAULTS], env={**clean, **env}, capture_output=True,
                              text=True, check=True)
-        return sum(json.loads(run.stdout)[1:])  # the first thread faults the pages in once
+        return sum(json.loads(run.stdout))
 
-    tuned, glibc_defaults = later_threads_faults(), later_threads_faults(RISKSET_KEEP_FREED_MEMORY="0")
+    tuned, glibc_defaults = later_rounds_faults(), later_rounds_faults(RISKSET_KEEP_FREED_MEMORY="0")
     assert glibc_defaults > 1000  # a check that this measures what it says
     assert tuned < glibc_defaults / 10
 

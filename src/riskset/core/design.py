@@ -294,14 +294,17 @@ def canonical_csc(X) -> sp.csc_matrix:
 def take_rows(X: sp.csc_matrix, rows: np.ndarray) -> CompactCSC:
     """``X[rows]`` for a canonical CSC ``X`` and distinct ``rows`` (a permutation or a
     selection), canonical and compact: the values of X's indicator columns are neither
-    moved nor stored."""
+    moved nor stored. Rows already in order (``rows`` is 0 .. N-1: data sorted as the model
+    sorts them) share X's row indices, not a copy (:meth:`CompactCSC.of`)."""
     n_rows = X.shape[0]
     rows = np.asarray(rows, dtype=np.int64)
+    itype = np.int32 if max(X.nnz, n_rows, rows.shape[0]) < 2**31 - 1 else np.int64
+    if rows.shape[0] == n_rows and X.indices.dtype == itype and _in_order(rows):
+        return CompactCSC.of(X)
     new_row = np.full(n_rows, -1, np.int64)
     new_row[rows] = np.arange(rows.shape[0])
     if np.count_nonzero(new_row >= 0) != rows.shape[0]:
         raise ValueError("take_rows: the rows must be distinct")
-    itype = np.int32 if max(X.nnz, n_rows, rows.shape[0]) < 2**31 - 1 else np.int64
     if rows.shape[0] == n_rows:  # a permutation keeps every column's count
         indptr = X.indptr.astype(np.int64)
     else:
@@ -316,6 +319,15 @@ def take_rows(X: sp.csc_matrix, rows: np.ndarray) -> CompactCSC:
     data = X.data if not unit.all() else np.ones(0)  # the kernel reads the valued columns' values alone
     _fill_sorted(X.indptr, X.indices, data, new_row, indptr, indices, values, shift, unit, digit_bits)
     return CompactCSC(rows.shape[0], X.shape[1], indptr, row_indices(indices), values, shift, unit)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _in_order(rows) -> bool:
+    """rows[i] == i for every i (leaves at the first row out of place)."""
+    for i in range(rows.shape[0]):
+        if rows[i] != i:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy")

@@ -400,6 +400,11 @@ class CoxModel(Model):
     risk set start < t <= stop), ``strata``, ``subject`` (checked for overlapping
     intervals), ``weights``, ``offset``.
 
+    The model reads X's rows sorted by stratum (ascending), then time (descending), events
+    before censored rows at a time. Data already in that order (e.g. a query's ``ORDER BY
+    stratum_id, time DESC, status DESC``, every stratum with an event) are read in place;
+    otherwise the model holds a sorted copy of X's row indices (4 bytes a non-zero).
+
     Examples
     --------
     >>> import riskset
