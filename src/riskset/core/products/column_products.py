@@ -197,49 +197,25 @@ class ColumnProducts:
             return self._support
 
     def gram_operator(self, cols, c) -> Callable[[np.ndarray], np.ndarray]:
-        """``b -> X[:, cols]' diag(c) X[:, cols] b`` (:meth:`gram_times`) for the products of one
-        Newton step: the first :data:`ROW_COPY_AFTER` - 1 on the CSC, the later ones on A's
-        row-major copy where that layout is the cheaper per product. The layout follows the
-        operator's own count, never the threads or another fit's kept copy: the same bits on
-        any number of threads."""
-        cols, c = _index(cols), np.ascontiguousarray(c, dtype=np.float64)
+        """``b -> X[:, cols]' diag(c) X[:, cols] b`` (:meth:`ColumnSet.gram_times`) for the
+        products of one Newton step: the first :data:`ROW_COPY_AFTER` - 1 on the CSC, the later
+        ones on A's row-major copy where that layout is the cheaper per product. The layout
+        follows the operator's own count, never the threads or another fit's kept copy: the same
+        bits on any number of threads."""
+        columns, c = self.on_columns(cols), np.ascontiguousarray(c, dtype=np.float64)
         asked = 0
 
         def times(b):
             nonlocal asked
             asked += 1
-            return self.gram_times(cols, c, b, copy=asked >= ROW_COPY_AFTER)
+            return columns.gram_times(c, b, copy=asked >= ROW_COPY_AFTER)
 
         return times
 
     def gram_times(self, cols, c, b, copy: bool = True) -> np.ndarray:
-        """X[:, cols]' diag(c) X[:, cols] b (an |A|-vector; a GLM's Hessian-vector product).
-
-        On A's own row-major copy (:meth:`_subset_rows`, kept: the conjugate-gradient steps of
-        a polish may ask for many products with one A; built only if ``copy``) each row's
-        ``x_iA b`` and its share ``c_i (x_iA b) x_iA`` of the result are one pass over the row,
-        by row blocks on all threads; on the CSC it is :meth:`times` and then :meth:`dot`. The
-        layout follows the work and ``copy``, never the threads, so the bits are the same on
-        any number of threads.
-        """
-        cols, b = _index(cols), np.ascontiguousarray(b, dtype=np.float64)
-        c = np.ascontiguousarray(c, dtype=np.float64)
-        # the CSC's two passes against one over A's row copy: the switch point measured before the
-        # tiles (two passes at the untiled cost 3 = four at the tiled 1.5)
-        if not copy or not self._rows_cheaper(cols, 4):
-            z = self.times(cols, b)
-            z *= c
-            return self.dot(cols, z)
-        m = cols.shape[0]
-        real = cols >= 0
-        rptr, rcol, rval = self._subset_rows(cols, bool(np.all(self.unit[cols[real]])))
-        at_ones = -1 if real.all() else int(np.flatnonzero(~real)[0])
-        ones = 0.0 if at_ones < 0 else float(b[at_ones])
-        partial = np.zeros((self.bounds.shape[0] - 1, m))
-        csr_gram_times(rptr, rcol, rval, b, ones, at_ones, c, self.bounds, partial)
-        out = np.empty(m)
-        sum_blocks(partial, out)
-        return out
+        """X[:, cols]' diag(c) X[:, cols] b (an |A|-vector; a GLM's Hessian-vector product):
+        :meth:`ColumnSet.gram_times`."""
+        return self.on_columns(cols).gram_times(np.ascontiguousarray(c, dtype=np.float64), b, copy)
 
     def gram(self, cols, c) -> np.ndarray:
         """The dense block X[:, cols]' diag(c) X[:, cols]: pairs of CSC columns merged, or
@@ -426,6 +402,40 @@ class ColumnSet:
     def dot(self, z, out=None) -> np.ndarray:
         """out = X_A' z (an |A|-vector)."""
         return self.dots(z, out, None)
+
+    @cached_property
+    def _gram_on_rows(self) -> bool:
+        """Whether ``X_A' diag(c) X_A b`` does less work in one pass over A's own row copy than
+        in the CSC's two (:meth:`times`, then :meth:`dot`): the switch point measured before the
+        tiles (two passes at the untiled cost 3 = four at the tiled 1.5)."""
+        return self.products._rows_cheaper(self.cols, 4)
+
+    def gram_times(self, c, b, copy: bool = True) -> np.ndarray:
+        """X_A' diag(c) X_A b (an |A|-vector; a GLM's Hessian-vector product; ``c`` float64).
+
+        On A's own row-major copy (:meth:`ColumnProducts._subset_rows`, kept: the
+        conjugate-gradient steps of a polish may ask for many products with one A; built only if
+        ``copy``) each row's ``x_iA b`` and its share ``c_i (x_iA b) x_iA`` of the result are one
+        pass over the row, by row blocks on all threads; on the CSC it is :meth:`times` and then
+        :meth:`dot`. The layout follows the work and ``copy``, never the threads, so the bits are
+        the same on any number of threads.
+        """
+        x, cols = self.products, self.cols
+        b = np.ascontiguousarray(b, dtype=np.float64)
+        if not copy or not self._gram_on_rows:
+            z = self.times(b)
+            z *= c
+            return self.dot(z)
+        m = cols.shape[0]
+        real = cols >= 0
+        rptr, rcol, rval = x._subset_rows(cols, bool(np.all(x.unit[cols[real]])))
+        at_ones = -1 if real.all() else int(np.flatnonzero(~real)[0])
+        ones = 0.0 if at_ones < 0 else float(b[at_ones])
+        partial = np.zeros((x.bounds.shape[0] - 1, m))
+        csr_gram_times(rptr, rcol, rval, b, ones, at_ones, c, x.bounds, partial)
+        out = np.empty(m)
+        sum_blocks(partial, out)
+        return out
 
     def dots(self, z, out, out2):
         """out = X_A' z and, unless ``out2`` is None, out2 = (X_A ** 2)' z, in one pass."""
