@@ -15,7 +15,7 @@ import scipy.sparse as sp
 import riskset
 from riskset.backend import Backend, kernel_threads, serial_kernel_pool
 from riskset.kernels.cpu import cox as cox_kernels
-from riskset.kernels.cpu import cox_aggregates, cox_hessian, cox_rows, cox_walks
+from riskset.kernels.cpu import cox_aggregates, cox_hessian, cox_rows, cox_walks, fine_gray_walks
 from riskset.models.cox import CoxDatafit
 
 TWO = numba.config.NUMBA_NUM_THREADS >= 2
@@ -123,17 +123,61 @@ def survival_arrays(**kw):
     return data.X, data.time, data.status, data.start, data.strata
 
 
-@needs_two
-def test_fine_gray_fit_on_two_threads_equals_the_serial_fit():
-    rng, X, eta = design(30_000, seed=3)
+def competing_risks(n=30_000, seed=3):
+    rng, X, eta = design(n, seed=seed)
     t1 = rng.exponential(1.0 / np.exp(eta))
     t2 = rng.exponential(2.0, t1.shape[0])
     c = rng.exponential(1.5, t1.shape[0])
     time = np.minimum(np.minimum(t1, t2), c)
     status = np.where(time == c, 0, np.where(time == t1, 1, 2))
-    data = riskset.from_arrays(X, time=time, status=status)
+    return riskset.from_arrays(X, time=time, status=status)
+
+
+@needs_two
+@pytest.mark.parametrize("chunk", [64, fine_gray_walks.WALK_CHUNK])
+def test_fine_gray_fit_on_two_threads_equals_the_serial_fit(chunk, monkeypatch):
+    """Chunks fixed by the data, their parts added in order: the same bits on 1 and 2 threads
+    (chunks of 64 non-zeros: about 90 a column, walked and moved in parallel)."""
+    monkeypatch.setattr(fine_gray_walks, "WALK_CHUNK", chunk)
+    data = competing_risks()
     one, two = fit_on(1, data, "fine_gray"), fit_on(2, data, "fine_gray")
-    np.testing.assert_allclose(two.coef.to_numpy(), one.coef.to_numpy(), rtol=1e-12, atol=1e-12)
+    assert one.converged and two.converged
+    np.testing.assert_array_equal(two.coef.to_numpy(), one.coef.to_numpy())
+    assert two.objective == one.objective
+
+
+@needs_two
+def test_fine_gray_walks_by_chunks_equal_one_walk_and_the_scan(monkeypatch):
+    """A column walked by chunks of 64 non-zeros (on 1 and on 2 threads: the same bits) against
+    the walk in one chunk and the O(N) scan: (g, h) equal to 1e-12 and 1e-10, the screen's g
+    is the walk's g bit for bit, and a chunked move leaves the serial move's bits."""
+    data = competing_risks()
+    monkeypatch.setattr(fine_gray_walks, "WALK_CHUNK", 64)
+    chunked = riskset.models.get_model("fine_gray").datafit(data)
+    monkeypatch.setattr(fine_gray_walks, "WALK_CHUNK", 1 << 30)
+    whole = riskset.models.get_model("fine_gray").datafit(data)
+    scan = riskset.models.get_model("fine_gray", formulation="scan").datafit(data)
+    assert np.diff(chunked.indptr).min() > 2 * chunked.walk_chunk
+    beta = np.linspace(-0.3, 0.3, chunked.n_coef)
+    states = {name: df.new_state(beta) for name, df in [("one", chunked), ("two", chunked), ("whole", whole),
+                                                         ("scan", scan)]}
+    for j in range(chunked.n_coef):
+        with kernel_threads(1):
+            g1, h1 = chunked.coordinate(states["one"], j)
+            chunked.move(states["one"], j, 0.1 * (j + 1))
+            gw, hw = whole.coordinate(states["whole"], j)
+            whole.move(states["whole"], j, 0.1 * (j + 1))
+            gs, hs = scan.coordinate(states["scan"], j)
+            scan.move(states["scan"], j, 0.1 * (j + 1))
+        with kernel_threads(2):
+            g2, h2 = chunked.coordinate(states["two"], j)
+            assert chunked.kernels.gradient(chunked.kernel_data(), states["two"].kernel, j) == g2
+            chunked.move(states["two"], j, 0.1 * (j + 1))
+        assert (g2, h2) == (g1, h1)
+        assert g1 == pytest.approx(gw, rel=1e-12) and h1 == pytest.approx(hw, rel=1e-12)
+        assert g1 == pytest.approx(gs, rel=1e-10) and h1 == pytest.approx(hs, rel=1e-10)
+        for name in ("eta", "w", "W", "Wc"):
+            np.testing.assert_array_equal(getattr(states["two"], name), getattr(states["whole"], name))
 
 
 @needs_two

@@ -34,6 +34,7 @@ from functools import cached_property
 import warnings
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -43,6 +44,7 @@ from riskset.data.ordering import lexsort
 from riskset.data.risksets import later_event_times
 from riskset.exceptions import DataWarning, InputError
 from riskset.kernels.cpu import fine_gray as fine_gray_kernels
+from riskset.kernels.cpu import fine_gray_walks
 from riskset.kernels.cpu.cox_rows import row_pieces
 from riskset.core.interface import Reweightable, RunsOnDevice, SlopeRows
 from riskset.models.base import (Datafit, FitState, LocalQuadratic, Model, carry_static_gradient,
@@ -184,6 +186,7 @@ class FineGrayDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         # one stratum, cut where the slot changes: the parallel passes of fine_gray_kernels.sync
         self.row_pieces = row_pieces(np.zeros(n, np.int64), exit_slot=self.slot)
         self.kernels = fine_gray_kernels.KERNELS[formulation]
+        self.walk_chunk = fine_gray_walks.WALK_CHUNK  # non-zeros per chunk of a column's walk
         # the user's censoring survival G(T-) per row (sorted order), fixed whatever the case weights
         self.given_G = None if censor_weights is None else np.asarray(censor_weights, dtype=np.float64)[order]
         if self.given_G is not None:  # Cyclops' censorWeights: set once, shared by every reweighted view
@@ -206,12 +209,18 @@ class FineGrayDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         one, unless given), d (gx0 on first use)."""
         self.cw = cw
         if self.given_G is None:
-            utimes, code = distinct_times(self.time)
+            utimes, code = self.distinct_times
             _, G_left = _censoring_survival_at(utimes.shape[0], code, self.cens, cw)
             self._set_censoring(G_left[code], G_left[code[self.slot_row]])
         self.slot_d = np.bincount(self.slot[self.event == 1], weights=cw[self.event == 1],
                                   minlength=self.n_slots).astype(np.float64)[:self.n_slots]
         self.__dict__.pop("gx0", None)
+
+    @cached_property
+    def distinct_times(self):
+        """(distinct times ascending, each row's index among them): found once, shared by every
+        reweighted view (the Kaplan-Meier estimate of the censoring in :meth:`_set_weights`)."""
+        return distinct_times(self.time)
 
     @cached_property
     def gx0(self):
@@ -247,7 +256,8 @@ class FineGrayDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         return fine_gray_kernels.Data(indptr=self.indptr, indices=self.indices, values=self.values,
                                       value_shift=self.value_shift, indicator=self.indicator, gx0=self.gx0, cw=self.cw,
                                       event=self.event, slot=self.slot, cinv=self.cinv, slot_d=self.slot_d,
-                                      Gev=self.Gev)
+                                      Gev=self.Gev, parallel=numba.get_num_threads() > 1,
+                                      walk_chunk=self.walk_chunk)
 
     def new_state(self, beta):
         """State at ``beta``. It owns every array a sweep writes (the scan's work arrays

@@ -33,12 +33,11 @@ Coordinate j in O(nnz_j) (docs/math.md section 3, with tie groups replaced by ev
 with ``E = sum_nz,comp w x cinv``, ``c`` the running sum of ``w x`` and ``e = E -``
 running sum of competing ``w x cinv`` over the non-zeros walked so far; the
 differences are taken between the slot of the current run of non-zeros and the next
-one (``K`` after the last).
-
-``coordinate_scan`` is the papers' O(N) formulation: one pass over all rows
-accumulating (w, wx, wx^2) by slot for the ordinary and the competing part (one fused
-tuple pass), then a backward scan of the competing part and a forward scan of the
-ordinary part fused with the reduction to (g_j, h_j).
+one (``K`` after the last). The walk and the move are in :mod:`riskset.kernels.cpu.fine_gray_walks`
+(one pass by chunks of runs, in parallel on long columns), with the scan formulation:
+``coordinate_scan`` is the papers' O(N) formulation, one pass over all rows accumulating
+(w, wx, wx^2) by slot for the ordinary and the competing part, then a backward scan of the
+competing part and a forward scan of the ordinary part fused with the reduction to (g_j, h_j).
 
 Each formulation is a compiled family (:mod:`riskset.core.sweep`): :data:`KERNELS`
 maps ``"sparse"`` and ``"scan"`` to their :class:`~riskset.core.sweep.CompiledFamily`.
@@ -52,8 +51,9 @@ from numba import njit, prange
 from riskset.core.sweep import compile_family
 from riskset.kernels.cpu.cox_hessian import (accumulate_row, add_inner, add_listed, add_outer, add_row_square,
                                              clear_listed, fold_halves)
-from riskset.kernels.cpu.cox_rows import moved_weight, piece_tasks, row_weights, stratum_shifts, task_rows
+from riskset.kernels.cpu.cox_rows import piece_tasks, row_weights, stratum_shifts, task_rows
 from riskset.kernels.cpu.cox_walks import move_scan
+from riskset.kernels.cpu.fine_gray_walks import coordinate_scan, coordinate_sparse, move_sparse
 
 
 # -- the records the kernels read (built by FineGrayDatafit.kernel_data and .new_state) -----------
@@ -73,6 +73,8 @@ class Data(NamedTuple):
     cinv: np.ndarray
     slot_d: np.ndarray       # per event slot: d_k, Gev_k
     Gev: np.ndarray
+    parallel: bool           # more than one kernel thread: long columns walk their chunks in parallel
+    walk_chunk: int          # non-zeros per chunk of a column's walk (fine_gray_walks.walk_chunks)
 
 
 class SparseState(NamedTuple):
@@ -173,18 +175,37 @@ def refresh(W, Wc, slot_d, Gev, D, A1, SB, A2, A2G, A2GG):
         A2GG[k] = a2gg
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+#: Rows, or event slots, per block of the log-likelihood's partial sums (:func:`loglik_terms`).
+LOGLIK_BLOCK = 1 << 14
+
+
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def loglik_terms(eta, cw, event, shift, slot_d, D):
     """sum_events c (eta - shift) - sum_k d_k log D_k (D must be current, from weights with
-    the same shift, which cancels: the event weights sum to the slots' d)."""
+    the same shift, which cancels: the event weights sum to the slots' d): partial sums over
+    fixed blocks of :data:`LOGLIK_BLOCK` rows, then of slots, in parallel, added in block
+    order (the same bits on any number of threads)."""
+    n = eta.shape[0]
+    K = slot_d.shape[0]
+    rows = np.zeros((n + LOGLIK_BLOCK - 1) // LOGLIK_BLOCK)
+    slots = np.zeros((K + LOGLIK_BLOCK - 1) // LOGLIK_BLOCK)
+    for b in prange(rows.shape[0]):
+        t = 0.0
+        for r in range(b * LOGLIK_BLOCK, min(n, (b + 1) * LOGLIK_BLOCK)):  # no branch: vectorized
+            t += (cw[r] * event[r]) * (eta[r] - shift)
+        rows[b] = t
+    for b in prange(slots.shape[0]):
+        t = 0.0
+        for k in range(b * LOGLIK_BLOCK, min(K, (b + 1) * LOGLIK_BLOCK)):
+            d = slot_d[k]
+            if d > 0.0:  # a slot without weight may have D = 0
+                t -= d * math.log(D[k])
+        slots[b] = t
     ll = 0.0
-    for r in range(eta.shape[0]):
-        if event[r]:
-            ll += cw[r] * (eta[r] - shift)
-    for k in range(slot_d.shape[0]):
-        d = slot_d[k]
-        if d > 0.0:
-            ll -= d * math.log(D[k])
+    for b in range(rows.shape[0]):
+        ll += rows[b]
+    for b in range(slots.shape[0]):
+        ll += slots[b]
     return ll
 
 
@@ -208,158 +229,6 @@ def event_with_company(slot, event, competing, cw, n_slots):
         if event[r] == 1 and cw[r] > 0.0 and ordinary[slot[r]] + later[slot[r] + 1] >= 2:
             return True
     return False
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def coordinate_sparse(data, state, j):
-    """(g_j, h_j) in O(nnz_j) (aggregates must be current)."""
-    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
-    gx0, slot, cinv = data.gx0[j], data.slot, data.cinv
-    w, A1, B1, A2, A2G, A2GG = state.w, state.A1, state.B1, state.A2, state.A2G, state.A2GG
-    a = indptr[j]
-    b = indptr[j + 1]
-    if a == b:
-        return gx0, 0.0
-    K = A1.shape[0] - 1
-    vs = value_shift[j]
-    E = 0.0
-    for i in range(a, b):
-        r = indices[i]
-        ig = cinv[r]
-        if ig != 0.0:
-            E += w[r] * values[i + vs] * ig
-    g = gx0
-    h = 0.0
-    e = E
-    sb0 = B1[0]
-    S = E * E * (A2GG[0] - A2GG[slot[indices[a]]])
-    c = 0.0
-    for i in range(a, b):
-        r = indices[i]
-        x = values[i + vs]
-        wx = w[r] * x
-        s = slot[r]
-        br = A1[s]
-        c += wx
-        ig = cinv[r]
-        if ig != 0.0:
-            br += (sb0 - B1[s]) * ig
-            e -= wx * ig
-        g -= wx * br
-        h -= wx * x * br
-        s2 = slot[indices[i + 1]] if i + 1 < b else K
-        if s2 != s:
-            S += c * c * (A2[s] - A2[s2]) + 2.0 * c * e * (A2G[s] - A2G[s2]) + e * e * (A2GG[s] - A2GG[s2])
-    return g, h + S
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def move_sparse(data, state, j, delta):
-    """beta_j += delta: eta, w (:func:`~riskset.kernels.cpu.cox_rows.moved_weight`) and the slot
-    sums at the non-zeros of column j (O(nnz_j))."""
-    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
-    indicator, slot, cinv = data.indicator, data.slot, data.cinv
-    eta, w, W, Wc = state.eta, state.w, state.W, state.Wc
-    ind = indicator[j]
-    vs = value_shift[j]
-    factor = math.exp(delta)
-    for i in range(indptr[j], indptr[j + 1]):
-        r = indices[i]
-        dw = moved_weight(eta, w, r, values[i + vs], delta, factor, ind)
-        s = slot[r]
-        W[s] += dw
-        ig = cinv[r]
-        if ig != 0.0:
-            Wc[s] += dw * ig
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def coordinate_scan(data, state, j):
-    """(g_j, h_j) by full O(N + K) scans, independent of any cached aggregate.
-
-    ``state.xd`` is a zero work vector of length N (restored on return); ``state.work`` a
-    (6, K + 1) scratch array (overwritten).
-    """
-    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
-    cw, event, slot, cinv, slot_d, Gev = data.cw, data.event, data.slot, data.cinv, data.slot_d, data.Gev
-    xd, w, work = state.xd, state.w, state.work
-    a = indptr[j]
-    b = indptr[j + 1]
-    vs = value_shift[j]
-    for i in range(a, b):
-        xd[indices[i]] = values[i + vs]
-    work[:, :] = 0.0
-    g = 0.0
-    # one pass over all rows: (w, wx, wx^2) per slot, ordinary and competing (/G) parts
-    for r in range(xd.shape[0]):
-        x = xd[r]
-        wr = w[r]
-        u = wr * x
-        v = u * x
-        s = slot[r]
-        work[0, s] += wr
-        work[1, s] += u
-        work[2, s] += v
-        ig = cinv[r]
-        if ig != 0.0:
-            work[3, s] += wr * ig
-            work[4, s] += u * ig
-            work[5, s] += v * ig
-        if event[r]:
-            g += cw[r] * x
-    K = slot_d.shape[0]
-    # backward scan (suffix sums of the competing part, strictly later slots)
-    c0 = 0.0
-    c1 = 0.0
-    c2 = 0.0
-    for k in range(K - 1, -1, -1):
-        c0 += work[3, k + 1]
-        c1 += work[4, k + 1]
-        c2 += work[5, k + 1]
-        work[3, k + 1] = c0
-        work[4, k + 1] = c1
-        work[5, k + 1] = c2
-    # forward scan (prefix sums of the ordinary part) fused with the reduction
-    p0 = 0.0
-    p1 = 0.0
-    p2 = 0.0
-    h = 0.0
-    for k in range(K):
-        p0 += work[0, k]
-        p1 += work[1, k]
-        p2 += work[2, k]
-        d = slot_d[k]
-        if d > 0.0:
-            G = Gev[k]
-            D = p0 + G * work[3, k + 1]
-            N1 = p1 + G * work[4, k + 1]
-            N2 = p2 + G * work[5, k + 1]
-            q = d / D
-            g -= N1 * q
-            h -= N2 * q - N1 * N1 * q / D
-    for i in range(a, b):
-        xd[indices[i]] = 0.0
-    return g, h
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def gradient_column(data, state, j):
-    """dl/dbeta_j alone in O(nnz_j) (the g of :func:`coordinate_sparse`, bit for bit)."""
-    indptr, indices, values, value_shift = data.indptr, data.indices, data.values, data.value_shift
-    gx0, slot, cinv, w, A1, B1 = data.gx0[j], data.slot, data.cinv, state.w, state.A1, state.B1
-    sb0 = B1[0]
-    g = gx0
-    vs = value_shift[j]
-    for i in range(indptr[j], indptr[j + 1]):
-        r = indices[i]
-        wx = w[r] * values[i + vs]
-        s = slot[r]
-        br = A1[s]
-        ig = cinv[r]
-        if ig != 0.0:
-            br += (sb0 - B1[s]) * ig
-        g -= wx * br
-    return g
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
@@ -593,16 +462,16 @@ def hessian_vector_rows(u, w, v, slot, cinv, Gev, q2, piece_ptr, U, Uc, z):
     for k in range(K - 1, -1, -1):
         suf += Uc[k + 1]
         Uc[k + 1] = suf
-    pre = 0.0
+    pre = 0.0  # and, in the same pass, Uc[s] <- C2[s] (prefix; Uc[k] is read at k - 1)
+    c2 = 0.0
     for k in range(K):
         pre += U[k]
-        U[k] = q2[k] * (pre + Gev[k] * Uc[k + 1])
-    c2 = 0.0  # Uc[s] <- C2[s] (prefix), U[s] <- C1[s] (suffix)
-    for k in range(K):
+        uk = q2[k] * (pre + Gev[k] * Uc[k + 1])
+        U[k] = uk
         Uc[k] = c2
-        c2 += Gev[k] * U[k]
+        c2 += Gev[k] * uk
     Uc[K] = c2
-    c1 = 0.0
+    c1 = 0.0  # U[s] <- C1[s] (suffix)
     U[K] = 0.0
     for k in range(K - 1, -1, -1):
         c1 += U[k]
@@ -629,12 +498,12 @@ def sparse_refresh(data, state):
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_gradient(data, state, j):
-    return gradient_column(data, state, j)
+    return coordinate_sparse(data, state, j, True)[0]
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_terms(data, state, j):
-    return coordinate_sparse(data, state, j)
+    return coordinate_sparse(data, state, j, False)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
