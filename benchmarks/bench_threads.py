@@ -67,7 +67,8 @@ def timed_fit(data, model, options, prior, n_jobs, cv=False):
                     converged=bool(res.scores["converged"].all()), threads=n_jobs)
     fit = riskset.fit(data, model, prior, tol=1e-8, n_jobs=n_jobs, **options)
     return dict(wall=time.perf_counter() - t0, cpu=time.process_time() - c0, objective=fit.objective,
-                nonzero=int(np.count_nonzero(fit.coef)), converged=bool(fit.converged), threads=fit.threads)
+                nonzero=int(np.count_nonzero(fit.coef)), converged=bool(fit.converged), threads=fit.threads,
+                prepare=fit.timings["prepare"], solve=fit.timings["solve"])
 
 
 def amdahl(speedup: float, k: int) -> float:
@@ -85,37 +86,57 @@ def main(argv=None):
     ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, from: {', '.join(CASES)}")
     ap.add_argument("--cv", action="store_true", help="time cross-validation (10-fold x 2) instead of one fit")
     args = ap.parse_args(argv)
+    k = args.threads
     rows = []
     for name in args.cases.split(","):
         model, options, prior, recipe = CASES[name]
         data = make(recipe, args.n, args.p, args.density)
         timed_fit(data, model, options, prior, 1, args.cv)  # compiled, caches warm
-        best = {}
+        runs = {1: [], k: []}
         for _ in range(args.repeats):
-            for jobs in (1, args.threads):
-                r = timed_fit(data, model, options, prior, jobs, args.cv)
-                if jobs not in best or r["wall"] < best[jobs]["wall"]:
-                    best[jobs] = r
-        one, many = best[1], best[args.threads]
-        s = one["wall"] / many["wall"]
-        f = amdahl(s, args.threads)
-        rows.append((name, one["wall"], many["wall"], s, f, 1 / ((1 - f) + f / 16), 1 / ((1 - f) + f / 64),
-                     many["cpu"] / one["cpu"], many["objective"] - one["objective"], one["nonzero"],
-                     one["converged"] and many["converged"], many["threads"]))
-        print(f"{name:20s} 1: {one['wall']:7.3f} s  {args.threads}: {many['wall']:7.3f} s  x{s:4.2f}  f {f:4.2f}  "
-              f"cpu x{rows[-1][7]:4.2f}  objective diff {rows[-1][8]:+.1e}", flush=True)
+            for jobs in (1, k):
+                runs[jobs].append(timed_fit(data, model, options, prior, jobs, args.cv))
+        rows.append(paired_row(name, runs[1], runs[k], k))
+        r = rows[-1]
+        print(f"{name:20s} 1: {r['one']:7.3f} s  {k}: {r['many']:7.3f} s  x{r['speedup']:4.2f} (median x"
+              f"{r['median']:4.2f})  f {r['fraction']:4.2f}  cpu x{r['cpu']:4.2f}  objective diff {r['diff']:+.1e}",
+              flush=True)
         del data
-    k = args.threads
     what = "cross-validation 10 x 2 (objective: best mean score; non-zero: selected variance in % of the prior's)" \
-        if args.cv else "one fit"
-    print(f"\n{what}; N = {args.n:,}, P = {args.p:,}, density {args.density:g}; best of {args.repeats} paired runs\n")
-    print(f"| case | 1 thread (s) | {k} threads (s) | speed-up | parallel fraction | model 16 | model 64 | "
-          f"CPU {k} / 1 | objective diff | non-zero | converged | threads used |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        if args.cv else "one fit (prepare: the datafit built; solve: the descent and polish)"
+    print(f"\n{what}; N = {args.n:,}, P = {args.p:,}, density {args.density:g}; best of {args.repeats} paired runs "
+          f"(median: the ratio of the medians)\n")
+    phases = "" if args.cv else " prepare speed-up | solve speed-up |"
+    print(f"| case | 1 thread (s) | {k} threads (s) | speed-up | median speed-up |{phases} parallel fraction | "
+          f"model 16 | model 64 | CPU {k} / 1 | objective diff | non-zero | converged | threads used |")
+    print("|---|---|---|---|---|" + ("---|---|" if phases else "") + "---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r[0]} | {r[1]:.2f} | {r[2]:.2f} | {r[3]:.2f} | {r[4]:.2f} | {r[5]:.1f} | {r[6]:.1f} | "
-              f"{r[7]:.2f} | {r[8]:+.1e} | {r[9]} | {r[10]} | {r[11]} |")
+        split = "" if args.cv else f" {r['prepare']:.2f} | {r['solve']:.2f} |"
+        print(f"| {r['case']} | {r['one']:.2f} | {r['many']:.2f} | {r['speedup']:.2f} | {r['median']:.2f} |{split} "
+              f"{r['fraction']:.2f} | {r['model16']:.1f} | {r['model64']:.1f} | {r['cpu']:.2f} | {r['diff']:+.1e} | "
+              f"{r['nonzero']} | {r['converged']} | {r['threads']} |")
 
+
+def paired_row(case: str, one: list, many: list, k: int) -> dict:
+    """The table's row of a case from its runs on 1 and on k threads: the best wall times, their
+    speed-up and the ratio of the medians (a VM's page faults make single runs noisy), the
+    phases' best speed-ups (one fit), Amdahl's parallel fraction and what it models on 16 and
+    64 cores."""
+    def best(runs, key="wall"):
+        return min(runs, key=lambda r: r[key])
+
+    b1, bk = best(one), best(many)
+    speedup = b1["wall"] / bk["wall"]
+    f = amdahl(speedup, k)
+    row = dict(case=case, one=b1["wall"], many=bk["wall"], speedup=speedup,
+               median=float(np.median([r["wall"] for r in one]) / np.median([r["wall"] for r in many])),
+               fraction=f, model16=1 / ((1 - f) + f / 16), model64=1 / ((1 - f) + f / 64), cpu=bk["cpu"] / b1["cpu"],
+               diff=bk["objective"] - b1["objective"], nonzero=b1["nonzero"],
+               converged=all(r["converged"] for r in one + many), threads=bk["threads"])
+    if "prepare" in b1:
+        row["prepare"] = best(one, "prepare")["prepare"] / best(many, "prepare")["prepare"]
+        row["solve"] = best(one, "solve")["solve"] / best(many, "solve")["solve"]
+    return row
 
 if __name__ == "__main__":
     main()

@@ -23,7 +23,7 @@ sum of w x::
           + sum_p (Q2 N1^2 - 2 R2 N1 E1 + T2 E1^2)
 
 The last sum is a walk over the column's non-zeros in slot order (O(nnz_j)):
-``coordinate_sorted`` for right-censored data (the sorted row order is slot order),
+``coordinate_chunked`` for right-censored data (the sorted row order is slot order; by chunks),
 ``coordinate_breakpoints`` for (start, stop] data (static per-column breakpoints).
 ``coordinate_scan`` is the papers' O(N) formulation (full scans per coordinate).
 
@@ -40,8 +40,8 @@ from numba import njit
 
 from riskset.core.sweep import compile_family
 from riskset.kernels.cpu.cox_aggregates import refresh
-from riskset.kernels.cpu.cox_walks import (coordinate_breakpoints, coordinate_chunked, coordinate_scan,
-                                           coordinate_sorted, gradient_column, move_chunked, move_scan, move_sparse)
+from riskset.kernels.cpu.cox_walks import (coordinate_breakpoints, coordinate_chunked, coordinate_scan, gradient_column,
+                                           move_chunked, move_scan, move_sparse)
 
 #: ``moved[0]`` once more columns moved than ``moved`` holds: the next refresh takes every stratum.
 ALL_MOVED = -1
@@ -75,26 +75,24 @@ def sparse_refresh(data, state):
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def chunked(data, j):
-    """Whether column j walks and moves by chunks in parallel: more than one thread, no start
-    times (whose entry sums two chunks could share), more than two chunks of non-zeros."""
+    """Whether column j moves by chunks in parallel: more than one thread, no start times
+    (whose entry sums two chunks could share), more than two chunks of non-zeros."""
     return data.parallel and not data.slots.has_start and data.indptr[j + 1] - data.indptr[j] > 2 * data.walk_chunk
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_gradient(data, state, j):
-    if chunked(data, j):
-        return coordinate_chunked(data, state, j, True)[0]
-    return gradient_column(data, state, j)
+    if data.slots.has_start:
+        return gradient_column(data, state, j)
+    return coordinate_chunked(data, state, j, True)[0]
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def sparse_terms(data, state, j):
-    """The walk over the column's non-zeros in slot order: sorted rows, or breakpoints with start times."""
+    """The walk over the column's non-zeros in slot order: sorted rows by chunks, or breakpoints with start times."""
     if data.slots.has_start:
         return coordinate_breakpoints(data, state, j)
-    if chunked(data, j):
-        return coordinate_chunked(data, state, j, False)
-    return coordinate_sorted(data, state, j)
+    return coordinate_chunked(data, state, j, False)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")

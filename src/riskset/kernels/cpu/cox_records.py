@@ -76,7 +76,7 @@ class SparseData(NamedTuple):
     strata_ptr: np.ndarray   # col_strata[strata_ptr[j]:strata_ptr[j + 1]]: the strata of column j's rows,
     col_strata: np.ndarray   # the only ones whose aggregates a move of column j leaves stale
     parallel: bool           # more than one kernel thread (:func:`~riskset.kernels.cpu.cox_aggregates.refresh`)
-    walk_chunk: int          # non-zeros per chunk of a column's parallel walk and move
+    walk_chunk: int          # non-zeros per chunk of a column's walk and parallel move
 
 
 class SparseState(NamedTuple):

@@ -10,9 +10,10 @@ from riskset.core.prefetch import DISTANCE, prefetch
 from riskset.kernels.cpu.cox_rows import moved_weight
 
 
-#: Stored non-zeros per chunk of a column's parallel walk and move (:func:`walk_chunks`); on
-#: more than one thread, a right-censored column with more than two chunks' worth (a few
-#: milliseconds of random reads at N = 1M) walks and moves its chunks in parallel.
+#: Stored non-zeros per chunk of a column's walk and parallel move (:func:`walk_chunks`): a
+#: right-censored column is walked by these chunks on any number of threads (the same bits),
+#: and on more than one a column of more than two chunks' worth (a few milliseconds of random
+#: reads at N = 1M) walks and moves its chunks in parallel.
 WALK_CHUNK = 1 << 13
 
 
@@ -72,22 +73,6 @@ def move_scan(indptr, indices, values, value_shift, j, delta, eta, w):
         eta[r] += delta * x
         w[r] *= math.exp(delta * x)
 
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def coordinate_sorted(data, state, j):
-    """(g_j, h_j) in O(nnz_j) for right-censored rows (sorted order = descending exit slot).
-
-    ``ken, evn``: exit slot and status of the row of each stored non-zero (static, so the
-    walk reads them sequentially); every row enters at its stratum's first slot, where A1c
-    and A2c are 0.
-    """
-    indptr, ken, evn, efron = data.indptr, data.ken, data.evn, data.slots.efron
-    w, A1c, A2c, R1, R2, T2 = state.w, state.sums.A1c, state.sums.A2c, state.sums.R1, state.sums.R2, state.sums.T2
-    out = np.empty(8)
-    walk_chunk(indptr[j], indptr[j + 1], indptr[j + 1], data.gx0[j], data.indices, data.values, data.value_shift[j], w,
-               data.slots.slot_stratum, ken, evn, A1c, A2c, R1, R2, T2, efron, out)
-    return out[0], out[1] + out[2]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -255,17 +240,16 @@ def walk_chunks(a, b, ken, size):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def walk_chunk(lo, hi, b, g0, indices, values, vs, w, slot_stratum, ken, evn, A1c, A2c, R1, R2, T2, efron, out):
-    """:func:`coordinate_sorted`'s sums over the whole runs lo .. hi-1 of a column ending at
-    ``b``, its running risk-set sum c started at 0 and g at ``g0``. ``out`` = (g, h, S, K0, K1, K2, c, reset):
+def walk_chunk(lo, hi, b, indices, values, vs, w, slot_stratum, ken, evn, A1c, A2c, R1, R2, T2, efron, out):
+    """The walk's sums over the whole runs lo .. hi-1 of a column ending at ``b``, its running
+    risk-set sum c and g started at 0. ``out`` = (g, h, S, K0, K1, K2, c, reset):
     K0, K1, K2 are the sums of dA2, c dA2 and e R2 over the runs before the chunk's first
     change of stratum (``reset``), where a carry C of the chunks before adds
     C^2 K0 + 2 C (K1 - K2) to S (S's terms c^2 dA2 and -2 e c R2 with c -> C + c). Rows enter
     at their stratum's first slot, where A1c and A2c are 0; a change of stratum is one of
-    ``slot_stratum`` between exit slots. Called inside
-    the parallel loop of :func:`coordinate_chunked`, where Numba passes only arrays and scalars:
-    flat arguments."""
-    g = g0
+    ``slot_stratum`` between exit slots. Called inside the parallel loop of
+    :func:`chunked_walk`, where Numba passes only arrays and scalars: flat arguments."""
+    g = 0.0
     h = 0.0
     S = 0.0
     c = 0.0
@@ -321,39 +305,74 @@ def walk_chunk(lo, hi, b, g0, indices, values, vs, w, slot_stratum, ken, evn, A1
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def coordinate_chunked(data, state, j, gradient_only):
-    """(g_j, h_j) of :func:`coordinate_sorted` by chunks of :func:`walk_chunks` in parallel,
-    then their carries added in chunk order (the same bits on 2 or 16 threads; equal to the
-    serial walk up to rounding); ``gradient_only``: (g_j, 0) from the chunks' g alone, bit
-    for bit the g of the full walk (the screen of a coordinate at its center).
+    """(g_j, h_j) in O(nnz_j) for right-censored rows (sorted order = descending exit slot):
+    the walk of :func:`walk_chunk` over the chunks of :func:`walk_chunks`, their carries added
+    in chunk order. The chunks are fixed by the data, so one thread and sixteen give the same
+    bits; on more than one thread a column of more than two chunks walks them in parallel.
+    ``gradient_only``: (g_j, 0) from the chunks' g alone, bit for bit the g of the full walk
+    (the screen of a coordinate at its center).
+
+    ``ken, evn``: exit slot and status of the row of each stored non-zero (static, so the
+    walk reads them sequentially); every row enters at its stratum's first slot, where A1c
+    and A2c are 0 (``ken`` stands in for the ``ksn`` not stored).
 
     ``gradient_only`` goes on as a NumPy bool, which Numba types as a bool where it types the
     callers' ``True`` and ``False`` as literals: the screen and the walk call one compiled
-    :func:`chunked_walk` instead of one each (a parallel function: seconds of a first fit's
-    compile time; its branch is taken once per chunk)."""
+    walk instead of one each (a parallel function: seconds of a first fit's compile time;
+    its branch is taken once per chunk)."""
+    a = data.indptr[j]
+    b = data.indptr[j + 1]
+    if a == b:
+        return data.gx0[j], 0.0
     sums = state.sums
-    return chunked_walk(data.indptr, data.indices, data.values, data.value_shift, j, data.gx0[j], state.w,
-                        data.slots.slot_stratum, data.ken, data.evn, sums.A1c, sums.A2c, sums.R1, sums.R2, sums.T2,
-                        data.slots.efron, data.walk_chunk, np.bool_(gradient_only))
+    bounds = walk_chunks(a, b, data.ken, data.walk_chunk)
+    part = np.empty((bounds.shape[0] - 1, 8))
+    if data.parallel and bounds.shape[0] > 3:
+        chunked_walk(bounds, b, data.indices, data.values, data.value_shift[j], state.w, data.slots.slot_stratum,
+                     data.ken, data.evn, sums.A1c, sums.A2c, sums.R1, sums.R2, sums.T2, data.slots.efron,
+                     np.bool_(gradient_only), part)
+    else:
+        serial_walk(bounds, b, data.indices, data.values, data.value_shift[j], state.w, data.slots.slot_stratum,
+                    data.ken, data.evn, sums.A1c, sums.A2c, sums.R1, sums.R2, sums.T2, data.slots.efron,
+                    np.bool_(gradient_only), part)
+    return combine_chunks(part, data.gx0[j], gradient_only)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def walk_part(lo, hi, b, indices, values, vs, w, slot_stratum, ken, evn, A1c, A2c, R1, R2, T2, efron, gradient_only,
+              out):
+    """One chunk's part: its g alone (``gradient_only``) or :func:`walk_chunk`'s sums."""
+    if gradient_only:
+        out[0] = gradient_run(lo, hi, 0.0, indices, values, vs, w, ken, ken, evn, False, A1c, R1, efron)
+    else:
+        walk_chunk(lo, hi, b, indices, values, vs, w, slot_stratum, ken, evn, A1c, A2c, R1, R2, T2, efron, out)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def serial_walk(bounds, b, indices, values, vs, w, slot_stratum, ken, evn, A1c, A2c, R1, R2, T2, efron, gradient_only,
+                part):
+    """The parts of the chunks ``bounds`` one after the other."""
+    for k in range(bounds.shape[0] - 1):
+        walk_part(bounds[k], bounds[k + 1], b, indices, values, vs, w, slot_stratum, ken, evn, A1c, A2c, R1, R2, T2,
+                  efron, gradient_only, part[k])
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def chunked_walk(indptr, indices, values, value_shift, j, gx0, w, slot_stratum, ken, evn, A1c, A2c, R1, R2, T2, efron,
-                 size, gradient_only):
-    """:func:`coordinate_chunked` on flat arguments: a parallel function compiles faster on
-    arrays and scalars than on records it unpacks."""
-    a = indptr[j]
-    b = indptr[j + 1]
-    vs = value_shift[j]
-    bounds = walk_chunks(a, b, ken, size)
-    n = bounds.shape[0] - 1
-    part = np.empty((n, 8))
-    for k in prange(n):  # right-censored rows: no entry slots (ken stands in for the ksn not read)
-        if gradient_only:
-            part[k, 0] = gradient_run(bounds[k], bounds[k + 1], 0.0, indices, values, vs, w, ken, ken, evn, False,
-                                      A1c, R1, efron)
-        else:
-            walk_chunk(bounds[k], bounds[k + 1], b, 0.0, indices, values, vs, w, slot_stratum, ken, evn, A1c, A2c, R1,
-                       R2, T2, efron, part[k])
+def chunked_walk(bounds, b, indices, values, vs, w, slot_stratum, ken, evn, A1c, A2c, R1, R2, T2, efron, gradient_only,
+                 part):
+    """The parts of the chunks ``bounds`` on all threads (flat arguments: a parallel function
+    compiles faster on arrays and scalars than on records it unpacks)."""
+    for k in prange(bounds.shape[0] - 1):
+        walk_part(bounds[k], bounds[k + 1], b, indices, values, vs, w, slot_stratum, ken, evn, A1c, A2c, R1, R2, T2,
+                  efron, gradient_only, part[k])
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def combine_chunks(part, gx0, gradient_only):
+    """(g_j, h_j) from the chunks' parts in chunk order: a carry C (the running risk-set sum
+    at a chunk's start, reset by a change of stratum) adds C^2 K0 + 2 C (K1 - K2) to the
+    chunk's S (:func:`walk_chunk`)."""
+    n = part.shape[0]
     g = gx0
     if gradient_only:
         for k in range(n):
@@ -392,7 +411,7 @@ def chunked_move(indptr, indices, values, vs, ind, j, delta, eta, w, ken, evn, e
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def gradient_column(data, state, j):
-    """dl/dbeta_j alone in O(nnz_j) (the g of :func:`coordinate_sorted`, bit for bit: :func:`gradient_run`)."""
+    """dl/dbeta_j alone in O(nnz_j) with start times (:func:`gradient_run`)."""
     return gradient_run(data.indptr[j], data.indptr[j + 1], data.gx0[j], data.indices, data.values,
                         data.value_shift[j], state.w, data.ksn, data.ken, data.evn, data.slots.has_start,
                         state.sums.A1c, state.sums.R1, data.slots.efron)
