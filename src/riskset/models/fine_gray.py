@@ -38,7 +38,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from riskset.core.design import canonical_csc
+from riskset.core.design import canonical_csc, index_type
 from riskset.data.dataset import row_label
 from riskset.data.ordering import lexsort
 from riskset.data.risksets import later_event_times
@@ -209,18 +209,20 @@ class FineGrayDatafit(Datafit, Reweightable, SlopeRows, RunsOnDevice):
         one, unless given), d (gx0 on first use)."""
         self.cw = cw
         if self.given_G is None:
-            utimes, code = self.distinct_times
-            _, G_left = _censoring_survival_at(utimes.shape[0], code, self.cens, cw)
+            n_times, code = self.time_codes
+            _, G_left = _censoring_survival_at(n_times, code, self.cens, cw)
             self._set_censoring(G_left[code], G_left[code[self.slot_row]])
         self.slot_d = np.bincount(self.slot[self.event == 1], weights=cw[self.event == 1],
                                   minlength=self.n_slots).astype(np.float64)[:self.n_slots]
         self.__dict__.pop("gx0", None)
 
     @cached_property
-    def distinct_times(self):
-        """(distinct times ascending, each row's index among them): found once, shared by every
-        reweighted view (the Kaplan-Meier estimate of the censoring in :meth:`_set_weights`)."""
-        return distinct_times(self.time)
+    def time_codes(self):
+        """(number of distinct times, each row's index among them ascending, int32 where it
+        holds them): found once, shared by every reweighted view (the Kaplan-Meier estimate of
+        the censoring in :meth:`_set_weights`)."""
+        utimes, code = distinct_times(self.time)
+        return utimes.shape[0], code.astype(index_type(utimes.shape[0]))
 
     @cached_property
     def gx0(self):
