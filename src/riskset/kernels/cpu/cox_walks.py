@@ -219,18 +219,20 @@ def coordinate_scan(data, state, j):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def walk_chunks(a, b, ken, size):
-    """Boundaries of the chunks of a column's stored non-zeros a .. b-1 (right-censored rows,
-    in slot order): one every ``size``, each moved forward to the end of its run (non-zeros
-    of one exit slot, hence of one stratum), so that no slot sum is touched by two chunks.
-    Fixed by the data, not by the threads."""
-    n = (b - a + size - 1) // size
+def walk_chunks(a, b, key, rows, size):
+    """Boundaries of the chunks of a column's stored non-zeros a .. b-1, in slot order: one every
+    ``size`` (at least one chunk), each moved forward to the end of its run, the non-zeros of one
+    ``key[k]`` (Cox: the exit slot of non-zero k, ``rows`` empty; a run lies in one stratum) or,
+    with ``rows``, of one ``key[rows[k]]`` (Fine-Gray: the event slot of its row), so that no
+    slot sum is touched by two chunks. Fixed by the data, not by the threads."""
+    n = max(1, (b - a + size - 1) // size)
+    through = rows.shape[0] > 0
     out = np.empty(n + 1, np.int64)
     out[0] = a
     m = 1
     for c in range(1, n):
         k = max(a + c * size, out[m - 1] + 1)
-        while k < b and ken[k] == ken[k - 1]:
+        while k < b and (key[rows[k]] == key[rows[k - 1]] if through else key[k] == key[k - 1]):
             k += 1
         if k < b:
             out[m] = k
@@ -325,7 +327,7 @@ def coordinate_chunked(data, state, j, gradient_only):
     if a == b:
         return data.gx0[j], 0.0
     sums = state.sums
-    bounds = walk_chunks(a, b, data.ken, data.walk_chunk)
+    bounds = walk_chunks(a, b, data.ken, data.indices[:0], data.walk_chunk)
     part = np.empty((bounds.shape[0] - 1, 8))
     if data.parallel and bounds.shape[0] > 3:
         chunked_walk(bounds, b, data.indices, data.values, data.value_shift[j], state.w, data.slots.slot_stratum,
@@ -403,7 +405,7 @@ def move_chunked(data, state, j, delta):
 def chunked_move(indptr, indices, values, vs, ind, j, delta, eta, w, ken, evn, efron, ex, en, ev, size):
     """:func:`move_chunked` on flat arguments (a parallel function, as :func:`chunked_walk`)."""
     factor = math.exp(delta)
-    bounds = walk_chunks(indptr[j], indptr[j + 1], ken, size)
+    bounds = walk_chunks(indptr[j], indptr[j + 1], ken, indices[:0], size)
     for k in prange(bounds.shape[0] - 1):  # right-censored rows: no entry sums (ken stands in for ksn, not read)
         move_run(bounds[k], bounds[k + 1], indices, values, vs, ind, delta, factor, eta, w, ken, ken, evn, False,
                  efron, ex, en, ev)

@@ -74,7 +74,7 @@ class Data(NamedTuple):
     slot_d: np.ndarray       # per event slot: d_k, Gev_k
     Gev: np.ndarray
     parallel: bool           # more than one kernel thread: long columns walk their chunks in parallel
-    walk_chunk: int          # non-zeros per chunk of a column's walk (fine_gray_walks.walk_chunks)
+    walk_chunk: int          # non-zeros per chunk of a column's walk (cox_walks.walk_chunks)
 
 
 class SparseState(NamedTuple):

@@ -16,9 +16,10 @@ runs add (``c -> C + c``, ``e -> F - cc``)::
     S_loc = sum c^2 dA2 - 2 c cc dA2G + cc^2 dA2GG
 
 and ``E`` is the sum of the chunks' ``cc``: one pass over the non-zeros, where a serial walk
-needs a first one for ``E``. The chunks (:func:`walk_chunks`) are fixed by the data and their
-parts added in chunk order, so one thread and sixteen give the same bits; on more than one
-thread a long column walks them in parallel.
+needs a first one for ``E``. The chunks (:func:`~riskset.kernels.cpu.cox_walks.walk_chunks`,
+cut at changes of slot) are fixed by the data and their parts added in chunk order, so one
+thread and sixteen give the same bits; on more than one thread a long column walks them in
+parallel.
 """
 import math
 
@@ -27,34 +28,15 @@ from numba import njit, prange
 
 from riskset.core.prefetch import DISTANCE, prefetch
 from riskset.kernels.cpu.cox_rows import moved_weight
+from riskset.kernels.cpu.cox_walks import walk_chunks
 
-#: Stored non-zeros per chunk of a column's walk (:func:`walk_chunks`); a column of more than
-#: two chunks walks and moves them in parallel on more than one thread.
+#: Stored non-zeros per chunk of a column's walk (:func:`~riskset.kernels.cpu.cox_walks.walk_chunks`);
+#: a column of more than two chunks walks and moves them in parallel on more than one thread.
 WALK_CHUNK = 1 << 13
 
 #: The fields of a chunk's part (:func:`walk_chunk`).
 (P_G, P_H, P_S, P_DA2, P_C_DA2, P_DA2G, P_CC_DA2G, P_C_DA2G, P_DA2GG, P_CC_DA2GG, P_C, P_CC) = range(12)
 PART = 12
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def walk_chunks(a, b, indices, slot, size):
-    """Boundaries of the chunks of a column's stored non-zeros a .. b-1 (rows in slot order):
-    one every ``size``, each moved forward to the end of its run (non-zeros of one slot), so
-    that no slot is touched by two chunks. Fixed by the data, not by the threads."""
-    n = max(1, (b - a + size - 1) // size)
-    out = np.empty(n + 1, np.int64)
-    out[0] = a
-    m = 1
-    for c in range(1, n):
-        k = max(a + c * size, out[m - 1] + 1)
-        while k < b and slot[indices[k]] == slot[indices[k - 1]]:
-            k += 1
-        if k < b:
-            out[m] = k
-            m += 1
-    out[m] = b
-    return out[:m + 1]
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -161,7 +143,7 @@ def coordinate_sparse(data, state, j, gradient_only):
     b = data.indptr[j + 1]
     if a == b:
         return data.gx0[j], 0.0
-    bounds = walk_chunks(a, b, data.indices, data.slot, data.walk_chunk)
+    bounds = walk_chunks(a, b, data.slot, data.indices, data.walk_chunk)
     part = np.empty((bounds.shape[0] - 1, PART))
     if data.parallel and bounds.shape[0] > 3:
         chunked_walk(bounds, b, data.indices, data.values, data.value_shift[j], state.w, data.slot, data.cinv,
@@ -215,7 +197,7 @@ def move_sparse(data, state, j, delta):
     a = data.indptr[j]
     b = data.indptr[j + 1]
     if data.parallel and b - a > 2 * data.walk_chunk:
-        chunked_move(walk_chunks(a, b, data.indices, data.slot, data.walk_chunk), data.indices, data.values,
+        chunked_move(walk_chunks(a, b, data.slot, data.indices, data.walk_chunk), data.indices, data.values,
                      data.value_shift[j], data.indicator[j], delta, state.eta, state.w, data.slot, data.cinv, state.W,
                      state.Wc)
     else:
