@@ -418,3 +418,31 @@ def test_truncated_conjugate_gradient_steps_still_ascend(monkeypatch):
     assert found is not None and found[1] > 0 and active.size > 2
     newton = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-10))
     assert newton.converged and newton.objective >= exact.objective - 1e-9 * abs(exact.objective)
+
+
+def test_an_ill_conditioned_fit_forms_larger_blocks_once_conjugate_gradients_run_out(monkeypatch):
+    """A conjugate-gradient step that runs out of iterations marks the fit's blocks
+    ill-conditioned: its later Newton steps form blocks up to twice ``DENSE_NEWTON_MAX`` (a fit of
+    2,000 rows and 1,000 covariates took 235 truncated steps before), at the same optimum."""
+    df, l1, l2 = lasso_problem("cox")
+    exact = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-14, polish_max_active=0, max_iter=5000))
+    size = np.count_nonzero(exact.beta)
+    monkeypatch.setattr(newton_polish, "DENSE_NEWTON_MAX", (size + 1) // 2)  # the active set is above it
+    monkeypatch.setattr(newton_polish, "CG_MAX_ITER", 2)  # and its conjugate gradients run out
+    choices, original = [], newton_polish.newton_step
+
+    def recording(datafit, state, beta, active, pen, rtol, side, conditioning):
+        choices.append((active.size, bool(newton_polish.dense_newton(datafit, active, conditioning))))
+        return original(datafit, state, beta, active, pen, rtol, side, conditioning)
+
+    monkeypatch.setattr(newton_polish, "newton_step", recording)
+    newton = fit_ccd(df, l1, l2, options=SolverOptions(tol=1e-10))
+    large = [dense for m, dense in choices if m > newton_polish.DENSE_NEWTON_MAX]
+    assert not large[0] and True in large  # conjugate gradients first, then the formed block
+    assert large[large.index(True):] == [True] * (len(large) - large.index(True))
+    assert newton.converged and newton.objective >= exact.objective - 1e-9 * abs(exact.objective)
+    assert np.array_equal(newton.beta != 0, exact.beta != 0)
+    fresh = newton_polish.BlockConditioning()
+    assert fresh.dense_max() == newton_polish.DENSE_NEWTON_MAX
+    fresh.cg_ran_out = True
+    assert fresh.dense_max() == 2 * newton_polish.DENSE_NEWTON_MAX

@@ -62,8 +62,8 @@ from riskset.solver.control import POLISH_SETTLED, CycleControl
 from riskset.solver.ending import state_problem, verdict
 from riskset.solver.entrants import OPENING_SWEEP_PASSES, Opening, entrants, opening_entrants
 from riskset.solver.kkt import kkt_violation, violators
-from riskset.solver.newton import (NEWTON_CG_RTOL, active_set, newton_coordinates, newton_steps, polishable,
-                                   refine_coordinates, refine_max_active)
+from riskset.solver.newton import (NEWTON_CG_RTOL, BlockConditioning, active_set, newton_coordinates, newton_steps,
+                                   polishable, refine_coordinates, refine_max_active)
 from riskset.solver.screening import kkt_gradient, reference
 
 #: A polish round that gained more than this fraction of the objective is far from the optimum:
@@ -290,6 +290,7 @@ class Solver:
                  control: CycleControl | None = None, radius: np.ndarray | None = None):
         self.datafit, self.beta, self.state, self.pen, self.free, self.opts = datafit, beta, state, pen, free, opts
         self.coords = np.flatnonzero(free)
+        self.conditioning = BlockConditioning()  # what the polish's Newton steps learned of the blocks
         self.radius = np.ones(datafit.n_coef) if radius is None else radius
         if control is None:
             control = CycleControl(self.penalized_loglik() if objective is None else objective, opts)
@@ -419,7 +420,7 @@ class Solver:
             for tol in (opts.tol, opts.tol * POLISH_SETTLED):  # the second after one that settled above
                 self.beta, self.state, objective, settled, forcing = newton_steps(
                     datafit, self.beta, self.state, pen, free, opts.polish_max_active, tol, objective=ctl.objective,
-                    joining=joining, rtol=rtol)
+                    joining=joining, rtol=rtol, conditioning=self.conditioning)
                 joining, rtol = None, NEWTON_CG_RTOL
                 ctl.polished(objective, settled)
                 if ctl.kkt_due:

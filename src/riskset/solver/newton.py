@@ -10,6 +10,8 @@ objective is halved, then given up.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.sparse.linalg import LinearOperator, cg
 
@@ -25,6 +27,12 @@ DENSE_NEWTON_MAX = 400
 #: Most work of forming the block (``Datafit.hessian_work``, non-zeros visited; a Cox block
 #: costs nnz_A x |A|): about the cost of one conjugate-gradient Newton step at N = 1M.
 DENSE_WORK_MAX = 5e7
+#: After a conjugate-gradient step of a fit ran out of iterations (an ill-conditioned block,
+#: :class:`BlockConditioning`), its Newton steps form blocks up to this many times
+#: :data:`DENSE_NEWTON_MAX`: hundreds of truncated steps cost more than the eigendecompositions
+#: (a conditional Poisson fit of 2,000 rows and 1,000 covariates: 235 truncated steps, 5.1 s;
+#: docs/performance.md).
+ILL_CONDITIONED_DENSE_FACTOR = 2
 
 #: Relative residual of the conjugate-gradient Newton step (an inexact Newton method:
 #: the polish repeats the step, so it need not be exact): the first step's and the
@@ -51,8 +59,23 @@ NULL_CURVATURE = 4 * np.finfo(float).eps
 NULL_GAIN = 1e-12
 
 
+@dataclass
+class BlockConditioning:
+    """What a fit's Newton steps learned of its Hessian blocks: whether a conjugate-gradient step
+    ran out of its :data:`CG_MAX_ITER` iterations. From then on :func:`dense_newton` forms
+    blocks up to :data:`ILL_CONDITIONED_DENSE_FACTOR` times :data:`DENSE_NEWTON_MAX`, where a
+    truncated step would gain little for its hundreds of products. Decided by counts, never by
+    timings: a fit takes the same steps on any machine."""
+
+    cg_ran_out: bool = False
+
+    def dense_max(self) -> int:
+        """The largest active set whose Newton step forms its block."""
+        return DENSE_NEWTON_MAX * (ILL_CONDITIONED_DENSE_FACTOR if self.cg_ran_out else 1)
+
+
 def newton_steps(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, max_steps=25, objective=None,
-                 joining=None, rtol=NEWTON_CG_RTOL):
+                 joining=None, rtol=NEWTON_CG_RTOL, conditioning: BlockConditioning | None = None):
     """Newton steps on the active set (from :func:`newton_step`), projected on its orthant:
     an L1 coordinate that would cross its center stops there and leaves the active set.
     Returns (beta, state, objective, settled, forcing): ``objective`` is the penalized
@@ -75,8 +98,10 @@ def newton_steps(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, 
     ``objective``: the penalized log-likelihood at ``state``, where the caller has it.
     ``joining``: (coordinates at their centers, the side each enters on) that join the first
     step (a warm start's opening, :meth:`riskset.solver.ccd.Solver.polish`); the projection returns those that
-    step to the other side.
+    step to the other side. ``conditioning``: the fit's :class:`BlockConditioning`, which the
+    steps update (None: each call starts afresh).
     """
+    conditioning = BlockConditioning() if conditioning is None else conditioning
     if objective is None:
         objective = datafit.loglik(state) - pen.value(beta)
     active = newton_coordinates(datafit, beta, pen, free, max_active)
@@ -91,7 +116,8 @@ def newton_steps(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, 
     settled = None
     for _ in range(max_steps):
         side = np.sign(beta[active] - center[active]) if side is None else side
-        found = newton_step(datafit, state, beta, active, pen, rtol, side)
+        conjugate_gradients = not dense_newton(datafit, active, conditioning)
+        found = newton_step(datafit, state, beta, active, pen, rtol, side, conditioning)
         if found is None or not np.all(np.isfinite(found[0])):
             break
         step, predicted = found
@@ -112,7 +138,6 @@ def newton_steps(datafit, beta, state, pen: Penalty, free, max_active, tol=0.0, 
         scale = abs(objective) + 1
         threshold = max(1e-15, tol / 10) * scale
         tiny = np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(beta[active])))
-        conjugate_gradients = not dense_newton(datafit, active)
         ahead = gain_ahead(gain, predicted, rtol if conjugate_gradients else 0.0)
         if tiny or min(gain, predicted) <= threshold:  # a step that promised <= threshold leaves far less
             settled = None if crossed.any() else min(max(gain, 0.0), ahead) / scale
@@ -146,7 +171,8 @@ def gain_ahead(gain: float, predicted: float, rtol: float) -> float:
     return 10.0 * (error * error + rtol * rtol) * predicted  # a product, not **: inf, never OverflowError
 
 
-def newton_step(datafit, state, beta, active, pen: Penalty, rtol: float, side):
+def newton_step(datafit, state, beta, active, pen: Penalty, rtol: float, side,
+                conditioning: BlockConditioning | None = None):
     """The Newton step s on the active set A (signs of the L1 terms held) and the gain its
     quadratic model predicts, g's / 2, or None:
     ``(diag(l2) - H_AA) s = g_A - l2 (beta_A - m_A) - l1 side``, the sides ``side`` those of the
@@ -157,11 +183,12 @@ def newton_step(datafit, state, beta, active, pen: Penalty, rtol: float, side):
     (:meth:`~riskset.core.interface.Datafit.local_quadratic`: O(nnz_A) each, never the
     |A|^2 block), preconditioned by its diagonal scale (centred on an intercept where the
     datafit names one: :func:`preconditioner`), to the relative residual ``rtol`` or for at most
-    :data:`CG_MAX_ITER` iterations (a truncated step).
+    :data:`CG_MAX_ITER` iterations (a truncated step, which ``conditioning`` records).
     """
+    conditioning = BlockConditioning() if conditioning is None else conditioning
     sub = pen[active]
     qa, prior_slope = sub.l2, sub.gradient(beta[active], side)
-    if dense_newton(datafit, active):
+    if dense_newton(datafit, active, conditioning):
         grad = datafit.slopes(state, active) - prior_slope
         step = block_step(datafit, beta, active, pen, np.diag(qa) - datafit.hessian(state, active), grad)
         return None if step is None else (step, 0.5 * float(grad @ step))
@@ -177,6 +204,7 @@ def newton_step(datafit, state, beta, active, pen: Penalty, rtol: float, side):
                     M=preconditioner(scale, quad.intercept, quad.coupling))
     if info < 0 or not np.all(np.isfinite(step)):
         return None
+    conditioning.cg_ran_out |= info > 0
     predicted = 0.5 * float(grad @ step)
     # info > 0: the iterations ran out. The iterate minimizes the quadratic model over the Krylov
     # space it spans, so it is still an ascent step (a truncated Newton step; Nocedal & Wright,
@@ -254,10 +282,12 @@ def preconditioner(scale, intercept=None, coupling=None) -> LinearOperator:
     return LinearOperator((m, m), matvec=apply, dtype=np.float64)
 
 
-def dense_newton(datafit, active) -> bool:
+def dense_newton(datafit, active, conditioning: BlockConditioning | None = None) -> bool:
     """Whether the Newton step on ``active`` solves the formed Hessian block: at most
-    :data:`DENSE_NEWTON_MAX` coordinates whose block costs at most :data:`DENSE_WORK_MAX`."""
-    return active.size <= DENSE_NEWTON_MAX and datafit.hessian_work(active) <= DENSE_WORK_MAX
+    :data:`DENSE_NEWTON_MAX` coordinates (more on an ill-conditioned fit's blocks:
+    :class:`BlockConditioning`) whose block costs at most :data:`DENSE_WORK_MAX`."""
+    most = DENSE_NEWTON_MAX if conditioning is None else conditioning.dense_max()
+    return active.size <= most and datafit.hessian_work(active) <= DENSE_WORK_MAX
 
 
 def newton_coordinates(datafit, beta, pen: Penalty, free, max_active):

@@ -33,7 +33,7 @@ from riskset.solver.ccd import (AT_GAMMA_MAX, SolverOptions, SolverResult, ended
 from riskset.solver.ending import state_problem
 from riskset.solver.entrants import entrants
 from riskset.solver.kkt import kkt_unit
-from riskset.solver.newton import NEWTON_CG_RTOL, newton_steps
+from riskset.solver.newton import NEWTON_CG_RTOL, BlockConditioning, newton_steps
 
 
 @dataclass
@@ -101,7 +101,7 @@ def outer_iterations(likelihood: Likelihood, beta, state, objective: float, pen:
     ``objective``) until the KKT conditions hold to ``opts.kkt_tol``, the iterations run out,
     or a Newton step can no longer move."""
     bar = _progress_bar(opts.progress)
-    rtol, kkt, grad = NEWTON_CG_RTOL, np.inf, None
+    rtol, kkt, grad, conditioning = NEWTON_CG_RTOL, np.inf, None, BlockConditioning()
     message = f"reached max_iter = {opts.max_iter} outer iterations"
     converged, n_iter = False, 0
     try:
@@ -123,7 +123,8 @@ def outer_iterations(likelihood: Likelihood, beta, state, objective: float, pen:
             joining = (enter, np.sign(grad[enter])) if enter.size else None
             before = beta
             beta, state, objective, _, rtol = newton_steps(likelihood, beta, state, pen, free, None, tol=opts.tol,
-                                                           objective=objective, joining=joining, rtol=rtol)
+                                                           objective=objective, joining=joining, rtol=rtol,
+                                                           conditioning=conditioning)
             if beta is before:
                 message = (f"the Newton steps made no progress at outer iteration {n_iter} with a KKT violation "
                            f"of {kkt:.3g} (> {opts.kkt_tol:g})")
